@@ -1,0 +1,12 @@
+# Third-party dependencies, all from Debian packages (see tools/setup.sh).
+find_package(absl REQUIRED)
+find_package(glog REQUIRED)
+find_package(gflags REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)

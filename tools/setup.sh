@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages longhaul needs to build, test and benchmark.
+# Idempotent: when everything is present it prints nothing and changes nothing.
+# Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ ccache pkg-config
+  # fuzzing and sanitizers
+  clang libclang-rt-14-dev
+  # libraries
+  libabsl-dev libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev
+  # benchmark peers, network namespaces, plots
+  iproute2 iperf3 libudt-dev python3 python3-matplotlib
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done" >&2

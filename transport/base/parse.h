@@ -1,0 +1,34 @@
+// Parsers and formatters for human-readable quantities, shared by link specs, profiles
+// and command-line tools so that "64MiB", "58ms" and "100gbit" mean the same everywhere.
+//
+//   sizes:      123, 4k/4KB (10^3), 4KiB/4Ki (2^10), M/MB, MiB, G/GB, GiB, T, TiB
+//               (case-insensitive; "b"/"B" suffix optional)
+//   durations:  ns, us, ms, s, m (minutes); a bare number is seconds
+//   rates:      bit, kbit, mbit, gbit, tbit (also bps, kbps, mbps, gbps, tbps; decimal);
+//               a bare number is bits per second
+//   fractions:  0.001, 1e-3, 0.1% (percent suffix)
+//
+// Errors are absl::InvalidArgumentError naming the text and the accepted form.
+#pragma once
+
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+
+namespace longhaul {
+
+absl::StatusOr<ByteCount> ParseByteCount(absl::string_view text);
+absl::StatusOr<Duration> ParseDuration(absl::string_view text);
+absl::StatusOr<Bandwidth> ParseBandwidth(absl::string_view text);
+absl::StatusOr<double> ParseFraction(absl::string_view text);  // result in [0, 1]
+absl::StatusOr<int64_t> ParseInteger(absl::string_view text);
+absl::StatusOr<bool> ParseBool(absl::string_view text);  // true/false/1/0/yes/no/on/off
+
+// Canonical forms accepted back by the parsers ("64MiB", "58ms", "100gbit").
+std::string FormatByteCount(ByteCount bytes);
+std::string FormatDuration(Duration d);
+std::string FormatBandwidth(Bandwidth b);
+
+}  // namespace longhaul

@@ -1,0 +1,93 @@
+// TransportConfig: every tunable of a longhaul connection, with named defaults and
+// Validate(). The tuner writes profiles (transport/core/profile.h reads them into this
+// struct); tools fill it from flags; the core only reads it. No hidden global knobs.
+//
+// Units are in the names or the types: bytes for sizes, Duration for times, Bandwidth
+// for rates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "transport/base/units.h"
+
+namespace longhaul {
+
+enum class CongestionControl { kFixed, kBbr };
+
+enum class FecMode { kOff, kFixed, kAuto };
+
+struct TransportConfig {
+  // ---- sizes ----
+  // Payload bytes of message data per packet. The datagram is larger by the packet and
+  // frame headers (see MaxDatagramSize()); SegmentForMtu() picks the largest segment that
+  // fits an IP MTU.
+  static constexpr ByteCount kDefaultSegment = 8192;
+  static constexpr ByteCount kMaxSegment = 65536 - 512;  // datagram must stay <= 65507
+  ByteCount segment = kDefaultSegment;
+
+  // Most bytes of data the sender keeps in flight (sent, not yet acknowledged nor
+  // declared lost). Must hold rate x (RTT + repair time); 100 Gbit/s x 58 ms = 725 MB.
+  static constexpr ByteCount kDefaultWindow = ByteCount{1} << 30;  // 1 GiB
+  static constexpr ByteCount kMaxWindow = ByteCount{64} << 30;
+  ByteCount window = kDefaultWindow;
+
+  // Receive credit: the receiver accepts message bytes up to this many beyond the first
+  // byte it has not yet delivered in order. Bounds receiver memory.
+  static constexpr ByteCount kDefaultRecvWindow = ByteCount{2} << 30;  // 2 GiB
+  ByteCount recv_window = kDefaultRecvWindow;
+
+  // ---- rate and congestion control ----
+  CongestionControl cc = CongestionControl::kFixed;
+  // Pacing rate of the fixed controller, and a cap for adaptive ones (zero: no cap,
+  // which the fixed controller rejects).
+  Bandwidth rate = Bandwidth::Gbps(1);
+  // Largest burst the pacer releases back to back when the driver wakes late.
+  Duration pacing_burst = Duration::Microseconds(100);
+
+  // ---- loss detection (RFC 8985 / RFC 9002 style) ----
+  // A packet is lost once this many later packets are acknowledged...
+  uint32_t reorder_packets = 16;
+  // ...or once a later packet is acknowledged and this fraction of the RTT has passed
+  // since the loss became possible (RACK reordering window; adapts upward on spurious
+  // retransmissions).
+  double reorder_rtt_fraction = 0.125;
+  // RTT assumed before the first sample.
+  Duration initial_rtt = Duration::Milliseconds(100);
+  // Lower bound on the probe timeout (tail-loss probe), and the most it backs off to.
+  Duration min_pto = Duration::Milliseconds(5);
+  Duration max_pto = Duration::Seconds(10);
+
+  // ---- acknowledgements ----
+  // Acknowledge after this many ack-eliciting packets, or after max_ack_delay.
+  uint32_t ack_every = 32;
+  Duration max_ack_delay = Duration::Milliseconds(1);
+  // Most ACK ranges per ACK frame (the newest are kept).
+  uint32_t max_ack_ranges = 128;
+
+  // ---- forward error correction ----
+  FecMode fec = FecMode::kOff;
+  uint32_t fec_k = 32;  // data packets per block (kFixed; the upper bound for kAuto)
+  uint32_t fec_m = 4;   // parity packets per block
+  uint32_t fec_interleave = 1;  // blocks filled round-robin
+  // A block that is not full is closed after this long so small messages never wait.
+  Duration fec_flush = Duration::Milliseconds(1);
+
+  // ---- connection lifetime ----
+  Duration idle_timeout = Duration::Seconds(30);
+  Duration keepalive = Duration::Seconds(5);
+
+  // Largest datagram (UDP payload) this config builds.
+  ByteCount MaxDatagramSize() const;
+  // The largest segment whose datagrams fit an IP MTU (IPv4 + UDP headers included).
+  static ByteCount SegmentForMtu(ByteCount mtu);
+
+  // Checks ranges and consistency; the error names the field and the accepted range.
+  absl::Status Validate() const;
+};
+
+const char* CongestionControlName(CongestionControl cc);
+const char* FecModeName(FecMode m);
+
+}  // namespace longhaul

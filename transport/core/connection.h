@@ -1,0 +1,155 @@
+// Connection: the sans-IO longhaul protocol core for one peer.
+//
+// A pure state machine: it never reads a clock, sleeps, starts threads or touches a
+// socket. Drivers (UDP, verbs, the simulator) feed it datagrams and timeouts with the
+// current time and send what PollTransmit() produces; applications submit messages and
+// post receive buffers, and collect completions with PollEvent(). The same inputs in the
+// same order give the same outputs.
+//
+// Messages: Send() takes a message of any size (0 bytes to tens of GiB). The bytes are
+// read in place (zero copy) until the message's kSendComplete event, so the memory must
+// stay valid and unchanged until then (or be owned through SendBuffer::owner). Messages
+// arrive whole and in submission order: the receiver gets one kReceiveComplete per
+// message, in order. Data lands in place in a buffer posted with PostReceive() (posted
+// buffers match messages in order), or, when no buffer was posted for a message, in
+// transport-owned memory handed over in the event (give it back with ReturnBuffer() to
+// have it reused).
+//
+// Reliability: selective repeat. Every packet has a new packet number (retransmitted
+// data travels in new packets); ACK frames carry SACK ranges; loss is declared by a
+// packet-reorder threshold and a time threshold (RACK), with a probe timeout for tail
+// loss. Pacing releases packets at the controller's rate.
+//
+// Thread-safety: none; one thread (the driver's) calls everything. transport/api adds
+// thread-safe submission on top.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/base/rng.h"
+#include "transport/base/units.h"
+#include "transport/core/config.h"
+#include "transport/core/stats.h"
+
+namespace longhaul {
+
+class ConnectionImpl;
+
+// ECN codepoint of a datagram (IP header bits).
+enum class Ecn : uint8_t { kNotEct = 0, kEct1 = 1, kEct0 = 2, kCe = 3 };
+
+struct SendBuffer {
+  const uint8_t* data = nullptr;
+  ByteCount size = 0;
+  // Optional owner of `data`, released after the message's send completion.
+  std::shared_ptr<const void> owner;
+};
+
+// Receive memory allocated by the connection (messages that had no posted buffer).
+class OwnedBuffer {
+ public:
+  OwnedBuffer() = default;
+  explicit OwnedBuffer(ByteCount capacity)
+      : data_(capacity ? new uint8_t[capacity] : nullptr), capacity_(capacity) {}
+  uint8_t* data() { return data_.get(); }
+  const uint8_t* data() const { return data_.get(); }
+  ByteCount size() const { return size_; }
+  ByteCount capacity() const { return capacity_; }
+  void set_size(ByteCount s) { size_ = s; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  std::unique_ptr<uint8_t[]> data_;
+  ByteCount capacity_ = 0;
+  ByteCount size_ = 0;
+};
+
+struct Event {
+  enum class Type {
+    kSendComplete,     // every byte of a sent message was acknowledged
+    kReceiveComplete,  // a message arrived whole, in order (status may say it did not fit)
+    kClosed,           // the connection ended; status says why (OK for a clean close)
+  };
+  Type type = Type::kClosed;
+  uint64_t message_id = 0;
+  uint64_t tag = 0;       // Send()'s tag, or PostReceive()'s tag (0 for owned memory)
+  ByteCount size = 0;     // message size
+  uint8_t* data = nullptr;  // receive: where the message is (posted buffer or owned.data())
+  OwnedBuffer owned;      // receive into transport-owned memory
+  Time submitted;         // send: when Send() was called (the `now` of the last input)
+  absl::Status status;
+};
+
+// What the driver needs to know about a datagram PollTransmit produced.
+struct TransmitInfo {
+  uint16_t flow = 0;          // which of the connection's UDP flows to use
+  Ecn ecn = Ecn::kNotEct;     // codepoint to set
+};
+
+struct ConnectionIds {
+  uint64_t local = 0;  // the id peers put in packets addressed to us
+  uint64_t peer = 0;   // the id we put in packets addressed to the peer
+};
+
+// Close codes carried in CLOSE frames.
+enum class CloseCode : uint64_t {
+  kNoError = 0,
+  kProtocolViolation = 1,
+  kFlowControl = 2,
+  kIdleTimeout = 3,
+  kApplication = 4,
+  kInternal = 5,
+};
+
+class Connection {
+ public:
+  // `config` must Validate(). `now` is the creation time (starts idle timers).
+  Connection(const TransportConfig& config, ConnectionIds ids, uint64_t seed, Time now);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // ---- application side ----
+  // Queues a message; returns its id. Fails if the connection is closed.
+  absl::StatusOr<uint64_t> Send(SendBuffer buffer, uint64_t tag);
+  // Posts a buffer for the next message that has none. A message larger than the buffer
+  // completes with an OutOfRange status (its bytes are discarded).
+  absl::Status PostReceive(uint8_t* data, ByteCount capacity, uint64_t tag);
+  // Gives transport-owned receive memory back for reuse.
+  void ReturnBuffer(OwnedBuffer buffer);
+  // Next completion or state change; false if none.
+  bool PollEvent(Event* event);
+  // Starts a clean close (code kNoError) or an abortive one (any other code).
+  void Close(CloseCode code, std::string reason);
+
+  // ---- driver side ----
+  void OnDatagram(Time now, std::span<const uint8_t> datagram, Ecn ecn = Ecn::kNotEct);
+  void OnTimeout(Time now);
+  // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize()) and returns its
+  // length, or 0 when nothing may be sent at `now` (pacing, window, nothing to send).
+  size_t PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info = nullptr);
+  // Earliest time OnTimeout() or PollTransmit() has work; Time::Infinite() if none.
+  Time NextTimeout() const;
+
+  // ---- introspection ----
+  const TransportConfig& config() const;
+  const ConnectionStats& stats() const;
+  ConnectionDebugState debug_state() const;
+  bool closed() const;
+  // Messages submitted but not yet send-complete, and their bytes.
+  uint64_t pending_send_messages() const;
+  ByteCount pending_send_bytes() const;
+  // Messages the receiver has not yet delivered (including ones not started).
+  uint64_t posted_receives() const;
+
+ private:
+  std::unique_ptr<ConnectionImpl> impl_;
+};
+
+}  // namespace longhaul

@@ -1,0 +1,229 @@
+// longhaul packet and frame encoding (version 1). docs/wire-format.md documents every
+// field; keep the two in step.
+//
+//   header (20 bytes, network byte order)
+//     0  u8   version            kVersion
+//     1  u8   packet type        PacketType
+//     2  u16  flow               index of the UDP flow the sender used (informational)
+//     4  u64  connection id      chosen by the receiver of the packet
+//     12 u64  packet number      never reused within a connection
+//   frames ...                   until the checksum
+//   trailer (4 bytes)
+//     u32 CRC32C of every preceding byte of the datagram
+//
+// Decoding is bounds-checked everywhere: malformed input yields an error status and is
+// never read past its end. Nothing here allocates on the hot path; frames are views into
+// the datagram and are valid as long as its bytes are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+
+namespace longhaul::wire {
+
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 20;
+inline constexpr size_t kChecksumSize = 4;
+inline constexpr size_t kPacketOverhead = kHeaderSize + kChecksumSize;
+// Largest datagram longhaul builds or accepts (64 KiB segments plus frame headers fit).
+inline constexpr size_t kMaxDatagramSize = 65507;  // largest IPv4 UDP payload
+inline constexpr size_t kMinDatagramSize = kPacketOverhead + 1;
+
+enum class PacketType : uint8_t {
+  kOneRtt = 0,     // established connection traffic
+  kInitial = 1,    // client's first flight (handshake)
+  kRetry = 2,      // server's stateless cookie challenge
+  kHandshake = 3,  // server's accept / client's confirmation
+};
+
+enum class FrameType : uint8_t {
+  kPadding = 0x00,
+  kData = 0x01,
+  kAck = 0x02,
+  kClose = 0x03,
+  kPing = 0x04,
+  kFecRepair = 0x05,
+  kFecSource = 0x06,
+  kLossReport = 0x07,
+  kHandshake = 0x08,
+};
+
+struct PacketHeader {
+  PacketType type = PacketType::kOneRtt;
+  uint16_t flow = 0;
+  uint64_t connection_id = 0;
+  PacketNumber packet_number = 0;
+};
+
+// DATA: a contiguous piece of one message.
+inline constexpr uint8_t kDataFlagLast = 0x01;  // piece ends the message
+struct DataFrame {
+  uint8_t flags = 0;
+  uint64_t message_id = 0;      // consecutive from 0 in submission order
+  uint64_t message_length = 0;  // whole message, bytes
+  uint64_t offset = 0;          // of this piece within the message
+  uint64_t stream_base = 0;     // connection-wide byte offset of the message's first byte
+  uint64_t length = 0;          // bytes of payload that follow
+  const uint8_t* payload = nullptr;
+  bool last() const { return flags & kDataFlagLast; }
+};
+
+// ACK: which packet numbers were received. Ranges are encoded from the largest down, as
+// in QUIC: first_range packets below `largest` are also received, then (gap, length)
+// pairs. Use AckRangeIterator to walk them as inclusive [low, high] ranges, descending.
+struct AckFrame {
+  PacketNumber largest = 0;
+  uint64_t ack_delay_us = 0;   // time the receiver held `largest` before acking
+  uint64_t max_stream = 0;     // flow-control credit: sender may send stream bytes < this
+  uint64_t ecn_ect0 = 0;       // cumulative ECT(0)-marked packets received
+  uint64_t ecn_ce = 0;         // cumulative CE-marked packets received
+  uint64_t first_range = 0;
+  uint64_t range_count = 0;    // additional (gap, length) pairs
+  const uint8_t* ranges = nullptr;  // encoded pairs, validated by the parser
+  const uint8_t* ranges_end = nullptr;
+};
+
+struct AckRange {
+  PacketNumber low;
+  PacketNumber high;
+};
+
+class AckRangeIterator {
+ public:
+  explicit AckRangeIterator(const AckFrame& ack);
+  // Fills `r` with the next range (descending); false when there are no more.
+  bool Next(AckRange* r);
+
+ private:
+  const AckFrame& ack_;
+  const uint8_t* p_;
+  uint64_t emitted_ = 0;
+  PacketNumber next_high_ = 0;
+  bool first_ = true;
+};
+
+struct CloseFrame {
+  uint64_t error_code = 0;
+  std::string_view reason;  // view into the datagram
+};
+
+// FEC repair symbol: parity shard `index` (0..m-1) of block `block_id`.
+struct FecRepairFrame {
+  uint64_t block_id = 0;
+  uint8_t index = 0;
+  uint8_t k = 0;
+  uint8_t m = 0;
+  uint64_t length = 0;  // shard bytes that follow
+  const uint8_t* payload = nullptr;
+};
+
+// FEC source tag: this packet is data shard `index` (0..k-1) of block `block_id`. The
+// shard is the packet's frames after this tag, zero-padded to the block's shard size.
+struct FecSourceFrame {
+  uint64_t block_id = 0;
+  uint8_t index = 0;
+  uint8_t k = 0;
+  uint8_t m = 0;
+};
+
+// Receiver's loss statistics, used by the sender's FEC policy.
+struct LossReportFrame {
+  uint64_t packets_received = 0;  // cumulative
+  uint64_t packets_missing = 0;   // cumulative, gaps never filled within the reorder window
+  uint64_t loss_bursts = 0;       // cumulative count of runs of consecutive missing packets
+};
+
+struct HandshakeFrame {
+  std::span<const uint8_t> body;  // opaque to the wire layer; interpreted by the driver
+};
+
+struct Frame {
+  FrameType type = FrameType::kPadding;
+  DataFrame data;
+  AckFrame ack;
+  CloseFrame close;
+  FecRepairFrame fec_repair;
+  FecSourceFrame fec_source;
+  LossReportFrame loss_report;
+  HandshakeFrame handshake;
+};
+
+// Encoded sizes, for planning what fits in a datagram.
+size_t DataFrameHeaderSize(const DataFrame& f);
+inline constexpr size_t kMaxDataFrameHeaderSize = 2 + 5 * 8;
+inline constexpr size_t kFecSourceFrameSize = 1 + 8 + 3;
+size_t FecRepairFrameHeaderSize(const FecRepairFrame& f);
+
+// Builds one datagram in a caller-owned buffer. Usage: construct, WriteHeader, append
+// frames while they fit, Finish. Every Write* returns false (writing nothing) when the
+// frame does not fit in what remains.
+class PacketWriter {
+ public:
+  PacketWriter(uint8_t* buffer, size_t capacity);
+
+  void WriteHeader(const PacketHeader& h);
+  // Bytes still available for frames (the checksum is already reserved).
+  size_t remaining() const { return static_cast<size_t>(limit_ - p_); }
+  size_t size() const { return static_cast<size_t>(p_ - begin_); }
+  uint8_t* cursor() { return p_; }
+
+  // Writes a DATA frame header and copies f.length bytes from f.payload (may be null to
+  // leave the payload area for the caller to fill through the returned pointer).
+  uint8_t* WriteData(const DataFrame& f);
+  // Writes as many of the given descending, disjoint ranges as fit (at most max_ranges);
+  // ranges[0].high must equal ack.largest. Returns the number of ranges written (0 if
+  // not even the first fits).
+  size_t WriteAck(const AckFrame& ack, std::span<const AckRange> ranges, size_t max_ranges);
+  bool WriteClose(uint64_t error_code, std::string_view reason);
+  bool WritePing();
+  bool WritePadding(size_t n);
+  bool WriteFecSource(const FecSourceFrame& f);
+  uint8_t* WriteFecRepair(const FecRepairFrame& f);
+  bool WriteLossReport(const LossReportFrame& f);
+  bool WriteHandshake(std::span<const uint8_t> body);
+
+  // Appends the CRC32C and returns the datagram length.
+  size_t Finish();
+
+ private:
+  uint8_t* begin_;
+  uint8_t* p_;
+  uint8_t* limit_;  // end of frame space (checksum reserved after it)
+};
+
+// A parsed packet: header plus the frame bytes (checksum already verified).
+struct PacketView {
+  PacketHeader header;
+  const uint8_t* frames = nullptr;
+  const uint8_t* frames_end = nullptr;
+};
+
+// Checks length, version, type and checksum, and decodes the header. Errors:
+// InvalidArgument (too short, unknown version/type) and DataLoss (checksum mismatch).
+absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> datagram);
+
+// Reads only the header fields needed to route a datagram (connection id) without
+// verifying the checksum. Fails on short input.
+absl::StatusOr<PacketHeader> PeekHeader(std::span<const uint8_t> datagram);
+
+// Iterates the frames of a packet. Next() returns true with `f` filled, false at the end,
+// or an error for a malformed frame (after which iteration must stop).
+class FrameReader {
+ public:
+  explicit FrameReader(const PacketView& v) : p_(v.frames), end_(v.frames_end) {}
+  FrameReader(const uint8_t* begin, const uint8_t* end) : p_(begin), end_(end) {}
+  absl::StatusOr<bool> Next(Frame* f);
+  const uint8_t* position() const { return p_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+}  // namespace longhaul::wire
