@@ -66,10 +66,15 @@ bool AckRangeIterator::Next(AckRange* r) {
     return true;
   }
   if (emitted_ >= ack_.range_count) return false;
-  uint64_t gap, len;
-  // The parser validated every pair, so these reads cannot fail or underflow.
-  p_ += ReadVarint(p_, ack_.ranges_end, &gap);
-  p_ += ReadVarint(p_, ack_.ranges_end, &len);
+  // The parser validated every pair, so for a parsed frame these reads cannot fail or
+  // underflow. A hand-built AckFrame whose range bytes do not match range_count ends the
+  // iteration instead of reading uninitialised values.
+  uint64_t gap = 0, len = 0;
+  const size_t gap_bytes = ReadVarint(p_, ack_.ranges_end, &gap);
+  if (gap_bytes == 0) return false;
+  const size_t len_bytes = ReadVarint(p_ + gap_bytes, ack_.ranges_end, &len);
+  if (len_bytes == 0) return false;
+  p_ += gap_bytes + len_bytes;
   ++emitted_;
   r->high = next_high_ - gap - 2;
   r->low = r->high - len;
