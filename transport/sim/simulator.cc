@@ -1,0 +1,382 @@
+#include "transport/sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <queue>
+
+#include "glog/logging.h"
+
+namespace longhaul::sim {
+namespace {
+
+constexpr uint32_t kNoBuffer = 0xffffffffu;
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// Most datagrams one node may emit in one wake before the simulator moves on (bounds the
+// loop; the node is woken again at the same time to continue).
+constexpr int kMaxTransmitsPerWake = 1 << 16;
+// Services of one node at one instant after which the simulator nudges its timer 1 ns
+// ahead, so a node that keeps asking for `now` without progress cannot hang a run.
+constexpr uint32_t kMaxSameTimeWakes = 1 << 12;
+
+}  // namespace
+
+const char* StopReasonName(StopReason r) {
+  switch (r) {
+    case StopReason::kDone: return "done";
+    case StopReason::kIdle: return "idle";
+    case StopReason::kTimeLimit: return "max_virtual_time";
+    case StopReason::kWallLimit: return "max_wall_time";
+  }
+  return "?";
+}
+
+struct Simulator::Packet {
+  int64_t at_ns;
+  uint64_t seq;  // tie-break for the held heap
+  uint32_t buffer;
+  uint32_t len;
+  uint32_t dst;
+  Ecn ecn;
+};
+
+struct Simulator::PacketHeap {
+  struct Later {
+    bool operator()(const Packet& a, const Packet& b) const {
+      return a.at_ns != b.at_ns ? a.at_ns > b.at_ns : a.seq > b.seq;
+    }
+  };
+  std::priority_queue<Packet, std::vector<Packet>, Later> q;
+};
+
+// FIFO ring of packets with non-decreasing delivery times; grows by doubling.
+class Simulator::Ring {
+ public:
+  Ring() : slots_(1024), mask_(1023) {}
+  bool empty() const { return head_ == tail_; }
+  const Packet& front() const { return slots_[head_ & mask_]; }
+  void pop_front() { ++head_; }
+  void push_back(const Packet& p) {
+    if (tail_ - head_ == slots_.size()) Grow();
+    slots_[tail_ & mask_] = p;
+    ++tail_;
+  }
+
+ private:
+  void Grow() {
+    std::vector<Packet> next(slots_.size() * 2);
+    for (uint64_t i = head_; i != tail_; ++i) next[i - head_] = slots_[i & mask_];
+    tail_ -= head_;
+    head_ = 0;
+    slots_.swap(next);
+    mask_ = slots_.size() - 1;
+  }
+  std::vector<Packet> slots_;
+  uint64_t mask_;
+  uint64_t head_ = 0;
+  uint64_t tail_ = 0;
+};
+
+// Indexed binary min-heap: one entry per node keyed by (time, sequence).
+class Simulator::TimerHeap {
+ public:
+  void Resize(size_t n) {
+    pos_.resize(n, -1);
+    key_.resize(n, {kNever, 0});
+  }
+  bool empty() const { return heap_.empty(); }
+  int top() const { return heap_[0]; }
+  int64_t top_time() const { return key_[heap_[0]].first; }
+  void Set(int node, int64_t at_ns, uint64_t seq) {
+    if (at_ns == kNever) {
+      Remove(node);
+      return;
+    }
+    key_[node] = {at_ns, seq};
+    if (pos_[node] < 0) {
+      pos_[node] = static_cast<int>(heap_.size());
+      heap_.push_back(node);
+      Up(pos_[node]);
+    } else {
+      Up(pos_[node]);
+      Down(pos_[node]);
+    }
+  }
+  void Remove(int node) {
+    int i = pos_[node];
+    if (i < 0) return;
+    int last = heap_.back();
+    heap_.pop_back();
+    pos_[node] = -1;
+    if (last != node) {
+      heap_[i] = last;
+      pos_[last] = i;
+      Up(i);
+      Down(pos_[last]);
+    }
+  }
+
+ private:
+  bool Less(int a, int b) const { return key_[a] < key_[b]; }
+  void Swap(int i, int j) {
+    std::swap(heap_[i], heap_[j]);
+    pos_[heap_[i]] = i;
+    pos_[heap_[j]] = j;
+  }
+  void Up(int i) {
+    while (i > 0) {
+      int p = (i - 1) / 2;
+      if (!Less(heap_[i], heap_[p])) break;
+      Swap(i, p);
+      i = p;
+    }
+  }
+  void Down(int i) {
+    const int n = static_cast<int>(heap_.size());
+    while (true) {
+      int l = 2 * i + 1, r = l + 1, m = i;
+      if (l < n && Less(heap_[l], heap_[m])) m = l;
+      if (r < n && Less(heap_[r], heap_[m])) m = r;
+      if (m == i) break;
+      Swap(i, m);
+      i = m;
+    }
+  }
+  std::vector<int> heap_;
+  std::vector<int> pos_;
+  std::vector<std::pair<int64_t, uint64_t>> key_;
+};
+
+// Fixed-size datagram slots allocated in chunks and recycled LIFO (the most recently
+// freed slot is the warmest in cache).
+class Simulator::BufferPool {
+ public:
+  explicit BufferPool(size_t slot) : slot_((slot + 63) & ~size_t{63}) {}
+  size_t slot_size() const { return slot_; }
+  uint32_t Alloc() {
+    if (free_.empty()) Grow();
+    uint32_t b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  void Free(uint32_t b) { free_.push_back(b); }
+  uint8_t* Data(uint32_t b) { return chunks_[b >> kChunkShift].get() + (b & kChunkMask) * slot_; }
+  uint64_t allocated() const { return static_cast<uint64_t>(chunks_.size()) << kChunkShift; }
+
+ private:
+  static constexpr uint32_t kChunkShift = 8;
+  static constexpr uint32_t kChunkMask = (1u << kChunkShift) - 1;
+  void Grow() {
+    CHECK_LT(chunks_.size(), size_t{1} << (32 - kChunkShift)) << "datagram pool exhausted";
+    uint32_t base = static_cast<uint32_t>(chunks_.size()) << kChunkShift;
+    chunks_.emplace_back(new uint8_t[slot_ << kChunkShift]);
+    for (uint32_t i = kChunkMask + 1; i-- > 0;) free_.push_back(base + i);
+  }
+  size_t slot_;
+  std::vector<std::unique_ptr<uint8_t[]>> chunks_;
+  std::vector<uint32_t> free_;
+};
+
+Simulator::Simulator(const SimulatorOptions& options)
+    : options_(options),
+      pool_(std::make_unique<BufferPool>(options.max_datagram)),
+      held_(std::make_unique<PacketHeap>()),
+      timers_(std::make_unique<TimerHeap>()) {
+  // Each direction gets its own stream derived from the simulator seed.
+  uint64_t s = options.seed;
+  uint64_t seed_fwd = SplitMix64(s);
+  uint64_t seed_rev = SplitMix64(s);
+  LinkSpec rev = options.link;
+  if (rev.seed.has_value()) rev.seed = *rev.seed ^ 0x5bd1e995u;  // distinct reverse stream
+  links_[0] = std::make_unique<LinkDirection>(options.link, seed_fwd);
+  links_[1] = std::make_unique<LinkDirection>(rev, seed_rev);
+  fifo_[0] = std::make_unique<Ring>();
+  fifo_[1] = std::make_unique<Ring>();
+  absl::StatusOr<std::vector<LinkSpec>> specs =
+      ResolveLinkSchedule(options.link, options.schedule);
+  CHECK(specs.ok()) << specs.status();
+  schedule_specs_ = *std::move(specs);
+}
+
+Simulator::~Simulator() = default;
+
+int Simulator::AddPair(SimNode* left, SimNode* right) {
+  nodes_.push_back(left);
+  nodes_.push_back(right);
+  timers_->Resize(nodes_.size());
+  last_wake_ns_.resize(nodes_.size(), -1);
+  same_time_wakes_.resize(nodes_.size(), 0);
+  // Both start with a wake at their NextTimeout (they may have something to send at once).
+  for (int n = static_cast<int>(nodes_.size()) - 2; n < static_cast<int>(nodes_.size()); ++n) {
+    Time t = nodes_[n]->NextTimeout();
+    if (!t.IsInfinite()) timers_->Set(n, std::max(t, now_).ns(), seq_++);
+  }
+  return static_cast<int>(nodes_.size() / 2) - 1;
+}
+
+void Simulator::ApplyScheduleStep() {
+  const LinkSpec& spec = schedule_specs_[next_step_];
+  links_[0]->Reconfigure(spec, now_);
+  links_[1]->Reconfigure(spec, now_);
+  Mix(0x5c4ed01e ^ next_step_);
+  ++next_step_;
+}
+
+void Simulator::Offer(int node, uint32_t buffer, size_t len, const TransmitInfo& info) {
+  const int dir = node & 1;  // left (even) nodes send forward, right ones in reverse
+  const Verdict v = links_[dir]->Offer(now_, len, info.ecn != Ecn::kNotEct);
+  Mix(static_cast<uint64_t>(now_.ns()));
+  Mix(len | (static_cast<uint64_t>(node) << 32) | (static_cast<uint64_t>(v.drop) << 56));
+  if (v.dropped()) {
+    pool_->Free(buffer);
+    return;
+  }
+  const Ecn ecn = v.ce_mark ? Ecn::kCe : info.ecn;
+  const uint32_t dst = static_cast<uint32_t>(node ^ 1);
+  if (v.duplicate) {
+    uint32_t copy = pool_->Alloc();
+    std::memcpy(pool_->Data(copy), pool_->Data(buffer), len);
+    held_->q.push(Packet{v.duplicate_at.ns(), seq_++, copy, static_cast<uint32_t>(len), dst, ecn});
+  }
+  if (v.corrupt_bit >= 0) {
+    pool_->Data(buffer)[v.corrupt_bit >> 3] ^= static_cast<uint8_t>(1u << (v.corrupt_bit & 7));
+    Mix(static_cast<uint64_t>(v.corrupt_bit));
+  }
+  Packet p{v.deliver_at.ns(), seq_++, buffer, static_cast<uint32_t>(len), dst, ecn};
+  Mix(static_cast<uint64_t>(p.at_ns) ^ (static_cast<uint64_t>(v.reordered) << 63));
+  if (v.reordered) {
+    held_->q.push(p);
+  } else {
+    fifo_[dir]->push_back(p);
+  }
+}
+
+void Simulator::Service(int node) {
+  SimNode* n = nodes_[node];
+  bool more = false;
+  for (int i = 0;; ++i) {
+    if (i == kMaxTransmitsPerWake) {
+      more = true;
+      break;
+    }
+    if (spare_ == kNoBuffer) spare_ = pool_->Alloc();
+    TransmitInfo info;
+    const size_t len = n->PollTransmit(now_, pool_->Data(spare_), pool_->slot_size(), &info);
+    if (len == 0) break;
+    CHECK_LE(len, pool_->slot_size()) << "PollTransmit overran its buffer";
+    ++counters_.datagrams_sent;
+    const uint32_t b = spare_;
+    spare_ = kNoBuffer;
+    Offer(node, b, len, info);
+  }
+  int64_t t = more ? now_.ns() : n->NextTimeout().ns();
+  if (t <= now_.ns()) {
+    t = now_.ns();
+    if (last_wake_ns_[node] == t) {
+      if (++same_time_wakes_[node] >= kMaxSameTimeWakes) {
+        ++counters_.stalls;
+        same_time_wakes_[node] = 0;
+        t += 1;
+      }
+    } else {
+      last_wake_ns_[node] = t;
+      same_time_wakes_[node] = 0;
+    }
+  }
+  timers_->Set(node, t, seq_++);
+}
+
+void Simulator::Deliver(const Packet& p) {
+  nodes_[p.dst]->OnDatagram(now_, std::span<const uint8_t>(pool_->Data(p.buffer), p.len), p.ecn);
+  pool_->Free(p.buffer);
+  ++counters_.datagrams_delivered;
+  Mix(static_cast<uint64_t>(now_.ns()) ^ (static_cast<uint64_t>(p.dst) << 48) ^ p.len);
+  Service(static_cast<int>(p.dst));
+}
+
+StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duration wall_limit) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const int64_t wall_limit_ns = wall_limit.ns();
+  const int64_t until_ns = until.ns();
+  StopReason reason;
+  while (true) {
+    if (done && done()) {
+      reason = StopReason::kDone;
+      break;
+    }
+    // Find the earliest event; the comparison order fixes the tie-break order.
+    int kind = -1;
+    int64_t best = kNever;
+    if (next_step_ < schedule_specs_.size()) {
+      best = options_.schedule.steps[next_step_].at.ns();
+      kind = 0;
+    }
+    if (!fifo_[0]->empty() && fifo_[0]->front().at_ns < best) {
+      best = fifo_[0]->front().at_ns;
+      kind = 1;
+    }
+    if (!fifo_[1]->empty() && fifo_[1]->front().at_ns < best) {
+      best = fifo_[1]->front().at_ns;
+      kind = 2;
+    }
+    if (!held_->q.empty() && held_->q.top().at_ns < best) {
+      best = held_->q.top().at_ns;
+      kind = 3;
+    }
+    if (!timers_->empty() && timers_->top_time() < best) {
+      best = timers_->top_time();
+      kind = 4;
+    }
+    if (kind < 0) {
+      reason = StopReason::kIdle;
+      break;
+    }
+    if (best > until_ns) {
+      now_ = until;
+      reason = StopReason::kTimeLimit;
+      break;
+    }
+    if (best > now_.ns()) now_ = Time::FromNanoseconds(best);
+    ++counters_.events;
+    switch (kind) {
+      case 0:
+        ApplyScheduleStep();
+        break;
+      case 1:
+      case 2: {
+        const Packet p = fifo_[kind - 1]->front();
+        fifo_[kind - 1]->pop_front();
+        Deliver(p);
+        break;
+      }
+      case 3: {
+        const Packet p = held_->q.top();
+        held_->q.pop();
+        Deliver(p);
+        break;
+      }
+      case 4: {
+        const int node = timers_->top();
+        timers_->Remove(node);
+        ++counters_.timeouts;
+        Mix(static_cast<uint64_t>(now_.ns()) ^ (static_cast<uint64_t>(node) << 40) ^ 0x7);
+        if (nodes_[node]->NextTimeout() <= now_) nodes_[node]->OnTimeout(now_);
+        Service(node);
+        break;
+      }
+    }
+    if ((counters_.events & 4095) == 0 && wall_limit_ns != kNever) {
+      const auto elapsed = std::chrono::steady_clock::now() - wall_start;
+      if (std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count() >
+          wall_limit_ns) {
+        reason = StopReason::kWallLimit;
+        break;
+      }
+    }
+  }
+  counters_.pool_buffers = pool_->allocated();
+  return reason;
+}
+
+}  // namespace longhaul::sim
