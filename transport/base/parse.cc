@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -11,8 +12,13 @@
 namespace longhaul {
 namespace {
 
-// Splits "12.5ms" into 12.5 and "ms". Fails when there is no leading number.
-bool SplitNumber(absl::string_view text, double* value, std::string* suffix) {
+// Splits "12.5ms" into 12.5 and "ms" (lower-cased; whitespace between number and unit
+// is allowed). `digits` is set when the number is a plain decimal integer, so callers can
+// convert it exactly: doubles lose precision above 2^53, which would break the promise
+// that Format*() output parses back to the same value. Fails when there is no leading
+// number.
+bool SplitNumber(absl::string_view text, double* value, std::string* suffix,
+                 absl::string_view* digits = nullptr) {
   absl::string_view t = absl::StripAsciiWhitespace(text);
   size_t i = 0;
   while (i < t.size() && (absl::ascii_isdigit(t[i]) || t[i] == '.' || t[i] == '-' ||
@@ -23,9 +29,24 @@ bool SplitNumber(absl::string_view text, double* value, std::string* suffix) {
     ++i;
   }
   if (i == 0) return false;
-  if (!absl::SimpleAtod(t.substr(0, i), value)) return false;
+  absl::string_view number = t.substr(0, i);
+  if (!absl::SimpleAtod(number, value)) return false;
   if (!std::isfinite(*value)) return false;
-  *suffix = absl::AsciiStrToLower(t.substr(i));
+  *suffix = absl::AsciiStrToLower(absl::StripLeadingAsciiWhitespace(t.substr(i)));
+  if (digits != nullptr) {
+    bool all_digits = true;
+    for (char c : number) all_digits = all_digits && absl::ascii_isdigit(c);
+    *digits = all_digits ? number : absl::string_view();
+  }
+  return true;
+}
+
+// Exact unsigned product of a decimal integer and a multiplier; false on overflow.
+bool ExactProduct(absl::string_view digits, uint64_t mult, uint64_t* out) {
+  uint64_t v;
+  if (digits.empty() || !absl::SimpleAtoi(digits, &v)) return false;
+  if (mult != 0 && v > std::numeric_limits<uint64_t>::max() / mult) return false;
+  *out = v * mult;
   return true;
 }
 
@@ -34,49 +55,70 @@ bool SplitNumber(absl::string_view text, double* value, std::string* suffix) {
 absl::StatusOr<ByteCount> ParseByteCount(absl::string_view text) {
   double v;
   std::string s;
-  if (!SplitNumber(text, &v, &s) || v < 0) {
+  absl::string_view digits;
+  if (!SplitNumber(text, &v, &s, &digits) || v < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad size '", text, "': expected a number with an optional unit (4096, 64KiB, 1MB, 20GiB)"));
   }
   if (!s.empty() && s.back() == 'b') s.pop_back();
-  double mult;
+  uint64_t mult;
   if (s.empty()) mult = 1;
-  else if (s == "k") mult = 1e3;
-  else if (s == "ki") mult = 1024.0;
-  else if (s == "m") mult = 1e6;
-  else if (s == "mi") mult = 1024.0 * 1024;
-  else if (s == "g") mult = 1e9;
-  else if (s == "gi") mult = 1024.0 * 1024 * 1024;
-  else if (s == "t") mult = 1e12;
-  else if (s == "ti") mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (s == "k") mult = 1000;
+  else if (s == "ki") mult = uint64_t{1} << 10;
+  else if (s == "m") mult = 1000 * 1000;
+  else if (s == "mi") mult = uint64_t{1} << 20;
+  else if (s == "g") mult = uint64_t{1000} * 1000 * 1000;
+  else if (s == "gi") mult = uint64_t{1} << 30;
+  else if (s == "t") mult = uint64_t{1000} * 1000 * 1000 * 1000;
+  else if (s == "ti") mult = uint64_t{1} << 40;
   else {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad size unit in '", text, "': use B, KB, KiB, MB, MiB, GB, GiB, TB or TiB"));
   }
-  double bytes = v * mult;
-  if (bytes > 1.8e19) return absl::InvalidArgumentError(absl::StrCat("size '", text, "' is too large"));
-  return static_cast<ByteCount>(std::llround(bytes));
+  const absl::Status too_large =
+      absl::InvalidArgumentError(absl::StrCat("size '", text, "' is too large"));
+  if (!digits.empty()) {
+    uint64_t exact;
+    if (!ExactProduct(digits, mult, &exact)) return too_large;
+    return exact;
+  }
+  // Fractions and exponents: round to whole bytes. The bound keeps the conversion to
+  // uint64_t defined (2^64 is exactly representable as a double).
+  double bytes = std::round(v * static_cast<double>(mult));
+  if (!(bytes < 18446744073709551616.0)) return too_large;
+  return static_cast<ByteCount>(bytes);
 }
 
 absl::StatusOr<Duration> ParseDuration(absl::string_view text) {
   double v;
   std::string s;
-  if (!SplitNumber(text, &v, &s) || v < 0) {
+  absl::string_view digits;
+  if (!SplitNumber(text, &v, &s, &digits) || v < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad duration '", text, "': expected a number with a unit (300us, 58ms, 2s)"));
   }
-  double ns;
-  if (s.empty() || s == "s" || s == "sec") ns = v * 1e9;
-  else if (s == "ms") ns = v * 1e6;
-  else if (s == "us") ns = v * 1e3;
-  else if (s == "ns") ns = v;
-  else if (s == "m" || s == "min") ns = v * 60e9;
+  uint64_t unit_ns;
+  if (s.empty() || s == "s" || s == "sec") unit_ns = 1000000000;
+  else if (s == "ms") unit_ns = 1000000;
+  else if (s == "us") unit_ns = 1000;
+  else if (s == "ns") unit_ns = 1;
+  else if (s == "m" || s == "min") unit_ns = uint64_t{60} * 1000000000;
   else {
     return absl::InvalidArgumentError(
         absl::StrCat("bad duration unit in '", text, "': use ns, us, ms, s or min"));
   }
-  if (ns > 9e18) return absl::InvalidArgumentError(absl::StrCat("duration '", text, "' is too long"));
-  return Duration::Nanoseconds(static_cast<int64_t>(std::llround(ns)));
+  // About 285 years; keeps clear of Duration::Infinite() and of int64 overflow.
+  constexpr uint64_t kMaxNs = 9000000000000000000ULL;
+  const absl::Status too_long =
+      absl::InvalidArgumentError(absl::StrCat("duration '", text, "' is too long"));
+  if (!digits.empty()) {
+    uint64_t exact;
+    if (!ExactProduct(digits, unit_ns, &exact) || exact > kMaxNs) return too_long;
+    return Duration::Nanoseconds(static_cast<int64_t>(exact));
+  }
+  double ns = std::round(v * static_cast<double>(unit_ns));
+  if (!(ns <= static_cast<double>(kMaxNs))) return too_long;
+  return Duration::Nanoseconds(static_cast<int64_t>(ns));
 }
 
 absl::StatusOr<Bandwidth> ParseBandwidth(absl::string_view text) {
@@ -150,13 +192,25 @@ std::string FormatDuration(Duration d) {
 }
 
 std::string FormatBandwidth(Bandwidth b) {
-  double v = b.bps();
-  auto whole = [](double x) { return x == std::floor(x); };
-  if (v >= 1e12 && whole(v / 1e12)) return absl::StrFormat("%.0ftbit", v / 1e12);
-  if (v >= 1e9 && whole(v / 1e9)) return absl::StrFormat("%.0fgbit", v / 1e9);
-  if (v >= 1e6 && whole(v / 1e6)) return absl::StrFormat("%.0fmbit", v / 1e6);
-  if (v >= 1e3 && whole(v / 1e3)) return absl::StrFormat("%.0fkbit", v / 1e3);
-  return absl::StrFormat("%.0fbit", v);
+  const double v = b.bps();
+  // The largest unit that represents the rate exactly as a whole number.
+  struct Unit {
+    double scale;
+    const char* name;
+  };
+  static constexpr Unit kUnits[] = {{1e12, "tbit"}, {1e9, "gbit"}, {1e6, "mbit"}, {1e3, "kbit"}};
+  for (const Unit& u : kUnits) {
+    const double k = std::round(v / u.scale);
+    if (k >= 1 && k * u.scale == v) return absl::StrFormat("%.0f%s", k, u.name);
+  }
+  if (v == std::round(v)) return absl::StrFormat("%.0fbit", v);
+  // A fractional rate: the shortest decimal that parses back to the same double.
+  for (int precision = 1; precision < 17; ++precision) {
+    std::string text = absl::StrFormat("%.*g", precision, v);
+    double back;
+    if (absl::SimpleAtod(text, &back) && back == v) return absl::StrCat(text, "bit");
+  }
+  return absl::StrFormat("%.17gbit", v);
 }
 
 }  // namespace longhaul
