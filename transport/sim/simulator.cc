@@ -6,6 +6,8 @@
 #include <limits>
 #include <queue>
 
+#include <sys/mman.h>
+
 #include "glog/logging.h"
 
 namespace longhaul::sim {
@@ -19,6 +21,21 @@ constexpr int kMaxTransmitsPerWake = 1 << 16;
 // Services of one node at one instant after which the simulator nudges its timer 1 ns
 // ahead, so a node that keeps asking for `now` without progress cannot hang a run.
 constexpr uint32_t kMaxSameTimeWakes = 1 << 12;
+
+// 2 MiB-aligned memory advised to use transparent huge pages: the pool grows to a
+// bandwidth-delay product of datagrams (725 MB at 100 Gbit/s x 58 ms), and first-touch
+// faults on 4 KiB pages would otherwise cost more than the simulation itself.
+constexpr size_t kHugePage = size_t{2} << 20;
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+uint8_t* AllocHuge(size_t bytes) {
+  bytes = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, bytes));
+  CHECK(p != nullptr) << "out of memory for " << bytes << " bytes of datagram buffers";
+  madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
 
 }  // namespace
 
@@ -165,16 +182,16 @@ class Simulator::BufferPool {
   uint64_t allocated() const { return static_cast<uint64_t>(chunks_.size()) << kChunkShift; }
 
  private:
-  static constexpr uint32_t kChunkShift = 8;
+  static constexpr uint32_t kChunkShift = 10;  // 1024 slots: ~9 MiB chunks of 9 KiB datagrams
   static constexpr uint32_t kChunkMask = (1u << kChunkShift) - 1;
   void Grow() {
     CHECK_LT(chunks_.size(), size_t{1} << (32 - kChunkShift)) << "datagram pool exhausted";
     uint32_t base = static_cast<uint32_t>(chunks_.size()) << kChunkShift;
-    chunks_.emplace_back(new uint8_t[slot_ << kChunkShift]);
+    chunks_.emplace_back(AllocHuge(slot_ << kChunkShift));
     for (uint32_t i = kChunkMask + 1; i-- > 0;) free_.push_back(base + i);
   }
   size_t slot_;
-  std::vector<std::unique_ptr<uint8_t[]>> chunks_;
+  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> chunks_;
   std::vector<uint32_t> free_;
 };
 

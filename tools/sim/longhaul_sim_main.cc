@@ -1,0 +1,382 @@
+// longhaul-sim: runs longhaul Connections over a simulated link in virtual time and
+// reports goodput, message completion times, loss/repair counters and link statistics.
+// See docs/simulator.md.
+//
+//   longhaul-sim --link=tokyo-singapore --workload=bulk --bytes=20GiB --json
+//   longhaul-sim --link=rate=1gbit,rtt=58ms,loss=1e-3 --workload=messages
+//                --message_size=1MiB --messages=1000 --load=0.5
+//
+// Exit status: 0 when everything was delivered intact, 1 when the run ended otherwise
+// (a bound was hit, data was lost or corrupted), 2 for bad flags or specs.
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+#include "tools/sim/sim_transport_flags.h"
+#include "transport/base/parse.h"
+#include "transport/sim/link_spec.h"
+#include "transport/sim/scenario.h"
+
+DEFINE_string(link, "",
+              "link spec: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs, "
+              "e.g. tokyo-singapore,loss=1e-3 or rate=10gbit,rtt=58ms,loss=1e-4 (required)");
+DEFINE_string(link_schedule, "",
+              "link changes over time, e.g. 2s:rate=5gbit,4s:rate=10gbit,loss=1e-3");
+DEFINE_string(workload, "bulk", "bulk (stream --bytes) or messages (open-loop messages)");
+DEFINE_string(bytes, "1GiB", "bulk: bytes each connection transfers");
+DEFINE_string(chunk, "16MiB", "bulk: message size the stream is cut into");
+DEFINE_string(message_size, "64KiB", "messages: size of each message");
+DEFINE_uint64(messages, 1000, "messages: messages per connection");
+DEFINE_double(load, 0.5,
+              "messages: aggregate offered load as a fraction of the link rate (open loop)");
+DEFINE_uint64(seed, 1, "seed of the link's and the connections' randomness");
+DEFINE_int32(connections, 1, "connection pairs sharing the bottleneck");
+DEFINE_string(stagger, "0", "start of connection i is i x stagger (e.g. 100ms)");
+DEFINE_string(max_virtual_time, "600s", "stop after this much simulated time");
+DEFINE_string(max_wall_time, "600s", "stop after this much real time");
+DEFINE_bool(json, false, "print one JSON object instead of the summary");
+DEFINE_string(profile, "", "transport profile file (not supported by this build yet)");
+
+namespace longhaul {
+namespace {
+
+constexpr int kUsageError = 2;
+
+bool OurFlag(const gflags::CommandLineFlagInfo& f) {
+  return absl::StrContains(f.filename, "tools/sim/") ||
+         absl::StrContains(f.filename, "tools/common/");
+}
+
+void PrintHelp() {
+  std::cout << "longhaul-sim: longhaul connections over a simulated link, in virtual time\n\n"
+               "usage: longhaul-sim --link=SPEC [--workload=bulk --bytes=SIZE |\n"
+               "         --workload=messages --message_size=SIZE --messages=N [--load=F]]\n"
+               "         [transport flags] [--seed=N] [--connections=N --stagger=DURATION]\n"
+               "         [--link_schedule=...] [--max_virtual_time=D] [--json]\n\n"
+               "Sizes take units (4096, 64KiB, 1MB, 20GiB), durations too (300us, 58ms, 2s),\n"
+               "rates bits/s (800mbit, 100gbit). Exit status: 0 delivered intact, 1 not\n"
+               "(bound hit, data lost or corrupted), 2 bad flags. docs/simulator.md has the\n"
+               "link-spec keys and the JSON fields.\n\nflags:\n";
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (!OurFlag(f)) continue;
+    std::cout << absl::StrFormat("  --%-22s %s (default: %s)\n", f.name, f.description,
+                                 f.default_value.empty() ? "unset" : f.default_value);
+  }
+  std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
+  std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "") ;
+  for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
+  std::cout << "\nlink keys: ";
+  const auto& keys = sim::LinkSpecKeys();
+  for (size_t i = 0; i < keys.size(); ++i) std::cout << (i ? ", " : "") << keys[i];
+  std::cout << "\n";
+}
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::cerr << "longhaul-sim: " << msg << "\n(see longhaul-sim --help)\n";
+  std::exit(kUsageError);
+}
+
+// Parses --name=value, --name value and --[no]bool without gflags' own exit(1) on
+// errors, so bad flags give exit status 2 with a message naming the flag.
+void ParseFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
+      PrintHelp();
+      std::exit(0);
+    }
+    if (arg.size() < 2 || arg[0] != '-') UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string name = body, value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    gflags::CommandLineFlagInfo info;
+    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
+    if (!known && !has_value && absl::StartsWith(name, "no")) {
+      gflags::CommandLineFlagInfo neg;
+      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
+        name = name.substr(2);
+        value = "false";
+        has_value = true;
+        known = true;
+        info = neg;
+      }
+    }
+    if (!known) UsageError(absl::StrCat("unknown flag '--", name, "'"));
+    if (!has_value) {
+      if (info.type == "bool") {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
+      }
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
+    }
+  }
+}
+
+template <typename T>
+T OrUsage(absl::StatusOr<T> v, const char* flag) {
+  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
+  return *std::move(v);
+}
+
+nlohmann::json StatsJson(const ConnectionStats& s) {
+  nlohmann::json j;
+  j["packets_sent"] = s.packets_sent;
+  j["data_packets_sent"] = s.data_packets_sent;
+  j["packets_retransmitted"] = s.packets_retransmitted;
+  j["packets_lost"] = s.packets_lost;
+  j["spurious_losses"] = s.spurious_losses;
+  j["pto_count"] = s.pto_count;
+  j["bytes_sent"] = s.bytes_sent;
+  j["data_bytes_sent"] = s.data_bytes_sent;
+  j["data_bytes_retransmitted"] = s.data_bytes_retransmitted;
+  j["messages_sent"] = s.messages_sent;
+  j["acks_received"] = s.acks_received;
+  j["flow_control_blocked"] = s.flow_control_blocked;
+  j["packets_received"] = s.packets_received;
+  j["bytes_received"] = s.bytes_received;
+  j["data_bytes_received"] = s.data_bytes_received;
+  j["duplicate_data_bytes"] = s.duplicate_data_bytes;
+  j["messages_received"] = s.messages_received;
+  j["acks_sent"] = s.acks_sent;
+  j["checksum_failures"] = s.checksum_failures;
+  j["malformed_packets"] = s.malformed_packets;
+  j["ecn_ce_received"] = s.ecn_ce_received;
+  j["fec_repair_packets_sent"] = s.fec_repair_packets_sent;
+  j["fec_overhead_bytes"] = s.fec_overhead_bytes;
+  j["fec_recovered_packets"] = s.fec_recovered_packets;
+  j["fec_blocks_unrecoverable"] = s.fec_blocks_unrecoverable;
+  return j;
+}
+
+nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
+  nlohmann::json j;
+  j["offered"] = c.offered;
+  j["offered_bytes"] = c.offered_bytes;
+  j["delivered"] = c.delivered;
+  j["delivered_bytes"] = c.delivered_bytes;
+  j["dropped_loss"] = c.dropped_loss;
+  j["dropped_queue"] = c.dropped_queue;
+  j["dropped_too_big"] = c.dropped_too_big;
+  j["loss_bursts"] = c.loss_bursts;
+  j["reordered"] = c.reordered;
+  j["duplicated"] = c.duplicated;
+  j["corrupted"] = c.corrupted;
+  j["ce_marked"] = c.ce_marked;
+  j["max_queue_bytes"] = c.max_queue_bytes;
+  j["avg_queue_bytes"] = c.avg_queue_bytes;
+  j["busy_s"] = c.busy_time.seconds();
+  return j;
+}
+
+nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r) {
+  nlohmann::json j;
+  j["stop_reason"] = r.stop_reason;
+  j["completed"] = r.completed;
+  j["delivered_intact"] = r.delivered_intact;
+  if (!r.error.empty()) j["error"] = r.error;
+  j["goodput_bps"] = r.goodput_bps;
+  j["link_rate_bps"] = r.link_rate_bps;
+  j["link_utilisation"] = r.link_rate_bps > 0 ? r.goodput_bps / r.link_rate_bps : 0;
+  j["bytes_delivered"] = r.bytes_delivered;
+  j["packets_sent"] = r.packets_sent;
+  j["packets_lost"] = r.packets_lost;
+  j["packets_retransmitted"] = r.packets_retransmitted;
+  j["fec_recovered_packets"] = r.receiver_total.fec_recovered_packets;
+  j["fec_overhead_bytes"] = r.sender_total.fec_overhead_bytes;
+  j["fec_repair_packets_sent"] = r.sender_total.fec_repair_packets_sent;
+  j["blocks_unrecoverable"] = r.receiver_total.fec_blocks_unrecoverable;
+  j["virtual_s"] = r.virtual_s;
+  j["transfer_s"] = r.transfer_s;
+  j["wall_s"] = r.wall_s;
+  j["sim_packets"] = r.sim_packets;
+  j["sim_packets_per_wall_s"] = r.sim_packets_per_wall_s;
+  j["sim_events"] = r.sim.events;
+  j["sim_pool_buffers"] = r.sim.pool_buffers;
+  j["trace_hash"] = absl::StrFormat("%016x", r.trace_hash);
+  if (r.has_message_times) {
+    j["messages_delivered"] = r.mct.count;
+    j["mct_ideal_s"] = r.mct.ideal_s;
+    j["mct_mean_s"] = r.mct.mean_s;
+    j["mct_p50_s"] = r.mct.p50_s;
+    j["mct_p99_s"] = r.mct.p99_s;
+    j["mct_p999_s"] = r.mct.p999_s;
+    j["mct_max_s"] = r.mct.max_s;
+  }
+  j["link_forward"] = LinkCountersJson(r.forward);
+  j["link_reverse"] = LinkCountersJson(r.reverse);
+  j["sender_stats"] = StatsJson(r.sender_total);
+  j["receiver_stats"] = StatsJson(r.receiver_total);
+  if (opt.connections > 1) {
+    nlohmann::json conns = nlohmann::json::array();
+    for (const sim::ConnectionResult& c : r.connections) {
+      nlohmann::json cj;
+      cj["goodput_bps"] = c.goodput_bps;
+      cj["bytes_delivered"] = c.bytes_delivered;
+      cj["start_s"] = c.start.seconds();
+      cj["complete"] = c.complete;
+      cj["delivered_intact"] = c.delivered_intact;
+      cj["packets_lost"] = c.sender.packets_lost;
+      cj["packets_retransmitted"] = c.sender.packets_retransmitted;
+      if (!c.error.empty()) cj["error"] = c.error;
+      conns.push_back(cj);
+    }
+    j["connections"] = conns;
+    j["jain_fairness"] = r.jain_fairness;
+  }
+  return j;
+}
+
+std::string Gbps(double bps) { return absl::StrFormat("%.3f Gbit/s", bps / 1e9); }
+
+void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r) {
+  std::cout << "link      " << opt.link.ToString() << " (queue "
+            << FormatByteCount(opt.link.QueueLimitBytes()) << " bytes)\n";
+  if (!opt.schedule.empty()) std::cout << "schedule  " << opt.schedule.ToString() << "\n";
+  std::cout << "workload  " << sim::WorkloadName(opt.workload) << ", "
+            << opt.connections << " connection(s), seed " << opt.seed << "\n";
+  std::cout << "transport segment " << opt.sender_config.segment << ", window "
+            << FormatByteCount(opt.sender_config.window) << ", cc "
+            << CongestionControlName(opt.sender_config.cc) << " rate "
+            << FormatBandwidth(opt.sender_config.rate) << ", fec "
+            << FecModeName(opt.sender_config.fec) << "\n";
+  std::cout << absl::StrFormat(
+      "result    %s: %s, %d bytes delivered%s in %.4f s (virtual %.4f s)\n", r.stop_reason,
+      r.delivered_intact ? "delivered intact" : (r.completed ? "NOT INTACT" : "INCOMPLETE"),
+      r.bytes_delivered, "", r.transfer_s, r.virtual_s);
+  if (!r.error.empty()) std::cout << "error     " << r.error << "\n";
+  std::cout << "goodput   " << Gbps(r.goodput_bps) << " of " << Gbps(r.link_rate_bps)
+            << absl::StrFormat(" (%.1f%%)\n",
+                               r.link_rate_bps > 0 ? 100 * r.goodput_bps / r.link_rate_bps : 0);
+  if (r.has_message_times) {
+    std::cout << absl::StrFormat(
+        "mct       ideal %.3f ms, mean %.3f ms, p50 %.3f, p99 %.3f, p99.9 %.3f, max %.3f ms "
+        "(%d messages)\n",
+        r.mct.ideal_s * 1e3, r.mct.mean_s * 1e3, r.mct.p50_s * 1e3, r.mct.p99_s * 1e3,
+        r.mct.p999_s * 1e3, r.mct.max_s * 1e3, r.mct.count);
+  }
+  std::cout << absl::StrFormat(
+      "packets   sent %d, lost %d, retransmitted %d, fec recovered %d\n", r.packets_sent,
+      r.packets_lost, r.packets_retransmitted, r.receiver_total.fec_recovered_packets);
+  std::cout << absl::StrFormat(
+      "link fwd  drops: loss %d, queue %d, too-big %d; max queue %d B, avg %.0f B\n",
+      r.forward.dropped_loss, r.forward.dropped_queue, r.forward.dropped_too_big,
+      r.forward.max_queue_bytes, r.forward.avg_queue_bytes);
+  if (opt.connections > 1) {
+    std::cout << "conns    ";
+    for (const auto& c : r.connections) std::cout << " " << Gbps(c.goodput_bps);
+    std::cout << absl::StrFormat("; Jain fairness %.4f\n", r.jain_fairness);
+  }
+  std::cout << absl::StrFormat("sim       %.3f s wall, %d packets, %.3g packets/s\n", r.wall_s,
+                               r.sim_packets, r.sim_packets_per_wall_s);
+}
+
+int Main(int argc, char** argv) {
+  ParseFlags(argc, argv);
+  if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=tokyo-singapore)");
+  if (!FLAGS_profile.empty()) {
+    UsageError("--profile: profile files are not supported by this build yet");
+  }
+  sim::ScenarioOptions opt;
+  opt.link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+  if (!FLAGS_link_schedule.empty()) {
+    opt.schedule = OrUsage(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
+  }
+  TransportConfig config = OrUsage(sim_tool::TransportConfigFromFlags(), "transport flags");
+  // The fixed controller is for dedicated lines whose rate is known: without --rate it
+  // paces at the link's rate. Without --segment, use the largest that fits the link MTU.
+  if (config.cc == CongestionControl::kFixed && !sim_tool::FlagWasSet("rate")) {
+    config.rate = opt.link.rate;
+  }
+  if (!sim_tool::FlagWasSet("segment")) config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
+  if (absl::Status s = config.Validate(); !s.ok()) UsageError(std::string(s.message()));
+  opt.sender_config = config;
+  opt.receiver_config = config;
+  if (FLAGS_workload == "bulk") {
+    opt.workload = sim::Workload::kBulk;
+  } else if (FLAGS_workload == "messages") {
+    opt.workload = sim::Workload::kMessages;
+  } else {
+    UsageError(absl::StrCat("--workload: unknown '", FLAGS_workload, "' (bulk, messages)"));
+  }
+  opt.bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
+  opt.chunk = OrUsage(ParseByteCount(FLAGS_chunk), "chunk");
+  opt.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
+  opt.messages = FLAGS_messages;
+  opt.load = FLAGS_load;
+  opt.seed = FLAGS_seed;
+  opt.connections = FLAGS_connections;
+  opt.stagger = OrUsage(ParseDuration(FLAGS_stagger), "stagger");
+  opt.max_virtual_time = OrUsage(ParseDuration(FLAGS_max_virtual_time), "max_virtual_time");
+  opt.max_wall_time = OrUsage(ParseDuration(FLAGS_max_wall_time), "max_wall_time");
+  if (opt.workload == sim::Workload::kBulk && opt.bytes == 0) UsageError("--bytes must be > 0");
+  if (opt.chunk == 0) UsageError("--chunk must be > 0");
+  if (opt.workload == sim::Workload::kMessages && opt.messages == 0) {
+    UsageError("--messages must be > 0");
+  }
+  if (!(opt.load > 0 && opt.load <= 100)) UsageError("--load must be in (0, 100]");
+  if (opt.connections < 1 || opt.connections > 4096) {
+    UsageError("--connections must be in [1, 4096]");
+  }
+
+  absl::StatusOr<sim::ScenarioResult> r = sim::RunScenario(opt);
+  if (!r.ok()) {
+    if (absl::IsInvalidArgument(r.status())) UsageError(std::string(r.status().message()));
+    std::cerr << "longhaul-sim: " << r.status() << "\n";
+    return 1;
+  }
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["link"] = nlohmann::json::parse(opt.link.ToJson());
+    if (!opt.schedule.empty()) j["link_schedule"] = opt.schedule.ToString();
+    j["params"] = sim_tool::TransportConfigToJson(config);
+    nlohmann::json w;
+    w["workload"] = sim::WorkloadName(opt.workload);
+    if (opt.workload == sim::Workload::kBulk) {
+      w["bytes"] = opt.bytes;
+      w["chunk"] = opt.chunk;
+    } else {
+      w["message_size"] = opt.message_size;
+      w["messages"] = opt.messages;
+      w["load"] = opt.load;
+    }
+    w["seed"] = opt.seed;
+    w["connections"] = opt.connections;
+    w["stagger_s"] = opt.stagger.seconds();
+    w["max_virtual_time_s"] = opt.max_virtual_time.seconds();
+    w["max_wall_time_s"] = opt.max_wall_time.seconds();
+    j["scenario"] = w;
+    j["result"] = ResultJson(opt, *r);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    PrintSummary(opt, *r);
+  }
+  return r->delivered_intact ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace longhaul
+
+int main(int argc, char** argv) {
+  google::InitGoogleLogging(argv[0]);
+  return longhaul::Main(argc, argv);
+}

@@ -1,0 +1,522 @@
+#include "transport/sim/scenario.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include <sys/mman.h>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "transport/base/rng.h"
+#include "transport/core/connection.h"
+
+namespace longhaul::sim {
+namespace {
+
+// Message bytes are pattern_[shift + offset]: one random buffer, a different shift per
+// (pair, message). 2^20 shifts, none a multiple of a typical segment by construction of
+// the hash, so a piece landing at the wrong offset or in the wrong message mismatches.
+constexpr int kShiftBits = 20;
+constexpr ByteCount kShiftSpan = ByteCount{1} << kShiftBits;
+constexpr size_t kHugePage = size_t{2} << 20;
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using HugeBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
+// Memory advised to use transparent huge pages (cheap first touch for big buffers).
+HugeBuffer AllocHuge(size_t bytes) {
+  bytes = std::max<size_t>((bytes + kHugePage - 1) & ~(kHugePage - 1), kHugePage);
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, bytes));
+  CHECK(p != nullptr) << "out of memory for " << bytes << " bytes";
+  madvise(p, bytes, MADV_HUGEPAGE);
+  return HugeBuffer(p);
+}
+
+uint64_t Shift(int pair, uint64_t k) {
+  uint64_t x = (k + 1) * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(pair) + 1) * 0xD1B54A32D192ED03ULL;
+  x ^= x >> 29;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  return x >> (64 - kShiftBits);
+}
+
+// Shared between the two apps of a pair.
+struct PairState {
+  int index = 0;
+  Time start;
+  uint64_t total_messages = 0;
+  std::vector<ByteCount> sizes;        // per message (bulk: last may be short)
+  std::vector<uint64_t> sent_ids;      // Connection's id for message k
+  std::vector<Time> submit_times;      // messages workload
+  std::vector<double> mct_s;           // messages workload
+  ConnectionResult result;
+  bool finished = false;               // complete or failed
+  int* finished_pairs = nullptr;       // scenario-wide count of finished pairs
+};
+
+void MarkFinished(PairState* pair) {
+  if (pair->finished) return;
+  pair->finished = true;
+  ++*pair->finished_pairs;
+}
+
+class App {
+ public:
+  virtual ~App() = default;
+  virtual Time NextWake() const = 0;
+  virtual void OnWake(Time now, Connection& conn) = 0;
+  virtual void OnEvent(Time now, Connection& conn, Event& ev) = 0;
+};
+
+// A Connection plus its application, seen by the simulator as one node.
+class EndpointNode final : public SimNode {
+ public:
+  EndpointNode(const TransportConfig& config, ConnectionIds ids, uint64_t seed, App* app,
+               PairState* pair, bool is_sender)
+      : conn_(config, ids, seed, Time::Zero()), app_(app), pair_(pair), sender_(is_sender) {}
+
+  Connection& conn() { return conn_; }
+
+  void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) override {
+    conn_.OnDatagram(now, d, ecn);
+    Drain(now);
+  }
+  void OnTimeout(Time now) override {
+    if (app_->NextWake() <= now) app_->OnWake(now, conn_);
+    if (conn_.NextTimeout() <= now) conn_.OnTimeout(now);
+    Drain(now);
+  }
+  size_t PollTransmit(Time now, uint8_t* buf, size_t cap, TransmitInfo* info) override {
+    size_t n = conn_.PollTransmit(now, buf, cap, info);
+    if (n > 0 && sender_ && pair_->result.first_send.IsInfinite()) {
+      pair_->result.first_send = now;
+    }
+    return n;
+  }
+  Time NextTimeout() const override { return std::min(conn_.NextTimeout(), app_->NextWake()); }
+
+ private:
+  void Drain(Time now) {
+    Event ev;
+    while (conn_.PollEvent(&ev)) {
+      app_->OnEvent(now, conn_, ev);
+      ev = Event();
+    }
+  }
+  Connection conn_;
+  App* app_;
+  PairState* pair_;
+  bool sender_;
+};
+
+void Fail(PairState* pair, std::string why) {
+  if (pair->result.error.empty()) pair->result.error = std::move(why);
+  MarkFinished(pair);
+}
+
+class SenderApp final : public App {
+ public:
+  SenderApp(const ScenarioOptions& opt, PairState* pair, const uint8_t* pattern,
+            Duration interval)
+      : opt_(opt), pair_(pair), pattern_(pattern), interval_(interval) {
+    // Enough submitted to fill the window with room for repair, in whole chunks.
+    target_outstanding_ = std::max<ByteCount>(2 * opt.sender_config.window, 4 * opt.chunk);
+  }
+
+  Time NextWake() const override {
+    if (!started_) return pair_->start;
+    if (opt_.workload == Workload::kMessages && next_ < pair_->total_messages) {
+      return SubmitTime(next_);
+    }
+    return Time::Infinite();
+  }
+
+  void OnWake(Time now, Connection& conn) override {
+    started_ = true;
+    if (opt_.workload == Workload::kBulk) {
+      Fill(now, conn);
+      return;
+    }
+    while (next_ < pair_->total_messages && SubmitTime(next_) <= now) {
+      pair_->submit_times[next_] = SubmitTime(next_);
+      Submit(conn, next_);
+      ++next_;
+    }
+  }
+
+  void OnEvent(Time now, Connection& conn, Event& ev) override {
+    if (ev.type == Event::Type::kSendComplete) {
+      outstanding_ -= std::min(outstanding_, ev.size);
+      if (opt_.workload == Workload::kBulk) Fill(now, conn);
+    } else if (ev.type == Event::Type::kClosed && !pair_->finished) {
+      Fail(pair_, absl::StrCat("sender closed: ", ev.status.ToString()));
+    }
+  }
+
+ private:
+  Time SubmitTime(uint64_t k) const {
+    return pair_->start + Duration::Nanoseconds(static_cast<int64_t>(
+                              std::llround(static_cast<double>(interval_.ns()) * k)));
+  }
+  void Fill(Time now, Connection& conn) {
+    while (next_ < pair_->total_messages && outstanding_ < target_outstanding_) {
+      Submit(conn, next_);
+      ++next_;
+    }
+  }
+  void Submit(Connection& conn, uint64_t k) {
+    const ByteCount size = pair_->sizes[k];
+    SendBuffer b;
+    b.data = pattern_ + Shift(pair_->index, k);
+    b.size = size;
+    absl::StatusOr<uint64_t> id = conn.Send(std::move(b), k);
+    if (!id.ok()) {
+      Fail(pair_, absl::StrCat("Send(message ", k, ") failed: ", id.status().ToString()));
+      next_ = pair_->total_messages;
+      return;
+    }
+    pair_->sent_ids[k] = *id;
+    outstanding_ += size;
+  }
+
+  const ScenarioOptions& opt_;
+  PairState* pair_;
+  const uint8_t* pattern_;
+  Duration interval_;
+  bool started_ = false;
+  uint64_t next_ = 0;
+  ByteCount outstanding_ = 0;
+  ByteCount target_outstanding_ = 0;
+};
+
+class ReceiverApp final : public App {
+ public:
+  ReceiverApp(const ScenarioOptions& opt, PairState* pair, const uint8_t* pattern)
+      : pair_(pair), pattern_(pattern), workload_(opt.workload) {
+    ByteCount max_size = pair->sizes.empty() ? 0 : pair->sizes[0];
+    buffer_size_ = std::max<ByteCount>(max_size, 1);
+    // A few buffers posted ahead, recycled in turn, keep the working set small and warm
+    // in cache while data arrives in order; messages that arrive further ahead (behind
+    // a loss) land in transport-owned memory, which is verified and handed back too.
+    pool_limit_ = std::min<uint64_t>(std::max<uint64_t>(opt.posted_receives, 1),
+                                     pair->total_messages);
+  }
+
+  // Posts the initial buffers (before any data can arrive).
+  void Start(Connection& conn) {
+    while (posted_ < pair_->total_messages && buffers_.size() < pool_limit_) {
+      buffers_.push_back(AllocHuge(buffer_size_));
+      Post(conn, buffers_.size() - 1);
+    }
+  }
+
+  Time NextWake() const override { return Time::Infinite(); }
+  void OnWake(Time, Connection&) override {}
+
+  void OnEvent(Time now, Connection& conn, Event& ev) override {
+    if (ev.type == Event::Type::kClosed) {
+      if (!pair_->finished) Fail(pair_, absl::StrCat("receiver closed: ", ev.status.ToString()));
+      return;
+    }
+    if (ev.type != Event::Type::kReceiveComplete) return;
+    Verify(now, ev);
+    if (ev.owned) {
+      conn.ReturnBuffer(std::move(ev.owned));
+    } else if (ev.tag > 0 && ev.tag <= buffers_.size() && posted_ < pair_->total_messages) {
+      Post(conn, ev.tag - 1);
+    }
+  }
+
+ private:
+  void Post(Connection& conn, size_t i) {
+    absl::Status s = conn.PostReceive(buffers_[i].get(), buffer_size_, i + 1);
+    if (!s.ok()) {
+      Fail(pair_, absl::StrCat("PostReceive failed: ", s.ToString()));
+      return;
+    }
+    ++posted_;
+  }
+
+  void Verify(Time now, const Event& ev) {
+    ConnectionResult& r = pair_->result;
+    const uint64_t k = received_++;
+    if (pair_->finished) return;
+    if (k >= pair_->total_messages) {
+      Fail(pair_, absl::StrCat("extra message delivered (id ", ev.message_id, ")"));
+      return;
+    }
+    if (!ev.status.ok()) {
+      Fail(pair_, absl::StrCat("message ", k, " completed with ", ev.status.ToString()));
+      return;
+    }
+    if (ev.message_id != pair_->sent_ids[k]) {
+      Fail(pair_, absl::StrCat("message ", k, " out of order: got id ", ev.message_id,
+                               ", expected ", pair_->sent_ids[k]));
+      return;
+    }
+    if (ev.size != pair_->sizes[k]) {
+      Fail(pair_, absl::StrCat("message ", k, " has ", ev.size, " bytes, expected ",
+                               pair_->sizes[k]));
+      return;
+    }
+    if (ev.size > 0 &&
+        (ev.data == nullptr ||
+         std::memcmp(ev.data, pattern_ + Shift(pair_->index, k), ev.size) != 0)) {
+      Fail(pair_, absl::StrCat("message ", k, " payload mismatch"));
+      return;
+    }
+    r.bytes_delivered += ev.size;
+    ++r.messages_delivered;
+    r.last_delivery = now;
+    if (workload_ == Workload::kMessages) {
+      pair_->mct_s.push_back((now - pair_->submit_times[k]).seconds());
+    }
+    if (r.messages_delivered == pair_->total_messages) {
+      r.complete = true;
+      MarkFinished(pair_);
+    }
+  }
+
+  PairState* pair_;
+  const uint8_t* pattern_;
+  Workload workload_;
+  ByteCount buffer_size_ = 0;
+  uint64_t pool_limit_ = 0;
+  uint64_t posted_ = 0;
+  uint64_t received_ = 0;
+  std::vector<HugeBuffer> buffers_;
+};
+
+double Percentile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+}  // namespace
+
+const char* WorkloadName(Workload w) {
+  return w == Workload::kBulk ? "bulk" : "messages";
+}
+
+void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
+  a->packets_sent += b.packets_sent;
+  a->data_packets_sent += b.data_packets_sent;
+  a->packets_retransmitted += b.packets_retransmitted;
+  a->packets_lost += b.packets_lost;
+  a->spurious_losses += b.spurious_losses;
+  a->pto_count += b.pto_count;
+  a->bytes_sent += b.bytes_sent;
+  a->data_bytes_sent += b.data_bytes_sent;
+  a->data_bytes_retransmitted += b.data_bytes_retransmitted;
+  a->messages_sent += b.messages_sent;
+  a->acks_received += b.acks_received;
+  a->flow_control_blocked += b.flow_control_blocked;
+  a->packets_received += b.packets_received;
+  a->bytes_received += b.bytes_received;
+  a->data_bytes_received += b.data_bytes_received;
+  a->duplicate_data_bytes += b.duplicate_data_bytes;
+  a->messages_received += b.messages_received;
+  a->acks_sent += b.acks_sent;
+  a->checksum_failures += b.checksum_failures;
+  a->malformed_packets += b.malformed_packets;
+  a->ecn_ce_received += b.ecn_ce_received;
+  a->fec_repair_packets_sent += b.fec_repair_packets_sent;
+  a->fec_overhead_bytes += b.fec_overhead_bytes;
+  a->fec_recovered_packets += b.fec_recovered_packets;
+  a->fec_blocks_unrecoverable += b.fec_blocks_unrecoverable;
+}
+
+absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
+  if (absl::Status s = opt.sender_config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("sender config: ", s.message()));
+  }
+  if (absl::Status s = opt.receiver_config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("receiver config: ", s.message()));
+  }
+  if (opt.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
+  if (opt.connections < 1 || opt.connections > 4096) {
+    return absl::InvalidArgumentError("connections must be in [1, 4096]");
+  }
+  if (opt.workload == Workload::kBulk && (opt.bytes == 0 || opt.chunk == 0)) {
+    return absl::InvalidArgumentError("bulk workload needs bytes > 0 and chunk > 0");
+  }
+  if (opt.workload == Workload::kMessages) {
+    if (opt.messages == 0) return absl::InvalidArgumentError("messages must be > 0");
+    if (!(opt.load > 0 && opt.load <= 100)) {
+      return absl::InvalidArgumentError("load must be in (0, 100] (fraction of the link rate)");
+    }
+    if (opt.message_size > (ByteCount{4} << 30)) {
+      return absl::InvalidArgumentError("message_size must be <= 4GiB");
+    }
+  }
+  if (absl::StatusOr<std::vector<LinkSpec>> s = ResolveLinkSchedule(opt.link, opt.schedule);
+      !s.ok()) {
+    return s.status();
+  }
+
+  // Per-pair message plan.
+  const int n = opt.connections;
+  std::vector<std::unique_ptr<PairState>> pairs;
+  int finished = 0;
+  ByteCount max_message = 0;
+  for (int i = 0; i < n; ++i) {
+    auto p = std::make_unique<PairState>();
+    p->index = i;
+    p->finished_pairs = &finished;
+    p->start = Time::Zero() + opt.stagger * i;
+    p->result.start = p->start;
+    if (opt.workload == Workload::kBulk) {
+      ByteCount chunk = std::min(opt.chunk, opt.bytes);
+      p->total_messages = (opt.bytes + chunk - 1) / chunk;
+      p->sizes.assign(p->total_messages, chunk);
+      p->sizes.back() = opt.bytes - chunk * (p->total_messages - 1);
+      p->result.bytes_expected = opt.bytes;
+      max_message = std::max(max_message, chunk);
+    } else {
+      p->total_messages = opt.messages;
+      p->sizes.assign(opt.messages, opt.message_size);
+      p->submit_times.assign(opt.messages, Time::Zero());
+      p->mct_s.reserve(opt.messages);
+      p->result.bytes_expected = opt.message_size * opt.messages;
+      max_message = std::max(max_message, opt.message_size);
+    }
+    p->sent_ids.assign(p->total_messages, 0);
+    pairs.push_back(std::move(p));
+  }
+
+  // The shared read-only pattern all messages are views into.
+  HugeBuffer pattern = AllocHuge(max_message + kShiftSpan);
+  {
+    Rng rng(opt.seed ^ 0x9a77e2);
+    uint64_t* w = reinterpret_cast<uint64_t*>(pattern.get());
+    const size_t words = (max_message + kShiftSpan) / 8;
+    for (size_t i = 0; i < words; ++i) w[i] = rng.Next();
+    for (size_t i = words * 8; i < max_message + kShiftSpan; ++i) {
+      pattern.get()[i] = static_cast<uint8_t>(rng.Next());
+    }
+  }
+
+  // Open-loop interval per connection: the aggregate offered load is `load` x rate.
+  Duration interval;
+  if (opt.workload == Workload::kMessages) {
+    const double per_conn_bps = opt.link.rate.bps() * opt.load / n;
+    interval = Duration::Nanoseconds(static_cast<int64_t>(
+        std::llround(static_cast<double>(opt.message_size) * 8e9 / per_conn_bps)));
+  }
+
+  SimulatorOptions sim_opt;
+  sim_opt.link = opt.link;
+  sim_opt.schedule = opt.schedule;
+  sim_opt.seed = opt.seed;
+  sim_opt.max_datagram =
+      std::max(opt.sender_config.MaxDatagramSize(), opt.receiver_config.MaxDatagramSize());
+  Simulator sim(sim_opt);
+
+  Rng seeds(opt.seed);
+  std::vector<std::unique_ptr<SenderApp>> senders;
+  std::vector<std::unique_ptr<ReceiverApp>> receivers;
+  std::vector<std::unique_ptr<EndpointNode>> nodes;
+  for (int i = 0; i < n; ++i) {
+    PairState* p = pairs[i].get();
+    senders.push_back(std::make_unique<SenderApp>(opt, p, pattern.get(), interval));
+    receivers.push_back(std::make_unique<ReceiverApp>(opt, p, pattern.get()));
+    ConnectionIds left_ids, right_ids;
+    left_ids.local = 2 * static_cast<uint64_t>(i) + 1;
+    left_ids.peer = 2 * static_cast<uint64_t>(i) + 2;
+    left_ids.peer_recv_window = opt.receiver_config.recv_window;
+    right_ids.local = left_ids.peer;
+    right_ids.peer = left_ids.local;
+    right_ids.peer_recv_window = opt.sender_config.recv_window;
+    const uint64_t left_seed = seeds.Next(), right_seed = seeds.Next();
+    nodes.push_back(std::make_unique<EndpointNode>(opt.sender_config, left_ids, left_seed,
+                                                   senders.back().get(), p, true));
+    nodes.push_back(std::make_unique<EndpointNode>(opt.receiver_config, right_ids, right_seed,
+                                                   receivers.back().get(), p, false));
+    receivers.back()->Start(nodes.back()->conn());
+    sim.AddPair(nodes[2 * i].get(), nodes[2 * i + 1].get());
+  }
+
+  auto done = [&] { return finished == n; };
+  const auto wall_start = std::chrono::steady_clock::now();
+  const StopReason reason =
+      sim.Run(Time::Zero() + opt.max_virtual_time, done, opt.max_wall_time);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  ScenarioResult r;
+  r.stop_reason = StopReasonName(reason);
+  r.link_rate_bps = opt.link.rate.bps();
+  r.virtual_s = sim.now().seconds();
+  r.wall_s = wall_s;
+  r.forward = sim.forward().Finish(sim.now());
+  r.reverse = sim.reverse().Finish(sim.now());
+  r.sim_packets = r.forward.offered + r.reverse.offered;
+  r.sim_packets_per_wall_s = wall_s > 0 ? static_cast<double>(r.sim_packets) / wall_s : 0;
+  r.sim = sim.counters();
+  r.trace_hash = sim.trace_hash();
+  r.completed = true;
+  r.delivered_intact = true;
+  Time first = Time::Infinite(), last = Time::Zero();
+  double sum = 0, sum_sq = 0;
+  std::vector<double> mct;
+  for (int i = 0; i < n; ++i) {
+    PairState* p = pairs[i].get();
+    ConnectionResult& c = p->result;
+    c.sender = nodes[2 * i]->conn().stats();
+    c.receiver = nodes[2 * i + 1]->conn().stats();
+    c.delivered_intact = c.complete && c.error.empty();
+    if (!c.first_send.IsInfinite() && c.last_delivery > c.first_send) {
+      c.goodput_bps = static_cast<double>(c.bytes_delivered) * 8 /
+                      (c.last_delivery - c.first_send).seconds();
+    }
+    r.completed &= c.complete;
+    r.delivered_intact &= c.delivered_intact;
+    if (r.error.empty() && !c.error.empty()) r.error = absl::StrCat("connection ", i, ": ", c.error);
+    r.bytes_delivered += c.bytes_delivered;
+    first = std::min(first, c.first_send);
+    if (c.messages_delivered > 0) last = std::max(last, c.last_delivery);
+    AddConnectionStats(&r.sender_total, c.sender);
+    AddConnectionStats(&r.receiver_total, c.receiver);
+    sum += c.goodput_bps;
+    sum_sq += c.goodput_bps * c.goodput_bps;
+    mct.insert(mct.end(), p->mct_s.begin(), p->mct_s.end());
+    r.connections.push_back(c);
+  }
+  r.packets_sent = r.sender_total.packets_sent + r.receiver_total.packets_sent;
+  r.packets_lost = r.sender_total.packets_lost + r.receiver_total.packets_lost;
+  r.packets_retransmitted =
+      r.sender_total.packets_retransmitted + r.receiver_total.packets_retransmitted;
+  if (!first.IsInfinite() && last > first) {
+    r.transfer_s = (last - first).seconds();
+    r.goodput_bps = static_cast<double>(r.bytes_delivered) * 8 / r.transfer_s;
+  }
+  r.jain_fairness = sum_sq > 0 ? sum * sum / (n * sum_sq) : 1;
+  if (opt.workload == Workload::kMessages) {
+    r.has_message_times = true;
+    const TransportConfig& c = opt.sender_config;
+    const ByteCount per_packet = c.MaxDatagramSize() - c.segment + opt.link.overhead;
+    const ByteCount packets = std::max<ByteCount>(1, (opt.message_size + c.segment - 1) / c.segment);
+    r.mct.ideal_s = opt.link.OneWayDelay().seconds() +
+                    static_cast<double>(opt.message_size + packets * per_packet) * 8 /
+                        opt.link.rate.bps();
+    std::sort(mct.begin(), mct.end());
+    r.mct.count = mct.size();
+    if (!mct.empty()) {
+      double total = 0;
+      for (double v : mct) total += v;
+      r.mct.mean_s = total / static_cast<double>(mct.size());
+      r.mct.p50_s = Percentile(mct, 0.5);
+      r.mct.p99_s = Percentile(mct, 0.99);
+      r.mct.p999_s = Percentile(mct, 0.999);
+      r.mct.max_s = mct.back();
+    }
+  }
+  return r;
+}
+
+}  // namespace longhaul::sim

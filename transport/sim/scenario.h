@@ -1,0 +1,123 @@
+// Scenario runner: real longhaul::Connection pairs over the simulator's dumbbell, with a
+// workload, payload verification and a result summary. Shared by longhaul-sim and the
+// sim-tier tests so both measure the same thing.
+//
+// Pair i is a sender (left, its data flows forward over the bottleneck) and a receiver
+// (right); pair i starts its workload at i x stagger. Workloads:
+//   bulk      the sender streams `bytes` as consecutive messages of `chunk` bytes, keeping
+//             enough submitted to fill its window; goodput is measured.
+//   messages  open loop: message k (of `messages`) is submitted at k x size x 8 / (rate x
+//             load / connections); message completion time (MCT) = the receiver's
+//             kReceiveComplete time minus the submission time.
+// Every message carries a pattern that depends on (pair, message index, offset); the
+// receiver checks every byte, the order and the count, so misplaced, corrupted, lost or
+// repeated data shows as delivered_intact = false. Send buffers are zero-copy views into
+// one shared read-only pattern; receive buffers are a recycled pool of posted buffers
+// (transport-owned memory is verified and handed back with ReturnBuffer), so memory stays
+// bounded by the windows, not by the transfer size.
+//
+// Every run is bounded by max_virtual_time and max_wall_time and reports which bound (if
+// any) stopped it. Thread-safety: RunScenario is reentrant (no shared state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+#include "transport/core/config.h"
+#include "transport/core/stats.h"
+#include "transport/sim/link_model.h"
+#include "transport/sim/link_spec.h"
+#include "transport/sim/simulator.h"
+
+namespace longhaul::sim {
+
+enum class Workload { kBulk, kMessages };
+const char* WorkloadName(Workload w);
+
+struct ScenarioOptions {
+  LinkSpec link;
+  LinkSchedule schedule;
+  TransportConfig sender_config;    // left endpoints (must Validate())
+  TransportConfig receiver_config;  // right endpoints
+  Workload workload = Workload::kBulk;
+  // bulk
+  ByteCount bytes = ByteCount{1} << 30;  // per connection
+  ByteCount chunk = ByteCount{16} << 20;  // message size the stream is cut into
+  // Receive buffers the receiver keeps posted (each the size of a message).
+  uint64_t posted_receives = 4;
+  // messages
+  ByteCount message_size = 64 * 1024;
+  uint64_t messages = 1000;  // per connection
+  double load = 0.5;         // aggregate offered load as a fraction of the link rate
+  // topology and run
+  uint64_t seed = 1;
+  int connections = 1;
+  Duration stagger;  // pair i starts at i x stagger
+  Duration max_virtual_time = Duration::Seconds(600);
+  Duration max_wall_time = Duration::Seconds(600);
+};
+
+struct MessageTimes {
+  uint64_t count = 0;
+  double ideal_s = 0;  // rtt/2 + (size + per-packet overheads) serialised at the link rate
+  double mean_s = 0;
+  double p50_s = 0;
+  double p99_s = 0;
+  double p999_s = 0;
+  double max_s = 0;
+};
+
+struct ConnectionResult {
+  ByteCount bytes_expected = 0;
+  ByteCount bytes_delivered = 0;    // verified message bytes
+  uint64_t messages_delivered = 0;
+  bool complete = false;            // every expected message arrived
+  bool delivered_intact = false;    // complete, in order, once each, every byte verified
+  double goodput_bps = 0;           // bytes_delivered x 8 / (last delivery - first send)
+  Time start;
+  Time first_send = Time::Infinite();
+  Time last_delivery;
+  ConnectionStats sender;
+  ConnectionStats receiver;
+  std::string error;                // first problem seen (verification, close status)
+};
+
+struct ScenarioResult {
+  std::string stop_reason;          // "done", "max_virtual_time", "max_wall_time", "idle"
+  bool completed = false;           // every connection delivered everything
+  bool delivered_intact = false;    // completed and every connection intact
+  double goodput_bps = 0;           // all payload bits / (last delivery - first send)
+  double link_rate_bps = 0;
+  ByteCount bytes_delivered = 0;
+  uint64_t packets_sent = 0;        // by all endpoints (ConnectionStats::packets_sent)
+  uint64_t packets_lost = 0;        // declared lost by the senders
+  uint64_t packets_retransmitted = 0;
+  double virtual_s = 0;             // simulated time at the stop
+  double transfer_s = 0;            // first send to last delivery
+  double wall_s = 0;
+  uint64_t sim_packets = 0;         // datagrams offered to the link, both directions
+  double sim_packets_per_wall_s = 0;
+  bool has_message_times = false;
+  MessageTimes mct;
+  LinkCounters forward;             // sender -> receiver direction
+  LinkCounters reverse;
+  ConnectionStats sender_total;     // summed over connections
+  ConnectionStats receiver_total;
+  std::vector<ConnectionResult> connections;
+  double jain_fairness = 1;         // of per-connection goodput
+  SimulatorCounters sim;
+  uint64_t trace_hash = 0;
+  std::string error;                // first connection error, if any
+};
+
+// Runs one scenario. InvalidArgument for bad options (config, sizes, counts); otherwise
+// the result, whether or not the transfer completed (see stop_reason / completed).
+absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& options);
+
+// Adds every counter of `s` into `into`.
+void AddConnectionStats(ConnectionStats* into, const ConnectionStats& s);
+
+}  // namespace longhaul::sim
