@@ -1,0 +1,93 @@
+// The FEC auto policy: from loss statistics and the workload, choose the block size k,
+// the parity count m and the interleave depth D, or turn FEC off.
+//
+// Goal: the expected number of repair round trips per message stays far below one,
+//   E[unrecoverable blocks per message] = sum over the message's blocks of
+//                                         P(block loses more than m of its k'+m shards)
+//                                       <= target (default 1e-3),
+// at the least parity overhead m * blocks / packets. Each unrecoverable block costs one
+// selective-repeat round (RTT + NACK delay), which on a 58 ms link is what FEC exists to
+// avoid; the overhead is bandwidth.
+//
+// Model (docs/fec.md): losses follow a Gilbert chain fitted to (loss rate p, mean burst
+// b) (loss_model.h). A block's shards are D packets apart (interleaving, parity sent
+// round-robin across blocks), so a block sees the D-step chain. A message of N packets
+// starting a fresh interleave group fills floor(N / (D k)) groups of D full blocks; the
+// remainder closes as up to D shortened blocks at the message end. Blocks are treated as
+// independent (the union bound above, conservative).
+//
+// Search: D in {1, 2, 4, ...} <= max_interleave, k in a fixed ladder within
+// [min_k, max_k], m in 1..max_m; the smallest m meeting the target for each (k, D), then
+// the least overhead; ties prefer the shallower interleave (less latency and receiver
+// memory), then the smaller failure rate, then the larger k. Candidates above
+// max_overhead are not considered. If nothing meets the target, the most protective
+// candidate within the limits is returned with reason kBestEffort.
+// FEC is off when p < loss_floor (kCleanLink) or when a message without FEC already
+// meets the target (kNotNeeded).
+//
+// Pure function of its input; thread-safe. A few hundred microseconds per call.
+#pragma once
+
+#include <cstdint>
+
+namespace longhaul::fec {
+
+struct FecPolicyInput {
+  // ---- link, as measured (receiver loss reports or the tuner's probe) ----
+  double loss_rate = 0.0;   // long-run fraction of packets lost, [0, 0.5]
+  double mean_burst = 1.0;  // mean length of a run of consecutive losses, packets (>= 1)
+
+  // ---- workload ----
+  // Data packets per message: the unit for which repair rounds are counted and the
+  // point where blocks close early. 0: use window_packets; both 0: kDefaultMessagePackets.
+  uint64_t packets_per_message = 0;
+  // Packets the sender may have in flight; a group of D blocks (D * (k + m) packets)
+  // must fit. 0: no bound.
+  uint64_t window_packets = 0;
+
+  // ---- limits ----
+  uint32_t min_k = 1;
+  uint32_t max_k = 32;  // TransportConfig::fec_k; decode cost per lost byte grows with k
+  uint32_t max_m = 16;
+  uint32_t max_interleave = 64;
+  // Most parity per data packet worth paying (m * blocks / N); beyond it retransmission
+  // is the cheaper repair (long bursts in short messages).
+  double max_overhead = 0.5;
+
+  // ---- goal ----
+  double target_repairs_per_message = 1e-3;
+  // Below this loss rate FEC is off: the estimate is noise and repairs are rare.
+  double loss_floor = 1e-6;
+
+  static constexpr uint64_t kDefaultMessagePackets = 8192;  // 64 MiB of 8 KiB segments
+};
+
+enum class FecPolicyReason {
+  kCleanLink,    // loss below the floor
+  kNotNeeded,    // without FEC a message already meets the target
+  kMeetsTarget,  // chosen (k, m, D) meets the target at least overhead
+  kBestEffort,   // nothing within the limits meets the target; most protective choice
+  kOverLimits,   // no (k, m, D) fits the limits at all (e.g. a one-packet message): off
+};
+const char* FecPolicyReasonName(FecPolicyReason reason);
+
+struct FecPolicyDecision {
+  bool enabled = false;
+  uint32_t k = 0;
+  uint32_t m = 0;
+  uint32_t interleave = 1;
+  FecPolicyReason reason = FecPolicyReason::kCleanLink;
+
+  // The model's view of the choice (also filled, for the no-FEC case, when off).
+  uint64_t message_packets = 0;       // N used
+  uint64_t blocks_per_message = 0;    // full + shortened
+  double overhead = 0.0;              // parity packets / data packets per message
+  double block_failure = 0.0;         // P(a full k-block is unrecoverable)
+  double repairs_per_message = 0.0;   // expected unrecoverable blocks per message
+  double repairs_without_fec = 0.0;   // P(a message loses any packet) with FEC off
+  uint32_t candidates_evaluated = 0;  // (k, m, D) combinations scored
+};
+
+FecPolicyDecision ChooseFecParameters(const FecPolicyInput& input);
+
+}  // namespace longhaul::fec
