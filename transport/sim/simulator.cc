@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <queue>
 
 #include <sys/mman.h>
@@ -26,9 +27,6 @@ constexpr uint32_t kMaxSameTimeWakes = 1 << 12;
 // bandwidth-delay product of datagrams (725 MB at 100 Gbit/s x 58 ms), and first-touch
 // faults on 4 KiB pages would otherwise cost more than the simulation itself.
 constexpr size_t kHugePage = size_t{2} << 20;
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
 uint8_t* AllocHuge(size_t bytes) {
   bytes = (bytes + kHugePage - 1) & ~(kHugePage - 1);
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, bytes));
@@ -37,7 +35,54 @@ uint8_t* AllocHuge(size_t bytes) {
   return p;
 }
 
+// Chunks released by finished simulators, kept for the next one in the same process:
+// first touch of fresh memory (zeroing, and on a VM the hypervisor's faults) costs more
+// than a whole simulated packet exchange, and test suites run many simulations.
+constexpr size_t kMaxCachedBytes = size_t{4} << 30;
+struct ChunkCache {
+  std::mutex mu;
+  std::vector<std::pair<size_t, uint8_t*>> chunks;  // (bytes, memory)
+  size_t bytes = 0;
+};
+ChunkCache& Cache() {
+  static auto* cache = new ChunkCache;
+  return *cache;
+}
+uint8_t* TakeChunk(size_t bytes) {
+  ChunkCache& c = Cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (size_t i = c.chunks.size(); i-- > 0;) {
+    if (c.chunks[i].first == bytes) {
+      uint8_t* p = c.chunks[i].second;
+      c.chunks.erase(c.chunks.begin() + static_cast<ptrdiff_t>(i));
+      c.bytes -= bytes;
+      return p;
+    }
+  }
+  return nullptr;
+}
+void ReturnChunk(size_t bytes, uint8_t* p) {
+  ChunkCache& c = Cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.bytes + bytes <= kMaxCachedBytes) {
+      c.chunks.emplace_back(bytes, p);
+      c.bytes += bytes;
+      return;
+    }
+  }
+  std::free(p);
+}
+
 }  // namespace
+
+void ReleaseCachedSimulatorMemory() {
+  ChunkCache& c = Cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto& [bytes, p] : c.chunks) std::free(p);
+  c.chunks.clear();
+  c.bytes = 0;
+}
 
 const char* StopReasonName(StopReason r) {
   switch (r) {
@@ -169,7 +214,12 @@ class Simulator::TimerHeap {
 // freed slot is the warmest in cache).
 class Simulator::BufferPool {
  public:
-  explicit BufferPool(size_t slot) : slot_((slot + 63) & ~size_t{63}) {}
+  explicit BufferPool(size_t slot)
+      : slot_((slot + 63) & ~size_t{63}),
+        chunk_bytes_(((slot_ << kChunkShift) + kHugePage - 1) & ~(kHugePage - 1)) {}
+  ~BufferPool() {
+    for (uint8_t* p : chunks_) ReturnChunk(chunk_bytes_, p);
+  }
   size_t slot_size() const { return slot_; }
   uint32_t Alloc() {
     if (free_.empty()) Grow();
@@ -178,7 +228,7 @@ class Simulator::BufferPool {
     return b;
   }
   void Free(uint32_t b) { free_.push_back(b); }
-  uint8_t* Data(uint32_t b) { return chunks_[b >> kChunkShift].get() + (b & kChunkMask) * slot_; }
+  uint8_t* Data(uint32_t b) { return chunks_[b >> kChunkShift] + (b & kChunkMask) * slot_; }
   uint64_t allocated() const { return static_cast<uint64_t>(chunks_.size()) << kChunkShift; }
 
  private:
@@ -187,11 +237,13 @@ class Simulator::BufferPool {
   void Grow() {
     CHECK_LT(chunks_.size(), size_t{1} << (32 - kChunkShift)) << "datagram pool exhausted";
     uint32_t base = static_cast<uint32_t>(chunks_.size()) << kChunkShift;
-    chunks_.emplace_back(AllocHuge(slot_ << kChunkShift));
+    uint8_t* p = TakeChunk(chunk_bytes_);
+    chunks_.push_back(p != nullptr ? p : AllocHuge(chunk_bytes_));
     for (uint32_t i = kChunkMask + 1; i-- > 0;) free_.push_back(base + i);
   }
   size_t slot_;
-  std::vector<std::unique_ptr<uint8_t, FreeDeleter>> chunks_;
+  size_t chunk_bytes_;
+  std::vector<uint8_t*> chunks_;
   std::vector<uint32_t> free_;
 };
 
