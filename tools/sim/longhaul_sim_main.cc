@@ -210,6 +210,8 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
   j["wall_s"] = r.wall_s;
   j["sim_packets"] = r.sim_packets;
   j["sim_packets_per_wall_s"] = r.sim_packets_per_wall_s;
+  j["cpu_s"] = r.cpu_s;
+  j["sim_packets_per_cpu_s"] = r.sim_packets_per_cpu_s;
   j["sim_events"] = r.sim.events;
   j["sim_pool_buffers"] = r.sim.pool_buffers;
   j["trace_hash"] = absl::StrFormat("%016x", r.trace_hash);
@@ -286,8 +288,9 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
     for (const auto& c : r.connections) std::cout << " " << Gbps(c.goodput_bps);
     std::cout << absl::StrFormat("; Jain fairness %.4f\n", r.jain_fairness);
   }
-  std::cout << absl::StrFormat("sim       %.3f s wall, %d packets, %.3g packets/s\n", r.wall_s,
-                               r.sim_packets, r.sim_packets_per_wall_s);
+  std::cout << absl::StrFormat(
+      "sim       %d packets in %.3f s wall (%.3g packets/s), %.3f s cpu (%.3g packets/s)\n",
+      r.sim_packets, r.wall_s, r.sim_packets_per_wall_s, r.cpu_s, r.sim_packets_per_cpu_s);
 }
 
 int Main(int argc, char** argv) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <sys/mman.h>
+#include <time.h>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
@@ -291,6 +292,12 @@ class ReceiverApp final : public App {
   std::vector<HugeBuffer> buffers_;
 };
 
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
@@ -443,12 +450,15 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
 
   auto done = [&] { return finished == n; };
   const auto wall_start = std::chrono::steady_clock::now();
+  const double cpu_start = ProcessCpuSeconds();
   const StopReason reason =
       sim.Run(Time::Zero() + opt.max_virtual_time, done, opt.max_wall_time);
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
+  const double cpu_s = ProcessCpuSeconds() - cpu_start;
   ScenarioResult r;
+  r.cpu_s = cpu_s;
   r.stop_reason = StopReasonName(reason);
   r.link_rate_bps = opt.link.rate.bps();
   r.virtual_s = sim.now().seconds();
@@ -457,6 +467,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
   r.reverse = sim.reverse().Finish(sim.now());
   r.sim_packets = r.forward.offered + r.reverse.offered;
   r.sim_packets_per_wall_s = wall_s > 0 ? static_cast<double>(r.sim_packets) / wall_s : 0;
+  r.sim_packets_per_cpu_s = cpu_s > 0 ? static_cast<double>(r.sim_packets) / cpu_s : 0;
   r.sim = sim.counters();
   r.trace_hash = sim.trace_hash();
   r.completed = true;

@@ -98,8 +98,10 @@ struct ScenarioResult {
   double virtual_s = 0;             // simulated time at the stop
   double transfer_s = 0;            // first send to last delivery
   double wall_s = 0;
+  double cpu_s = 0;                 // process CPU time of the run (the machine may be shared)
   uint64_t sim_packets = 0;         // datagrams offered to the link, both directions
   double sim_packets_per_wall_s = 0;
+  double sim_packets_per_cpu_s = 0;
   bool has_message_times = false;
   MessageTimes mct;
   LinkCounters forward;             // sender -> receiver direction
