@@ -1,0 +1,361 @@
+#include "transport/core/profile/profile.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "transport/base/parse.h"
+
+namespace longhaul {
+namespace {
+
+// The smallest IP MTU whose datagrams hold a 64-byte segment (the smallest allowed):
+// below it SegmentForMtu() cannot honour the MTU.
+ByteCount MinMtu() {
+  constexpr ByteCount kIpUdpHeaders = 28;
+  TransportConfig c;
+  c.segment = 64;
+  return c.MaxDatagramSize() + kIpUdpHeaders;
+}
+constexpr ByteCount kMaxMtu = 65536;  // loopback; IPv4 total length tops out at 65535
+
+absl::Status BadValue(absl::string_view key, absl::string_view value, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("bad value '", value, "' for '", key, "': ", why));
+}
+
+// ---- value parsers (text -> field) and formatters (field -> canonical text) ----
+
+absl::Status SetSize(absl::string_view key, absl::string_view value, ByteCount* out) {
+  absl::StatusOr<ByteCount> v = ParseByteCount(value);
+  if (!v.ok()) return BadValue(key, value, v.status().message());
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status SetDuration(absl::string_view key, absl::string_view value, Duration* out) {
+  absl::StatusOr<Duration> v = ParseDuration(value);
+  if (!v.ok()) return BadValue(key, value, v.status().message());
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status SetRate(absl::string_view key, absl::string_view value, Bandwidth* out) {
+  absl::StatusOr<Bandwidth> v = ParseBandwidth(value);
+  if (!v.ok()) return BadValue(key, value, v.status().message());
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> ParseU32(absl::string_view text) {
+  absl::StatusOr<int64_t> v = ParseInteger(text);
+  if (!v.ok() || *v < 0 || *v > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError("expected a whole number from 0 to 4294967295");
+  }
+  return static_cast<uint32_t>(*v);
+}
+
+absl::Status SetU32(absl::string_view key, absl::string_view value, uint32_t* out) {
+  absl::StatusOr<uint32_t> v = ParseU32(value);
+  if (!v.ok()) return BadValue(key, value, v.status().message());
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status SetBool(absl::string_view key, absl::string_view value, bool* out) {
+  absl::StatusOr<bool> v = ParseBool(value);
+  if (!v.ok()) return BadValue(key, value, v.status().message());
+  *out = *v;
+  return absl::OkStatus();
+}
+
+// A non-negative real number, optionally a percentage ("0.125", "12.5%").
+absl::Status SetNumber(absl::string_view key, absl::string_view value, double* out) {
+  absl::string_view t = absl::StripAsciiWhitespace(value);
+  double scale = 1;
+  if (!t.empty() && t.back() == '%') {
+    t = absl::StripTrailingAsciiWhitespace(t.substr(0, t.size() - 1));
+    scale = 0.01;
+  }
+  double v;
+  if (t.empty() || !absl::ascii_isdigit(t.front()) || !absl::SimpleAtod(t, &v) ||
+      !std::isfinite(v)) {
+    return BadValue(key, value, "expected a non-negative number like 0.125 or 12.5%");
+  }
+  *out = v * scale;
+  return absl::OkStatus();
+}
+
+// The shortest decimal that parses back to exactly `v`.
+std::string FormatNumber(double v) {
+  for (int precision = 1; precision < 17; ++precision) {
+    std::string text = absl::StrFormat("%.*g", precision, v);
+    double back;
+    if (absl::SimpleAtod(text, &back) && back == v) return text;
+  }
+  return absl::StrFormat("%.17g", v);
+}
+
+absl::Status SetCc(absl::string_view key, absl::string_view value, CongestionControl* out) {
+  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  if (v == "fixed") *out = CongestionControl::kFixed;
+  else if (v == "bbr") *out = CongestionControl::kBbr;
+  else return BadValue(key, value, "expected fixed or bbr");
+  return absl::OkStatus();
+}
+
+absl::Status SetFec(absl::string_view key, absl::string_view value, TransportConfig* c) {
+  const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
+  if (v == "off") {
+    c->fec = FecMode::kOff;
+    return absl::OkStatus();
+  }
+  if (v == "auto") {
+    c->fec = FecMode::kAuto;
+    return absl::OkStatus();
+  }
+  if (v == "fixed") {
+    c->fec = FecMode::kFixed;
+    return absl::OkStatus();
+  }
+  const char* kForm = "expected off, auto, or K,M (data and parity packets per block, e.g. 32,4)";
+  std::vector<absl::string_view> parts = absl::StrSplit(v, ',');
+  if (parts.size() != 2) return BadValue(key, value, kForm);
+  absl::StatusOr<uint32_t> k = ParseU32(parts[0]);
+  absl::StatusOr<uint32_t> m = ParseU32(parts[1]);
+  if (!k.ok() || !m.ok()) return BadValue(key, value, kForm);
+  c->fec = FecMode::kFixed;
+  c->fec_k = *k;
+  c->fec_m = *m;
+  return absl::OkStatus();
+}
+
+std::string FormatFec(const TransportConfig& c) {
+  switch (c.fec) {
+    case FecMode::kOff: return "off";
+    case FecMode::kAuto: return "auto";
+    case FecMode::kFixed: return absl::StrCat(c.fec_k, ",", c.fec_m);
+  }
+  return "off";
+}
+
+absl::Status SetMtu(absl::string_view key, absl::string_view value, TransportConfig* c) {
+  absl::StatusOr<ByteCount> mtu = ParseByteCount(value);
+  if (!mtu.ok()) return BadValue(key, value, mtu.status().message());
+  if (*mtu < MinMtu() || *mtu > kMaxMtu) {
+    return BadValue(key, value,
+                    absl::StrCat("expected an IP MTU from ", MinMtu(), " to ", kMaxMtu, " bytes"));
+  }
+  c->segment = TransportConfig::SegmentForMtu(*mtu);
+  return absl::OkStatus();
+}
+
+// ---- the key table ----
+
+struct KeySpec {
+  const char* name;
+  std::function<absl::Status(TransportConfig*, absl::string_view key, absl::string_view value)> set;
+  std::function<std::string(const TransportConfig&)> get;  // null: not listed (mtu)
+};
+
+#define LH_SIZE_KEY(field)                                                                  \
+  KeySpec {                                                                                 \
+    #field,                                                                                 \
+        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
+          return SetSize(k, v, &c->field);                                                  \
+        },                                                                                  \
+        [](const TransportConfig& c) { return FormatByteCount(c.field); }                   \
+  }
+#define LH_DURATION_KEY(field)                                                              \
+  KeySpec {                                                                                 \
+    #field,                                                                                 \
+        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
+          return SetDuration(k, v, &c->field);                                              \
+        },                                                                                  \
+        [](const TransportConfig& c) { return FormatDuration(c.field); }                    \
+  }
+#define LH_U32_KEY(field)                                                                   \
+  KeySpec {                                                                                 \
+    #field,                                                                                 \
+        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
+          return SetU32(k, v, &c->field);                                                   \
+        },                                                                                  \
+        [](const TransportConfig& c) { return absl::StrCat(c.field); }                      \
+  }
+
+const std::vector<KeySpec>& Keys() {
+  static const std::vector<KeySpec>* const kKeys = new std::vector<KeySpec>{
+      LH_SIZE_KEY(segment),
+      LH_SIZE_KEY(window),
+      LH_SIZE_KEY(recv_window),
+      LH_U32_KEY(max_inflight_messages),
+      LH_U32_KEY(flows),
+      KeySpec{"cc",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetCc(k, v, &c->cc);
+              },
+              [](const TransportConfig& c) { return std::string(CongestionControlName(c.cc)); }},
+      KeySpec{"rate",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetRate(k, v, &c->rate);
+              },
+              [](const TransportConfig& c) { return FormatBandwidth(c.rate); }},
+      KeySpec{"ecn",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetBool(k, v, &c->ecn);
+              },
+              [](const TransportConfig& c) { return std::string(c.ecn ? "true" : "false"); }},
+      LH_DURATION_KEY(pacing_burst),
+      LH_U32_KEY(reorder_packets),
+      KeySpec{"reorder_rtt_fraction",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetNumber(k, v, &c->reorder_rtt_fraction);
+              },
+              [](const TransportConfig& c) { return FormatNumber(c.reorder_rtt_fraction); }},
+      LH_DURATION_KEY(initial_rtt),
+      LH_DURATION_KEY(min_pto),
+      LH_DURATION_KEY(max_pto),
+      LH_U32_KEY(ack_every),
+      LH_DURATION_KEY(max_ack_delay),
+      LH_U32_KEY(max_ack_ranges),
+      KeySpec{"fec",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetFec(k, v, c);
+              },
+              FormatFec},
+      LH_U32_KEY(fec_k),
+      LH_U32_KEY(fec_m),
+      LH_U32_KEY(fec_interleave),
+      LH_DURATION_KEY(fec_flush),
+      LH_DURATION_KEY(idle_timeout),
+      LH_DURATION_KEY(keepalive),
+      KeySpec{"mtu",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetMtu(k, v, c);
+              },
+              nullptr},
+  };
+  return *kKeys;
+}
+
+#undef LH_SIZE_KEY
+#undef LH_DURATION_KEY
+#undef LH_U32_KEY
+
+}  // namespace
+
+std::vector<std::string> ProfileKeys() {
+  std::vector<std::string> out;
+  for (const KeySpec& k : Keys()) out.push_back(k.name);
+  return out;
+}
+
+absl::Status ApplyProfileKey(TransportConfig* config, absl::string_view key,
+                             absl::string_view value) {
+  key = absl::StripAsciiWhitespace(key);
+  for (const KeySpec& k : Keys()) {
+    if (key == k.name) return k.set(config, key, absl::StripAsciiWhitespace(value));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown key '", key, "' (known keys: ",
+                                                 absl::StrJoin(ProfileKeys(), ", "), ")"));
+}
+
+absl::StatusOr<TransportConfig> ParseProfile(absl::string_view text, const TransportConfig& base,
+                                             absl::string_view source_name) {
+  TransportConfig config = base;
+  int line_number = 0;
+  int mtu_line = 0, segment_line = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    // Values never contain '#', so everything after one is a comment.
+    if (size_t hash = line.find('#'); hash != absl::string_view::npos) line = line.substr(0, hash);
+    line = absl::StripAsciiWhitespace(line);  // also drops a '\r' of CRLF files
+    if (line.empty()) continue;
+    auto error = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat(source_name, ":", line_number, ": ", what));
+    };
+    const size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) {
+      return error(absl::StrCat("expected key=value, got '", line, "'"));
+    }
+    const absl::string_view key = absl::StripAsciiWhitespace(line.substr(0, eq));
+    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(eq + 1));
+    if (key.empty()) return error(absl::StrCat("missing key before '=' in '", line, "'"));
+    if (absl::Status s = ApplyProfileKey(&config, key, value); !s.ok()) return error(s.message());
+    if (key == "mtu") mtu_line = line_number;
+    if (key == "segment") segment_line = line_number;
+    if (mtu_line != 0 && segment_line != 0) {
+      return error(absl::StrCat("'mtu' and 'segment' are both set (lines ",
+                                std::min(mtu_line, segment_line), " and ",
+                                std::max(mtu_line, segment_line),
+                                "); mtu derives segment, so keep one"));
+    }
+  }
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source_name, ": invalid configuration: ", s.message()));
+  }
+  return config;
+}
+
+absl::StatusOr<TransportConfig> LoadProfile(const std::string& path, const TransportConfig& base) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read profile '", path, "': ", std::strerror(errno)));
+  }
+  std::string text;
+  char buf[4096];
+  // Profiles are a few hundred bytes; refuse anything absurd rather than read forever.
+  constexpr size_t kMaxProfileBytes = 1 << 20;
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && text.size() <= kMaxProfileBytes) {
+    text.append(buf, n);
+  }
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) {
+    return absl::NotFoundError(absl::StrCat("cannot read profile '", path, "': ", std::strerror(err)));
+  }
+  if (text.size() > kMaxProfileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": profile is larger than ", kMaxProfileBytes, " bytes"));
+  }
+  return ParseProfile(text, base, path);
+}
+
+std::vector<std::pair<std::string, std::string>> ProfileKeyValues(const TransportConfig& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const KeySpec& k : Keys()) {
+    if (k.get) out.emplace_back(k.name, k.get(config));
+  }
+  return out;
+}
+
+std::string FormatProfile(const TransportConfig& config, absl::string_view header_comment) {
+  std::string out;
+  header_comment = absl::StripTrailingAsciiWhitespace(header_comment);
+  if (!header_comment.empty()) {
+    for (absl::string_view line : absl::StrSplit(header_comment, '\n')) {
+      line = absl::StripTrailingAsciiWhitespace(line);
+      absl::StrAppend(&out, line.empty() ? "#" : absl::StrCat("# ", line), "\n");
+    }
+  }
+  for (const auto& [key, value] : ProfileKeyValues(config)) {
+    absl::StrAppend(&out, key, "=", value, "\n");
+  }
+  return out;
+}
+
+}  // namespace longhaul
