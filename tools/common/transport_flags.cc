@@ -1,0 +1,162 @@
+#include "tools/common/transport_flags.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "transport/base/status.h"
+#include "transport/core/profile/profile.h"
+
+namespace {
+
+// Canonical default of a profile key, for the flags' help text. Function-local statics
+// only, so this is safe during static initialisation.
+const char* DefaultOf(const char* key) {
+  static const auto* const kDefaults = new std::vector<std::pair<std::string, std::string>>(
+      longhaul::ProfileKeyValues(longhaul::TransportConfig()));
+  for (const auto& [k, v] : *kDefaults) {
+    if (k == key) return v.c_str();
+  }
+  return "";
+}
+
+}  // namespace
+
+DEFINE_string(profile, "", "Transport profile file (key=value lines); flags given explicitly "
+                           "override its values.");
+DEFINE_string(segment, DefaultOf("segment"), "Payload bytes per packet (8KiB, 9000).");
+DEFINE_string(mtu, "", "IP MTU of the path in bytes; sets --segment to the largest that fits.");
+DEFINE_string(window, DefaultOf("window"),
+              "Most bytes in flight; must cover rate x RTT (100gbit x 58ms = 725MB).");
+DEFINE_string(recv_window, DefaultOf("recv_window"), "Receive credit in bytes (2GiB).");
+DEFINE_uint32(max_inflight_messages, longhaul::TransportConfig().max_inflight_messages,
+              "Most messages outstanding at the sender.");
+DEFINE_uint32(flows, longhaul::TransportConfig().flows, "UDP flows (source ports) per connection.");
+DEFINE_string(cc, DefaultOf("cc"), "Congestion control: fixed (pace at --rate) or bbr.");
+DEFINE_string(rate, DefaultOf("rate"),
+              "Pacing rate for cc=fixed, cap for bbr (10gbit, 800mbit; 0: no cap).");
+DEFINE_bool(ecn, longhaul::TransportConfig().ecn, "Send ECN-capable packets and react to CE marks.");
+DEFINE_string(pacing_burst, DefaultOf("pacing_burst"), "Largest back-to-back burst (100us).");
+DEFINE_uint32(reorder_packets, longhaul::TransportConfig().reorder_packets,
+              "Packets reordering threshold for loss detection.");
+DEFINE_double(reorder_rtt_fraction, longhaul::TransportConfig().reorder_rtt_fraction,
+              "Time reordering threshold as a fraction of the RTT.");
+DEFINE_string(initial_rtt, DefaultOf("initial_rtt"), "RTT assumed before the first sample (58ms).");
+DEFINE_string(min_pto, DefaultOf("min_pto"), "Lower bound on the probe timeout.");
+DEFINE_string(max_pto, DefaultOf("max_pto"), "Upper bound on the backed-off probe timeout.");
+DEFINE_uint32(ack_every, longhaul::TransportConfig().ack_every,
+              "Acknowledge after this many ack-eliciting packets.");
+DEFINE_string(max_ack_delay, DefaultOf("max_ack_delay"), "Longest an ACK is held back.");
+DEFINE_uint32(max_ack_ranges, longhaul::TransportConfig().max_ack_ranges,
+              "Most ranges per ACK frame.");
+DEFINE_string(fec, DefaultOf("fec"),
+              "Forward error correction: off, K,M (K data + M parity per block) or auto.");
+DEFINE_uint32(fec_interleave, longhaul::TransportConfig().fec_interleave,
+              "FEC blocks filled round-robin (burst tolerance).");
+DEFINE_string(fec_flush, DefaultOf("fec_flush"), "Close a partly filled FEC block after this long.");
+DEFINE_string(idle_timeout, DefaultOf("idle_timeout"), "Close the connection after this long idle.");
+DEFINE_string(keepalive, DefaultOf("keepalive"), "Send a keepalive after this long without traffic.");
+
+namespace longhaul {
+namespace {
+
+// Transport flags and the profile key each one sets, in the order they are applied.
+// --mtu comes after --segment so that, with a profile that sets segment, --mtu wins.
+constexpr const char* kTransportFlags[] = {
+    "segment",      "mtu",         "window",          "recv_window", "max_inflight_messages",
+    "flows",        "cc",          "rate",            "ecn",         "pacing_burst",
+    "reorder_packets", "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto",
+    "ack_every",    "max_ack_delay", "max_ack_ranges", "fec",        "fec_interleave",
+    "fec_flush",    "idle_timeout", "keepalive",
+};
+
+// The flag's value as profile text. For typed flags gflags' own text is exact, except
+// for doubles, which are re-printed with full precision.
+std::string FlagValueText(const char* name) {
+  if (std::string(name) == "reorder_rtt_fraction") {
+    return absl::StrFormat("%.17g", FLAGS_reorder_rtt_fraction);
+  }
+  if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
+  std::string value;
+  CHECK(gflags::GetCommandLineOption(name, &value)) << name;
+  return value;
+}
+
+}  // namespace
+
+bool TransportFlagWasSet(const char* name) {
+  return !gflags::GetCommandLineFlagInfoOrDie(name).is_default;
+}
+
+absl::StatusOr<TransportConfig> TransportConfigFromFlags() {
+  TransportConfig config;
+  if (!FLAGS_profile.empty()) {
+    absl::StatusOr<TransportConfig> loaded = LoadProfile(FLAGS_profile, config);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat("--profile: ", loaded.status().message()));
+    }
+    config = *loaded;
+  }
+  if (TransportFlagWasSet("mtu") && TransportFlagWasSet("segment")) {
+    return absl::InvalidArgumentError(
+        "--mtu and --segment are both given; --mtu derives the segment, so give one");
+  }
+  for (const char* name : kTransportFlags) {
+    if (!TransportFlagWasSet(name)) continue;
+    const std::string value = FlagValueText(name);
+    if (absl::Status s = ApplyProfileKey(&config, name, value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": ", s.message()));
+    }
+  }
+  if (absl::Status s = config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid transport configuration (from defaults, --profile and flags): ", s.message()));
+  }
+  return config;
+}
+
+nlohmann::json TransportConfigToJson(const TransportConfig& config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : ProfileKeyValues(config)) j[key] = value;
+  // Typed values where the key is a plain number or a boolean.
+  j["max_inflight_messages"] = config.max_inflight_messages;
+  j["flows"] = config.flows;
+  j["ecn"] = config.ecn;
+  j["reorder_packets"] = config.reorder_packets;
+  j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;
+  j["ack_every"] = config.ack_every;
+  j["max_ack_ranges"] = config.max_ack_ranges;
+  j["fec_k"] = config.fec_k;
+  j["fec_m"] = config.fec_m;
+  j["fec_interleave"] = config.fec_interleave;
+  // Numeric forms of the values with units.
+  j["segment_bytes"] = config.segment;
+  j["window_bytes"] = config.window;
+  j["recv_window_bytes"] = config.recv_window;
+  j["max_datagram_bytes"] = config.MaxDatagramSize();
+  j["rate_bps"] = config.rate.bps();
+  j["pacing_burst_ns"] = config.pacing_burst.ns();
+  j["initial_rtt_ns"] = config.initial_rtt.ns();
+  j["min_pto_ns"] = config.min_pto.ns();
+  j["max_pto_ns"] = config.max_pto.ns();
+  j["max_ack_delay_ns"] = config.max_ack_delay.ns();
+  j["fec_flush_ns"] = config.fec_flush.ns();
+  j["idle_timeout_ns"] = config.idle_timeout.ns();
+  j["keepalive_ns"] = config.keepalive.ns();
+  return j;
+}
+
+void InitTool(int* argc, char*** argv, const char* usage) {
+  gflags::SetUsageMessage(usage);
+  gflags::ParseCommandLineFlags(argc, argv, /*remove_flags=*/true);
+  if (gflags::GetCommandLineFlagInfoOrDie("logtostderr").is_default) FLAGS_logtostderr = true;
+  google::InitGoogleLogging((*argv)[0]);
+  google::InstallFailureSignalHandler();
+}
+
+}  // namespace longhaul

@@ -1,0 +1,46 @@
+// Command-line flags shared by every longhaul tool that runs a transport, defined once
+// here so that --window=1GiB or --profile=tokyo.profile mean the same in every binary:
+//
+//   --profile=FILE                     profile file (transport/core/profile/profile.h)
+//   --segment, --window, --recv_window sizes (8KiB, 1GiB)    --mtu  IP MTU, sets segment
+//   --rate (10gbit)  --cc (fixed|bbr)  --pacing_burst (100us)  --ecn / --noecn
+//   --flows  --max_inflight_messages
+//   --fec (off|K,M|auto)  --fec_interleave  --fec_flush (1ms)
+//   --reorder_packets  --reorder_rtt_fraction  --initial_rtt  --min_pto  --max_pto
+//   --ack_every  --max_ack_delay  --max_ack_ranges  --idle_timeout  --keepalive
+//
+// Each flag is named after its profile key and parsed by ApplyProfileKey, so flags and
+// profiles accept exactly the same values. Tools must not define these flags again.
+// Tool-layer code (gflags); the core never sees flags, only the TransportConfig.
+// Not thread-safe: call from main() before starting threads.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "transport/core/config.h"
+
+namespace longhaul {
+
+// The transport configuration the command line asks for: TransportConfig defaults, then
+// the --profile file (if given), then every transport flag set explicitly on the command
+// line (or with gflags::SetCommandLineOption), in that order of precedence. Returns the
+// Validate()d config, or InvalidArgument naming the offending flag ("--window=12x: bad
+// value '12x' for 'window': ..."); a missing profile is NotFound naming the path.
+[[nodiscard]] absl::StatusOr<TransportConfig> TransportConfigFromFlags();
+
+// True if the flag `name` (without dashes) was given explicitly. CHECK-fails for a name
+// that is not a flag.
+bool TransportFlagWasSet(const char* name);
+
+// Every profile key with its canonical value, plus numeric forms for programs:
+// segment_bytes, window_bytes, recv_window_bytes, max_datagram_bytes, rate_bps and
+// <duration>_ns for every duration. Integer keys are JSON numbers, ecn a boolean,
+// reorder_rtt_fraction a number; the other keys keep their profile text ("1GiB").
+nlohmann::json TransportConfigToJson(const TransportConfig& config);
+
+// Common start of a tool's main(): sets the usage text, parses the flags (removing them
+// from argv), and initialises glog with output to stderr (unless --logtostderr was
+// given explicitly) and a failure signal handler. Call once.
+void InitTool(int* argc, char*** argv, const char* usage);
+
+}  // namespace longhaul
