@@ -20,7 +20,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
-#include "tools/sim/sim_transport_flags.h"
+#include "tools/common/transport_flags.h"
+#include "transport/core/profile/profile.h"
 #include "transport/base/parse.h"
 #include "transport/sim/link_spec.h"
 #include "transport/sim/scenario.h"
@@ -43,7 +44,7 @@ DEFINE_string(stagger, "0", "start of connection i is i x stagger (e.g. 100ms)")
 DEFINE_string(max_virtual_time, "600s", "stop after this much simulated time");
 DEFINE_string(max_wall_time, "600s", "stop after this much real time");
 DEFINE_bool(json, false, "print one JSON object instead of the summary");
-DEFINE_string(profile, "", "transport profile file (not supported by this build yet)");
+DECLARE_string(profile);
 
 namespace longhaul {
 namespace {
@@ -130,6 +131,20 @@ void ParseFlags(int argc, char** argv) {
       UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
     }
   }
+}
+
+// Whether the --profile file sets rate and segment (or mtu): load it over two bases that
+// differ in those fields and see which fields the profile made equal.
+void ProfileSets(bool* rate, bool* segment) {
+  if (FLAGS_profile.empty()) return;
+  TransportConfig a, b;
+  b.rate = Bandwidth::BitsPerSecond(a.rate.bps() + 1234567);
+  b.segment = a.segment + 64;
+  absl::StatusOr<TransportConfig> ra = LoadProfile(FLAGS_profile, a);
+  absl::StatusOr<TransportConfig> rb = LoadProfile(FLAGS_profile, b);
+  if (!ra.ok() || !rb.ok()) return;  // TransportConfigFromFlags already reported it
+  *rate = ra->rate == rb->rate;
+  *segment = ra->segment == rb->segment;
 }
 
 template <typename T>
@@ -296,21 +311,25 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=tokyo-singapore)");
-  if (!FLAGS_profile.empty()) {
-    UsageError("--profile: profile files are not supported by this build yet");
-  }
   sim::ScenarioOptions opt;
   opt.link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {
     opt.schedule = OrUsage(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
   }
-  TransportConfig config = OrUsage(sim_tool::TransportConfigFromFlags(), "transport flags");
-  // The fixed controller is for dedicated lines whose rate is known: without --rate it
-  // paces at the link's rate. Without --segment, use the largest that fits the link MTU.
-  if (config.cc == CongestionControl::kFixed && !sim_tool::FlagWasSet("rate")) {
+  absl::StatusOr<TransportConfig> from_flags = TransportConfigFromFlags();
+  if (!from_flags.ok()) UsageError(std::string(from_flags.status().message()));
+  TransportConfig config = *from_flags;
+  bool profile_rate = false, profile_segment = false;
+  ProfileSets(&profile_rate, &profile_segment);
+  // The fixed controller is for dedicated lines whose rate is known: without --rate (or
+  // a profile's rate) it paces at the link's rate. Without --segment/--mtu (or a
+  // profile's), segments fill the link's MTU.
+  if (config.cc == CongestionControl::kFixed && !TransportFlagWasSet("rate") && !profile_rate) {
     config.rate = opt.link.rate;
   }
-  if (!sim_tool::FlagWasSet("segment")) config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
+  if (!TransportFlagWasSet("segment") && !TransportFlagWasSet("mtu") && !profile_segment) {
+    config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
+  }
   if (absl::Status s = config.Validate(); !s.ok()) UsageError(std::string(s.message()));
   opt.sender_config = config;
   opt.receiver_config = config;
@@ -351,7 +370,7 @@ int Main(int argc, char** argv) {
     nlohmann::json j;
     j["link"] = nlohmann::json::parse(opt.link.ToJson());
     if (!opt.schedule.empty()) j["link_schedule"] = opt.schedule.ToString();
-    j["params"] = sim_tool::TransportConfigToJson(config);
+    j["params"] = TransportConfigToJson(config);
     nlohmann::json w;
     w["workload"] = sim::WorkloadName(opt.workload);
     if (opt.workload == sim::Workload::kBulk) {
