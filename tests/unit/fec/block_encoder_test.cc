@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +92,44 @@ TEST(BlockEncoderTest, ShortenedBlockEqualsSmallerCode) {
     ASSERT_TRUE(parity.ok()) << parity.status();
     EXPECT_EQ(parity->k(), k_actual);
     EXPECT_EQ(Copy(*parity), ReferenceParity(codec, k_actual, 4, parity->shard_length(), data));
+  }
+}
+
+// Splits `shard` into pieces at random cut points (some empty, some tiny).
+std::vector<std::span<const uint8_t>> RandomPieces(Rng& rng, const std::vector<uint8_t>& shard) {
+  std::vector<std::span<const uint8_t>> parts;
+  size_t pos = 0;
+  while (pos < shard.size()) {
+    const uint64_t kind = rng.UniformInt(4);
+    size_t n = kind == 0 ? 0 : kind == 1 ? 1 + rng.UniformInt(8) : 1 + rng.UniformInt(300);
+    n = std::min(n, shard.size() - pos);
+    parts.emplace_back(shard.data() + pos, n);
+    pos += n;
+  }
+  return parts;
+}
+
+TEST(BlockEncoderTest, PiecewiseShardsEqualContiguousShards) {
+  FecCodec codec;
+  ShardPool pool(2048);
+  BlockEncoder whole(&codec, &pool), pieces(&codec, &pool);
+  Rng rng(77);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int k = 1 + static_cast<int>(rng.UniformInt(20));
+    const int m = 1 + static_cast<int>(rng.UniformInt(6));
+    auto data = VariableShards(rng, k, 2048);
+    ASSERT_TRUE(whole.Begin(trial, k, m).ok());
+    ASSERT_TRUE(pieces.Begin(trial, k, m).ok());
+    for (int j = 0; j < k; ++j) {
+      ASSERT_TRUE(whole.AddDataShard(j, data[j].data(), data[j].size()).ok());
+      const auto parts = RandomPieces(rng, data[j]);
+      ASSERT_TRUE(pieces.AddDataShardParts(j, parts).ok());
+    }
+    auto a = whole.Finish(k);
+    auto b = pieces.Finish(k);
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->shard_length(), b->shard_length());
+    EXPECT_EQ(Copy(*a), Copy(*b)) << "trial " << trial;
   }
 }
 

@@ -73,8 +73,26 @@ absl::Status BlockDecoder::CheckGeometry(const ShardInfo& info, size_t len) {
 }
 
 absl::Status BlockDecoder::AddShard(const ShardInfo& info, const uint8_t* bytes, size_t len) {
+  if (bytes == nullptr && len != 0) return absl::InvalidArgumentError("null shard bytes");
+  const std::span<const uint8_t> part(bytes, bytes == nullptr ? 0 : len);
+  return AddShardParts(info, std::span<const std::span<const uint8_t>>(&part, 1));
+}
+
+namespace {
+void CopyParts(uint8_t* dst, std::span<const std::span<const uint8_t>> parts) {
+  for (const auto& part : parts) {
+    if (part.empty()) continue;
+    std::memcpy(dst, part.data(), part.size());
+    dst += part.size();
+  }
+}
+}  // namespace
+
+absl::Status BlockDecoder::AddShardParts(const ShardInfo& info,
+                                         std::span<const std::span<const uint8_t>> parts) {
+  size_t len = 0;
+  for (const auto& part : parts) len += part.size();
   if (absl::Status s = CheckGeometry(info, len); !s.ok()) return s;
-  if (bytes == nullptr) return absl::InvalidArgumentError("null shard bytes");
   m_ = info.m;
   if (!info.parity) {
     k_bound_ = std::max(k_bound_, info.k);
@@ -84,7 +102,7 @@ absl::Status BlockDecoder::AddShard(const ShardInfo& info, const uint8_t* bytes,
     }
     uint8_t* b = pool_->Acquire();
     if (b == nullptr) return absl::ResourceExhaustedError("FEC shard pool exhausted (decoder)");
-    std::memcpy(b, bytes, len);
+    CopyParts(b, parts);
     data_[info.index] = b;
     data_len_[info.index] = static_cast<uint32_t>(len);
     max_data_len_ = std::max(max_data_len_, len);
@@ -105,7 +123,7 @@ absl::Status BlockDecoder::AddShard(const ShardInfo& info, const uint8_t* bytes,
   if (data_count_ + parity_count_ >= k_) return absl::OkStatus();
   uint8_t* b = pool_->Acquire();
   if (b == nullptr) return absl::ResourceExhaustedError("FEC shard pool exhausted (decoder)");
-  std::memcpy(b, bytes, len);
+  CopyParts(b, parts);
   parity_[info.index] = b;
   ++parity_count_;
   return absl::OkStatus();

@@ -74,6 +74,8 @@ class BlockDecoder {
   // InvalidArgument if the shard contradicts the block; ResourceExhausted if the pool
   // is out of buffers (the shard is dropped; the block may still recover later).
   absl::Status AddShard(const ShardInfo& info, const uint8_t* bytes, size_t len);
+  // Same, for a shard made of pieces laid end to end (see BlockEncoder::AddDataShardParts).
+  absl::Status AddShardParts(const ShardInfo& info, std::span<const std::span<const uint8_t>> parts);
 
   // The data shard count k' is known (some repair shard arrived).
   bool size_known() const { return k_ > 0; }

@@ -2,6 +2,7 @@
 
 #include <isa-l/erasure_code.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -52,6 +53,25 @@ absl::Status BlockEncoder::Begin(uint64_t block_id, int k, int m) {
 }
 
 absl::Status BlockEncoder::AddDataShard(int index, const uint8_t* bytes, size_t len) {
+  const std::span<const uint8_t> part(bytes, bytes == nullptr ? 0 : len);
+  if (bytes == nullptr && len != 0) return absl::InvalidArgumentError("null data shard");
+  return AddDataShardParts(index, std::span<const std::span<const uint8_t>>(&part, 1));
+}
+
+void BlockEncoder::Fold(int index, const uint8_t* src, size_t len, size_t offset) {
+  if (offset == 0) {
+    ec_encode_data_update(static_cast<int>(len), k_, m_, index, tables_->data(),
+                          const_cast<uint8_t*>(src), parity_ptrs_.data());
+    return;
+  }
+  absl::InlinedVector<uint8_t*, 8> at(parity_ptrs_.begin(), parity_ptrs_.end());
+  for (uint8_t*& p : at) p += offset;
+  ec_encode_data_update(static_cast<int>(len), k_, m_, index, tables_->data(),
+                        const_cast<uint8_t*>(src), at.data());
+}
+
+absl::Status BlockEncoder::AddDataShardParts(int index,
+                                             std::span<const std::span<const uint8_t>> parts) {
   if (!open_) return absl::FailedPreconditionError("no open FEC block");
   if (index < 0 || index >= k_) {
     return absl::InvalidArgumentError(
@@ -60,7 +80,9 @@ absl::Status BlockEncoder::AddDataShard(int index, const uint8_t* bytes, size_t 
   if (added_[index]) {
     return absl::InvalidArgumentError(absl::StrCat("data shard ", index, " added twice"));
   }
-  if (len == 0 || len > pool_->shard_capacity() || bytes == nullptr) {
+  size_t len = 0;
+  for (const auto& part : parts) len += part.size();
+  if (len == 0 || len > pool_->shard_capacity()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data shard length ", len, " outside 1..", pool_->shard_capacity()));
   }
@@ -71,19 +93,40 @@ absl::Status BlockEncoder::AddDataShard(int index, const uint8_t* bytes, size_t 
     for (uint8_t* p : parity_ptrs_) std::memset(p + extent_, 0, padded - extent_);
     extent_ = padded;
   }
-  const size_t body = len & ~(kShardAlignment - 1);
-  if (body > 0) {
-    ec_encode_data_update(static_cast<int>(body), k_, m_, index, tables_->data(),
-                          const_cast<uint8_t*>(bytes), parity_ptrs_.data());
+  // The kernels work on whole 64-byte vectors. Runs of 64-byte multiples are folded in
+  // place; bytes straddling a piece boundary, and the final partial vector, go through
+  // a small zero-padded carry buffer. Fold offsets therefore stay multiples of 64.
+  alignas(kShardAlignment) uint8_t carry[kShardAlignment];
+  size_t carry_len = 0;
+  size_t offset = 0;
+  for (const auto& part : parts) {
+    const uint8_t* p = part.data();
+    size_t n = part.size();
+    if (carry_len > 0) {
+      const size_t take = std::min(kShardAlignment - carry_len, n);
+      std::memcpy(carry + carry_len, p, take);
+      carry_len += take;
+      p += take;
+      n -= take;
+      if (carry_len < kShardAlignment) continue;  // piece exhausted
+      Fold(index, carry, kShardAlignment, offset);
+      offset += kShardAlignment;
+      carry_len = 0;
+    }
+    if (const size_t body = n & ~(kShardAlignment - 1); body > 0) {
+      Fold(index, p, body, offset);
+      offset += body;
+      p += body;
+      n -= body;
+    }
+    if (n > 0) {
+      std::memcpy(carry, p, n);
+      carry_len = n;
+    }
   }
-  if (const size_t tail = len - body; tail > 0) {
-    // The kernels read whole 64-byte vectors: fold the tail from a zero-padded copy.
-    alignas(kShardAlignment) uint8_t last[kShardAlignment] = {};
-    std::memcpy(last, bytes + body, tail);
-    absl::InlinedVector<uint8_t*, 8> at(parity_ptrs_.begin(), parity_ptrs_.end());
-    for (uint8_t*& p : at) p += body;
-    ec_encode_data_update(static_cast<int>(kShardAlignment), k_, m_, index, tables_->data(),
-                          last, at.data());
+  if (carry_len > 0) {
+    std::memset(carry + carry_len, 0, kShardAlignment - carry_len);
+    Fold(index, carry, kShardAlignment, offset);
   }
   added_[index] = true;
   ++added_count_;

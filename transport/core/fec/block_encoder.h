@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
@@ -76,6 +77,11 @@ class BlockEncoder {
   // duplicate or a bad length; FailedPrecondition without an open block.
   absl::Status AddDataShard(int index, const uint8_t* bytes, size_t len);
 
+  // Same, for a shard made of several pieces laid end to end (e.g. the packet number
+  // from the header followed by the frames after the FEC tag), without assembling it.
+  // The shard length is the sum of the pieces.
+  absl::Status AddDataShardParts(int index, std::span<const std::span<const uint8_t>> parts);
+
   // Closes the block with `data_shards` data shards, which must be exactly indices
   // 0..data_shards-1 (1 <= data_shards <= k). Returns the m parity shards; the encoder is
   // then idle until the next Begin(). On error the block stays open.
@@ -93,6 +99,10 @@ class BlockEncoder {
   size_t shard_length() const { return extent_; }
 
  private:
+  // Folds `len` bytes (a positive multiple of 64) of data shard `index` into parity bytes
+  // [offset, offset + len).
+  void Fold(int index, const uint8_t* src, size_t len, size_t offset);
+
   FecCodec* codec_;
   ShardPool* pool_;
   bool open_ = false;
