@@ -99,7 +99,8 @@ void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* e
     }
     case FrameType::kHandshake:
       FUZZ_CHECK(f.handshake.body.empty() ||
-                 (f.handshake.body.data() >= begin && f.handshake.body.data() + f.handshake.body.size() <= end));
+                 (f.handshake.body.data() >= begin &&
+                  f.handshake.body.data() + f.handshake.body.size() <= end));
       break;
     case FrameType::kPing:
     case FrameType::kLossReport:
@@ -170,7 +171,8 @@ void CheckSameFrame(const Frame& a, const Frame& b) {
     }
     case FrameType::kClose: {
       FUZZ_CHECK(a.close.error_code == b.close.error_code);
-      const size_t n = a.close.reason.size() < kMaxCloseReason ? a.close.reason.size() : kMaxCloseReason;
+      const size_t n =
+          a.close.reason.size() < kMaxCloseReason ? a.close.reason.size() : kMaxCloseReason;
       FUZZ_CHECK(b.close.reason == a.close.reason.substr(0, n));
       break;
     }
@@ -195,7 +197,8 @@ void CheckSameFrame(const Frame& a, const Frame& b) {
       break;
     case FrameType::kHandshake:
       FUZZ_CHECK(a.handshake.body.size() == b.handshake.body.size());
-      FUZZ_CHECK(SameBytes(a.handshake.body.data(), b.handshake.body.data(), a.handshake.body.size()));
+      FUZZ_CHECK(
+          SameBytes(a.handshake.body.data(), b.handshake.body.data(), a.handshake.body.size()));
       break;
     case FrameType::kPing:
     case FrameType::kPadding:

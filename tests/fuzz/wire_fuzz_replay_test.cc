@@ -59,7 +59,8 @@ TEST(WireFuzzReplayTest, MaybeWriteCorpus) {
   fs::create_directories(dir);
   for (const auto& [name, bytes] : WireSeedPackets()) {
     std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     ASSERT_TRUE(out.good()) << name;
   }
 }
@@ -106,7 +107,8 @@ void Mutate(Rng& rng, Bytes& d) {
       break;
     case 1:  // set a byte, often to an interesting value
       if (!d.empty()) {
-        static constexpr uint8_t kInteresting[] = {0x00, 0x01, 0x3F, 0x40, 0x7F, 0x80, 0xBF, 0xC0, 0xFF};
+        static constexpr uint8_t kInteresting[] = {0x00, 0x01, 0x3F, 0x40, 0x7F,
+                                                   0x80, 0xBF, 0xC0, 0xFF};
         d[rng.UniformInt(d.size())] = rng.Bernoulli(0.5)
                                           ? kInteresting[rng.UniformInt(sizeof(kInteresting))]
                                           : static_cast<uint8_t>(rng.Next());

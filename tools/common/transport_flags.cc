@@ -26,8 +26,9 @@ const char* DefaultOf(const char* key) {
 
 }  // namespace
 
-DEFINE_string(profile, "", "Transport profile file (key=value lines); flags given explicitly "
-                           "override its values.");
+DEFINE_string(profile, "",
+              "Transport profile file (key=value lines); flags given explicitly "
+              "override its values.");
 DEFINE_string(segment, DefaultOf("segment"), "Payload bytes per packet (8KiB, 9000).");
 DEFINE_string(mtu, "", "IP MTU of the path in bytes; sets --segment to the largest that fits.");
 DEFINE_string(window, DefaultOf("window"),
@@ -39,7 +40,8 @@ DEFINE_uint32(flows, longhaul::TransportConfig().flows, "UDP flows (source ports
 DEFINE_string(cc, DefaultOf("cc"), "Congestion control: fixed (pace at --rate) or bbr.");
 DEFINE_string(rate, DefaultOf("rate"),
               "Pacing rate for cc=fixed, cap for bbr (10gbit, 800mbit; 0: no cap).");
-DEFINE_bool(ecn, longhaul::TransportConfig().ecn, "Send ECN-capable packets and react to CE marks.");
+DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
+            "Send ECN-capable packets and react to CE marks.");
 DEFINE_string(pacing_burst, DefaultOf("pacing_burst"), "Largest back-to-back burst (100us).");
 DEFINE_uint32(reorder_packets, longhaul::TransportConfig().reorder_packets,
               "Packets reordering threshold for loss detection.");
@@ -57,9 +59,12 @@ DEFINE_string(fec, DefaultOf("fec"),
               "Forward error correction: off, K,M (K data + M parity per block) or auto.");
 DEFINE_uint32(fec_interleave, longhaul::TransportConfig().fec_interleave,
               "FEC blocks filled round-robin (burst tolerance).");
-DEFINE_string(fec_flush, DefaultOf("fec_flush"), "Close a partly filled FEC block after this long.");
-DEFINE_string(idle_timeout, DefaultOf("idle_timeout"), "Close the connection after this long idle.");
-DEFINE_string(keepalive, DefaultOf("keepalive"), "Send a keepalive after this long without traffic.");
+DEFINE_string(fec_flush, DefaultOf("fec_flush"),
+              "Close a partly filled FEC block after this long.");
+DEFINE_string(idle_timeout, DefaultOf("idle_timeout"),
+              "Close the connection after this long idle.");
+DEFINE_string(keepalive, DefaultOf("keepalive"),
+              "Send a keepalive after this long without traffic.");
 
 namespace longhaul {
 namespace {
@@ -67,11 +72,29 @@ namespace {
 // Transport flags and the profile key each one sets, in the order they are applied.
 // --mtu comes after --segment so that, with a profile that sets segment, --mtu wins.
 constexpr const char* kTransportFlags[] = {
-    "segment",      "mtu",         "window",          "recv_window", "max_inflight_messages",
-    "flows",        "cc",          "rate",            "ecn",         "pacing_burst",
-    "reorder_packets", "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto",
-    "ack_every",    "max_ack_delay", "max_ack_ranges", "fec",        "fec_interleave",
-    "fec_flush",    "idle_timeout", "keepalive",
+    "segment",
+    "mtu",
+    "window",
+    "recv_window",
+    "max_inflight_messages",
+    "flows",
+    "cc",
+    "rate",
+    "ecn",
+    "pacing_burst",
+    "reorder_packets",
+    "reorder_rtt_fraction",
+    "initial_rtt",
+    "min_pto",
+    "max_pto",
+    "ack_every",
+    "max_ack_delay",
+    "max_ack_ranges",
+    "fec",
+    "fec_interleave",
+    "fec_flush",
+    "idle_timeout",
+    "keepalive",
 };
 
 // The flag's value as profile text. For typed flags gflags' own text is exact, except

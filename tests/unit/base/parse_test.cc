@@ -105,8 +105,15 @@ TEST(FormatByteCountTest, CanonicalForms) {
 
 TEST(FormatByteCountTest, RoundTrips) {
   Rng rng(3);
-  const ByteCount fixed[] = {0, 1, 1023, 1024, 65536 - 512, 1ULL << 53, (1ULL << 53) + 1,
-                             std::numeric_limits<uint64_t>::max(), 1ULL << 63};
+  const ByteCount fixed[] = {0,
+                             1,
+                             1023,
+                             1024,
+                             65536 - 512,
+                             1ULL << 53,
+                             (1ULL << 53) + 1,
+                             std::numeric_limits<uint64_t>::max(),
+                             1ULL << 63};
   for (ByteCount b : fixed) {
     absl::StatusOr<ByteCount> back = ParseByteCount(FormatByteCount(b));
     ASSERT_TRUE(back.ok()) << b << ": " << back.status();
@@ -168,8 +175,8 @@ TEST(ParseDurationTest, Errors) {
 
 TEST(ParseDurationTest, TooLong) {
   EXPECT_TRUE(ParseDuration("9000000000000000000ns").ok());
-  for (const char* text : {"9000000000000000001ns", "1e10s", "300000000min",
-                           "18446744073709551615s"}) {
+  for (const char* text :
+       {"9000000000000000001ns", "1e10s", "300000000min", "18446744073709551615s"}) {
     absl::StatusOr<Duration> got = ParseDuration(text);
     ASSERT_FALSE(got.ok()) << text;
     EXPECT_THAT(std::string(got.status().message()), HasSubstr("too long")) << text;
@@ -200,26 +207,10 @@ TEST(ParseBandwidthTest, EveryUnit) {
     double bps;
   };
   const Case cases[] = {
-      {"0", 0},
-      {"1500", 1500},
-      {"1500bit", 1500},
-      {"1500bps", 1500},
-      {"5k", 5e3},
-      {"5kbit", 5e3},
-      {"5kbps", 5e3},
-      {"800m", 800e6},
-      {"800mbit", 800e6},
-      {"800Mbps", 800e6},
-      {"10g", 10e9},
-      {"10gbit", 10e9},
-      {"10Gbit", 10e9},
-      {"10gbps", 10e9},
-      {"100gbit", 100e9},
-      {"2t", 2e12},
-      {"2tbit", 2e12},
-      {"2tbps", 2e12},
-      {"2.5gbit", 2.5e9},
-      {" 1 gbit ", 1e9},
+      {"0", 0},       {"1500", 1500},   {"1500bit", 1500}, {"1500bps", 1500},  {"5k", 5e3},
+      {"5kbit", 5e3}, {"5kbps", 5e3},   {"800m", 800e6},   {"800mbit", 800e6}, {"800Mbps", 800e6},
+      {"10g", 10e9},  {"10gbit", 10e9}, {"10Gbit", 10e9},  {"10gbps", 10e9},   {"100gbit", 100e9},
+      {"2t", 2e12},   {"2tbit", 2e12},  {"2tbps", 2e12},   {"2.5gbit", 2.5e9}, {" 1 gbit ", 1e9},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Bandwidth> got = ParseBandwidth(c.text);
@@ -306,7 +297,8 @@ TEST(ParseBoolTest, ValuesAndErrors) {
   for (const char* t : {"", "2", "maybe", "y", "n"}) {
     absl::StatusOr<bool> got = ParseBool(t);
     ASSERT_FALSE(got.ok()) << t;
-    EXPECT_THAT(std::string(got.status().message()), HasSubstr("use true/false, yes/no, on/off or 1/0"));
+    EXPECT_THAT(std::string(got.status().message()),
+                HasSubstr("use true/false, yes/no, on/off or 1/0"));
   }
 }
 

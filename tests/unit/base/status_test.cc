@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<int>> MakeInt(bool fail, int v) {
 
 absl::StatusOr<int> AddOne(bool fail) {
   LH_ASSIGN_OR_RETURN(std::unique_ptr<int> p, MakeInt(fail, 41));  // move-only works
-  LH_ASSIGN_OR_RETURN(auto q, MakeInt(false, 0));                    // twice in one scope
+  LH_ASSIGN_OR_RETURN(auto q, MakeInt(false, 0));                  // twice in one scope
   return *p + *q + 1;
 }
 

@@ -63,7 +63,8 @@ TEST(TransportConfigTest, RejectsEachOutOfRangeFieldNamingIt) {
       {"recv_window", [](TransportConfig& c) { c.recv_window = 2 * c.segment - 1; }},
       {"recv_window", [](TransportConfig& c) { c.recv_window = TransportConfig::kMaxWindow + 1; }},
       {"max_inflight_messages", [](TransportConfig& c) { c.max_inflight_messages = 0; }},
-      {"max_inflight_messages", [](TransportConfig& c) { c.max_inflight_messages = (1u << 24) + 1; }},
+      {"max_inflight_messages",
+       [](TransportConfig& c) { c.max_inflight_messages = (1u << 24) + 1; }},
       {"flows", [](TransportConfig& c) { c.flows = 0; }},
       {"flows", [](TransportConfig& c) { c.flows = 257; }},
       {"rate", [](TransportConfig& c) { c.rate = Bandwidth::Zero(); }},  // cc=fixed needs a rate
@@ -198,9 +199,9 @@ TEST(TransportConfigTest, SegmentForMtuFitsTheMtuAndIsTheLargestThatDoes) {
     }
     ASSERT_TRUE(c.Validate().ok()) << mtu << ": " << c.Validate();
   }
-  EXPECT_EQ(TransportConfig::SegmentForMtu(1500), 1500 - kIpUdpHeaders -
-                                                      (TransportConfig().MaxDatagramSize() -
-                                                       TransportConfig().segment));
+  EXPECT_EQ(
+      TransportConfig::SegmentForMtu(1500),
+      1500 - kIpUdpHeaders - (TransportConfig().MaxDatagramSize() - TransportConfig().segment));
   EXPECT_EQ(TransportConfig::SegmentForMtu(1u << 20), TransportConfig::kMaxSegment);
   EXPECT_EQ(TransportConfig::SegmentForMtu(0), 64u);
 }
@@ -228,8 +229,8 @@ TEST(TransportConfigTest, MaxDatagramSizeBoundsARealPacket) {
     d.stream_base = wire::kMaxVarint / 2;
     d.length = c.segment;
     d.payload = payload.data();
-    ASSERT_NE(w.WriteData(d), nullptr) << "a full segment does not fit MaxDatagramSize() at mtu "
-                                       << mtu;
+    ASSERT_NE(w.WriteData(d), nullptr)
+        << "a full segment does not fit MaxDatagramSize() at mtu " << mtu;
     EXPECT_LE(w.Finish(), mtu - kIpUdpHeaders);
   }
 }

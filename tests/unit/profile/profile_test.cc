@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -113,9 +113,15 @@ TransportConfig RandomValidConfig(Rng& rng) {
   c.cc = rng.Bernoulli(0.5) ? CongestionControl::kBbr : CongestionControl::kFixed;
   // Whole, round and fractional rates.
   switch (rng.UniformInt(3)) {
-    case 0: c.rate = Bandwidth::BitsPerSecond(1 + static_cast<double>(rng.UniformInt(10000000000000ULL))); break;
-    case 1: c.rate = Bandwidth::Mbps(1 + static_cast<double>(rng.UniformInt(1000000))); break;
-    default: c.rate = Bandwidth::BitsPerSecond(1 + rng.Uniform() * 1e12); break;
+    case 0:
+      c.rate = Bandwidth::BitsPerSecond(1 + static_cast<double>(rng.UniformInt(10000000000000ULL)));
+      break;
+    case 1:
+      c.rate = Bandwidth::Mbps(1 + static_cast<double>(rng.UniformInt(1000000)));
+      break;
+    default:
+      c.rate = Bandwidth::BitsPerSecond(1 + rng.Uniform() * 1e12);
+      break;
   }
   c.ecn = rng.Bernoulli(0.5);
   c.pacing_burst = Duration::Nanoseconds(static_cast<int64_t>(rng.UniformInt(100000001)));
@@ -158,12 +164,12 @@ TEST(ProfileRoundTripTest, RandomValidConfigs) {
 TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : ProfileKeyValues(TransportConfig())) keys.push_back(k);
-  EXPECT_THAT(keys, ::testing::ElementsAre(
-                        "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc",
-                        "rate", "ecn", "pacing_burst", "reorder_packets", "reorder_rtt_fraction",
-                        "initial_rtt", "min_pto", "max_pto", "ack_every", "max_ack_delay",
-                        "max_ack_ranges", "fec", "fec_k", "fec_m", "fec_interleave", "fec_flush",
-                        "idle_timeout", "keepalive"));
+  EXPECT_THAT(
+      keys, ::testing::ElementsAre(
+                "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc", "rate",
+                "ecn", "pacing_burst", "reorder_packets", "reorder_rtt_fraction", "initial_rtt",
+                "min_pto", "max_pto", "ack_every", "max_ack_delay", "max_ack_ranges", "fec",
+                "fec_k", "fec_m", "fec_interleave", "fec_flush", "idle_timeout", "keepalive"));
   std::vector<std::string> all = ProfileKeys();
   keys.push_back("mtu");
   EXPECT_EQ(all, keys);
@@ -219,25 +225,36 @@ TEST(ProfileKeysTest, EveryKeyInHumanUnits) {
        [](const TransportConfig& c) { return c.reorder_rtt_fraction == 2; }},
       {"initial_rtt=58ms",
        [](const TransportConfig& c) { return c.initial_rtt == Duration::Milliseconds(58); }},
-      {"min_pto=1ms", [](const TransportConfig& c) { return c.min_pto == Duration::Milliseconds(1); }},
-      {"max_pto=2min", [](const TransportConfig& c) { return c.max_pto == Duration::Seconds(120); }},
+      {"min_pto=1ms",
+       [](const TransportConfig& c) { return c.min_pto == Duration::Milliseconds(1); }},
+      {"max_pto=2min",
+       [](const TransportConfig& c) { return c.max_pto == Duration::Seconds(120); }},
       {"ack_every=2", [](const TransportConfig& c) { return c.ack_every == 2; }},
       {"max_ack_delay=500us",
        [](const TransportConfig& c) { return c.max_ack_delay == Duration::Microseconds(500); }},
       {"max_ack_ranges=256", [](const TransportConfig& c) { return c.max_ack_ranges == 256; }},
       {"fec=off", [](const TransportConfig& c) { return c.fec == FecMode::kOff; }},
       {"fec=auto",
-       [](const TransportConfig& c) { return c.fec == FecMode::kAuto && c.fec_k == 32 && c.fec_m == 4; }},
+       [](const TransportConfig& c) {
+         return c.fec == FecMode::kAuto && c.fec_k == 32 && c.fec_m == 4;
+       }},
       {"fec=16,2",
-       [](const TransportConfig& c) { return c.fec == FecMode::kFixed && c.fec_k == 16 && c.fec_m == 2; }},
+       [](const TransportConfig& c) {
+         return c.fec == FecMode::kFixed && c.fec_k == 16 && c.fec_m == 2;
+       }},
       {"fec = 64 , 8",
-       [](const TransportConfig& c) { return c.fec == FecMode::kFixed && c.fec_k == 64 && c.fec_m == 8; }},
+       [](const TransportConfig& c) {
+         return c.fec == FecMode::kFixed && c.fec_k == 64 && c.fec_m == 8;
+       }},
       {"fec=fixed",
-       [](const TransportConfig& c) { return c.fec == FecMode::kFixed && c.fec_k == 32 && c.fec_m == 4; }},
+       [](const TransportConfig& c) {
+         return c.fec == FecMode::kFixed && c.fec_k == 32 && c.fec_m == 4;
+       }},
       {"fec_k=10", [](const TransportConfig& c) { return c.fec_k == 10; }},
       {"fec_m=3", [](const TransportConfig& c) { return c.fec_m == 3; }},
       {"fec_interleave=4", [](const TransportConfig& c) { return c.fec_interleave == 4; }},
-      {"fec_flush=2ms", [](const TransportConfig& c) { return c.fec_flush == Duration::Milliseconds(2); }},
+      {"fec_flush=2ms",
+       [](const TransportConfig& c) { return c.fec_flush == Duration::Milliseconds(2); }},
       {"idle_timeout=1min",
        [](const TransportConfig& c) { return c.idle_timeout == Duration::Seconds(60); }},
       {"keepalive=500ms",
@@ -443,7 +460,8 @@ TEST(ProfileSyntaxTest, EmptyProfileIsTheValidatedBase) {
   bad.window = 1;
   c = ParseProfile("# nothing\n", bad, "empty");
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(std::string(c.status().message()), StartsWith("empty: invalid configuration: window"));
+  EXPECT_THAT(std::string(c.status().message()),
+              StartsWith("empty: invalid configuration: window"));
 }
 
 TEST(ProfileSyntaxTest, LaterLinesOverrideEarlierOnes) {
@@ -455,7 +473,8 @@ TEST(ProfileSyntaxTest, LaterLinesOverrideEarlierOnes) {
 }
 
 TEST(FormatProfileTest, HeaderCommentLinesThenKeyValues) {
-  const std::string text = FormatProfile(TransportConfig(), "tuned by longhaul-tune\nlink: tokyo\n\nrtt 58ms\n");
+  const std::string text =
+      FormatProfile(TransportConfig(), "tuned by longhaul-tune\nlink: tokyo\n\nrtt 58ms\n");
   const std::vector<std::string> lines = absl::StrSplit(text, '\n');
   ASSERT_GE(lines.size(), 5u);
   EXPECT_EQ(lines[0], "# tuned by longhaul-tune");
@@ -475,7 +494,8 @@ TEST(FormatProfileTest, HeaderCommentLinesThenKeyValues) {
 
 class LoadProfileTest : public ::testing::Test {
  protected:
-  std::filesystem::path dir_ = std::filesystem::path(::testing::TempDir()) / "longhaul_profile_test";
+  std::filesystem::path dir_ =
+      std::filesystem::path(::testing::TempDir()) / "longhaul_profile_test";
   void SetUp() override { std::filesystem::create_directories(dir_); }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {

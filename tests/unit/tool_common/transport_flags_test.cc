@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
-#include "gmock/gmock.h"
 #include "glog/logging.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/core/profile/profile.h"
 
@@ -62,10 +62,10 @@ TEST_F(TransportFlagsTest, PrecedenceDefaultsThenProfileThenExplicitFlags) {
   EXPECT_TRUE(TransportFlagWasSet("window"));
   absl::StatusOr<TransportConfig> c = TransportConfigFromFlags();
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->window, 1ULL << 30);                     // flag over profile
-  EXPECT_EQ(c->rate.bps(), 20e9);                       // flag over profile
-  EXPECT_EQ(c->ack_every, 4u);                          // typed flag over profile
-  EXPECT_EQ(c->cc, CongestionControl::kBbr);            // profile over default
+  EXPECT_EQ(c->window, 1ULL << 30);                          // flag over profile
+  EXPECT_EQ(c->rate.bps(), 20e9);                            // flag over profile
+  EXPECT_EQ(c->ack_every, 4u);                               // typed flag over profile
+  EXPECT_EQ(c->cc, CongestionControl::kBbr);                 // profile over default
   EXPECT_EQ(c->initial_rtt, TransportConfig().initial_rtt);  // default
 }
 
@@ -80,7 +80,8 @@ TEST_F(TransportFlagsTest, EveryTransportFlagReachesItsField) {
       {"mtu", "9000",
        [](const TransportConfig& c) { return c.segment == TransportConfig::SegmentForMtu(9000); }},
       {"window", "2GiB", [](const TransportConfig& c) { return c.window == (2ULL << 30); }},
-      {"recv_window", "4GiB", [](const TransportConfig& c) { return c.recv_window == (4ULL << 30); }},
+      {"recv_window", "4GiB",
+       [](const TransportConfig& c) { return c.recv_window == (4ULL << 30); }},
       {"max_inflight_messages", "1000",
        [](const TransportConfig& c) { return c.max_inflight_messages == 1000; }},
       {"flows", "4", [](const TransportConfig& c) { return c.flows == 4; }},
@@ -94,20 +95,25 @@ TEST_F(TransportFlagsTest, EveryTransportFlagReachesItsField) {
        [](const TransportConfig& c) { return c.reorder_rtt_fraction == 0.1; }},
       {"initial_rtt", "58ms",
        [](const TransportConfig& c) { return c.initial_rtt == Duration::Milliseconds(58); }},
-      {"min_pto", "2ms", [](const TransportConfig& c) { return c.min_pto == Duration::Milliseconds(2); }},
-      {"max_pto", "20s", [](const TransportConfig& c) { return c.max_pto == Duration::Seconds(20); }},
+      {"min_pto", "2ms",
+       [](const TransportConfig& c) { return c.min_pto == Duration::Milliseconds(2); }},
+      {"max_pto", "20s",
+       [](const TransportConfig& c) { return c.max_pto == Duration::Seconds(20); }},
       {"ack_every", "16", [](const TransportConfig& c) { return c.ack_every == 16; }},
       {"max_ack_delay", "2ms",
        [](const TransportConfig& c) { return c.max_ack_delay == Duration::Milliseconds(2); }},
       {"max_ack_ranges", "64", [](const TransportConfig& c) { return c.max_ack_ranges == 64; }},
       {"fec", "16,4",
-       [](const TransportConfig& c) { return c.fec == FecMode::kFixed && c.fec_k == 16 && c.fec_m == 4; }},
+       [](const TransportConfig& c) {
+         return c.fec == FecMode::kFixed && c.fec_k == 16 && c.fec_m == 4;
+       }},
       {"fec_interleave", "8", [](const TransportConfig& c) { return c.fec_interleave == 8; }},
       {"fec_flush", "3ms",
        [](const TransportConfig& c) { return c.fec_flush == Duration::Milliseconds(3); }},
       {"idle_timeout", "1min",
        [](const TransportConfig& c) { return c.idle_timeout == Duration::Seconds(60); }},
-      {"keepalive", "2s", [](const TransportConfig& c) { return c.keepalive == Duration::Seconds(2); }},
+      {"keepalive", "2s",
+       [](const TransportConfig& c) { return c.keepalive == Duration::Seconds(2); }},
   };
   for (const Case& tc : cases) {
     gflags::FlagSaver per_case;
@@ -135,7 +141,8 @@ TEST_F(TransportFlagsTest, BadCcAndFecNameTheFlag) {
   gflags::FlagSaver inner;
   Set("cc", "bbr");
   Set("fec", "lots");
-  EXPECT_THAT(std::string(TransportConfigFromFlags().status().message()), StartsWith("--fec=lots: "));
+  EXPECT_THAT(std::string(TransportConfigFromFlags().status().message()),
+              StartsWith("--fec=lots: "));
 }
 
 TEST_F(TransportFlagsTest, TypedFlagsRejectGarbageAtParseTime) {

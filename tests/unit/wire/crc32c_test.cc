@@ -25,9 +25,7 @@ TEST(Crc32cTest, CheckValue) {
   EXPECT_EQ(Crc32c(reinterpret_cast<const uint8_t*>(s), 9), 0xE3069283u);
 }
 
-TEST(Crc32cTest, EmptyInput) {
-  EXPECT_EQ(Crc32c(nullptr, 0), 0u);
-}
+TEST(Crc32cTest, EmptyInput) { EXPECT_EQ(Crc32c(nullptr, 0), 0u); }
 
 // RFC 3720 (iSCSI) appendix B.4 test vectors.
 TEST(Crc32cTest, IscsiVectors) {
@@ -46,8 +44,8 @@ TEST(Crc32cTest, MatchesReferenceAtManyLengthsAndAlignments) {
   Rng rng(7);
   std::vector<uint8_t> buf(70000);
   for (auto& b : buf) b = static_cast<uint8_t>(rng.Next());
-  const size_t lengths[] = {1, 2, 3, 7, 8, 15, 16, 31, 63, 64, 65, 127, 255, 256, 1023,
-                            1500, 4096, 9000, 65507};
+  const size_t lengths[] = {1,  2,   3,   7,   8,    15,   16,   31,   63,   64,
+                            65, 127, 255, 256, 1023, 1500, 4096, 9000, 65507};
   for (size_t len : lengths) {
     for (size_t align = 0; align < 8; ++align) {
       // Copy into an exactly sized buffer so reads past the end are caught.

@@ -36,15 +36,16 @@ struct Sample {
 // One packet per frame type plus a mixed one; records where each frame ends.
 std::vector<Sample> SamplePackets() {
   std::vector<Sample> out;
-  auto add = [&](std::string name, const std::function<void(PacketWriter&, std::vector<size_t>&)>& fn) {
+  auto add = [&](std::string name,
+                 const std::function<void(PacketWriter&, std::vector<size_t>&)>& fn) {
     Sample s;
     s.name = std::move(name);
-    s.datagram = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-      fn(w, s.frame_ends);
-    });
+    s.datagram = BuildPacket(SampleHeader(), [&](PacketWriter& w) { fn(w, s.frame_ends); });
     out.push_back(std::move(s));
   };
-  auto mark = [](PacketWriter& w, std::vector<size_t>& ends) { ends.push_back(w.size() - kHeaderSize); };
+  auto mark = [](PacketWriter& w, std::vector<size_t>& ends) {
+    ends.push_back(w.size() - kHeaderSize);
+  };
   static const Bytes payload = Pattern(100, 1);
   static const Bytes body = Pattern(20, 2);
   auto data = [&](PacketWriter& w, std::vector<size_t>& e) {
@@ -66,7 +67,8 @@ std::vector<Sample> SamplePackets() {
     a.max_stream = 1ULL << 31;
     a.ecn_ect0 = 5;
     a.ecn_ce = 70;
-    std::vector<AckRange> r = {{a.largest - 3, a.largest}, {a.largest - 100, a.largest - 50},
+    std::vector<AckRange> r = {{a.largest - 3, a.largest},
+                               {a.largest - 100, a.largest - 50},
                                {a.largest - 20000, a.largest - 1000}};
     w.WriteAck(a, r, 8);
     mark(w, e);
@@ -157,10 +159,11 @@ TEST(TruncationTest, FramesCutAtEveryByteErrorUnlessCutOnABoundary) {
   for (const Sample& s : SamplePackets()) {
     const Bytes frames = FrameBytes(s.datagram);
     for (size_t cut = 0; cut < frames.size(); ++cut) {
-      const bool boundary =
-          cut == 0 || std::find(s.frame_ends.begin(), s.frame_ends.end(), cut) != s.frame_ends.end();
+      const bool boundary = cut == 0 || std::find(s.frame_ends.begin(), s.frame_ends.end(), cut) !=
+                                            s.frame_ends.end();
       size_t whole_frames = 0;
-      while (whole_frames < s.frame_ends.size() && s.frame_ends[whole_frames] <= cut) ++whole_frames;
+      while (whole_frames < s.frame_ends.size() && s.frame_ends[whole_frames] <= cut)
+        ++whole_frames;
 
       Bytes exact(frames.begin(), frames.begin() + cut);
       absl::StatusOr<std::vector<Frame>> direct = ReadAllFrames(exact.data(), exact.size());
@@ -195,8 +198,8 @@ TEST(GarbageTest, RandomDatagramsAreRejectedWithoutCrashing) {
     absl::StatusOr<PacketView> v = ParsePacket(d);
     // A random 32-bit checksum matches with probability 2^-32; with this fixed seed none do.
     ASSERT_FALSE(v.ok()) << "iteration " << i;
-    EXPECT_THAT(v.status().code(), ::testing::AnyOf(absl::StatusCode::kInvalidArgument,
-                                                    absl::StatusCode::kDataLoss));
+    EXPECT_THAT(v.status().code(),
+                ::testing::AnyOf(absl::StatusCode::kInvalidArgument, absl::StatusCode::kDataLoss));
   }
 }
 
@@ -341,7 +344,14 @@ void ExpectMalformed(const Raw& r, const std::string& what) {
 Raw DataFrameBytes(uint8_t flags, uint64_t msg_len, uint64_t offset, uint64_t stream_base,
                    uint64_t length, size_t payload_bytes) {
   Raw r;
-  r.U8(0x01).U8(flags).Var(4).Var(msg_len).Var(offset).Var(stream_base).Var(length).Fill(payload_bytes);
+  r.U8(0x01)
+      .U8(flags)
+      .Var(4)
+      .Var(msg_len)
+      .Var(offset)
+      .Var(stream_base)
+      .Var(length)
+      .Fill(payload_bytes);
   return r;
 }
 
@@ -430,11 +440,11 @@ Raw FecRepairBytes(uint8_t index, uint8_t k, uint8_t m, uint64_t length, size_t 
 TEST(MalformedFecTest, RepairParametersOutOfRange) {
   EXPECT_TRUE(DecodeRaw(FecRepairBytes(0, 1, 1, 4, 4)).ok());
   EXPECT_TRUE(DecodeRaw(FecRepairBytes(54, 200, 55, 0, 0)).ok());
-  ExpectMalformed(FecRepairBytes(0, 0, 4, 4, 4), "k/m/index");        // k = 0
-  ExpectMalformed(FecRepairBytes(0, 4, 0, 4, 4), "k/m/index");        // m = 0
-  ExpectMalformed(FecRepairBytes(4, 32, 4, 4, 4), "k/m/index");       // index == m
-  ExpectMalformed(FecRepairBytes(255, 32, 4, 4, 4), "k/m/index");     // index > m
-  ExpectMalformed(FecRepairBytes(0, 200, 56, 4, 4), "k/m/index");     // k + m = 256
+  ExpectMalformed(FecRepairBytes(0, 0, 4, 4, 4), "k/m/index");     // k = 0
+  ExpectMalformed(FecRepairBytes(0, 4, 0, 4, 4), "k/m/index");     // m = 0
+  ExpectMalformed(FecRepairBytes(4, 32, 4, 4, 4), "k/m/index");    // index == m
+  ExpectMalformed(FecRepairBytes(255, 32, 4, 4, 4), "k/m/index");  // index > m
+  ExpectMalformed(FecRepairBytes(0, 200, 56, 4, 4), "k/m/index");  // k + m = 256
   ExpectMalformed(FecRepairBytes(0, 255, 255, 4, 4), "k/m/index");
   ExpectMalformed(FecRepairBytes(0, 4, 2, 10, 9), "past the packet");
 }
@@ -448,9 +458,9 @@ Raw FecSourceBytes(uint8_t index, uint8_t k, uint8_t m) {
 TEST(MalformedFecTest, SourceParametersOutOfRange) {
   EXPECT_TRUE(DecodeRaw(FecSourceBytes(0, 1, 1)).ok());
   EXPECT_TRUE(DecodeRaw(FecSourceBytes(199, 200, 55)).ok());
-  ExpectMalformed(FecSourceBytes(0, 0, 4), "k/m/index");      // k = 0
-  ExpectMalformed(FecSourceBytes(32, 32, 4), "k/m/index");    // index == k
-  ExpectMalformed(FecSourceBytes(0, 200, 56), "k/m/index");   // k + m = 256
+  ExpectMalformed(FecSourceBytes(0, 0, 4), "k/m/index");     // k = 0
+  ExpectMalformed(FecSourceBytes(32, 32, 4), "k/m/index");   // index == k
+  ExpectMalformed(FecSourceBytes(0, 200, 56), "k/m/index");  // k + m = 256
   ExpectMalformed(FecSourceBytes(0, 255, 255), "k/m/index");
 }
 

@@ -44,7 +44,8 @@ Frame OnlyFrame(const Bytes& d) {
 // ---------------------------------------------------------------- header
 
 TEST(PacketHeaderTest, LayoutIsBigEndianAtDocumentedOffsets) {
-  Bytes d = BuildPacket(SampleHeader(PacketType::kHandshake), [](PacketWriter& w) { w.WritePing(); });
+  Bytes d =
+      BuildPacket(SampleHeader(PacketType::kHandshake), [](PacketWriter& w) { w.WritePing(); });
   ASSERT_EQ(d.size(), kHeaderSize + 1 + kChecksumSize);
   EXPECT_EQ(d[0], kVersion);
   EXPECT_EQ(d[1], 3);
@@ -125,14 +126,17 @@ TEST(PacketWriterDeathTest, RejectsImpossibleCapacities) {
 // ---------------------------------------------------------------- PADDING / PING
 
 TEST(PaddingTest, PaddingIsSkippedAndFillsExactly) {
-  Bytes d = BuildPacket(SampleHeader(), [](PacketWriter& w) {
-    ASSERT_TRUE(w.WritePadding(10));
-    ASSERT_TRUE(w.WritePing());
-    ASSERT_TRUE(w.WritePadding(w.remaining()));
-    EXPECT_EQ(w.remaining(), 0u);
-    EXPECT_FALSE(w.WritePadding(1));
-    EXPECT_TRUE(w.WritePadding(0));
-  }, 200);
+  Bytes d = BuildPacket(
+      SampleHeader(),
+      [](PacketWriter& w) {
+        ASSERT_TRUE(w.WritePadding(10));
+        ASSERT_TRUE(w.WritePing());
+        ASSERT_TRUE(w.WritePadding(w.remaining()));
+        EXPECT_EQ(w.remaining(), 0u);
+        EXPECT_FALSE(w.WritePadding(1));
+        EXPECT_TRUE(w.WritePadding(0));
+      },
+      200);
   EXPECT_EQ(d.size(), 200u);
   absl::StatusOr<std::vector<Frame>> frames = DecodeDatagram(d);
   ASSERT_TRUE(frames.ok()) << frames.status();
@@ -299,9 +303,8 @@ void ExpectRangesEq(const std::vector<AckRange>& got, const std::vector<AckRange
 TEST(AckFrameTest, SingleRange) {
   AckFrame a = SampleAck(1000);
   std::vector<AckRange> ranges = {{990, 1000}};
-  Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-    EXPECT_EQ(w.WriteAck(a, ranges, 128), 1u);
-  });
+  Bytes d = BuildPacket(SampleHeader(),
+                        [&](PacketWriter& w) { EXPECT_EQ(w.WriteAck(a, ranges, 128), 1u); });
   Frame f = OnlyFrame(d);
   ASSERT_EQ(f.type, FrameType::kAck);
   ExpectAckFieldsEq(f.ack, a);
@@ -311,9 +314,9 @@ TEST(AckFrameTest, SingleRange) {
 }
 
 TEST(AckFrameTest, SinglePacketAndRangeDownToZero) {
-  for (std::vector<AckRange> ranges : {std::vector<AckRange>{{0, 0}},
-                                       std::vector<AckRange>{{7, 7}, {0, 5}},
-                                       std::vector<AckRange>{{10, 12}, {2, 8}, {0, 0}}}) {
+  for (std::vector<AckRange> ranges :
+       {std::vector<AckRange>{{0, 0}}, std::vector<AckRange>{{7, 7}, {0, 5}},
+        std::vector<AckRange>{{10, 12}, {2, 8}, {0, 0}}}) {
     AckFrame a = SampleAck(ranges[0].high);
     Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
       EXPECT_EQ(w.WriteAck(a, ranges, 16), ranges.size());
@@ -329,9 +332,8 @@ TEST(AckFrameTest, ManyRangesRoundTrip) {
   std::vector<AckRange> ranges = MakeRanges(largest, 500, 1);
   ASSERT_EQ(ranges.size(), 500u);
   AckFrame a = SampleAck(largest);
-  Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-    EXPECT_EQ(w.WriteAck(a, ranges, 1000), 500u);
-  });
+  Bytes d = BuildPacket(SampleHeader(),
+                        [&](PacketWriter& w) { EXPECT_EQ(w.WriteAck(a, ranges, 1000), 500u); });
   Frame f = OnlyFrame(d);
   ASSERT_EQ(f.type, FrameType::kAck);
   ExpectAckFieldsEq(f.ack, a);
@@ -373,14 +375,17 @@ TEST(AckFrameTest, RangesThatDoNotFitAreDroppedOldestFirst) {
   AckFrame a = SampleAck(largest);
   for (size_t capacity : {size_t{60}, size_t{100}, size_t{257}, size_t{700}}) {
     size_t written = 0;
-    Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-      written = w.WriteAck(a, ranges, 4096);
-      EXPECT_GE(written, 1u);
-      EXPECT_LT(written, ranges.size());
-      // The writer stops at the first pair that does not fit; these pairs take at most
-      // three bytes (gap < 300, length < 50), so fewer than three bytes remain.
-      EXPECT_LT(w.remaining(), 3u);
-    }, capacity);
+    Bytes d = BuildPacket(
+        SampleHeader(),
+        [&](PacketWriter& w) {
+          written = w.WriteAck(a, ranges, 4096);
+          EXPECT_GE(written, 1u);
+          EXPECT_LT(written, ranges.size());
+          // The writer stops at the first pair that does not fit; these pairs take at most
+          // three bytes (gap < 300, length < 50), so fewer than three bytes remain.
+          EXPECT_LT(w.remaining(), 3u);
+        },
+        capacity);
     EXPECT_LE(d.size(), capacity);
     Frame f = OnlyFrame(d);
     ASSERT_EQ(f.type, FrameType::kAck);
@@ -454,9 +459,8 @@ TEST(AckRangeIteratorTest, HandBuiltFrameWithMissingRangeBytesStops) {
 
 TEST(CloseFrameTest, RoundTrip) {
   for (std::string reason : {std::string(), std::string("idle timeout"), std::string(1024, 'x')}) {
-    Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-      ASSERT_TRUE(w.WriteClose(0x1234, reason));
-    });
+    Bytes d = BuildPacket(SampleHeader(),
+                          [&](PacketWriter& w) { ASSERT_TRUE(w.WriteClose(0x1234, reason)); });
     Frame f = OnlyFrame(d);
     ASSERT_EQ(f.type, FrameType::kClose);
     EXPECT_EQ(f.close.error_code, 0x1234u);
@@ -466,9 +470,8 @@ TEST(CloseFrameTest, RoundTrip) {
 
 TEST(CloseFrameTest, LongReasonIsTruncatedTo1024Bytes) {
   std::string reason(3000, 'r');
-  Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
-    ASSERT_TRUE(w.WriteClose(kMaxVarint, reason));
-  });
+  Bytes d = BuildPacket(SampleHeader(),
+                        [&](PacketWriter& w) { ASSERT_TRUE(w.WriteClose(kMaxVarint, reason)); });
   Frame f = OnlyFrame(d);
   ASSERT_EQ(f.type, FrameType::kClose);
   EXPECT_EQ(f.close.error_code, kMaxVarint);
@@ -519,7 +522,8 @@ TEST(FecRepairFrameTest, BoundaryParameters) {
   in.m = 55;
   in.index = 54;
   in.block_id = kMaxVarint;
-  Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) { ASSERT_NE(w.WriteFecRepair(in), nullptr); });
+  Bytes d = BuildPacket(SampleHeader(),
+                        [&](PacketWriter& w) { ASSERT_NE(w.WriteFecRepair(in), nullptr); });
   Frame f = OnlyFrame(d);
   ASSERT_EQ(f.type, FrameType::kFecRepair);
   EXPECT_EQ(f.fec_repair.block_id, kMaxVarint);
@@ -576,7 +580,8 @@ TEST(LossReportFrameTest, RoundTrip) {
   in.packets_received = 1ULL << 50;
   in.packets_missing = 12345;
   in.loss_bursts = 0;
-  Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) { ASSERT_TRUE(w.WriteLossReport(in)); });
+  Bytes d =
+      BuildPacket(SampleHeader(), [&](PacketWriter& w) { ASSERT_TRUE(w.WriteLossReport(in)); });
   Frame f = OnlyFrame(d);
   ASSERT_EQ(f.type, FrameType::kLossReport);
   EXPECT_EQ(f.loss_report.packets_received, in.packets_received);
@@ -657,10 +662,10 @@ TEST(MixedPacketTest, EveryFrameTypeInOnePacket) {
   ASSERT_TRUE(frames.ok()) << frames.status();
   std::vector<FrameType> types;
   for (const Frame& f : *frames) types.push_back(f.type);
-  EXPECT_THAT(types, ::testing::ElementsAre(FrameType::kFecSource, FrameType::kData,
-                                            FrameType::kAck, FrameType::kPing,
-                                            FrameType::kFecRepair, FrameType::kLossReport,
-                                            FrameType::kHandshake, FrameType::kClose));
+  EXPECT_THAT(
+      types, ::testing::ElementsAre(FrameType::kFecSource, FrameType::kData, FrameType::kAck,
+                                    FrameType::kPing, FrameType::kFecRepair, FrameType::kLossReport,
+                                    FrameType::kHandshake, FrameType::kClose));
   const std::vector<Frame>& fs = *frames;
   EXPECT_EQ(fs[0].fec_source.block_id, 77u);
   EXPECT_EQ(Bytes(fs[1].data.payload, fs[1].data.payload + fs[1].data.length), payload);
@@ -674,9 +679,8 @@ TEST(MixedPacketTest, EveryFrameTypeInOnePacket) {
 
 TEST(MixedPacketTest, LargestDatagramWithFullSegment) {
   // A 64 KiB-class segment plus every per-packet header still fits kMaxDatagramSize.
-  Bytes payload = Pattern(kMaxDatagramSize - kPacketOverhead - kMaxDataFrameHeaderSize -
-                              kFecSourceFrameSize,
-                          8);
+  Bytes payload = Pattern(
+      kMaxDatagramSize - kPacketOverhead - kMaxDataFrameHeaderSize - kFecSourceFrameSize, 8);
   Bytes d = BuildPacket(SampleHeader(), [&](PacketWriter& w) {
     FecSourceFrame src;
     src.k = 1;

@@ -45,9 +45,7 @@ void Reseal(Bytes& d) {
   for (int i = 0; i < 4; ++i) d[body + i] = static_cast<uint8_t>(crc >> (24 - 8 * i));
 }
 
-Bytes FrameBytes(const Bytes& d) {
-  return Bytes(d.begin() + kHeaderSize, d.end() - kChecksumSize);
-}
+Bytes FrameBytes(const Bytes& d) { return Bytes(d.begin() + kHeaderSize, d.end() - kChecksumSize); }
 
 absl::StatusOr<std::vector<Frame>> ReadAllFrames(const uint8_t* data, size_t size) {
   std::vector<Frame> out;

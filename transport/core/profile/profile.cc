@@ -108,9 +108,12 @@ std::string FormatNumber(double v) {
 
 absl::Status SetCc(absl::string_view key, absl::string_view value, CongestionControl* out) {
   const std::string v = absl::AsciiStrToLower(absl::StripAsciiWhitespace(value));
-  if (v == "fixed") *out = CongestionControl::kFixed;
-  else if (v == "bbr") *out = CongestionControl::kBbr;
-  else return BadValue(key, value, "expected fixed or bbr");
+  if (v == "fixed")
+    *out = CongestionControl::kFixed;
+  else if (v == "bbr")
+    *out = CongestionControl::kBbr;
+  else
+    return BadValue(key, value, "expected fixed or bbr");
   return absl::OkStatus();
 }
 
@@ -142,9 +145,12 @@ absl::Status SetFec(absl::string_view key, absl::string_view value, TransportCon
 
 std::string FormatFec(const TransportConfig& c) {
   switch (c.fec) {
-    case FecMode::kOff: return "off";
-    case FecMode::kAuto: return "auto";
-    case FecMode::kFixed: return absl::StrCat(c.fec_k, ",", c.fec_m);
+    case FecMode::kOff:
+      return "off";
+    case FecMode::kAuto:
+      return "auto";
+    case FecMode::kFixed:
+      return absl::StrCat(c.fec_k, ",", c.fec_m);
   }
   return "off";
 }
@@ -168,38 +174,38 @@ struct KeySpec {
   std::function<std::string(const TransportConfig&)> get;  // null: not listed (mtu)
 };
 
-#define LH_SIZE_KEY(field)                                                                  \
-  KeySpec {                                                                                 \
-    #field,                                                                                 \
-        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
-          return SetSize(k, v, &c->field);                                                  \
-        },                                                                                  \
-        [](const TransportConfig& c) { return FormatByteCount(c.field); }                   \
-  }
-#define LH_DURATION_KEY(field)                                                              \
-  KeySpec {                                                                                 \
-    #field,                                                                                 \
-        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
-          return SetDuration(k, v, &c->field);                                              \
-        },                                                                                  \
-        [](const TransportConfig& c) { return FormatDuration(c.field); }                    \
-  }
-#define LH_U32_KEY(field)                                                                   \
-  KeySpec {                                                                                 \
-    #field,                                                                                 \
-        [](TransportConfig* c, absl::string_view k, absl::string_view v) {                  \
-          return SetU32(k, v, &c->field);                                                   \
-        },                                                                                  \
-        [](const TransportConfig& c) { return absl::StrCat(c.field); }                      \
-  }
+// Keys whose value is one field of a common type.
+KeySpec SizeKey(const char* name, ByteCount TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetSize(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return FormatByteCount(c.*field); }};
+}
+
+KeySpec DurationKey(const char* name, Duration TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetDuration(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return FormatDuration(c.*field); }};
+}
+
+KeySpec U32Key(const char* name, uint32_t TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetU32(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return absl::StrCat(c.*field); }};
+}
 
 const std::vector<KeySpec>& Keys() {
   static const std::vector<KeySpec>* const kKeys = new std::vector<KeySpec>{
-      LH_SIZE_KEY(segment),
-      LH_SIZE_KEY(window),
-      LH_SIZE_KEY(recv_window),
-      LH_U32_KEY(max_inflight_messages),
-      LH_U32_KEY(flows),
+      SizeKey("segment", &TransportConfig::segment),
+      SizeKey("window", &TransportConfig::window),
+      SizeKey("recv_window", &TransportConfig::recv_window),
+      U32Key("max_inflight_messages", &TransportConfig::max_inflight_messages),
+      U32Key("flows", &TransportConfig::flows),
       KeySpec{"cc",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetCc(k, v, &c->cc);
@@ -215,42 +221,36 @@ const std::vector<KeySpec>& Keys() {
                 return SetBool(k, v, &c->ecn);
               },
               [](const TransportConfig& c) { return std::string(c.ecn ? "true" : "false"); }},
-      LH_DURATION_KEY(pacing_burst),
-      LH_U32_KEY(reorder_packets),
+      DurationKey("pacing_burst", &TransportConfig::pacing_burst),
+      U32Key("reorder_packets", &TransportConfig::reorder_packets),
       KeySpec{"reorder_rtt_fraction",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetNumber(k, v, &c->reorder_rtt_fraction);
               },
               [](const TransportConfig& c) { return FormatNumber(c.reorder_rtt_fraction); }},
-      LH_DURATION_KEY(initial_rtt),
-      LH_DURATION_KEY(min_pto),
-      LH_DURATION_KEY(max_pto),
-      LH_U32_KEY(ack_every),
-      LH_DURATION_KEY(max_ack_delay),
-      LH_U32_KEY(max_ack_ranges),
+      DurationKey("initial_rtt", &TransportConfig::initial_rtt),
+      DurationKey("min_pto", &TransportConfig::min_pto),
+      DurationKey("max_pto", &TransportConfig::max_pto),
+      U32Key("ack_every", &TransportConfig::ack_every),
+      DurationKey("max_ack_delay", &TransportConfig::max_ack_delay),
+      U32Key("max_ack_ranges", &TransportConfig::max_ack_ranges),
       KeySpec{"fec",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetFec(k, v, c);
-              },
+              [](TransportConfig* c, absl::string_view k,
+                 absl::string_view v) { return SetFec(k, v, c); },
               FormatFec},
-      LH_U32_KEY(fec_k),
-      LH_U32_KEY(fec_m),
-      LH_U32_KEY(fec_interleave),
-      LH_DURATION_KEY(fec_flush),
-      LH_DURATION_KEY(idle_timeout),
-      LH_DURATION_KEY(keepalive),
+      U32Key("fec_k", &TransportConfig::fec_k),
+      U32Key("fec_m", &TransportConfig::fec_m),
+      U32Key("fec_interleave", &TransportConfig::fec_interleave),
+      DurationKey("fec_flush", &TransportConfig::fec_flush),
+      DurationKey("idle_timeout", &TransportConfig::idle_timeout),
+      DurationKey("keepalive", &TransportConfig::keepalive),
       KeySpec{"mtu",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetMtu(k, v, c);
-              },
+              [](TransportConfig* c, absl::string_view k,
+                 absl::string_view v) { return SetMtu(k, v, c); },
               nullptr},
   };
   return *kKeys;
 }
-
-#undef LH_SIZE_KEY
-#undef LH_DURATION_KEY
-#undef LH_U32_KEY
 
 }  // namespace
 
@@ -266,8 +266,8 @@ absl::Status ApplyProfileKey(TransportConfig* config, absl::string_view key,
   for (const KeySpec& k : Keys()) {
     if (key == k.name) return k.set(config, key, absl::StripAsciiWhitespace(value));
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown key '", key, "' (known keys: ",
-                                                 absl::StrJoin(ProfileKeys(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown key '", key, "' (known keys: ", absl::StrJoin(ProfileKeys(), ", "), ")"));
 }
 
 absl::StatusOr<TransportConfig> ParseProfile(absl::string_view text, const TransportConfig& base,
@@ -295,10 +295,9 @@ absl::StatusOr<TransportConfig> ParseProfile(absl::string_view text, const Trans
     if (key == "mtu") mtu_line = line_number;
     if (key == "segment") segment_line = line_number;
     if (mtu_line != 0 && segment_line != 0) {
-      return error(absl::StrCat("'mtu' and 'segment' are both set (lines ",
-                                std::min(mtu_line, segment_line), " and ",
-                                std::max(mtu_line, segment_line),
-                                "); mtu derives segment, so keep one"));
+      return error(absl::StrCat(
+          "'mtu' and 'segment' are both set (lines ", std::min(mtu_line, segment_line), " and ",
+          std::max(mtu_line, segment_line), "); mtu derives segment, so keep one"));
     }
   }
   if (absl::Status s = config.Validate(); !s.ok()) {
@@ -326,7 +325,8 @@ absl::StatusOr<TransportConfig> LoadProfile(const std::string& path, const Trans
   const int err = errno;
   std::fclose(f);
   if (failed) {
-    return absl::NotFoundError(absl::StrCat("cannot read profile '", path, "': ", std::strerror(err)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read profile '", path, "': ", std::strerror(err)));
   }
   if (text.size() > kMaxProfileBytes) {
     return absl::InvalidArgumentError(
