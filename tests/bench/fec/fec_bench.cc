@@ -5,6 +5,8 @@
 // or decode), so encode and decode numbers are comparable per delivered byte.
 //
 //   BM_EncodeStreaming   BlockEncoder: Begin, k x AddDataShard, Finish (the sender path)
+//   BM_EncodeStreamingPackets  the same with packet-shaped shards: 8-byte packet number +
+//                        frames as two pieces, length not a multiple of 64
 //   BM_EncodeOneShot     FecCodec::Encode over k ready shards (ec_encode_data)
 //   BM_DecodeCached      BlockDecoder: add k - m data + m parity shards, Recover m lost
 //                        data shards, tables from the cache (the receiver path)
@@ -12,9 +14,11 @@
 //   BM_DecodeTableBuild  an uncached decode-table build for m lost data shards (matrix
 //                        inversion + table expansion); time per build
 //   BM_FullInversionMatrix the generic k x k inversion recipe, for comparison
+//   BM_ChooseFecParameters one auto-policy decision
 //
 // Args: {k, m, shard bytes}. Run: <build>/bin/longhaul-fec-bench (Release build).
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "benchmark/benchmark.h"
@@ -23,6 +27,7 @@
 #include "transport/core/fec/block_encoder.h"
 #include "transport/core/fec/cauchy_code.h"
 #include "transport/core/fec/fec_codec.h"
+#include "transport/core/fec/fec_policy.h"
 
 namespace longhaul::fec {
 namespace {
@@ -49,6 +54,31 @@ void BM_EncodeStreaming(benchmark::State& state) {
     if (!enc.Begin(block++, k, m).ok()) state.SkipWithError("Begin");
     for (int j = 0; j < k; ++j) {
       if (!enc.AddDataShard(j, data[j].data(), len).ok()) state.SkipWithError("Add");
+    }
+    auto parity = enc.Finish(k);
+    benchmark::DoNotOptimize(parity->shard(0));
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * k * len);
+}
+
+// The transport's shape: each shard is an 8-byte packet number plus `shard - 8` bytes of
+// frames (shard need not be a multiple of 64), passed as two pieces.
+void BM_EncodeStreamingPackets(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const int m = static_cast<int>(state.range(1));
+  const size_t len = static_cast<size_t>(state.range(2));
+  FecCodec codec;
+  ShardPool pool(len);
+  BlockEncoder enc(&codec, &pool);
+  const auto frames = Shards(k, len - 8, 7);
+  const uint8_t pn[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  uint64_t block = 0;
+  for (auto _ : state) {
+    if (!enc.Begin(block++, k, m).ok()) state.SkipWithError("Begin");
+    for (int j = 0; j < k; ++j) {
+      const std::span<const uint8_t> parts[2] = {std::span<const uint8_t>(pn, 8),
+                                                 std::span<const uint8_t>(frames[j])};
+      if (!enc.AddDataShardParts(j, parts).ok()) state.SkipWithError("Add");
     }
     auto parity = enc.Finish(k);
     benchmark::DoNotOptimize(parity->shard(0));
@@ -171,6 +201,17 @@ void BM_FullInversionMatrix(benchmark::State& state) {
   }
 }
 
+void BM_ChooseFecParameters(benchmark::State& state) {
+  FecPolicyInput in;
+  in.loss_rate = 1e-3;
+  in.mean_burst = static_cast<double>(state.range(0));
+  in.packets_per_message = 8192;
+  for (auto _ : state) {
+    FecPolicyDecision d = ChooseFecParameters(in);
+    benchmark::DoNotOptimize(d.m);
+  }
+}
+
 void CodecArgs(benchmark::internal::Benchmark* b) {
   for (int len : {4096, 8192}) {
     for (int k : {8, 16, 32}) {
@@ -188,11 +229,17 @@ void TableArgs(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_EncodeStreaming)->Apply(CodecArgs);
+BENCHMARK(BM_EncodeStreamingPackets)
+    ->ArgNames({"k", "m", "shard"})
+    ->Args({32, 4, 8234})
+    ->Args({32, 8, 8234})
+    ->Args({32, 4, 1434});
 BENCHMARK(BM_EncodeOneShot)->Apply(CodecArgs);
 BENCHMARK(BM_DecodeCached)->Apply(CodecArgs);
 BENCHMARK(BM_ReconstructCached)->Apply(CodecArgs);
 BENCHMARK(BM_DecodeTableBuild)->Apply(TableArgs);
 BENCHMARK(BM_FullInversionMatrix)->Apply(TableArgs);
+BENCHMARK(BM_ChooseFecParameters)->ArgName("burst")->Arg(1)->Arg(8);
 
 }  // namespace
 }  // namespace longhaul::fec

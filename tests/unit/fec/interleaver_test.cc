@@ -88,6 +88,7 @@ TEST(InterleaverTest, FlushClosesPartialBlocksAndKeepsIdsConsecutive) {
   EXPECT_EQ(closed[0].data_shards, 3u);
   EXPECT_EQ(closed[1].data_shards, 2u);
   EXPECT_EQ(closed[2].data_shards, 2u);
+  EXPECT_EQ(closed[2].block_in_group, 2u);
   // 2 packets: only blocks 3 and 4 exist; the next group starts at 5.
   EXPECT_EQ(il.Next().block_id, 3u);
   EXPECT_EQ(il.Next().block_id, 4u);
@@ -109,6 +110,7 @@ TEST(InterleaverTest, FlushSkipsBlocksAlreadyFull) {
   auto closed = il.Flush();
   ASSERT_EQ(closed.size(), 1u);
   EXPECT_EQ(closed[0].block_id, 2u);
+  EXPECT_EQ(closed[0].block_in_group, 2u);
   EXPECT_EQ(closed[0].data_shards, 1u);
 }
 

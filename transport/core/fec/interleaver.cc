@@ -50,7 +50,7 @@ absl::InlinedVector<ClosedBlock, 16> Interleaver::Flush() {
   const uint64_t used = std::min<uint64_t>(pos_, depth_);
   for (uint64_t b = 0; b < used; ++b) {
     const uint64_t count = (pos_ - b + depth_ - 1) / depth_;
-    if (count < k_) out.push_back(ClosedBlock{base_ + b, static_cast<uint32_t>(count)});
+    if (count < k_) out.push_back(ClosedBlock{base_ + b, static_cast<uint32_t>(b), static_cast<uint32_t>(count)});
   }
   base_ += used;
   pos_ = 0;

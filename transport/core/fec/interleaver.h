@@ -40,7 +40,8 @@ InterleaveSlot MapToBlock(uint64_t j, uint32_t k, uint32_t depth, uint64_t base_
 
 struct ClosedBlock {
   uint64_t block_id = 0;
-  uint32_t data_shards = 0;  // k' for BlockEncoder::Finish()
+  uint32_t block_in_group = 0;  // same as the InterleaveSlot of its shards
+  uint32_t data_shards = 0;     // k' for BlockEncoder::Finish()
 };
 
 class Interleaver {
