@@ -124,8 +124,9 @@ TEST(BlockDecoderTest, SampledPatternsAtK32) {
     dec.Begin(trial);
     DeliverAndCheck(dec, b, testing::RandomPattern(rng, 36, 1 + rng.UniformInt(5)), rng);
   }
-  EXPECT_GT(codec.stats().decode_pinned_hits + codec.stats().decode_hits +
-                codec.stats().decode_misses, 0u);
+  EXPECT_GT(
+      codec.stats().decode_pinned_hits + codec.stats().decode_hits + codec.stats().decode_misses,
+      0u);
 }
 
 TEST(BlockDecoderTest, ShortenedBlockLearnsSizeFromRepairShards) {
@@ -267,8 +268,8 @@ TEST(BlockDecoderTest, PiecewiseShardsRoundTrip) {
     ASSERT_TRUE(dec.AddShardParts(ShardInfo::Data(j, k, m), parts).ok());
   }
   for (int r = 0; r < m; ++r) {
-    ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(r, k, m), parity->shard(r),
-                             parity->shard_length()).ok());
+    ASSERT_TRUE(
+        dec.AddShard(ShardInfo::Parity(r, k, m), parity->shard(r), parity->shard_length()).ok());
   }
   auto rec = dec.Recover();
   ASSERT_TRUE(rec.ok()) << rec.status();
@@ -294,15 +295,17 @@ TEST(BlockDecoderTest, ContradictoryShardsAreRejected) {
   EXPECT_EQ(dec.AddShard(ShardInfo::Data(0, 8, 2), bytes.data(), 0).code(), kInvalid);   // len
   EXPECT_EQ(dec.AddShard(ShardInfo::Data(0, 8, 2), bytes.data(), 257).code(), kInvalid);
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(2, 8, 2), bytes.data(), 128).code(), kInvalid);
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 6, 2), bytes.data(), 128).code(), kInvalid);  // k <= idx 6
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 9, 2), bytes.data(), 128).code(), kInvalid);  // k > tag
+  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 6, 2), bytes.data(), 128).code(),
+            kInvalid);  // k <= idx 6
+  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 9, 2), bytes.data(), 128).code(),
+            kInvalid);  // k > tag
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 100).code(), kInvalid);  // %64
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 64).code(), kInvalid);   // < data
+  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 64).code(), kInvalid);  // < data
   ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 128).ok());
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 8, 2), bytes.data(), 128).code(), kInvalid);  // k
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 7, 2), bytes.data(), 192).code(), kInvalid);  // len
-  EXPECT_EQ(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 129).code(), kInvalid);  // > len
-  EXPECT_EQ(dec.AddShard(ShardInfo::Data(7, 8, 2), bytes.data(), 10).code(), kInvalid);   // >= k'
+  EXPECT_EQ(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 129).code(), kInvalid);    // > len
+  EXPECT_EQ(dec.AddShard(ShardInfo::Data(7, 8, 2), bytes.data(), 10).code(), kInvalid);     // >= k'
   EXPECT_TRUE(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 128).ok());
   EXPECT_EQ(dec.debug_state().k, 7);
   EXPECT_EQ(dec.debug_state().data_present, 2);

@@ -83,11 +83,12 @@ TEST(CauchyCodeTest, FastDecodeMatrixEqualsFullInversion) {
 TEST(CauchyCodeTest, DecodeMatrixRejectsMalformedIndexLists) {
   std::vector<uint8_t> out(64 * 4);
   const std::vector<uint8_t> two_rows = {0, 1};
-  EXPECT_FALSE(DecodeMatrix(8, std::vector<uint8_t>{3}, two_rows, out.data()).ok());  // sizes
+  EXPECT_FALSE(DecodeMatrix(8, std::vector<uint8_t>{3}, two_rows, out.data()).ok());     // sizes
   EXPECT_FALSE(DecodeMatrix(8, std::vector<uint8_t>{3, 3}, two_rows, out.data()).ok());  // dup
   EXPECT_FALSE(DecodeMatrix(8, std::vector<uint8_t>{5, 3}, two_rows, out.data()).ok());  // order
   EXPECT_FALSE(DecodeMatrix(8, std::vector<uint8_t>{3, 8}, two_rows, out.data()).ok());  // >= k
-  EXPECT_FALSE(DecodeMatrix(250, std::vector<uint8_t>{1}, std::vector<uint8_t>{5}, out.data()).ok());
+  EXPECT_FALSE(
+      DecodeMatrix(250, std::vector<uint8_t>{1}, std::vector<uint8_t>{5}, out.data()).ok());
   EXPECT_FALSE(DecodeMatrix(0, std::vector<uint8_t>{}, std::vector<uint8_t>{}, out.data()).ok());
   EXPECT_TRUE(DecodeMatrix(250, std::vector<uint8_t>{1}, std::vector<uint8_t>{4}, out.data()).ok());
 }

@@ -22,8 +22,8 @@ TEST(InterleaverTest, DepthOneIsConsecutiveBlocks) {
 
 TEST(InterleaverTest, MappingTableForDepthThree) {
   // k = 2, D = 3: packets 0..5 -> (block, shard) (0,0) (1,0) (2,0) (0,1) (1,1) (2,1).
-  const std::vector<std::pair<uint64_t, uint32_t>> want = {
-      {10, 0}, {11, 0}, {12, 0}, {10, 1}, {11, 1}, {12, 1}, {13, 0}, {14, 0}};
+  const std::vector<std::pair<uint64_t, uint32_t>> want = {{10, 0}, {11, 0}, {12, 0}, {10, 1},
+                                                           {11, 1}, {12, 1}, {13, 0}, {14, 0}};
   for (size_t j = 0; j < want.size(); ++j) {
     const InterleaveSlot s = MapToBlock(j, 2, 3, /*base_block=*/10);
     EXPECT_EQ(s.block_id, want[j].first) << j;

@@ -128,7 +128,8 @@ TEST(LossModelTest, MatchesMonteCarloOfInterleavedGilbertChain) {
 
 TEST(LossModelTest, ProbAnyLoss) {
   EXPECT_EQ(ProbAnyLoss(GilbertModel::Bernoulli(0), 1000), 0.0);
-  EXPECT_NEAR(ProbAnyLoss(GilbertModel::Bernoulli(1e-3), 1000), 1 - std::pow(1 - 1e-3, 1000), 1e-12);
+  EXPECT_NEAR(ProbAnyLoss(GilbertModel::Bernoulli(1e-3), 1000), 1 - std::pow(1 - 1e-3, 1000),
+              1e-12);
   // Bursty loss of the same rate: fewer, longer loss events, so a clean run is likelier.
   EXPECT_LT(ProbAnyLoss(GilbertModel::FromLossAndBurst(1e-3, 8), 1000),
             ProbAnyLoss(GilbertModel::Bernoulli(1e-3), 1000));

@@ -47,9 +47,9 @@ void BlockDecoder::Begin(uint64_t block_id) {
 
 absl::Status BlockDecoder::CheckGeometry(const ShardInfo& info, size_t len) {
   auto bad = [&](auto&&... detail) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "FEC block ", block_id_, ", ", info.parity ? "repair" : "data", " shard ", info.index,
-        " (k=", info.k, " m=", info.m, " len=", len, "): ", detail...));
+    return absl::InvalidArgumentError(
+        absl::StrCat("FEC block ", block_id_, ", ", info.parity ? "repair" : "data", " shard ",
+                     info.index, " (k=", info.k, " m=", info.m, " len=", len, "): ", detail...));
   };
   if (absl::Status s = ValidateGeometry(info.k, info.m); !s.ok()) return bad(s.message());
   if (m_ != 0 && info.m != m_) return bad("block has m=", m_);
@@ -137,9 +137,9 @@ absl::StatusOr<std::span<const RecoveredShard>> BlockDecoder::Recover() {
       return absl::FailedPreconditionError(
           absl::StrCat("FEC block ", block_id_, ": no repair shard received"));
     }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "FEC block ", block_id_, ": ", k_ - data_count_, " of ", k_,
-        " data shards missing, only ", parity_count_, " repair shards held"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("FEC block ", block_id_, ": ", k_ - data_count_, " of ", k_,
+                     " data shards missing, only ", parity_count_, " repair shards held"));
   }
   const int e = k_ - data_count_;
   std::array<uint8_t, kMaxShards> lost;

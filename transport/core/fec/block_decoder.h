@@ -75,7 +75,8 @@ class BlockDecoder {
   // is out of buffers (the shard is dropped; the block may still recover later).
   absl::Status AddShard(const ShardInfo& info, const uint8_t* bytes, size_t len);
   // Same, for a shard made of pieces laid end to end (see BlockEncoder::AddDataShardParts).
-  absl::Status AddShardParts(const ShardInfo& info, std::span<const std::span<const uint8_t>> parts);
+  absl::Status AddShardParts(const ShardInfo& info,
+                             std::span<const std::span<const uint8_t>> parts);
 
   // The data shard count k' is known (some repair shard arrived).
   bool size_known() const { return k_ > 0; }
@@ -84,7 +85,9 @@ class BlockDecoder {
   // Data shards missing, or -1 while k' is unknown.
   int missing_data_shards() const { return k_ > 0 ? k_ - data_count_ : -1; }
   // Some data shard is missing and the shards held are enough to rebuild all of them.
-  bool CanRecover() const { return k_ > 0 && data_count_ < k_ && data_count_ + parity_count_ >= k_; }
+  bool CanRecover() const {
+    return k_ > 0 && data_count_ < k_ && data_count_ + parity_count_ >= k_;
+  }
 
   // Rebuilds every missing data shard and returns them (empty when none was missing).
   // Rebuilt shards then count as present. FailedPrecondition when not CanRecover().

@@ -20,8 +20,7 @@ BlockEncoder::~BlockEncoder() { Abandon(); }
 
 absl::Status BlockEncoder::Begin(uint64_t block_id, int k, int m) {
   if (open_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("FEC block ", block_id_, " is still open"));
+    return absl::FailedPreconditionError(absl::StrCat("FEC block ", block_id_, " is still open"));
   }
   if (absl::Status s = ValidateGeometry(k, m); !s.ok()) return s;
   // Reuse the tables when the geometry did not change (the common case).
@@ -83,8 +82,8 @@ absl::Status BlockEncoder::AddDataShardParts(int index,
   size_t len = 0;
   for (const auto& part : parts) len += part.size();
   if (len == 0 || len > pool_->shard_capacity()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data shard length ", len, " outside 1..", pool_->shard_capacity()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data shard length ", len, " outside 1..", pool_->shard_capacity()));
   }
   // Bytes past `len` are zero, and zero contributes nothing: only the shard's own bytes
   // are folded. The accumulators are zeroed lazily, up to the longest shard so far.
@@ -136,9 +135,9 @@ absl::Status BlockEncoder::AddDataShardParts(int index,
 absl::StatusOr<ParityShards> BlockEncoder::Finish(int data_shards) {
   if (!open_) return absl::FailedPreconditionError("no open FEC block");
   if (data_shards < 1 || data_shards > k_ || data_shards != added_count_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "closing FEC block ", block_id_, " with ", data_shards, " data shards; ",
-        added_count_, " were added (k=", k_, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("closing FEC block ", block_id_, " with ",
+                                                   data_shards, " data shards; ", added_count_,
+                                                   " were added (k=", k_, ")"));
   }
   for (int j = 0; j < data_shards; ++j) {
     if (!added_[j]) {

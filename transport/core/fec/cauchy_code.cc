@@ -18,8 +18,8 @@ absl::Status CheckDecodeArgs(int k, std::span<const uint8_t> lost,
                              std::array<uint8_t, kMaxShards>& surviving) {
   if (k < 1 || k >= kMaxShards) return absl::InvalidArgumentError(absl::StrCat("bad k=", k));
   if (lost.size() != parity_rows.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(lost.size(), " lost shards but ",
-                                                   parity_rows.size(), " parity rows"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(lost.size(), " lost shards but ", parity_rows.size(), " parity rows"));
   }
   if (lost.size() > static_cast<size_t>(k)) {
     return absl::InvalidArgumentError("more lost shards than data shards");

@@ -158,9 +158,8 @@ absl::Status FecCodec::PrecomputeSingleErasures(int k, int m) {
       if (pinned_.contains(key)) continue;
       const uint8_t lost = key.ids[0];
       const uint8_t row = key.ids[1];
-      absl::StatusOr<std::shared_ptr<const GfTables>> built =
-          BuildDecodeTables(k, std::span<const uint8_t>(&lost, 1),
-                            std::span<const uint8_t>(&row, 1));
+      absl::StatusOr<std::shared_ptr<const GfTables>> built = BuildDecodeTables(
+          k, std::span<const uint8_t>(&lost, 1), std::span<const uint8_t>(&row, 1));
       if (!built.ok()) return built.status();
       stats_.pinned_bytes += EntryBytes(**built);
       pinned_.emplace(key, *std::move(built));
@@ -175,8 +174,8 @@ absl::Status FecCodec::Encode(int k, int m, size_t len, const uint8_t* const* da
   if (absl::Status s = CheckLength(len); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const GfTables>> tables = EncodeTables(k, m);
   if (!tables.ok()) return tables.status();
-  ec_encode_data(static_cast<int>(len), k, m, (*tables)->data(),
-                 const_cast<unsigned char**>(data), const_cast<unsigned char**>(parity));
+  ec_encode_data(static_cast<int>(len), k, m, (*tables)->data(), const_cast<unsigned char**>(data),
+                 const_cast<unsigned char**>(parity));
   return absl::OkStatus();
 }
 
@@ -212,12 +211,11 @@ absl::Status FecCodec::Reconstruct(int k, int m, size_t len, const uint8_t* cons
     }
   }
   if (p < e) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        e, " of ", k, " data shards missing but only ", p, " parity shards present"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(e, " of ", k, " data shards missing but only ", p, " parity shards present"));
   }
-  absl::StatusOr<std::shared_ptr<const GfTables>> tables =
-      DecodeTables(k, std::span<const uint8_t>(lost.data(), e),
-                   std::span<const uint8_t>(rows.data(), e));
+  absl::StatusOr<std::shared_ptr<const GfTables>> tables = DecodeTables(
+      k, std::span<const uint8_t>(lost.data(), e), std::span<const uint8_t>(rows.data(), e));
   if (!tables.ok()) return tables.status();
   ec_encode_data(static_cast<int>(len), k, e, (*tables)->data(),
                  const_cast<unsigned char**>(inputs.data()), outputs.data());

@@ -48,7 +48,7 @@ struct GfTables {
 inline constexpr int kMaxCachedErasures = 16;
 
 struct FecCodecOptions {
-  size_t encode_cache_entries = 16;          // (k, m) encode table sets kept
+  size_t encode_cache_entries = 16;              // (k, m) encode table sets kept
   size_t decode_cache_bytes = size_t{16} << 20;  // LRU budget for decode tables
   size_t pinned_cache_bytes = size_t{16} << 20;  // budget for PrecomputeSingleErasures
 };
@@ -89,8 +89,7 @@ class FecCodec {
 
   // One-shot encode of a (k, m) block: parity[r] (len bytes each) from data[0..k).
   // `len` must be a positive multiple of kShardAlignment. Buffers must not overlap.
-  absl::Status Encode(int k, int m, size_t len, const uint8_t* const* data,
-                      uint8_t* const* parity);
+  absl::Status Encode(int k, int m, size_t len, const uint8_t* const* data, uint8_t* const* parity);
 
   // Rebuilds every missing data shard of a (k, m) block.
   //   shards: k + m pointers, data 0..k-1 then parity 0..m-1; nullptr = missing.

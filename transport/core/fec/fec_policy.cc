@@ -63,11 +63,16 @@ bool Better(const Candidate& a, const Candidate& b) {
 
 const char* FecPolicyReasonName(FecPolicyReason reason) {
   switch (reason) {
-    case FecPolicyReason::kCleanLink: return "clean-link";
-    case FecPolicyReason::kNotNeeded: return "not-needed";
-    case FecPolicyReason::kMeetsTarget: return "meets-target";
-    case FecPolicyReason::kBestEffort: return "best-effort";
-    case FecPolicyReason::kOverLimits: return "over-limits";
+    case FecPolicyReason::kCleanLink:
+      return "clean-link";
+    case FecPolicyReason::kNotNeeded:
+      return "not-needed";
+    case FecPolicyReason::kMeetsTarget:
+      return "meets-target";
+    case FecPolicyReason::kBestEffort:
+      return "best-effort";
+    case FecPolicyReason::kOverLimits:
+      return "over-limits";
   }
   return "?";
 }
@@ -118,8 +123,10 @@ FecPolicyDecision ChooseFecParameters(const FecPolicyInput& in) {
       const Layout layout = MessageLayout(n, k, depth);
       std::vector<double> full, hi, lo;
       if (layout.full_blocks > 0) full = BlockFailureByParity(seen, static_cast<int>(k), max_m);
-      if (layout.hi_count > 0) hi = BlockFailureByParity(seen, static_cast<int>(layout.hi_size), max_m);
-      if (layout.lo_count > 0) lo = BlockFailureByParity(seen, static_cast<int>(layout.lo_size), max_m);
+      if (layout.hi_count > 0)
+        hi = BlockFailureByParity(seen, static_cast<int>(layout.hi_size), max_m);
+      if (layout.lo_count > 0)
+        lo = BlockFailureByParity(seen, static_cast<int>(layout.lo_size), max_m);
 
       for (int m = 1; m <= max_m; ++m) {
         if (in.window_packets != 0 &&
@@ -131,7 +138,8 @@ FecPolicyDecision ChooseFecParameters(const FecPolicyInput& in) {
         c.m = static_cast<uint32_t>(m);
         c.depth = depth;
         c.blocks = layout.blocks();
-        c.overhead = static_cast<double>(m) * static_cast<double>(c.blocks) / static_cast<double>(n);
+        c.overhead =
+            static_cast<double>(m) * static_cast<double>(c.blocks) / static_cast<double>(n);
         if (c.overhead > in.max_overhead) break;  // grows with m
         c.block_failure = !full.empty() ? full[m] : (!hi.empty() ? hi[m] : 0.0);
         c.repairs = static_cast<double>(layout.full_blocks) * (full.empty() ? 0.0 : full[m]) +

@@ -39,9 +39,7 @@ InterleaveSlot Interleaver::Next() {
   return s;
 }
 
-uint64_t Interleaver::next_block_id() const {
-  return base_ + std::min<uint64_t>(pos_, depth_);
-}
+uint64_t Interleaver::next_block_id() const { return base_ + std::min<uint64_t>(pos_, depth_); }
 
 absl::InlinedVector<ClosedBlock, 16> Interleaver::Flush() {
   absl::InlinedVector<ClosedBlock, 16> out;
@@ -50,7 +48,8 @@ absl::InlinedVector<ClosedBlock, 16> Interleaver::Flush() {
   const uint64_t used = std::min<uint64_t>(pos_, depth_);
   for (uint64_t b = 0; b < used; ++b) {
     const uint64_t count = (pos_ - b + depth_ - 1) / depth_;
-    if (count < k_) out.push_back(ClosedBlock{base_ + b, static_cast<uint32_t>(b), static_cast<uint32_t>(count)});
+    if (count < k_)
+      out.push_back(ClosedBlock{base_ + b, static_cast<uint32_t>(b), static_cast<uint32_t>(count)});
   }
   base_ += used;
   pos_ = 0;
@@ -58,8 +57,10 @@ absl::InlinedVector<ClosedBlock, 16> Interleaver::Flush() {
 }
 
 absl::Status Interleaver::Reconfigure(uint32_t k, uint32_t depth) {
-  if (k == 0 || depth == 0) return absl::InvalidArgumentError("interleaver k and depth must be >= 1");
-  if (pos_ != 0) return absl::FailedPreconditionError("interleaver group is not empty; Flush() first");
+  if (k == 0 || depth == 0)
+    return absl::InvalidArgumentError("interleaver k and depth must be >= 1");
+  if (pos_ != 0)
+    return absl::FailedPreconditionError("interleaver group is not empty; Flush() first");
   k_ = k;
   depth_ = depth;
   return absl::OkStatus();

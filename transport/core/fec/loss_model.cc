@@ -15,7 +15,7 @@ void Step(const GilbertModel& mdl, int cap, std::vector<double>& good, std::vect
     const double g = good[j];
     const double b = bad[j];
     if (g == 0.0 && b == 0.0) continue;
-    next_good[j] += g * (1.0 - mdl.q) + b * mdl.r;                   // no loss
+    next_good[j] += g * (1.0 - mdl.q) + b * mdl.r;                    // no loss
     next_bad[std::min(j + 1, cap)] += g * mdl.q + b * (1.0 - mdl.r);  // loss
   }
   good.swap(next_good);
@@ -99,8 +99,7 @@ double ProbAnyLoss(const GilbertModel& model, uint64_t n) {
   const double p = model.loss_rate();
   if (p <= 0.0) return 0.0;
   if (p >= 1.0 || model.q >= 1.0) return 1.0;
-  const double log_clean =
-      std::log1p(-p) + static_cast<double>(n - 1) * std::log1p(-model.q);
+  const double log_clean = std::log1p(-p) + static_cast<double>(n - 1) * std::log1p(-model.q);
   return -std::expm1(log_clean);
 }
 
