@@ -38,6 +38,9 @@ absl::Status TransportConfig::Validate() const {
   if (absl::Status s = Range("window", window, 2 * segment, kMaxWindow, " bytes"); !s.ok()) return s;
   if (absl::Status s = Range("recv_window", recv_window, 2 * segment, kMaxWindow, " bytes"); !s.ok())
     return s;
+  if (absl::Status s = Range("max_inflight_messages", max_inflight_messages, 1, 1u << 24); !s.ok())
+    return s;
+  if (absl::Status s = Range("flows", flows, 1, 256); !s.ok()) return s;
   if (cc == CongestionControl::kFixed && rate.IsZero()) {
     return absl::InvalidArgumentError("rate must be set (> 0) for cc=fixed");
   }

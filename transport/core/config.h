@@ -38,11 +38,21 @@ struct TransportConfig {
   static constexpr ByteCount kDefaultRecvWindow = ByteCount{2} << 30;  // 2 GiB
   ByteCount recv_window = kDefaultRecvWindow;
 
+  // Most messages the sender has outstanding (sent, not all acknowledged); bounds the
+  // receiver's per-message state. Both sides must use the same value.
+  uint32_t max_inflight_messages = 65536;
+
+  // UDP flows (distinct source ports) per connection; the core spreads packets over them.
+  uint32_t flows = 1;
+
   // ---- rate and congestion control ----
   CongestionControl cc = CongestionControl::kFixed;
   // Pacing rate of the fixed controller, and a cap for adaptive ones (zero: no cap,
   // which the fixed controller rejects).
   Bandwidth rate = Bandwidth::Gbps(1);
+  // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
+  // the congestion controller.
+  bool ecn = true;
   // Largest burst the pacer releases back to back when the driver wakes late.
   Duration pacing_burst = Duration::Microseconds(100);
 

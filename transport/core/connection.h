@@ -82,7 +82,6 @@ struct Event {
   ByteCount size = 0;     // message size
   uint8_t* data = nullptr;  // receive: where the message is (posted buffer or owned.data())
   OwnedBuffer owned;      // receive into transport-owned memory
-  Time submitted;         // send: when Send() was called (the `now` of the last input)
   absl::Status status;
 };
 
@@ -95,6 +94,9 @@ struct TransmitInfo {
 struct ConnectionIds {
   uint64_t local = 0;  // the id peers put in packets addressed to us
   uint64_t peer = 0;   // the id we put in packets addressed to the peer
+  // The peer's receive window as negotiated at the handshake (initial flow-control
+  // credit); 0 means the peer uses the same recv_window as this side's config.
+  ByteCount peer_recv_window = 0;
 };
 
 // Close codes carried in CLOSE frames.

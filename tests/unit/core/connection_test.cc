@@ -1,0 +1,388 @@
+// Protocol tests of the sans-IO Connection over the deterministic ConnectionPair pipe.
+#include "transport/core/connection.h"
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "transport/base/rng.h"
+#include "transport/testing/connection_pair.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul {
+namespace {
+
+using testing::ConnectionPair;
+using testing::FilterVerdict;
+using testing::PipeOptions;
+
+TransportConfig TestConfig() {
+  TransportConfig c;
+  c.segment = 1000;
+  c.rate = Bandwidth::Gbps(1);
+  c.window = 8 << 20;
+  c.recv_window = 16 << 20;
+  return c;
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  Rng r(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(r.Next());
+  return v;
+}
+
+// Is the packet a data packet (has a DATA frame)?
+bool HasData(const std::vector<uint8_t>& d) {
+  auto v = wire::ParsePacket(d);
+  if (!v.ok()) return false;
+  wire::FrameReader r(*v);
+  wire::Frame f;
+  while (true) {
+    auto more = r.Next(&f);
+    if (!more.ok() || !*more) return false;
+    if (f.type == wire::FrameType::kData) return true;
+  }
+}
+
+size_t Count(const std::vector<Event>& ev, Event::Type t) {
+  size_t n = 0;
+  for (const auto& e : ev) n += e.type == t;
+  return n;
+}
+
+struct Transfer {
+  std::vector<std::vector<uint8_t>> messages;
+};
+
+// Sends `sizes` from a to b (owned receive memory) and checks every byte and the order.
+void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration limit,
+                   Transfer* t) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    t->messages.push_back(Pattern(sizes[i], i + 7));
+    auto& m = t->messages.back();
+    auto id = p.a().Send(SendBuffer{m.data(), m.size()}, 100 + i);
+    ASSERT_TRUE(id.ok());
+    EXPECT_EQ(*id, i);
+  }
+  bool ok = p.RunUntil(
+      [&] {
+        return Count(p.b_events(), Event::Type::kReceiveComplete) == sizes.size() &&
+               Count(p.a_events(), Event::Type::kSendComplete) == sizes.size();
+      },
+      limit);
+  ASSERT_TRUE(ok) << "received " << Count(p.b_events(), Event::Type::kReceiveComplete)
+                  << " sent-complete " << Count(p.a_events(), Event::Type::kSendComplete);
+  size_t r = 0, s = 0;
+  for (auto& e : p.b_events()) {
+    if (e.type != Event::Type::kReceiveComplete) continue;
+    ASSERT_TRUE(e.status.ok()) << e.status;
+    EXPECT_EQ(e.message_id, r);
+    ASSERT_EQ(e.size, sizes[r]);
+    if (e.size > 0) {
+      ASSERT_NE(e.data, nullptr);
+      EXPECT_EQ(0, std::memcmp(e.data, t->messages[r].data(), e.size)) << "message " << r;
+    }
+    ++r;
+  }
+  for (auto& e : p.a_events()) {
+    if (e.type != Event::Type::kSendComplete) continue;
+    EXPECT_TRUE(e.status.ok());
+    EXPECT_EQ(e.message_id, s);
+    EXPECT_EQ(e.tag, 100 + s);
+    ++s;
+  }
+}
+
+TEST(ConnectionTest, DeliversMessagesOfManySizesInOrder) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  Transfer t;
+  SendAndVerify(p, {1, 0, 999, 1000, 1001, 5000, 0, 123457, 3}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().packets_lost, 0u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+  EXPECT_EQ(p.b().stats().duplicate_data_bytes, 0u);
+}
+
+TEST(ConnectionTest, SmallMessagesShareAPacket) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  Transfer t;
+  std::vector<size_t> sizes(50, 10);
+  SendAndVerify(p, sizes, Duration::Seconds(5), &t);
+  EXPECT_LT(p.a().stats().data_packets_sent, 5u);
+}
+
+TEST(ConnectionTest, RepairsADroppedPacketBySelectiveRepeat) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d) && data_seen++ == 20) v.drop = true;
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {200000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().packets_lost, 1u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 1u);
+  EXPECT_EQ(p.a().stats().spurious_losses, 0u);
+  // Only the lost segment was resent.
+  EXPECT_EQ(p.a().stats().data_bytes_retransmitted, 1000u);
+}
+
+TEST(ConnectionTest, TailLossIsRepairedByProbeTimeout) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  uint64_t data_seen = 0;
+  // 10 data packets; drop the last two first transmissions.
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      if (i == 8 || i == 9) v.drop = true;
+    }
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {10000}, Duration::Seconds(10), &t);
+  EXPECT_GE(p.a().stats().pto_count, 1u);
+  EXPECT_GE(p.a().stats().packets_retransmitted, 2u);
+}
+
+TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      if (i == 5 || i == 200) v.drop = true;  // 200: the first repair of packet 5
+    }
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {400000}, Duration::Seconds(10), &t);
+  EXPECT_GE(p.a().stats().packets_retransmitted, 2u);
+}
+
+TEST(ConnectionTest, SmallReorderingIsNotLoss) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  uint64_t data_seen = 0;
+  // Hold every 50th data packet back by 5 packet times (well inside the thresholds).
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d) && data_seen++ % 50 == 25) v.extra_delay = Duration::Microseconds(40);
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().packets_lost, 0u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+}
+
+TEST(ConnectionTest, DeepReorderingWidensTheThreshold) {
+  TransportConfig c = TestConfig();
+  c.reorder_packets = 4;
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  // Delay one packet by 100 packet times (0.8 ms): declared lost, then acknowledged.
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d) && data_seen++ == 30) v.extra_delay = Duration::Microseconds(800);
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().spurious_losses, 1u);
+  EXPECT_GT(p.a().debug_state().reorder_packets, 4u);
+}
+
+TEST(ConnectionTest, CorruptionIsDetectedAndRepaired) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  p.set_filter([&](int dir, uint64_t i, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    if (dir == 0 && i % 37 == 3) v.corrupt = true;
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {300000, 7, 0, 50000}, Duration::Seconds(10), &t);
+  EXPECT_GT(p.b().stats().checksum_failures, 0u);
+  EXPECT_GT(p.a().stats().packets_retransmitted, 0u);
+}
+
+TEST(ConnectionTest, DuplicatesAreIgnored) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  p.set_filter([&](int dir, uint64_t i, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.duplicate = i % 3 == 0;
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {100000, 0, 1}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+}
+
+TEST(ConnectionTest, HeavyRandomLossStillDeliversIntact) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  Rng rng(99);
+  p.set_filter([&](int, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.drop = rng.Bernoulli(0.05);  // both directions, ACKs included
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {2000000, 1, 0, 77777, 300}, Duration::Seconds(30), &t);
+  EXPECT_GT(p.a().stats().packets_lost, 50u);
+}
+
+TEST(ConnectionTest, PostedBuffersReceiveInPlace) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  std::vector<std::vector<uint8_t>> bufs(3, std::vector<uint8_t>(70000, 0));
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    ASSERT_TRUE(p.b().PostReceive(bufs[i].data(), bufs[i].size(), 500 + i).ok());
+  }
+  auto m0 = Pattern(70000, 1), m1 = Pattern(100, 2), m2 = Pattern(80000, 3);
+  ASSERT_TRUE(p.a().Send(SendBuffer{m0.data(), m0.size()}, 0).ok());
+  ASSERT_TRUE(p.a().Send(SendBuffer{m1.data(), m1.size()}, 0).ok());
+  ASSERT_TRUE(p.a().Send(SendBuffer{m2.data(), m2.size()}, 0).ok());  // too large
+  ASSERT_TRUE(p.RunUntil([&] { return Count(p.b_events(), Event::Type::kReceiveComplete) == 3; },
+                         Duration::Seconds(5)));
+  auto& ev = p.b_events();
+  ASSERT_TRUE(ev[0].status.ok());
+  EXPECT_EQ(ev[0].data, bufs[0].data());
+  EXPECT_EQ(ev[0].tag, 500u);
+  EXPECT_EQ(0, std::memcmp(bufs[0].data(), m0.data(), m0.size()));
+  ASSERT_TRUE(ev[1].status.ok());
+  EXPECT_EQ(ev[1].size, 100u);
+  EXPECT_EQ(0, std::memcmp(bufs[1].data(), m1.data(), m1.size()));
+  EXPECT_EQ(ev[2].status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(ev[2].size, 80000u);
+}
+
+TEST(ConnectionTest, FlowControlBoundsTheReceiverAndStillCompletes) {
+  TransportConfig c = TestConfig();
+  c.recv_window = 20000;
+  ConnectionPair p(c, c);
+  Rng rng(5);
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.drop = dir == 0 && rng.Bernoulli(0.02);
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {300000, 5, 40000}, Duration::Seconds(60), &t);
+  EXPECT_GT(p.a().stats().flow_control_blocked, 0u);
+}
+
+TEST(ConnectionTest, PacingSpreadsPacketsAtTheRate) {
+  TransportConfig c = TestConfig();
+  c.rate = Bandwidth::Mbps(100);
+  ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(1), Bandwidth()});
+  Transfer t;
+  const Time start = p.now();
+  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  // 1 MB plus headers at 100 Mbit/s takes at least 80 ms; with no pacing it would take ~1 ms.
+  Duration took = p.now() - start;
+  EXPECT_GE(took, Duration::Milliseconds(80));
+  EXPECT_LE(took, Duration::Milliseconds(95));
+}
+
+TEST(ConnectionTest, WindowLimitsThroughputToWindowOverRtt) {
+  TransportConfig c = TestConfig();
+  c.rate = Bandwidth::Gbps(10);
+  c.window = 64 * 1024;
+  ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(25), Bandwidth()});
+  Transfer t;
+  const Time start = p.now();
+  SendAndVerify(p, {4 << 20}, Duration::Seconds(60), &t);
+  double secs = (p.now() - start).seconds();
+  double gbps = (4 << 20) * 8 / secs / 1e9;
+  double expected = 64.0 * 1024 * 8 / 0.050 / 1e9;  // window / RTT
+  EXPECT_NEAR(gbps, expected, expected * 0.15);
+}
+
+TEST(ConnectionTest, BytesInFlightNeverExceedTheWindow) {
+  TransportConfig c = TestConfig();
+  c.window = 100000;
+  ConnectionPair p(c, c);
+  ByteCount max_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+    if (dir == 0) max_seen = std::max(max_seen, p.a().debug_state().bytes_in_flight);
+    return FilterVerdict{};
+  });
+  Transfer t;
+  SendAndVerify(p, {3000000}, Duration::Seconds(30), &t);
+  EXPECT_LE(max_seen, c.window);
+  EXPECT_GT(max_seen, c.window / 2);
+}
+
+TEST(ConnectionTest, CleanCloseReachesThePeer) {
+  ConnectionPair p(TestConfig(), TestConfig());
+  Transfer t;
+  SendAndVerify(p, {5000}, Duration::Seconds(5), &t);
+  p.a().Close(CloseCode::kNoError, "done");
+  ASSERT_TRUE(p.RunUntil([&] { return p.a().closed() && p.b().closed(); }, Duration::Seconds(5)));
+  ASSERT_EQ(p.b_events().back().type, Event::Type::kClosed);
+  EXPECT_TRUE(p.b_events().back().status.ok());
+  EXPECT_FALSE(p.a().Send(SendBuffer{nullptr, 0}, 0).ok());
+}
+
+TEST(ConnectionTest, VanishedPeerIsReportedAfterIdleTimeout) {
+  TransportConfig c = TestConfig();
+  c.idle_timeout = Duration::Seconds(2);
+  c.keepalive = Duration::Milliseconds(500);
+  ConnectionPair p(c, c);
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.drop = dir == 1;  // b never answers
+    return v;
+  });
+  auto m = Pattern(50000, 1);
+  ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 9).ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a().closed(); }, Duration::Seconds(10)));
+  auto& ev = p.a_events();
+  ASSERT_EQ(ev.back().type, Event::Type::kClosed);
+  EXPECT_EQ(ev.back().status.code(), absl::StatusCode::kDeadlineExceeded);
+  // The message that could not be delivered was reported, not silently dropped.
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_EQ(ev[ev.size() - 2].type, Event::Type::kSendComplete);
+  EXPECT_EQ(ev[ev.size() - 2].status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(ConnectionTest, GarbageDatagramsAreCountedAndIgnored) {
+  TransportConfig c = TestConfig();
+  Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
+  Rng r(3);
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> g(r.UniformInt(200));
+    for (auto& b : g) b = static_cast<uint8_t>(r.Next());
+    if (!g.empty() && i % 2 == 0) g[0] = wire::kVersion;
+    conn.OnDatagram(Time::FromNanoseconds(10 + i), g);
+  }
+  EXPECT_FALSE(conn.closed());
+  EXPECT_EQ(conn.stats().packets_received, 0u);
+  EXPECT_GT(conn.stats().malformed_packets + conn.stats().checksum_failures, 1900u);
+}
+
+TEST(ConnectionTest, AckForAnUnsentPacketIsAProtocolViolation) {
+  TransportConfig c = TestConfig();
+  Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
+  std::vector<uint8_t> buf(c.MaxDatagramSize());
+  wire::PacketWriter w(buf.data(), buf.size());
+  w.WriteHeader(wire::PacketHeader{wire::PacketType::kOneRtt, 0, 1, 0});
+  wire::AckFrame ack;
+  ack.largest = 1000;
+  std::vector<wire::AckRange> ranges{{1000, 1000}};
+  ASSERT_EQ(w.WriteAck(ack, ranges, 8), 1u);
+  size_t n = w.Finish();
+  conn.OnDatagram(Time::FromNanoseconds(5), std::span<const uint8_t>(buf.data(), n));
+  // The connection sends a CLOSE and reports the error.
+  std::vector<uint8_t> out(c.MaxDatagramSize());
+  EXPECT_GT(conn.PollTransmit(Time::FromNanoseconds(6), out.data(), out.size()), 0u);
+  EXPECT_TRUE(conn.closed());
+  Event e;
+  ASSERT_TRUE(conn.PollEvent(&e));
+  EXPECT_EQ(e.type, Event::Type::kClosed);
+  EXPECT_EQ(e.status.code(), absl::StatusCode::kAborted);
+}
+
+}  // namespace
+}  // namespace longhaul

@@ -1,0 +1,99 @@
+// The congestion-controller interface: the connection reports packets sent, acknowledged
+// and lost (with delivery-rate samples and ECN-CE counts) and asks for a pacing rate and
+// a congestion window. Controllers are pure state machines like the rest of the core:
+// time comes in with every call.
+//
+// Implementations: FixedRateController (dedicated lines: the profile's rate) and, in
+// cc/bbr.h, a model-based controller.
+#pragma once
+
+#include <memory>
+
+#include "transport/base/units.h"
+#include "transport/core/config.h"
+
+namespace longhaul {
+
+class RttEstimator;
+
+// A delivery-rate sample (after draft-cheng-iccrg-delivery-rate-estimation), taken from
+// the most recently sent packet acknowledged by one ACK.
+struct RateSample {
+  Bandwidth delivery_rate;      // zero if no valid sample
+  ByteCount delivered = 0;      // bytes delivered over the sample interval
+  Duration interval;            // sample interval
+  Duration rtt;                 // RTT of the packet the sample came from
+  bool is_app_limited = false;  // the sender had nothing to send at the time
+  ByteCount prior_in_flight = 0;
+};
+
+struct AckEvent {
+  Time now;
+  ByteCount bytes_acked = 0;         // newly acknowledged datagram bytes
+  ByteCount bytes_in_flight = 0;     // after this ACK
+  ByteCount total_delivered = 0;     // connection lifetime
+  uint64_t ce_delta = 0;             // new CE marks the peer reported
+  uint64_t ect_delta = 0;            // new ECT(0) packets the peer reported
+  PacketNumber largest_acked = 0;
+  RateSample sample;
+};
+
+struct LossEvent {
+  Time now;
+  ByteCount bytes_lost = 0;
+  uint64_t packets_lost = 0;
+  ByteCount bytes_in_flight = 0;     // after removing the lost packets
+  Time largest_lost_sent_time;       // send time of the newest lost packet
+  bool persistent = false;           // a probe timeout fired (no ACK for a long time)
+};
+
+struct CcDebugState {
+  const char* mode = "";
+  Bandwidth bandwidth_estimate;
+  Duration min_rtt;
+  double pacing_gain = 1.0;
+  double cwnd_gain = 1.0;
+  double ce_fraction = 0.0;
+  double loss_rate = 0.0;
+};
+
+class CongestionController {
+ public:
+  virtual ~CongestionController() = default;
+  virtual void OnPacketSent(Time now, ByteCount bytes, ByteCount bytes_in_flight,
+                            bool is_app_limited) = 0;
+  virtual void OnAck(const AckEvent& ack, const RttEstimator& rtt) = 0;
+  virtual void OnLoss(const LossEvent& loss, const RttEstimator& rtt) = 0;
+  // The sender had nothing to send (app-limited) at `now`.
+  virtual void OnAppLimited(Time now) {}
+  virtual Bandwidth PacingRate() const = 0;
+  virtual ByteCount CongestionWindow() const = 0;
+  virtual CcDebugState DebugState() const = 0;
+};
+
+// Sends at the configured rate with the configured window; ignores loss. For dedicated
+// lines whose rate is known.
+class FixedRateController : public CongestionController {
+ public:
+  explicit FixedRateController(const TransportConfig& config)
+      : rate_(config.rate), window_(config.window) {}
+  void OnPacketSent(Time, ByteCount, ByteCount, bool) override {}
+  void OnAck(const AckEvent&, const RttEstimator&) override {}
+  void OnLoss(const LossEvent&, const RttEstimator&) override {}
+  Bandwidth PacingRate() const override { return rate_; }
+  ByteCount CongestionWindow() const override { return window_; }
+  CcDebugState DebugState() const override {
+    CcDebugState s;
+    s.mode = "fixed";
+    s.bandwidth_estimate = rate_;
+    return s;
+  }
+
+ private:
+  Bandwidth rate_;
+  ByteCount window_;
+};
+
+std::unique_ptr<CongestionController> MakeCongestionController(const TransportConfig& config);
+
+}  // namespace longhaul

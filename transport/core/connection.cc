@@ -1,0 +1,779 @@
+// The Connection state machine. See connection.h for the contract; this file says why.
+//
+// Sending: PollTransmit builds at most one datagram per call. Order of preference: a
+// CLOSE, probe packets after a probe timeout (they ignore pacing and the window),
+// data (repairs before new data) when the pacer and the window allow, then a pure ACK
+// when one is due. A pending ACK rides on data packets for free.
+//
+// Receiving: a datagram is parsed and checked (CRC32C), then its frames are applied.
+// Corrupt datagrams are dropped and so look like loss; malformed frames from a packet
+// with a valid checksum close the connection (protocol violation).
+//
+// Loss detection: packets are lost once reorder_packets later packets are acknowledged
+// or once a later packet is acknowledged and (1 + reorder_rtt_fraction) x RTT has passed
+// since they were sent (RFC 9002 section 6.1, RACK). Both tests are monotone in the
+// packet number, so lost packets are always a prefix of the outstanding ones below the
+// largest acknowledged, and one walk from the oldest outstanding packet finds them all.
+// A late ACK of a packet declared lost marks the loss spurious and widens the reorder
+// thresholds (RACK's reo_wnd_mult).
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "transport/core/cc/congestion_controller.h"
+#include "transport/core/connection.h"
+#include "transport/core/loss/rtt_estimator.h"
+#include "transport/core/recv/ack_tracker.h"
+#include "transport/core/recv/receive_stream.h"
+#include "transport/core/send/send_stream.h"
+#include "transport/core/send/sent_packet_table.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul {
+namespace {
+
+// Bytes on the wire per datagram besides the UDP payload (IPv4 + UDP headers); pacing
+// counts them so a rate equal to the link's rate does not overfill it.
+constexpr ByteCount kWireOverhead = 28;
+// Timer granularity assumed for loss and probe timers.
+constexpr Duration kGranularity = Duration::Microseconds(100);
+// Upper bound of the adaptive packet-reorder threshold.
+constexpr uint32_t kMaxReorderPackets = 1u << 16;
+
+}  // namespace
+
+class ConnectionImpl {
+ public:
+  ConnectionImpl(const TransportConfig& config, ConnectionIds ids, uint64_t seed, Time now)
+      : cfg_(config),
+        ids_(ids),
+        rng_(seed),
+        rtt_(config.initial_rtt),
+        cc_(MakeCongestionController(config)),
+        acks_(config.ack_every, config.max_ack_delay, config.max_ack_ranges),
+        recv_(config.recv_window, config.max_inflight_messages),
+        reorder_packets_(config.reorder_packets),
+        reorder_fraction_(config.reorder_rtt_fraction),
+        last_receive_time_(now),
+        last_eliciting_sent_(now),
+        delivered_time_(now),
+        first_sent_time_(now) {
+    absl::Status valid = config.Validate();
+    CHECK(valid.ok()) << "invalid TransportConfig: " << valid;
+    peer_max_stream_ = ids.peer_recv_window ? ids.peer_recv_window : config.recv_window;
+    max_datagram_ = config.MaxDatagramSize();
+  }
+
+  // ---- application side ----
+
+  absl::StatusOr<uint64_t> Send(SendBuffer b, uint64_t tag) {
+    if (state_ != State::kOpen) {
+      return absl::FailedPreconditionError("connection is closed; cannot send");
+    }
+    if (b.data == nullptr && b.size > 0) {
+      return absl::InvalidArgumentError("Send: null data with non-zero size");
+    }
+    return send_.Push(b.data, b.size, std::move(b.owner), tag);
+  }
+
+  bool PollEvent(Event* e) {
+    if (events_.empty()) return false;
+    *e = std::move(events_.front());
+    events_.pop_front();
+    return true;
+  }
+
+  void Close(CloseCode code, std::string reason) {
+    if (state_ != State::kOpen) return;
+    StartClose(code, std::move(reason), /*local_error=*/code != CloseCode::kNoError);
+  }
+
+  // ---- receive path ----
+
+  void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
+    if (state_ == State::kClosed) return;
+    absl::StatusOr<wire::PacketView> v = wire::ParsePacket(d);
+    if (!v.ok()) {
+      if (absl::IsDataLoss(v.status())) {
+        ++stats_.checksum_failures;
+      } else {
+        ++stats_.malformed_packets;
+      }
+      return;
+    }
+    if (v->header.connection_id != ids_.local || v->header.type != wire::PacketType::kOneRtt) {
+      ++stats_.malformed_packets;
+      return;
+    }
+    const PacketNumber pn = v->header.packet_number;
+    if (acks_.IsDuplicate(pn)) return;
+    last_receive_time_ = now;
+    ++stats_.packets_received;
+    stats_.bytes_received += d.size();
+
+    bool ack_eliciting = false;
+    wire::FrameReader reader(*v);
+    wire::Frame f;
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&f);
+      if (!more.ok()) {
+        ProtocolViolation(std::string(more.status().message()));
+        return;
+      }
+      if (!*more) break;
+      switch (f.type) {
+        case wire::FrameType::kData: {
+          ack_eliciting = true;
+          absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
+          if (!fresh.ok()) {
+            ProtocolViolation(std::string(fresh.status().message()),
+                              absl::IsFailedPrecondition(fresh.status()) ? CloseCode::kFlowControl
+                                                                         : CloseCode::kProtocolViolation);
+            return;
+          }
+          stats_.data_bytes_received += *fresh;
+          stats_.duplicate_data_bytes += f.data.length - std::min(f.data.length, *fresh);
+          break;
+        }
+        case wire::FrameType::kAck:
+          if (!OnAck(now, f.ack)) return;
+          break;
+        case wire::FrameType::kClose:
+          OnPeerClose(f.close.error_code, std::string(f.close.reason));
+          return;
+        case wire::FrameType::kPing:
+          ack_eliciting = true;
+          break;
+        case wire::FrameType::kLossReport:
+          OnLossReport(f.loss_report);
+          break;
+        case wire::FrameType::kFecRepair:
+        case wire::FrameType::kFecSource:
+          ack_eliciting = true;
+          break;
+        case wire::FrameType::kPadding:
+        case wire::FrameType::kHandshake:
+          break;
+      }
+    }
+    if (ecn == Ecn::kCe) ++stats_.ecn_ce_received;
+    acks_.OnPacket(now, pn, ack_eliciting, ecn == Ecn::kCe, ecn == Ecn::kEct0);
+    DeliverReceived();
+  }
+
+  // ---- timers ----
+
+  Time NextTimeout() const {
+    if (state_ == State::kClosed) return Time::Infinite();
+    if (state_ == State::kClosing) return Time::Zero();
+    Time t = std::min(acks_.ack_deadline(), loss_time_);
+    if (probes_pending_ > 0) return Time::Zero();
+    if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
+    t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
+    t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
+    if (HasDataToSend() && WindowAllows()) t = std::min(t, ReleaseTime());
+    return t;
+  }
+
+  void OnTimeout(Time now) {
+    if (state_ != State::kOpen) return;
+    if (now >= last_receive_time_ + cfg_.idle_timeout) {
+      StartClose(CloseCode::kIdleTimeout,
+                 absl::StrCat("peer unreachable: no packet received for ",
+                              cfg_.idle_timeout.ToString()),
+                 /*local_error=*/true);
+      return;
+    }
+    if (now >= loss_time_) DetectLosses(now);
+    if (bytes_in_flight_ > 0 && now >= PtoTime()) OnPto(now);
+    if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
+  }
+
+  // ---- send path ----
+
+  size_t PollTransmit(Time now, uint8_t* buf, size_t cap, TransmitInfo* info) {
+    if (state_ == State::kClosed) return 0;
+    CHECK_GE(cap, max_datagram_) << "PollTransmit buffer smaller than MaxDatagramSize()";
+    if (state_ == State::kClosing) return BuildClose(now, buf, info);
+    if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
+
+    const bool probe = probes_pending_ > 0;
+    const bool data_ready = HasDataToSend();
+    const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
+    if (fc_blocked && !fc_blocked_) ++stats_.flow_control_blocked;
+    fc_blocked_ = fc_blocked;
+    bool send_data = false;
+    if (probe) {
+      send_data = true;
+    } else if (data_ready && WindowAllows() && now >= ReleaseTime()) {
+      send_data = true;
+    } else if (!data_ready && send_.next_unsent() >= send_.stream_end()) {
+      // Nothing to send: mark the delivery-rate state app-limited.
+      app_limited_until_ = delivered_ + bytes_in_flight_;
+      if (app_limited_until_ == 0) app_limited_until_ = 1;
+    }
+    const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
+    if (!send_data && !ack_due && !ping_pending_) return 0;
+
+    wire::PacketWriter w(buf, max_datagram_);
+    const PacketNumber pn = sent_.next_packet_number();
+    wire::PacketHeader h;
+    h.connection_id = ids_.peer;
+    h.packet_number = pn;
+    h.flow = static_cast<uint16_t>(next_flow_);
+    w.WriteHeader(h);
+
+    if (acks_.ack_pending() && acks_.has_packets()) WriteAck(now, &w);
+
+    SentPacket rec;
+    bool ack_eliciting = false;
+    if (send_data) {
+      ack_eliciting = WriteData(&w, &rec);
+      if (probe) --probes_pending_;
+    }
+    if (!ack_eliciting && (ping_pending_ || probe)) {
+      if (w.WritePing()) ack_eliciting = true;
+    }
+    if (ack_eliciting) ping_pending_ = false;
+    if (w.size() == wire::kHeaderSize) return 0;  // nothing fitted (cannot happen)
+
+    size_t n = w.Finish();
+    SentPacket& p = sent_.Add();
+    p = rec;
+    p.sent_time = now;
+    p.bytes = static_cast<uint32_t>(n);
+    p.ack_eliciting = ack_eliciting;
+    p.skip = pn + 1;
+    p.skip_unacked = pn + 1;
+    if (ack_eliciting) {
+      if (bytes_in_flight_ == 0) {
+        first_sent_time_ = now;
+        delivered_time_ = now;
+      }
+      p.in_flight = true;
+      p.delivered = delivered_;
+      p.delivered_time = delivered_time_;
+      p.first_sent_time = first_sent_time_;
+      p.is_app_limited = app_limited_until_ > 0;
+      bytes_in_flight_ += n;
+      last_eliciting_sent_ = now;
+      cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
+      if (p.stream_units > 0 || probe) Pace(now, n);
+    } else {
+      sent_.Finish(pn);
+      sent_.MarkAcked(pn);  // never acknowledged, never lost: out of both walks
+    }
+    ++stats_.packets_sent;
+    stats_.bytes_sent += n;
+    if (info != nullptr) {
+      info->flow = static_cast<uint16_t>(next_flow_);
+      info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
+    }
+    if (++next_flow_ >= cfg_.flows) next_flow_ = 0;
+    return n;
+  }
+
+  // ---- introspection ----
+
+  const TransportConfig& config() const { return cfg_; }
+  const ConnectionStats& stats() const { return stats_; }
+  ConnectionDebugState debug_state() const {
+    ConnectionDebugState d;
+    d.srtt = rtt_.srtt();
+    d.min_rtt = rtt_.min_rtt();
+    d.rttvar = rtt_.rttvar();
+    d.latest_rtt = rtt_.latest();
+    d.pacing_rate = cc_->PacingRate();
+    d.bytes_in_flight = bytes_in_flight_;
+    d.congestion_window = cc_->CongestionWindow();
+    d.reorder_packets = reorder_packets_;
+    d.reorder_rtt_fraction = reorder_fraction_;
+    d.pto_backoff = pto_backoff_;
+    CcDebugState c = cc_->DebugState();
+    d.cc_mode = c.mode;
+    d.cc_bandwidth_estimate = c.bandwidth_estimate;
+    d.cc_pacing_gain = c.pacing_gain;
+    d.peer_loss_rate = peer_loss_rate_;
+    d.peer_mean_burst = peer_mean_burst_;
+    return d;
+  }
+  bool closed() const { return state_ == State::kClosed; }
+  uint64_t pending_send_messages() const { return send_.pending_messages(); }
+  ByteCount pending_send_bytes() const { return send_.pending_bytes(); }
+  ReceiveStream& recv() { return recv_; }
+
+ private:
+  enum class State { kOpen, kClosing, kClosed };
+
+  bool HasDataToSend() const {
+    if (state_ != State::kOpen) return false;
+    if (send_.has_retransmissions()) return true;
+    return send_.has_unsent() && send_.next_unsent() < peer_max_stream_ &&
+           NextUnsentMessageAllowed();
+  }
+  bool NextUnsentMessageAllowed() const {
+    // Message-count flow control: ids below first pending + max_inflight_messages.
+    const SendMessage& m = send_.MessageAt(send_.next_unsent());
+    return m.id < first_pending_id() + cfg_.max_inflight_messages;
+  }
+  uint64_t first_pending_id() const {
+    return send_.next_message_id() - send_.pending_messages();
+  }
+  bool WindowAllows() const {
+    ByteCount window = std::min<ByteCount>(cfg_.window, cc_->CongestionWindow());
+    return bytes_in_flight_ + max_datagram_ <= window;
+  }
+
+  // Pacing in picoseconds so rates that do not divide a nanosecond stay exact.
+  Time ReleaseTime() const {
+    return Time::FromNanoseconds((next_send_ps_ + 999) / 1000);
+  }
+  void Pace(Time now, ByteCount bytes) {
+    const int64_t now_ps = now.ns() * 1000;
+    const int64_t burst_ps = cfg_.pacing_burst.ns() * 1000;
+    if (next_send_ps_ < now_ps - burst_ps) next_send_ps_ = now_ps - burst_ps;
+    const double rate = cc_->PacingRate().bps();
+    if (rate > 0) {
+      next_send_ps_ += static_cast<int64_t>(static_cast<double>(bytes + kWireOverhead) * 8e12 / rate);
+    }
+  }
+
+  Duration PtoPeriod() const {
+    Duration base = rtt_.srtt() + std::max(rtt_.rttvar() * 4, kGranularity) + cfg_.max_ack_delay;
+    base = std::max(base, cfg_.min_pto);
+    for (uint32_t i = 0; i < pto_backoff_ && base < cfg_.max_pto; ++i) base = base * 2;
+    return std::min(base, cfg_.max_pto);
+  }
+  Time PtoTime() const { return last_eliciting_sent_ + PtoPeriod(); }
+
+  Duration LossDelay() const {
+    Duration rtt = std::max(rtt_.srtt(), rtt_.latest());
+    return std::max(rtt.Scaled(1.0 + reorder_fraction_), kGranularity);
+  }
+
+  void WriteAck(Time now, wire::PacketWriter* w) {
+    wire::AckFrame ack;
+    acks_.BuildAck(now, &ack, &ack_ranges_);
+    ack.max_stream = recv_.max_stream();
+    if (w->WriteAck(ack, ack_ranges_, cfg_.max_ack_ranges) == 0) return;
+    wire::LossReportFrame lr;
+    lr.packets_received = acks_.packets_received();
+    lr.packets_missing = acks_.packets_missing();
+    lr.loss_bursts = acks_.loss_bursts();
+    w->WriteLossReport(lr);
+    acks_.OnAckSent();
+    ++stats_.acks_sent;
+  }
+
+  // Fills the packet with data: one contiguous run of stream units, repairs first.
+  // Returns true if any DATA frame was written.
+  bool WriteData(wire::PacketWriter* w, SentPacket* rec) {
+    uint64_t start = 0, units = 0;
+    bool retx = false;
+    // Room for payload: what remains minus a full-width frame header.
+    auto room = [&]() -> uint64_t {
+      size_t r = w->remaining();
+      return r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
+    };
+    uint64_t max_units = std::min<uint64_t>(room(), cfg_.segment);
+    if (max_units == 0) return false;
+    if (send_.TakeRetransmission(max_units, &start, &units)) {
+      retx = true;
+    } else if (!(send_.has_unsent() && NextUnsentMessageAllowed() &&
+                 send_.TakeUnsent(max_units, peer_max_stream_, &start, &units))) {
+      return false;
+    }
+    uint64_t run_start = start, run_units = 0;
+    uint64_t budget = cfg_.segment;
+    while (true) {
+      // Emit the run [start, start+units) as one DATA frame per message piece.
+      uint64_t u = start, left = units;
+      while (left > 0) {
+        MessagePiece piece = send_.PieceAt(u, left);
+        wire::DataFrame df;
+        df.flags = piece.last ? wire::kDataFlagLast : 0;
+        df.message_id = piece.message->id;
+        df.message_length = piece.message->size;
+        df.offset = piece.offset;
+        df.stream_base = piece.message->base;
+        df.length = piece.length;
+        df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
+        uint8_t* wrote = w->WriteData(df);
+        CHECK(wrote != nullptr || piece.length == 0) << "DATA frame did not fit";
+        u += piece.units;
+        left -= piece.units;
+      }
+      run_units += units;
+      budget -= std::min(budget, units);
+      // Small messages: keep filling with the next contiguous new units.
+      if (retx || budget == 0) break;
+      uint64_t more = std::min<uint64_t>(room(), budget);
+      if (more < 64 || !send_.has_unsent() || send_.next_unsent() != start + units ||
+          !NextUnsentMessageAllowed()) {
+        break;
+      }
+      uint64_t s2, u2;
+      if (!send_.TakeUnsent(more, peer_max_stream_, &s2, &u2)) break;
+      start = s2;
+      units = u2;
+    }
+    rec->stream_start = run_start;
+    rec->stream_units = static_cast<uint32_t>(run_units);
+    rec->retransmission = retx;
+    ++stats_.data_packets_sent;
+    if (retx) {
+      ++stats_.packets_retransmitted;
+      stats_.data_bytes_retransmitted += run_units;
+    } else {
+      stats_.data_bytes_sent += run_units;
+    }
+    return true;
+  }
+
+  size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
+    wire::PacketWriter w(buf, max_datagram_);
+    wire::PacketHeader h;
+    h.connection_id = ids_.peer;
+    h.packet_number = sent_.next_packet_number();
+    w.WriteHeader(h);
+    w.WriteClose(static_cast<uint64_t>(close_code_), close_reason_);
+    size_t n = w.Finish();
+    SentPacket& p = sent_.Add();
+    p.sent_time = now;
+    p.bytes = static_cast<uint32_t>(n);
+    sent_.Finish(h.packet_number);
+    sent_.MarkAcked(h.packet_number);
+    ++stats_.packets_sent;
+    stats_.bytes_sent += n;
+    if (info != nullptr) {
+      info->flow = 0;
+      info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
+    }
+    FinishClose();
+    return n;
+  }
+
+  // Processes an ACK frame. Returns false if the connection was closed by it.
+  bool OnAck(Time now, const wire::AckFrame& ack) {
+    ++stats_.acks_received;
+    if (ack.largest >= sent_.next_packet_number()) {
+      ProtocolViolation(absl::StrCat("ACK of packet ", ack.largest, " which was never sent"));
+      return false;
+    }
+    peer_max_stream_ = std::max(peer_max_stream_, ack.max_stream);
+    uint64_t ce_delta = ack.ecn_ce > peer_ce_ ? ack.ecn_ce - peer_ce_ : 0;
+    uint64_t ect_delta = ack.ecn_ect0 > peer_ect0_ ? ack.ecn_ect0 - peer_ect0_ : 0;
+    peer_ce_ = std::max(peer_ce_, ack.ecn_ce);
+    peer_ect0_ = std::max(peer_ect0_, ack.ecn_ect0);
+
+    ByteCount bytes_acked = 0;
+    bool largest_newly_acked = false;
+    bool any_new = false;
+    bool newest_found = false;
+    SentPacket newest{};  // most recently sent newly acknowledged packet
+    wire::AckRangeIterator it(ack);
+    wire::AckRange r;
+    while (it.Next(&r)) {
+      if (r.high < sent_.base()) break;  // this and the rest are below what we track
+      PacketNumber x = sent_.FindUnacked(r.low);
+      while (x <= r.high && x < sent_.next_packet_number()) {
+        SentPacket& p = sent_.Get(x);
+        sent_.MarkAcked(x);
+        any_new = true;
+        if (x == ack.largest) largest_newly_acked = p.ack_eliciting;
+        if (p.lost) {
+          // Declared lost earlier but it arrived: the reorder thresholds were too tight.
+          ++stats_.spurious_losses;
+          OnSpuriousLoss();
+        } else if (!p.finished) {
+          sent_.Finish(x);
+          if (p.in_flight) {
+            bytes_in_flight_ -= p.bytes;
+            bytes_acked += p.bytes;
+            delivered_ += p.bytes;
+          }
+        }
+        if (p.stream_units > 0) send_.Ack(p.stream_start, p.stream_units);
+        if (!newest_found && p.in_flight) {
+          newest = p;
+          newest_found = true;
+        }
+        x = sent_.FindUnacked(x + 1);
+      }
+    }
+    if (largest_newly_acked) {
+      const SentPacket& lp = sent_.Get(ack.largest);
+      rtt_.OnSample(now - lp.sent_time, Duration::Microseconds(static_cast<int64_t>(
+                                            std::min<uint64_t>(ack.ack_delay_us, 1u << 30))));
+    }
+    if (!has_largest_acked_ || ack.largest > largest_acked_) {
+      largest_acked_ = ack.largest;
+      has_largest_acked_ = true;
+    }
+    if (any_new) {
+      delivered_time_ = now;
+      pto_backoff_ = 0;
+    }
+    if (app_limited_until_ > 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
+
+    DetectLosses(now);
+
+    if (bytes_acked > 0 || ce_delta > 0) {
+      AckEvent ev;
+      ev.now = now;
+      ev.bytes_acked = bytes_acked;
+      ev.bytes_in_flight = bytes_in_flight_;
+      ev.total_delivered = delivered_;
+      ev.ce_delta = ce_delta;
+      ev.ect_delta = ect_delta;
+      ev.largest_acked = largest_acked_;
+      if (newest_found) {
+        first_sent_time_ = newest.sent_time;
+        Duration send_elapsed = newest.sent_time - newest.first_sent_time;
+        Duration ack_elapsed = delivered_time_ - newest.delivered_time;
+        Duration interval = std::max(send_elapsed, ack_elapsed);
+        ev.sample.delivered = delivered_ - newest.delivered;
+        ev.sample.interval = interval;
+        ev.sample.rtt = now - newest.sent_time;
+        ev.sample.is_app_limited = newest.is_app_limited;
+        if (interval > Duration::Zero() && interval >= rtt_.min_rtt() / 2) {
+          ev.sample.delivery_rate = Bandwidth::FromBytesAndDuration(ev.sample.delivered, interval);
+        }
+      }
+      cc_->OnAck(ev, rtt_);
+    }
+    CompleteSends();
+    ReleaseOld(now);
+    return true;
+  }
+
+  void DetectLosses(Time now) {
+    loss_time_ = Time::Infinite();
+    if (!has_largest_acked_) return;
+    const Duration delay = LossDelay();
+    LossEvent ev;
+    ev.now = now;
+    PacketNumber x = sent_.FindOutstanding(sent_.base());
+    while (x < largest_acked_) {
+      SentPacket& p = sent_.Get(x);
+      if (largest_acked_ - x >= reorder_packets_ || p.sent_time + delay <= now) {
+        p.lost = true;
+        sent_.Finish(x);
+        ++stats_.packets_lost;
+        if (p.in_flight) {
+          bytes_in_flight_ -= p.bytes;
+          ev.bytes_lost += p.bytes;
+        }
+        ++ev.packets_lost;
+        ev.largest_lost_sent_time = p.sent_time;
+        if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
+        x = sent_.FindOutstanding(x + 1);
+      } else {
+        loss_time_ = p.sent_time + delay;
+        break;
+      }
+    }
+    if (ev.packets_lost > 0) {
+      ev.bytes_in_flight = bytes_in_flight_;
+      cc_->OnLoss(ev, rtt_);
+    }
+  }
+
+  void OnSpuriousLoss() {
+    // Widen both reorder thresholds (RACK increases its window on DSACK).
+    reorder_packets_ = std::min(kMaxReorderPackets, reorder_packets_ * 2);
+    reorder_fraction_ = std::min(1.0, reorder_fraction_ + cfg_.reorder_rtt_fraction);
+  }
+
+  void OnPto(Time now) {
+    ++stats_.pto_count;
+    ++pto_backoff_;
+    probes_pending_ = 2;
+    // Resend the oldest outstanding data without declaring it lost: if the tail of a
+    // flight was lost, nothing later will be acknowledged to reveal it.
+    PacketNumber x = sent_.FindOutstanding(sent_.base());
+    if (x < sent_.next_packet_number()) {
+      SentPacket& p = sent_.Get(x);
+      if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
+    }
+    LossEvent ev;
+    ev.now = now;
+    ev.persistent = true;
+    ev.bytes_in_flight = bytes_in_flight_;
+    cc_->OnLoss(ev, rtt_);
+    // Keep the timer from re-firing at once: the probes re-arm it when sent.
+    last_eliciting_sent_ = now;
+  }
+
+  void OnLossReport(const wire::LossReportFrame& lr) {
+    uint64_t rx = lr.packets_received, miss = lr.packets_missing, bursts = lr.loss_bursts;
+    if (rx + miss > 0) peer_loss_rate_ = static_cast<double>(miss) / static_cast<double>(rx + miss);
+    peer_mean_burst_ = bursts > 0 ? static_cast<double>(miss) / static_cast<double>(bursts) : 0;
+  }
+
+  void ReleaseOld(Time now) {
+    // Keep lost packets a little while so a late ACK is recognised as spurious.
+    const Time horizon = now - (rtt_.srtt() + LossDelay());
+    sent_.ReleaseFront([&](const SentPacket& p) {
+      return p.acked || (p.lost && p.sent_time < horizon);
+    });
+  }
+
+  void CompleteSends() {
+    SendMessage m;
+    while (send_.PopCompleted(&m)) {
+      Event e;
+      e.type = Event::Type::kSendComplete;
+      e.message_id = m.id;
+      e.tag = m.tag;
+      e.size = m.size;
+      events_.push_back(std::move(e));
+      ++stats_.messages_sent;
+    }
+  }
+
+  void DeliverReceived() {
+    Event e;
+    while (recv_.PopDelivered(&e)) {
+      ++stats_.messages_received;
+      events_.push_back(std::move(e));
+    }
+  }
+
+  void ProtocolViolation(std::string detail, CloseCode code = CloseCode::kProtocolViolation) {
+    LOG(WARNING) << "connection " << ids_.local << ": protocol violation: " << detail;
+    StartClose(code, std::move(detail), /*local_error=*/true);
+  }
+
+  void StartClose(CloseCode code, std::string reason, bool local_error) {
+    if (state_ != State::kOpen) return;
+    close_code_ = code;
+    close_reason_ = std::move(reason);
+    close_status_ = local_error ? absl::AbortedError(absl::StrCat("connection closed: ", close_reason_))
+                                : absl::OkStatus();
+    if (code == CloseCode::kIdleTimeout) {
+      close_status_ = absl::DeadlineExceededError(close_reason_);
+    }
+    state_ = State::kClosing;
+  }
+
+  void OnPeerClose(uint64_t code, std::string reason) {
+    if (state_ == State::kClosed) return;
+    close_status_ = code == 0 ? absl::OkStatus()
+                              : absl::AbortedError(absl::StrCat("peer closed the connection (code ",
+                                                                code, "): ", reason));
+    FinishClose();
+  }
+
+  void FinishClose() {
+    state_ = State::kClosed;
+    // Every message still pending learns that it will not complete.
+    absl::Status cancelled = absl::CancelledError(
+        close_status_.ok() ? "connection closed" : std::string(close_status_.message()));
+    SendMessage m;
+    while (send_.pending_messages() > 0) {
+      // Complete the ones that were fully acknowledged, cancel the rest.
+      if (send_.PopCompleted(&m)) continue;
+      break;
+    }
+    for (uint64_t id = first_pending_id(); id < send_.next_message_id(); ++id) {
+      Event e;
+      e.type = Event::Type::kSendComplete;
+      e.message_id = id;
+      e.status = cancelled;
+      events_.push_back(std::move(e));
+    }
+    Event c;
+    c.type = Event::Type::kClosed;
+    c.status = close_status_;
+    events_.push_back(std::move(c));
+  }
+
+  TransportConfig cfg_;
+  ConnectionIds ids_;
+  Rng rng_;
+  ByteCount max_datagram_ = 0;
+
+  SentPacketTable sent_;
+  SendStream send_;
+  RttEstimator rtt_;
+  std::unique_ptr<CongestionController> cc_;
+  AckTracker acks_;
+  ReceiveStream recv_;
+  std::deque<Event> events_;
+  ConnectionStats stats_;
+  std::vector<wire::AckRange> ack_ranges_;
+
+  State state_ = State::kOpen;
+  CloseCode close_code_ = CloseCode::kNoError;
+  std::string close_reason_;
+  absl::Status close_status_;
+
+  // Loss detection.
+  PacketNumber largest_acked_ = 0;
+  bool has_largest_acked_ = false;
+  Time loss_time_ = Time::Infinite();
+  uint32_t pto_backoff_ = 0;
+  uint32_t probes_pending_ = 0;
+  uint32_t reorder_packets_;
+  double reorder_fraction_;
+  ByteCount bytes_in_flight_ = 0;
+
+  // Flow control and peer reports.
+  uint64_t peer_max_stream_ = 0;
+  uint64_t peer_ce_ = 0;
+  uint64_t peer_ect0_ = 0;
+  double peer_loss_rate_ = 0;
+  double peer_mean_burst_ = 0;
+
+  // Pacing and liveness.
+  int64_t next_send_ps_ = 0;
+  Time last_receive_time_;
+  Time last_eliciting_sent_;
+  bool ping_pending_ = false;
+  bool fc_blocked_ = false;
+  uint32_t next_flow_ = 0;
+
+  // Delivery-rate estimation.
+  ByteCount delivered_ = 0;
+  Time delivered_time_;
+  Time first_sent_time_;
+  ByteCount app_limited_until_ = 0;
+};
+
+// ---- Connection: forwards to the implementation ----
+
+Connection::Connection(const TransportConfig& config, ConnectionIds ids, uint64_t seed, Time now)
+    : impl_(std::make_unique<ConnectionImpl>(config, ids, seed, now)) {}
+Connection::~Connection() = default;
+
+absl::StatusOr<uint64_t> Connection::Send(SendBuffer buffer, uint64_t tag) {
+  return impl_->Send(std::move(buffer), tag);
+}
+absl::Status Connection::PostReceive(uint8_t* data, ByteCount capacity, uint64_t tag) {
+  if (closed()) return absl::FailedPreconditionError("connection is closed; cannot receive");
+  return impl_->recv().Post(data, capacity, tag);
+}
+void Connection::ReturnBuffer(OwnedBuffer buffer) { impl_->recv().ReturnBuffer(std::move(buffer)); }
+bool Connection::PollEvent(Event* event) { return impl_->PollEvent(event); }
+void Connection::Close(CloseCode code, std::string reason) { impl_->Close(code, std::move(reason)); }
+void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
+  impl_->OnDatagram(now, d, ecn);
+}
+void Connection::OnTimeout(Time now) { impl_->OnTimeout(now); }
+size_t Connection::PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info) {
+  return impl_->PollTransmit(now, buffer, capacity, info);
+}
+Time Connection::NextTimeout() const { return impl_->NextTimeout(); }
+const TransportConfig& Connection::config() const { return impl_->config(); }
+const ConnectionStats& Connection::stats() const { return impl_->stats(); }
+ConnectionDebugState Connection::debug_state() const { return impl_->debug_state(); }
+bool Connection::closed() const { return impl_->closed(); }
+uint64_t Connection::pending_send_messages() const { return impl_->pending_send_messages(); }
+ByteCount Connection::pending_send_bytes() const { return impl_->pending_send_bytes(); }
+uint64_t Connection::posted_receives() const { return impl_->recv().posted_count(); }
+
+}  // namespace longhaul

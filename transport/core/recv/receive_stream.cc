@@ -1,0 +1,180 @@
+#include "transport/core/recv/receive_stream.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+namespace longhaul {
+
+ReceiveStream::Message& ReceiveStream::Slot(uint64_t id) {
+  DCHECK_GE(id, next_id_);
+  uint64_t idx = id - next_id_;
+  while (messages_.size() <= idx) messages_.emplace_back();
+  return messages_[idx];
+}
+
+uint64_t ReceiveStream::Frontier() const {
+  if (messages_.empty() || !messages_.front().started) return delivered_units_;
+  const Message& m = messages_.front();
+  uint64_t prefix = m.contiguous;
+  if (!m.received.empty() && m.received.front().first == 0) prefix = m.received.front().second;
+  return m.base + prefix;
+}
+
+OwnedBuffer ReceiveStream::Allocate(ByteCount size) {
+  // Reuse a returned buffer of a fitting size (at most twice as large).
+  for (size_t i = pool_.size(); i-- > 0;) {
+    if (pool_[i].capacity() >= size && pool_[i].capacity() <= 2 * size + 4096) {
+      OwnedBuffer b = std::move(pool_[i]);
+      pool_[i] = std::move(pool_.back());
+      pool_.pop_back();
+      return b;
+    }
+  }
+  return OwnedBuffer(size);
+}
+
+void ReceiveStream::ReturnBuffer(OwnedBuffer b) {
+  if (!b || pool_.size() >= 64) return;
+  pool_.push_back(std::move(b));
+}
+
+absl::Status ReceiveStream::Post(uint8_t* data, ByteCount capacity, uint64_t tag) {
+  if (data == nullptr && capacity > 0) {
+    return absl::InvalidArgumentError("PostReceive: null buffer with non-zero capacity");
+  }
+  uint64_t id = posted_next_id_++;
+  uint64_t idx = id - next_id_;
+  while (posted_.size() <= idx) posted_.emplace_back();
+  posted_[idx] = Posted{data, capacity, tag, true};
+  // A message already arriving in owned memory is copied over at delivery.
+  return absl::OkStatus();
+}
+
+uint64_t ReceiveStream::posted_count() const { return posted_next_id_ - next_id_; }
+
+absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
+  if (f.message_id < next_id_) return 0;  // already delivered: a late duplicate
+  if (f.message_id - next_id_ >= max_messages_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "message ", f.message_id, " is beyond the receive limit of ", max_messages_,
+        " messages ahead of ", next_id_));
+  }
+  const uint64_t units = f.message_length == 0 ? 1 : f.message_length;
+  const uint64_t piece_end = f.stream_base + f.offset + (f.message_length == 0 ? 1 : f.length);
+  if (piece_end > max_stream()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data of message ", f.message_id, " exceeds the receive credit (stream unit ",
+        piece_end, " > ", max_stream(), ")"));
+  }
+  Message& m = Slot(f.message_id);
+  if (!m.started) {
+    m.started = true;
+    m.base = f.stream_base;
+    m.size = f.message_length;
+    m.units = units;
+    uint64_t idx = f.message_id - next_id_;
+    if (idx < posted_.size() && posted_[idx].valid) {
+      if (posted_[idx].capacity < m.size) {
+        m.too_large = true;
+      } else {
+        m.dest = posted_[idx].data;
+        m.in_posted = true;
+      }
+    } else if (m.size > 0) {
+      m.owned = Allocate(m.size);
+      m.dest = m.owned.data();
+    }
+  } else if (m.base != f.stream_base || m.size != f.message_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "message ", f.message_id, " changed size or position (", m.size, " bytes at ", m.base,
+        " vs ", f.message_length, " at ", f.stream_base, ")"));
+  }
+  if (m.complete) return 0;
+  // Units of this piece: bytes, or the single unit of a zero-byte message.
+  uint64_t start = f.offset, end = f.offset + (m.size == 0 ? 1 : f.length);
+  if (end == start) return 0;
+  uint64_t fresh;
+  if (start <= m.contiguous && m.received.empty()) {
+    // In-order fast path.
+    fresh = end > m.contiguous ? end - m.contiguous : 0;
+    if (fresh > 0 && m.dest != nullptr && m.size > 0) {
+      std::memcpy(m.dest + m.contiguous, f.payload + (m.contiguous - start), fresh);
+    }
+    if (end > m.contiguous) m.contiguous = end;
+  } else {
+    // Out of order: copy only the parts not already present.
+    uint64_t before = m.received.total();
+    if (m.received.empty() && m.contiguous > 0) m.received.Add(0, m.contiguous);
+    before = m.received.total();
+    if (m.dest != nullptr && m.size > 0) {
+      // Walk the gaps of [start, end) in the set and copy each.
+      uint64_t pos = start;
+      const auto& iv = m.received.intervals();
+      auto it = iv.upper_bound(pos);
+      if (it != iv.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second > pos) pos = prev->second;
+      }
+      while (pos < end) {
+        uint64_t gap_end = (it != iv.end() && it->first < end) ? it->first : end;
+        if (gap_end > pos) std::memcpy(m.dest + pos, f.payload + (pos - start), gap_end - pos);
+        if (it == iv.end() || it->first >= end) break;
+        pos = it->second;
+        ++it;
+      }
+    }
+    m.received.Add(start, end);
+    fresh = m.received.total() - before;
+    // Collapse back to the fast path when everything so far is contiguous.
+    if (m.received.interval_count() == 1 && m.received.front().first == 0) {
+      m.contiguous = m.received.front().second;
+      m.received.clear();
+    }
+  }
+  m.received_units += fresh;
+  if (m.received_units == m.units) m.complete = true;
+  return m.size == 0 ? 0 : fresh;
+}
+
+bool ReceiveStream::PopDelivered(Event* e) {
+  if (messages_.empty() || !messages_.front().complete) return false;
+  Message m = std::move(messages_.front());
+  messages_.pop_front();
+  Posted p;
+  if (!posted_.empty()) {
+    p = posted_.front();
+    posted_.pop_front();
+  }
+  if (posted_next_id_ <= next_id_) posted_next_id_ = next_id_ + 1;
+  *e = Event{};
+  e->type = Event::Type::kReceiveComplete;
+  e->message_id = next_id_;
+  e->size = m.size;
+  if (p.valid) {
+    e->tag = p.tag;
+    if (m.too_large || p.capacity < m.size) {
+      e->status = absl::OutOfRangeError(absl::StrCat("message ", next_id_, " of ", m.size,
+                                                     " bytes does not fit the posted buffer of ",
+                                                     p.capacity, " bytes"));
+      ReturnBuffer(std::move(m.owned));
+    } else {
+      if (!m.in_posted && m.size > 0) {
+        // Posted after the message began arriving in owned memory: copy it over.
+        std::memcpy(p.data, m.owned.data(), m.size);
+        ReturnBuffer(std::move(m.owned));
+      }
+      e->data = p.data;
+    }
+  } else {
+    m.owned.set_size(m.size);
+    e->data = m.owned.data();
+    e->owned = std::move(m.owned);
+  }
+  ++next_id_;
+  delivered_units_ = m.base + m.units;
+  return true;
+}
+
+}  // namespace longhaul

@@ -1,0 +1,83 @@
+// The receiver's message reassembly and in-order delivery.
+//
+// DATA pieces land in place: in the buffer posted for their message (posted buffers
+// match messages in order), or in transport-owned memory when none was posted. Duplicate
+// bytes are detected per message and dropped. Messages are delivered whole and in order:
+// a complete message waits for every earlier one. The receive credit (flow control) is
+// the stream offset of the first undelivered unit plus the receive window; pieces beyond
+// it, or inconsistent with what arrived before, are protocol violations.
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "transport/base/interval_set.h"
+#include "transport/base/units.h"
+#include "transport/core/connection.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul {
+
+class ReceiveStream {
+ public:
+  ReceiveStream(ByteCount recv_window, uint64_t max_messages)
+      : recv_window_(recv_window), max_messages_(max_messages) {}
+
+  // Handles one DATA frame. Returns the new payload bytes (duplicates excluded), or a
+  // protocol error (FailedPrecondition: flow control, InvalidArgument: inconsistent).
+  absl::StatusOr<uint64_t> OnData(const wire::DataFrame& f);
+
+  absl::Status Post(uint8_t* data, ByteCount capacity, uint64_t tag);
+  void ReturnBuffer(OwnedBuffer b);
+
+  // Next in-order complete message; false if none.
+  bool PopDelivered(Event* e);
+
+  // Flow-control credit to advertise: the sender may send units below this. It is the
+  // in-order frontier (every unit below it has arrived) plus the receive window, so the
+  // span the receiver must reassemble is bounded by the window even for messages larger
+  // than it.
+  uint64_t max_stream() const { return Frontier() + recv_window_; }
+  uint64_t posted_count() const;
+  uint64_t next_delivery_id() const { return next_id_; }
+
+ private:
+  struct Posted {
+    uint8_t* data = nullptr;
+    ByteCount capacity = 0;
+    uint64_t tag = 0;
+    bool valid = false;
+  };
+  struct Message {
+    bool started = false;
+    bool complete = false;
+    bool too_large = false;
+    uint64_t base = 0;
+    ByteCount size = 0;
+    uint64_t units = 0;
+    uint64_t received_units = 0;
+    uint8_t* dest = nullptr;  // posted buffer or owned.data()
+    bool in_posted = false;
+    OwnedBuffer owned;
+    IntervalSet received;  // units received, when not in order
+    uint64_t contiguous = 0;  // units [0, contiguous) received
+  };
+
+  Message& Slot(uint64_t id);
+  uint64_t Frontier() const;
+  OwnedBuffer Allocate(ByteCount size);
+
+  ByteCount recv_window_;
+  uint64_t max_messages_;
+  uint64_t next_id_ = 0;            // next message to deliver
+  uint64_t delivered_units_ = 0;    // stream units delivered
+  std::deque<Message> messages_;    // ids next_id_ .. next_id_ + size - 1
+  std::deque<Posted> posted_;       // ids next_id_ .. ; may be longer than messages_
+  uint64_t posted_next_id_ = 0;     // id the next Post() is for
+  std::vector<OwnedBuffer> pool_;   // returned owned buffers
+};
+
+}  // namespace longhaul
