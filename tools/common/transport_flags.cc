@@ -42,6 +42,9 @@ DEFINE_string(rate, DefaultOf("rate"),
               "Pacing rate for cc=fixed, cap for bbr (10gbit, 800mbit; 0: no cap).");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
+DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,
+            "When idle, re-send the newest unacknowledged packets (each once) so tail losses "
+            "are repaired without a detection round trip.");
 DEFINE_string(pacing_burst, DefaultOf("pacing_burst"), "Largest back-to-back burst (100us).");
 DEFINE_uint32(reorder_packets, longhaul::TransportConfig().reorder_packets,
               "Packets reordering threshold for loss detection.");
@@ -82,6 +85,7 @@ constexpr const char* kTransportFlags[] = {
     "rate",
     "ecn",
     "pacing_burst",
+    "tail_protect",
     "reorder_packets",
     "reorder_rtt_fraction",
     "initial_rtt",
@@ -104,6 +108,7 @@ std::string FlagValueText(const char* name) {
     return absl::StrFormat("%.17g", FLAGS_reorder_rtt_fraction);
   }
   if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
+  if (std::string(name) == "tail_protect") return FLAGS_tail_protect ? "true" : "false";
   std::string value;
   CHECK(gflags::GetCommandLineOption(name, &value)) << name;
   return value;
@@ -150,6 +155,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["max_inflight_messages"] = config.max_inflight_messages;
   j["flows"] = config.flows;
   j["ecn"] = config.ecn;
+  j["tail_protect"] = config.tail_protect;
   j["reorder_packets"] = config.reorder_packets;
   j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;
   j["ack_every"] = config.ack_every;

@@ -69,6 +69,12 @@ struct TransportConfig {
   Duration min_pto = Duration::Milliseconds(5);
   Duration max_pto = Duration::Seconds(10);
 
+  // Tail protection: when the sender has nothing new to send and nothing to repair, it
+  // spends the idle pacing slots re-sending the newest unacknowledged packets (each at
+  // most once, only those sent within the last RTT), so a loss at the end of a transfer
+  // or a message burst is repaired without waiting a round trip for its detection.
+  bool tail_protect = true;
+
   // ---- acknowledgements ----
   // Acknowledge after this many ack-eliciting packets, or after max_ack_delay.
   uint32_t ack_every = 32;

@@ -174,7 +174,9 @@ class ConnectionImpl {
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
-    if (HasDataToSend() && WindowAllows()) t = std::min(t, ReleaseTime());
+    if ((HasDataToSend() || (cfg_.tail_protect && tail_cursor_ != kNoPacket)) && WindowAllows()) {
+      t = std::min(t, ReleaseTime());
+    }
     return t;
   }
 
@@ -202,18 +204,24 @@ class ConnectionImpl {
 
     const bool probe = probes_pending_ > 0;
     const bool data_ready = HasDataToSend();
+    const bool paced_ok = WindowAllows() && now >= ReleaseTime();
     const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
     if (fc_blocked && !fc_blocked_) ++stats_.flow_control_blocked;
     fc_blocked_ = fc_blocked;
     bool send_data = false;
     if (probe) {
       send_data = true;
-    } else if (data_ready && WindowAllows() && now >= ReleaseTime()) {
+    } else if (data_ready && paced_ok) {
       send_data = true;
     } else if (!data_ready && send_.next_unsent() >= send_.stream_end()) {
       // Nothing to send: mark the delivery-rate state app-limited.
       app_limited_until_ = delivered_ + bytes_in_flight_;
       if (app_limited_until_ == 0) app_limited_until_ = 1;
+    }
+    uint64_t copy_start = 0, copy_units = 0;
+    if (!send_data && !data_ready && paced_ok && cfg_.tail_protect &&
+        NextTailCopy(now, &copy_start, &copy_units)) {
+      send_data = true;
     }
     const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
     if (!send_data && !ack_due && !ping_pending_) return 0;
@@ -231,7 +239,12 @@ class ConnectionImpl {
     SentPacket rec;
     bool ack_eliciting = false;
     if (send_data) {
-      ack_eliciting = WriteData(&w, &rec);
+      ack_eliciting = copy_units > 0 ? WriteRange(&w, &rec, copy_start, copy_units)
+                                     : WriteData(&w, &rec);
+      if (copy_units > 0) {
+        rec.tail_copied = true;  // a copy is not copied again
+        ++stats_.tail_protect_packets;
+      }
       if (probe) --probes_pending_;
     }
     if (!ack_eliciting && (ping_pending_ || probe)) {
@@ -262,6 +275,7 @@ class ConnectionImpl {
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
       if (p.stream_units > 0 || probe) Pace(now, n);
+      if (p.stream_units > 0 && copy_units == 0) tail_cursor_ = pn;  // newest data packet
     } else {
       sent_.Finish(pn);
       sent_.MarkAcked(pn);  // never acknowledged, never lost: out of both walks
@@ -368,6 +382,26 @@ class ConnectionImpl {
     ++stats_.acks_sent;
   }
 
+  // Writes the units [start, start + units) as one DATA frame per message piece.
+  void EmitRun(wire::PacketWriter* w, uint64_t start, uint64_t units) {
+    uint64_t u = start, left = units;
+    while (left > 0) {
+      MessagePiece piece = send_.PieceAt(u, left);
+      wire::DataFrame df;
+      df.flags = piece.last ? wire::kDataFlagLast : 0;
+      df.message_id = piece.message->id;
+      df.message_length = piece.message->size;
+      df.offset = piece.offset;
+      df.stream_base = piece.message->base;
+      df.length = piece.length;
+      df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
+      uint8_t* wrote = w->WriteData(df);
+      CHECK(wrote != nullptr || piece.length == 0) << "DATA frame did not fit";
+      u += piece.units;
+      left -= piece.units;
+    }
+  }
+
   // Fills the packet with data: one contiguous run of stream units, repairs first.
   // Returns true if any DATA frame was written.
   bool WriteData(wire::PacketWriter* w, SentPacket* rec) {
@@ -389,23 +423,7 @@ class ConnectionImpl {
     uint64_t run_start = start, run_units = 0;
     uint64_t budget = cfg_.segment;
     while (true) {
-      // Emit the run [start, start+units) as one DATA frame per message piece.
-      uint64_t u = start, left = units;
-      while (left > 0) {
-        MessagePiece piece = send_.PieceAt(u, left);
-        wire::DataFrame df;
-        df.flags = piece.last ? wire::kDataFlagLast : 0;
-        df.message_id = piece.message->id;
-        df.message_length = piece.message->size;
-        df.offset = piece.offset;
-        df.stream_base = piece.message->base;
-        df.length = piece.length;
-        df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
-        uint8_t* wrote = w->WriteData(df);
-        CHECK(wrote != nullptr || piece.length == 0) << "DATA frame did not fit";
-        u += piece.units;
-        left -= piece.units;
-      }
+      EmitRun(w, start, units);
       run_units += units;
       budget -= std::min(budget, units);
       // Small messages: keep filling with the next contiguous new units.
@@ -431,6 +449,40 @@ class ConnectionImpl {
       stats_.data_bytes_sent += run_units;
     }
     return true;
+  }
+
+  // Writes the given unit range (a tail-protection copy) as DATA frames.
+  bool WriteRange(wire::PacketWriter* w, SentPacket* rec, uint64_t start, uint64_t units) {
+    EmitRun(w, start, units);
+    rec->stream_start = start;
+    rec->stream_units = static_cast<uint32_t>(units);
+    rec->retransmission = true;
+    ++stats_.data_packets_sent;
+    return true;
+  }
+
+  // Picks the newest outstanding data packet sent within the last RTT that has no copy
+  // yet, walking down from the newest data packet. Each packet is visited at most once per
+  // idle period, so the walk costs O(packets sent in the last RTT) per transfer end.
+  bool NextTailCopy(Time now, uint64_t* start, uint64_t* units) {
+    const Time oldest = now - rtt_.srtt();
+    while (tail_cursor_ != kNoPacket && tail_cursor_ >= sent_.base()) {
+      SentPacket& p = sent_.Get(tail_cursor_);
+      const PacketNumber pn = tail_cursor_;
+      tail_cursor_ = pn > sent_.base() ? pn - 1 : kNoPacket;
+      if (p.sent_time < oldest) {
+        tail_cursor_ = kNoPacket;
+        return false;
+      }
+      if (p.finished || p.stream_units == 0 || p.tail_copied) continue;
+      if (send_.IsAcked(p.stream_start, p.stream_units)) continue;
+      p.tail_copied = true;
+      *start = p.stream_start;
+      *units = p.stream_units;
+      return true;
+    }
+    tail_cursor_ = kNoPacket;
+    return false;
   }
 
   size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
@@ -736,6 +788,8 @@ class ConnectionImpl {
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
   uint32_t next_flow_ = 0;
+  static constexpr PacketNumber kNoPacket = ~PacketNumber{0};
+  PacketNumber tail_cursor_ = kNoPacket;  // next candidate for a tail-protection copy
 
   // Delivery-rate estimation.
   ByteCount delivered_ = 0;

@@ -14,6 +14,7 @@ struct ConnectionStats {
   uint64_t data_packets_sent = 0;      // datagrams carrying message data
   uint64_t packets_retransmitted = 0;  // datagrams carrying repaired (resent) data
   uint64_t packets_lost = 0;           // declared lost by the loss detector
+  uint64_t tail_protect_packets = 0;   // idle-time copies of the newest packets
   uint64_t spurious_losses = 0;        // declared lost, then acknowledged after all
   uint64_t pto_count = 0;              // probe timeouts that fired
   uint64_t bytes_sent = 0;             // datagram bytes

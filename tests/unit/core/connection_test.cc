@@ -23,6 +23,7 @@ TransportConfig TestConfig() {
   c.rate = Bandwidth::Gbps(1);
   c.window = 8 << 20;
   c.recv_window = 16 << 20;
+  c.tail_protect = false;  // tests of plain selective repeat; TailProtection* turn it on
   return c;
 }
 
@@ -145,6 +146,41 @@ TEST(ConnectionTest, TailLossIsRepairedByProbeTimeout) {
   SendAndVerify(p, {10000}, Duration::Seconds(10), &t);
   EXPECT_GE(p.a().stats().pto_count, 1u);
   EXPECT_GE(p.a().stats().packets_retransmitted, 2u);
+}
+
+TEST(ConnectionTest, TailProtectionRepairsTailLossWithoutProbeTimeout) {
+  TransportConfig c = TestConfig();
+  c.tail_protect = true;
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      if (i == 8 || i == 9) v.drop = true;  // the last two originals
+    }
+    return v;
+  });
+  Transfer t;
+  const Time start = p.now();
+  SendAndVerify(p, {10000}, Duration::Seconds(10), &t);
+  EXPECT_EQ(p.a().stats().pto_count, 0u);
+  EXPECT_GE(p.a().stats().tail_protect_packets, 2u);
+  // Done within about one RTT (20 ms) plus serialisation, not RTT + probe timeout.
+  EXPECT_LT(p.now() - start, Duration::Milliseconds(25));
+}
+
+TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
+  TransportConfig c = TestConfig();
+  c.tail_protect = true;
+  ConnectionPair p(c, c);
+  Transfer t;
+  SendAndVerify(p, {1000000}, Duration::Seconds(10), &t);
+  // 1000 packets take 8 ms at 1 Gbit/s; the RTT is 20 ms, so all are recent, but none is
+  // copied twice and copies only fill idle time after the last original.
+  EXPECT_LE(p.a().stats().tail_protect_packets, 1000u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+  EXPECT_EQ(p.b().stats().data_bytes_received, 1000000u);
 }
 
 TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {

@@ -29,6 +29,7 @@ void ExpectConfigEq(const TransportConfig& a, const TransportConfig& b) {
   EXPECT_EQ(a.cc, b.cc);
   EXPECT_EQ(a.rate.bps(), b.rate.bps());
   EXPECT_EQ(a.ecn, b.ecn);
+  EXPECT_EQ(a.tail_protect, b.tail_protect);
   EXPECT_EQ(a.pacing_burst, b.pacing_burst);
   EXPECT_EQ(a.reorder_packets, b.reorder_packets);
   EXPECT_EQ(a.reorder_rtt_fraction, b.reorder_rtt_fraction);
@@ -61,6 +62,7 @@ TransportConfig OddBase() {
   c.cc = CongestionControl::kBbr;
   c.rate = Bandwidth::BitsPerSecond(123456789);
   c.ecn = !TransportConfig().ecn;
+  c.tail_protect = !TransportConfig().tail_protect;
   c.pacing_burst = Duration::Nanoseconds(1);
   c.reorder_packets = 2;
   c.reorder_rtt_fraction = 3.5;
@@ -124,6 +126,7 @@ TransportConfig RandomValidConfig(Rng& rng) {
       break;
   }
   c.ecn = rng.Bernoulli(0.5);
+  c.tail_protect = rng.Bernoulli(0.5);
   c.pacing_burst = Duration::Nanoseconds(static_cast<int64_t>(rng.UniformInt(100000001)));
   c.reorder_packets = 1 + static_cast<uint32_t>(rng.UniformInt(1u << 20));
   c.reorder_rtt_fraction = rng.Uniform() * 4;
@@ -167,7 +170,7 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   EXPECT_THAT(
       keys, ::testing::ElementsAre(
                 "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc", "rate",
-                "ecn", "pacing_burst", "reorder_packets", "reorder_rtt_fraction", "initial_rtt",
+                "ecn", "pacing_burst", "tail_protect", "reorder_packets", "reorder_rtt_fraction", "initial_rtt",
                 "min_pto", "max_pto", "ack_every", "max_ack_delay", "max_ack_ranges", "fec",
                 "fec_k", "fec_m", "fec_interleave", "fec_flush", "idle_timeout", "keepalive"));
   std::vector<std::string> all = ProfileKeys();

@@ -222,6 +222,11 @@ const std::vector<KeySpec>& Keys() {
               },
               [](const TransportConfig& c) { return std::string(c.ecn ? "true" : "false"); }},
       DurationKey("pacing_burst", &TransportConfig::pacing_burst),
+      KeySpec{"tail_protect",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetBool(k, v, &c->tail_protect);
+              },
+              [](const TransportConfig& c) { return std::string(c.tail_protect ? "true" : "false"); }},
       U32Key("reorder_packets", &TransportConfig::reorder_packets),
       KeySpec{"reorder_rtt_fraction",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {

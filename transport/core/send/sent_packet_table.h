@@ -39,6 +39,7 @@ struct SentPacket {
   bool lost = false;
   bool retransmission = false;
   bool is_app_limited = false;
+  bool tail_copied = false;    // a tail-protection copy was sent
   bool fec_member = false;     // a data or repair packet of an FEC block
   bool fec_repair = false;
 };
