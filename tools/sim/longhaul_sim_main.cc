@@ -160,6 +160,7 @@ nlohmann::json StatsJson(const ConnectionStats& s) {
   j["packets_retransmitted"] = s.packets_retransmitted;
   j["packets_lost"] = s.packets_lost;
   j["spurious_losses"] = s.spurious_losses;
+  j["tail_protect_packets"] = s.tail_protect_packets;
   j["pto_count"] = s.pto_count;
   j["bytes_sent"] = s.bytes_sent;
   j["data_bytes_sent"] = s.data_bytes_sent;

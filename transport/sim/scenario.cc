@@ -316,6 +316,7 @@ void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
   a->packets_retransmitted += b.packets_retransmitted;
   a->packets_lost += b.packets_lost;
   a->spurious_losses += b.spurious_losses;
+  a->tail_protect_packets += b.tail_protect_packets;
   a->pto_count += b.pto_count;
   a->bytes_sent += b.bytes_sent;
   a->data_bytes_sent += b.data_bytes_sent;
