@@ -33,7 +33,7 @@ DEFINE_string(segment, DefaultOf("segment"), "Payload bytes per packet (8KiB, 90
 DEFINE_string(mtu, "", "IP MTU of the path in bytes; sets --segment to the largest that fits.");
 DEFINE_string(window, DefaultOf("window"),
               "Most bytes in flight; must cover rate x RTT (100gbit x 58ms = 725MB).");
-DEFINE_string(recv_window, DefaultOf("recv_window"), "Receive credit in bytes (2GiB).");
+DEFINE_string(recv_window, DefaultOf("recv_window"), "Receive credit in bytes: how far past the first undelivered byte the peer may send.");
 DEFINE_uint32(max_inflight_messages, longhaul::TransportConfig().max_inflight_messages,
               "Most messages outstanding at the sender.");
 DEFINE_uint32(flows, longhaul::TransportConfig().flows, "UDP flows (source ports) per connection.");

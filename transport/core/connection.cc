@@ -174,7 +174,7 @@ class ConnectionImpl {
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
-    if ((HasDataToSend() || (cfg_.tail_protect && tail_cursor_ != kNoPacket)) && WindowAllows()) {
+    if ((HasDataToSend() || !tail_candidates_.empty()) && WindowAllows()) {
       t = std::min(t, ReleaseTime());
     }
     return t;
@@ -275,7 +275,7 @@ class ConnectionImpl {
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
       if (p.stream_units > 0 || probe) Pace(now, n);
-      if (p.stream_units > 0 && copy_units == 0) tail_cursor_ = pn;  // newest data packet
+      if (p.stream_units > 0 && copy_units == 0) OnDataPacketSent(now, pn);
     } else {
       sent_.Finish(pn);
       sent_.MarkAcked(pn);  // never acknowledged, never lost: out of both walks
@@ -462,27 +462,40 @@ class ConnectionImpl {
   }
 
   // Picks the newest outstanding data packet sent within the last RTT that has no copy
-  // yet, walking down from the newest data packet. Each packet is visited at most once per
-  // idle period, so the walk costs O(packets sent in the last RTT) per transfer end.
+  // yet. Candidates form a stack of data packets in send order: the newest is taken
+  // first, each is examined once, and entries older than an RTT are trimmed from the
+  // bottom, so the cost is O(1) amortised per data packet sent.
   bool NextTailCopy(Time now, uint64_t* start, uint64_t* units) {
     const Time oldest = now - rtt_.srtt();
-    while (tail_cursor_ != kNoPacket && tail_cursor_ >= sent_.base()) {
-      SentPacket& p = sent_.Get(tail_cursor_);
-      const PacketNumber pn = tail_cursor_;
-      tail_cursor_ = pn > sent_.base() ? pn - 1 : kNoPacket;
+    while (!tail_candidates_.empty()) {
+      const PacketNumber pn = tail_candidates_.back();
+      tail_candidates_.pop_back();
+      if (pn < sent_.base()) continue;
+      SentPacket& p = sent_.Get(pn);
       if (p.sent_time < oldest) {
-        tail_cursor_ = kNoPacket;
+        tail_candidates_.clear();  // everything below is older still
         return false;
       }
-      if (p.finished || p.stream_units == 0 || p.tail_copied) continue;
+      if (p.finished || p.tail_copied) continue;
       if (send_.IsAcked(p.stream_start, p.stream_units)) continue;
       p.tail_copied = true;
       *start = p.stream_start;
       *units = p.stream_units;
       return true;
     }
-    tail_cursor_ = kNoPacket;
     return false;
+  }
+
+  // A new original or repair data packet was sent: it is the newest tail candidate.
+  void OnDataPacketSent(Time now, PacketNumber pn) {
+    if (!cfg_.tail_protect) return;
+    const Time oldest = now - rtt_.srtt();
+    while (!tail_candidates_.empty()) {
+      const PacketNumber front = tail_candidates_.front();
+      if (front >= sent_.base() && sent_.Get(front).sent_time >= oldest) break;
+      tail_candidates_.pop_front();
+    }
+    tail_candidates_.push_back(pn);
   }
 
   size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
@@ -788,8 +801,7 @@ class ConnectionImpl {
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
   uint32_t next_flow_ = 0;
-  static constexpr PacketNumber kNoPacket = ~PacketNumber{0};
-  PacketNumber tail_cursor_ = kNoPacket;  // next candidate for a tail-protection copy
+  std::deque<PacketNumber> tail_candidates_;  // data packets, oldest first (NextTailCopy)
 
   // Delivery-rate estimation.
   ByteCount delivered_ = 0;

@@ -124,8 +124,11 @@ class SenderApp final : public App {
   SenderApp(const ScenarioOptions& opt, PairState* pair, const uint8_t* pattern,
             Duration interval)
       : opt_(opt), pair_(pair), pattern_(pattern), interval_(interval) {
-    // Enough submitted to fill the window with room for repair, in whole chunks.
-    target_outstanding_ = std::max<ByteCount>(2 * opt.sender_config.window, 4 * opt.chunk);
+    // A greedy bulk sender: send completions arrive in order, so a message waiting for a
+    // repair holds back the completion of everything after it for one or more round
+    // trips. Keep far more than the window submitted (the buffers are views of one shared
+    // pattern, so this costs no memory) so the sender never runs dry behind a repair.
+    target_outstanding_ = std::max<ByteCount>(8 * opt.sender_config.window, 4 * opt.chunk);
   }
 
   Time NextWake() const override {

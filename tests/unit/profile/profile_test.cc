@@ -183,7 +183,7 @@ TEST(ProfileKeysTest, CanonicalValuesOfTheDefaults) {
   for (const auto& [k, v] : ProfileKeyValues(TransportConfig())) kv[k] = v;
   EXPECT_EQ(kv["segment"], "8KiB");
   EXPECT_EQ(kv["window"], "1GiB");
-  EXPECT_EQ(kv["recv_window"], "2GiB");
+  EXPECT_EQ(kv["recv_window"], "4GiB");
   EXPECT_EQ(kv["cc"], "fixed");
   EXPECT_EQ(kv["rate"], "1gbit");
   EXPECT_EQ(kv["pacing_burst"], "100us");
