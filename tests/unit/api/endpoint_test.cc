@@ -1,0 +1,424 @@
+// Endpoint and UDP driver over real sockets on 127.0.0.1 (ports chosen by the kernel):
+// handshake, transfers with polling, callbacks and posted buffers, multi-flow, errors
+// (closed port, silent port, version mismatch, policy reject), forged cookies, a vanished
+// peer and shutdown. Every wait is bounded.
+#include "transport/api/endpoint.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/unit/api/udp_relay.h"
+#include "transport/drivers/udp/handshake.h"
+
+namespace longhaul {
+namespace {
+
+constexpr Duration kWait = Duration::Seconds(20);
+
+TransportConfig TestConfig() {
+  TransportConfig c;
+  c.rate = Bandwidth::Gbps(2);
+  c.initial_rtt = Duration::Milliseconds(1);
+  return c;
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
+  return v;
+}
+
+struct Server {
+  std::unique_ptr<Endpoint> ep;
+  uint16_t port = 0;
+};
+
+Server StartServer(ListenOptions lo = {}, EndpointOptions eo = {}) {
+  Server s;
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
+  EXPECT_TRUE(ep.ok()) << ep.status();
+  s.ep = *std::move(ep);
+  if (lo.config.rate == TransportConfig().rate) lo.config = TestConfig();
+  absl::StatusOr<uint16_t> port = s.ep->Listen("127.0.0.1", 0, std::move(lo));
+  EXPECT_TRUE(port.ok()) << port.status();
+  s.port = port.ok() ? *port : 0;
+  return s;
+}
+
+std::unique_ptr<Endpoint> NewEndpoint() {
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create({});
+  EXPECT_TRUE(ep.ok());
+  return *std::move(ep);
+}
+
+ConnectOptions Client(TransportConfig c = TestConfig()) {
+  ConnectOptions o;
+  o.config = c;
+  o.timeout = Duration::Seconds(5);
+  return o;
+}
+
+// Waits for the next event of `type`, skipping others; false on timeout.
+bool WaitFor(ConnectionHandle& h, Event::Type type, Event* out, Duration timeout = kWait) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout.ns());
+  while (std::chrono::steady_clock::now() < end) {
+    Event e;
+    if (!h.Wait(&e, Duration::Milliseconds(100))) {
+      if (h.closed() && type != Event::Type::kClosed) return false;
+      continue;
+    }
+    if (e.type == type) {
+      *out = std::move(e);
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Endpoint, ConnectSendReceivePollingAndCleanClose) {
+  Server srv = StartServer();
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE((*s)->info().is_server);
+  EXPECT_EQ((*s)->info().peer_id, (*c)->info().local_id);
+  EXPECT_EQ((*c)->info().peer_id, (*s)->info().local_id);
+
+  const std::vector<size_t> sizes = {0, 1, 1000, 8192, 100000, 3 << 20};
+  std::vector<std::vector<uint8_t>> msgs;
+  for (size_t i = 0; i < sizes.size(); ++i) msgs.push_back(Pattern(sizes[i], uint8_t(i)));
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    absl::StatusOr<uint64_t> id = (*c)->Send(SendBuffer{msgs[i].data(), msgs[i].size()}, 100 + i);
+    ASSERT_TRUE(id.ok()) << id.status();
+    EXPECT_EQ(*id, i);
+  }
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    Event e;
+    ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e)) << "message " << i;
+    ASSERT_TRUE(e.status.ok()) << e.status;
+    EXPECT_EQ(e.message_id, i);
+    ASSERT_EQ(e.size, sizes[i]);
+    if (e.size > 0) {
+      EXPECT_EQ(std::memcmp(e.data, msgs[i].data(), e.size), 0);
+    }
+    (*s)->ReturnBuffer(std::move(e.owned));
+  }
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    Event e;
+    ASSERT_TRUE(WaitFor(**c, Event::Type::kSendComplete, &e));
+    EXPECT_TRUE(e.status.ok()) << e.status;
+    EXPECT_EQ(e.tag, 100 + i);
+  }
+  (*c)->Close();
+  Event closed;
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kClosed, &closed));
+  EXPECT_TRUE(closed.status.ok()) << closed.status;
+  ASSERT_TRUE((*c)->WaitClosed(kWait));
+  EXPECT_TRUE((*c)->status().ok());
+  EXPECT_FALSE((*c)->Send(SendBuffer{msgs[1].data(), 1}, 0).ok());
+  EndpointStats st = srv.ep->stats();
+  EXPECT_EQ(st.connections_accepted, 1u);
+  EXPECT_GE(st.retries_sent, 1u);  // the stateless cookie round trip happened
+}
+
+TEST(Endpoint, CallbacksAndPostedBuffersAndReverseDirection) {
+  std::atomic<int> received{0};
+  std::vector<uint8_t> posted(1 << 20);
+  std::vector<uint8_t> expect = Pattern(1 << 20, 3);
+  std::atomic<bool> content_ok{false};
+  ListenOptions lo;
+  lo.config = TestConfig();
+  lo.on_accept = [&](std::shared_ptr<ConnectionHandle> h) {
+    ASSERT_TRUE(h->PostReceive(posted.data(), posted.size(), 77).ok());
+    ConnectionHandle* raw = h.get();
+    h->SetCallback([&, raw](Event& e) {
+      if (e.type != Event::Type::kReceiveComplete) return;
+      content_ok = e.tag == 77 && e.data == posted.data() &&
+                   std::memcmp(e.data, expect.data(), expect.size()) == 0;
+      // Answer from inside the callback (driver thread).
+      static const char kReply[] = "thanks";
+      ASSERT_TRUE(raw->Send(SendBuffer{reinterpret_cast<const uint8_t*>(kReply), 6}, 1).ok());
+      received.fetch_add(1);
+    });
+  };
+  Server srv = StartServer(std::move(lo));
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  std::atomic<int> replies{0};
+  ConnectOptions co = Client();
+  co.callback = [&](Event& e) {
+    if (e.type == Event::Type::kReceiveComplete && e.size == 6 &&
+        std::memcmp(e.data, "thanks", 6) == 0) {
+      replies.fetch_add(1);
+    }
+  };
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", srv.port, std::move(co));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->Send(SendBuffer{expect.data(), expect.size()}, 5).ok());
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (replies.load() == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(received.load(), 1);
+  EXPECT_TRUE(content_ok.load());
+  EXPECT_EQ(replies.load(), 1);
+}
+
+TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
+  Server srv = StartServer();
+  testing::UdpRelay relay(srv.port);
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  TransportConfig cfg = TestConfig();
+  cfg.flows = 4;
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", relay.port(), Client(cfg));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->config().flows, 4u);
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->config().flows, 4u);
+  std::vector<uint8_t> data = Pattern(4 << 20, 9);
+  ASSERT_TRUE((*c)->Send(SendBuffer{data.data(), data.size()}, 1).ok());
+  Event e;
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
+  ASSERT_EQ(e.size, data.size());
+  EXPECT_EQ(std::memcmp(e.data, data.data(), data.size()), 0);
+  EXPECT_EQ(relay.client_ports(), 4u);
+}
+
+TEST(Endpoint, ConnectToAClosedPortFailsClearly) {
+  // A port that was just free: nothing listens there.
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const uint16_t port = ntohs(a.sin_port);
+  close(fd);
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = cep->Connect("127.0.0.1", port, Client());
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsUnavailable(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("refused"), std::string::npos) << c.status();
+}
+
+TEST(Endpoint, SilentPortTimesOutWithinTheHandshakeTimeout) {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);  // bound, never answers
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  ConnectOptions co = Client();
+  co.timeout = Duration::Milliseconds(600);
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", ntohs(a.sin_port), co);
+  close(fd);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("no answer"), std::string::npos) << c.status();
+}
+
+TEST(Endpoint, UnresolvableHostIsNotFound) {
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("no-such-host.invalid", 5201, Client());
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsNotFound(c.status())) << c.status();
+}
+
+TEST(Endpoint, VersionMismatchIsReportedToTheClient) {
+  Server srv = StartServer();
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  ConnectOptions co = Client();
+  co.protocol_version = udp::kProtocolVersion + 1;
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = cep->Connect("127.0.0.1", srv.port, co);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("version mismatch"), std::string::npos) << c.status();
+  EXPECT_EQ(srv.ep->stats().version_mismatches, 1u);
+}
+
+TEST(Endpoint, PolicySeesAppDataAndCanReject) {
+  ListenOptions lo;
+  lo.config = TestConfig();
+  lo.policy = [](const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
+    if (h.app_data != "please") return absl::PermissionDeniedError("say please");
+    TransportConfig c = TestConfig();
+    c.rate = Bandwidth::Gbps(3);
+    return c;
+  };
+  Server srv = StartServer(std::move(lo));
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  ConnectOptions rude = Client();
+  rude.app_data = "now";
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = cep->Connect("127.0.0.1", srv.port, rude);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("say please"), std::string::npos) << c.status();
+  ConnectOptions polite = Client();
+  polite.app_data = "please";
+  c = cep->Connect("127.0.0.1", srv.port, polite);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->config().rate, Bandwidth::Gbps(3));
+  EXPECT_EQ((*s)->info().peer_app_data, "please");
+}
+
+// Raw datagrams against a server: garbage, a short Hello, a Hello without a cookie (a
+// small Retry comes back), a Hello with a forged cookie (dropped, nothing comes back).
+TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
+  Server srv = StartServer();
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(srv.port);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  auto receive = [&](int ms) -> std::vector<uint8_t> {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return {};
+    std::vector<uint8_t> buf(65536);
+    ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+    buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return buf;
+  };
+  const char garbage[] = "GET / HTTP/1.0\r\n\r\n";
+  ASSERT_GT(send(fd, garbage, sizeof(garbage), 0), 0);
+  udp::HandshakeMessage hello;
+  hello.kind = udp::HandshakeKind::kHello;
+  hello.client_cid = 1234;
+  hello.params = {8192, 8270, 1 << 20, 1024, 1, 1000};
+  absl::StatusOr<std::vector<uint8_t>> pkt = udp::BuildHandshakePacket(hello);
+  ASSERT_TRUE(pkt.ok());
+  // Short: a valid Hello cut to 1000 bytes (checksum then fails) and an unpadded one.
+  std::vector<uint8_t> short_pkt(pkt->begin(), pkt->begin() + 1000);
+  ASSERT_GT(send(fd, short_pkt.data(), short_pkt.size(), 0), 0);
+  // Proper Hello without a cookie: a Retry, at most 3x the bytes sent.
+  ASSERT_GT(send(fd, pkt->data(), pkt->size(), 0), 0);
+  std::vector<uint8_t> reply = receive(5000);
+  ASSERT_FALSE(reply.empty());
+  EXPECT_LE(reply.size(), 3 * pkt->size());
+  absl::StatusOr<udp::HandshakeMessage> retry = udp::ParseHandshakePacket(reply);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_EQ(retry->kind, udp::HandshakeKind::kRetry);
+  EXPECT_EQ(retry->client_cid, 1234u);
+  // Forged cookie: flip one bit of the real one.
+  udp::HandshakeMessage forged = hello;
+  forged.cookie = retry->cookie;
+  forged.cookie.back() ^= 1;
+  absl::StatusOr<std::vector<uint8_t>> fpkt = udp::BuildHandshakePacket(forged);
+  ASSERT_TRUE(fpkt.ok());
+  ASSERT_GT(send(fd, fpkt->data(), fpkt->size(), 0), 0);
+  // The server drops it: wait until it counted it, then check nothing came back.
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (srv.ep->stats().cookies_invalid == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EndpointStats st = srv.ep->stats();
+  EXPECT_EQ(st.cookies_invalid, 1u);
+  EXPECT_EQ(st.connections_accepted, 0u);
+  EXPECT_EQ(st.connections_active, 0u);
+  EXPECT_GE(st.undecodable, 1u);
+  EXPECT_TRUE(receive(200).empty());
+  // The genuine cookie is accepted.
+  udp::HandshakeMessage good = hello;
+  good.cookie = retry->cookie;
+  absl::StatusOr<std::vector<uint8_t>> gpkt = udp::BuildHandshakePacket(good);
+  ASSERT_GT(send(fd, gpkt->data(), gpkt->size(), 0), 0);
+  reply = receive(5000);
+  absl::StatusOr<udp::HandshakeMessage> acc = udp::ParseHandshakePacket(reply);
+  ASSERT_TRUE(acc.ok()) << acc.status();
+  EXPECT_EQ(acc->kind, udp::HandshakeKind::kAccept);
+  EXPECT_EQ(srv.ep->stats().connections_accepted, 1u);
+  close(fd);
+  // And the server still serves a normal client.
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  EXPECT_TRUE(cep->Connect("127.0.0.1", srv.port, Client()).ok());
+}
+
+TEST(Endpoint, VanishedPeerIsReportedAsUnreachable) {
+  ListenOptions lo;
+  lo.config = TestConfig();
+  lo.config.idle_timeout = Duration::Milliseconds(700);
+  lo.config.keepalive = Duration::Milliseconds(100);
+  Server srv = StartServer(std::move(lo));
+  testing::UdpRelay relay(srv.port);
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  TransportConfig cfg = TestConfig();
+  cfg.keepalive = Duration::Milliseconds(100);
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", relay.port(), Client(cfg));
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*c)->config().idle_timeout, Duration::Milliseconds(700));  // negotiated min
+  relay.set_drop(true);  // the peer vanishes (no CLOSE)
+  Event e;
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kClosed, &e));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(e.status)) << e.status;
+  EXPECT_NE(e.status.message().find("peer unreachable"), std::string::npos) << e.status;
+  ASSERT_TRUE(WaitFor(**c, Event::Type::kClosed, &e));
+  EXPECT_NE(e.status.message().find("peer unreachable"), std::string::npos) << e.status;
+}
+
+TEST(Endpoint, ShutdownClosesConnectionsAndCancelsPendingSends) {
+  Server srv = StartServer();
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok());
+  std::vector<uint8_t> big(64 << 20);
+  absl::StatusOr<uint64_t> id = (*c)->Send(SendBuffer{big.data(), big.size()}, 9);
+  ASSERT_TRUE(id.ok());
+  cep->Close();
+  EXPECT_TRUE((*c)->closed());
+  Event e;
+  bool cancelled = false, closed = false;
+  while ((*c)->Poll(&e)) {
+    if (e.type == Event::Type::kSendComplete && e.message_id == *id) cancelled = !e.status.ok();
+    if (e.type == Event::Type::kClosed) closed = true;
+  }
+  EXPECT_TRUE(cancelled);
+  EXPECT_TRUE(closed);
+  EXPECT_FALSE((*c)->Send(SendBuffer{big.data(), 1}, 1).ok());
+  // The server learns of it from the CLOSE.
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kClosed, &e));
+  EXPECT_FALSE(e.status.ok());
+  EXPECT_NE(e.status.message().find("endpoint closed"), std::string::npos) << e.status;
+  EXPECT_TRUE(absl::IsCancelled(cep->Accept(Duration::Milliseconds(10)).status()));
+}
+
+TEST(Endpoint, ListenOnABusyPortFails) {
+  Server srv = StartServer();
+  std::unique_ptr<Endpoint> other = NewEndpoint();
+  ListenOptions lo;
+  lo.config = TestConfig();
+  absl::StatusOr<uint16_t> p = other->Listen("127.0.0.1", srv.port, lo);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("in use"), std::string::npos) << p.status();
+  EXPECT_FALSE(other->Listen("not-an-ip", 0, lo).ok());
+}
+
+}  // namespace
+}  // namespace longhaul

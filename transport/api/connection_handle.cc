@@ -1,0 +1,238 @@
+#include "transport/api/connection_handle.h"
+
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace longhaul {
+
+ConnectionHandle::ConnectionHandle(ConnectionHost* host, ConnectionInfo info)
+    : info_(std::move(info)), host_(host) {}
+
+ConnectionHandle::~ConnectionHandle() = default;
+
+void ConnectionHandle::WakeLocked() {
+  if (!wake_queued_ && host_ != nullptr) {
+    wake_queued_ = true;
+    host_->Wake(this);
+  }
+}
+
+absl::StatusOr<uint64_t> ConnectionHandle::Send(SendBuffer buffer, uint64_t tag) {
+  if (buffer.data == nullptr && buffer.size > 0) {
+    return absl::InvalidArgumentError("Send: null data with non-zero size");
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_ || host_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("connection is closed; cannot send",
+                     status_.ok() ? "" : absl::StrCat(" (", status_.message(), ")")));
+  }
+  if (closing_) return absl::FailedPreconditionError("connection is closing; cannot send");
+  Op op;
+  op.kind = Op::Kind::kSend;
+  op.send = std::move(buffer);
+  op.tag = tag;
+  op.expected_id = next_send_id_++;
+  ops_.push_back(std::move(op));
+  WakeLocked();
+  return ops_.back().expected_id;
+}
+
+absl::Status ConnectionHandle::PostReceive(uint8_t* data, ByteCount capacity, uint64_t tag) {
+  if (data == nullptr && capacity > 0) {
+    return absl::InvalidArgumentError("PostReceive: null buffer with non-zero capacity");
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_ || host_ == nullptr) {
+    return absl::FailedPreconditionError("connection is closed; cannot receive");
+  }
+  Op op;
+  op.kind = Op::Kind::kPost;
+  op.data = data;
+  op.capacity = capacity;
+  op.tag = tag;
+  ops_.push_back(std::move(op));
+  WakeLocked();
+  return absl::OkStatus();
+}
+
+void ConnectionHandle::ReturnBuffer(OwnedBuffer buffer) {
+  if (!buffer) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_ || host_ == nullptr) return;  // freed here
+  Op op;
+  op.kind = Op::Kind::kReturn;
+  op.owned = std::move(buffer);
+  ops_.push_back(std::move(op));
+  WakeLocked();
+}
+
+void ConnectionHandle::Close() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (closing_ || closed_ || host_ == nullptr) return;
+  closing_ = true;
+  Op op;
+  op.kind = Op::Kind::kClose;
+  op.code = CloseCode::kNoError;
+  ops_.push_back(std::move(op));
+  WakeLocked();
+}
+
+void ConnectionHandle::Abort(std::string reason) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (closing_ || closed_ || host_ == nullptr) return;
+  closing_ = true;
+  Op op;
+  op.kind = Op::Kind::kClose;
+  op.code = CloseCode::kApplication;
+  op.reason = std::move(reason);
+  ops_.push_back(std::move(op));
+  WakeLocked();
+}
+
+bool ConnectionHandle::Poll(Event* event) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (events_.empty() || flush_pending_) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+bool ConnectionHandle::Wait(Event* event, Duration timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns()));
+  ++waiters_;
+  cv_.wait_until(l, deadline, [&] { return (!events_.empty() && !flush_pending_) || closed_; });
+  --waiters_;
+  if (events_.empty() || flush_pending_) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void ConnectionHandle::SetCallback(EventCallback callback) {
+  std::lock_guard<std::mutex> l(mu_);
+  callback_ = std::move(callback);
+  if (callback_ && !events_.empty() && host_ != nullptr) {
+    flush_pending_ = true;
+    // The driver passes the queued events to the callback on its thread.
+    if (!wake_queued_) {
+      wake_queued_ = true;
+      host_->Wake(this);
+    }
+  }
+}
+
+bool ConnectionHandle::WaitClosed(Duration timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns()));
+  ++waiters_;
+  bool ok = cv_.wait_until(l, deadline, [&] { return closed_; });
+  --waiters_;
+  return ok;
+}
+
+bool ConnectionHandle::closed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return closed_;
+}
+
+absl::Status ConnectionHandle::status() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return status_;
+}
+
+ConnectionStats ConnectionHandle::stats() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return stats_;
+}
+
+ConnectionDebugState ConnectionHandle::debug_state() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return debug_;
+}
+
+// ---- driver side ----
+
+void ConnectionHandle::TakeOps(std::vector<Op>* ops) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (Op& op : ops_) ops->push_back(std::move(op));
+  ops_.clear();
+  wake_queued_ = false;
+}
+
+void ConnectionHandle::Deliver(std::vector<Event>* events) {
+  if (events->empty()) return;
+  std::unique_lock<std::mutex> l(mu_);
+  for (const Event& e : *events) {
+    if (e.type == Event::Type::kClosed) {
+      closed_ = true;
+      status_ = e.status;
+    }
+  }
+  if (callback_ && !flush_pending_) {
+    EventCallback cb = callback_;
+    l.unlock();
+    for (Event& e : *events) cb(e);
+    l.lock();
+  } else {
+    for (Event& e : *events) events_.push_back(std::move(e));
+  }
+  if (waiters_ > 0) cv_.notify_all();
+  l.unlock();
+  events->clear();
+}
+
+void ConnectionHandle::FlushToCallback() {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!flush_pending_) return;
+  flush_pending_ = false;
+  if (!callback_) return;
+  std::deque<Event> queued;
+  queued.swap(events_);
+  EventCallback cb = callback_;
+  l.unlock();
+  for (Event& e : queued) cb(e);
+}
+
+void ConnectionHandle::PublishStats(const ConnectionStats& stats,
+                                    const ConnectionDebugState& debug) {
+  std::lock_guard<std::mutex> l(mu_);
+  stats_ = stats;
+  debug_ = debug;
+}
+
+void ConnectionHandle::Detach(absl::Status status) {
+  std::vector<Event> events;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    host_ = nullptr;
+    for (Op& op : ops_) {
+      if (op.kind != Op::Kind::kSend) continue;
+      Event e;
+      e.type = Event::Type::kSendComplete;
+      e.message_id = op.expected_id;
+      e.tag = op.tag;
+      e.size = op.send.size;
+      e.status = absl::CancelledError(absl::StrCat("connection closed before the message was sent",
+                                                   status.ok() ? "" : ": ",
+                                                   status.ok() ? "" : status.message()));
+      events.push_back(std::move(e));
+    }
+    ops_.clear();
+    if (!closed_) {
+      Event c;
+      c.type = Event::Type::kClosed;
+      c.status = status;
+      events.push_back(std::move(c));
+    }
+    flush_pending_ = false;
+  }
+  Deliver(&events);
+}
+
+}  // namespace longhaul

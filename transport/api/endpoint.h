@@ -1,0 +1,69 @@
+// Endpoint: the application's entry point to longhaul. It owns a driver thread (today the
+// UDP driver, transport/drivers/udp) that runs every connection of the endpoint; an
+// endpoint can listen (server), connect (client), or both.
+//
+//   auto ep = Endpoint::Create({});                       // starts the driver thread
+//   ListenOptions lo; lo.config = config;
+//   auto addr = (*ep)->Listen("0.0.0.0", 5201, lo);        // server
+//   auto conn = (*ep)->Accept(Duration::Seconds(10));
+//   ConnectOptions co; co.config = config;
+//   auto c = (*ep)->Connect("127.0.0.1", 5201, co);       // client: handshake, then ready
+//   (*c)->Send({data, size}, /*tag=*/1);  (*c)->Wait(&event, timeout);
+//
+// Thread-safety: every method may be called from any thread, except that Connect, Listen
+// and Close must not be called from an event callback (they wait for the driver thread).
+// Closing (or destroying) the endpoint closes its connections: peers receive a CLOSE, and
+// the local handles end with kClosed (Cancelled "endpoint closed").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/api/connection_handle.h"
+#include "transport/api/endpoint_options.h"
+
+namespace longhaul {
+
+namespace udp {
+class UdpDriver;
+}
+
+class Endpoint {
+ public:
+  // Starts the driver thread. Errors: InvalidArgument naming a bad option.
+  static absl::StatusOr<std::unique_ptr<Endpoint>> Create(const EndpointOptions& options);
+  ~Endpoint();
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // Listens on a numeric address ("0.0.0.0", "127.0.0.1", "::") and port (0: any free
+  // port). Returns the bound port. Errors: InvalidArgument for a bad address,
+  // AlreadyExists when the port is in use.
+  absl::StatusOr<uint16_t> Listen(const std::string& address, uint16_t port, ListenOptions options);
+
+  // Connects to `host` (a name or a numeric address) and `port`; returns once the
+  // handshake completed. Errors name the server and the cause: NotFound (the name does
+  // not resolve), Unavailable "connection refused" (nothing listens there),
+  // DeadlineExceeded (no answer within options.timeout), FailedPrecondition (rejected:
+  // version mismatch, busy, the server's policy).
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const std::string& host, uint16_t port,
+                                                            ConnectOptions options);
+
+  // Next accepted connection (for listens without ListenOptions::on_accept).
+  // DeadlineExceeded after `timeout`, Cancelled after Close().
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout);
+
+  // Closes every connection and stops the driver thread. Idempotent.
+  void Close();
+
+  EndpointStats stats() const;
+
+ private:
+  explicit Endpoint(std::unique_ptr<udp::UdpDriver> driver);
+  std::unique_ptr<udp::UdpDriver> driver_;
+};
+
+}  // namespace longhaul

@@ -1,0 +1,116 @@
+// Options of Endpoint (transport/api/endpoint.h) and of the drivers that implement it.
+// Value types. Units are in the names or types (bytes, Duration).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "transport/api/connection_handle.h"
+#include "transport/base/units.h"
+#include "transport/core/config.h"
+
+namespace longhaul {
+
+struct EndpointOptions {
+  // Socket buffers asked for (SO_RCVBUF/SO_SNDBUF, with the FORCE variants when the
+  // process may); 0 derives them from the connection's window: window / 4, clamped to
+  // [4 MiB, 256 MiB]. When the kernel caps them the endpoint logs, once, the sysctl that
+  // raises the cap.
+  ByteCount socket_buffer = 0;
+  // When the next deadline (a pacing release) is this close, the driver thread polls
+  // instead of sleeping on the timer: precise pacing at high rates for a busy core.
+  // Zero: always sleep.
+  Duration spin = Duration::Microseconds(50);
+  bool gso = true;  // UDP_SEGMENT send offload, where the kernel has it
+  bool gro = true;  // UDP_GRO receive offload, where the kernel has it
+  // Datagrams per sendmmsg batch and kernel messages per recvmmsg.
+  uint32_t tx_batch = 64;
+  uint32_t rx_batch = 32;
+  // Server side: how long a stateless cookie stays valid, most connections kept, and
+  // most UDP flows accepted per connection.
+  Duration cookie_lifetime = Duration::Seconds(10);
+  uint32_t max_connections = 1024;
+  uint32_t max_flows = 64;
+  // Seed for the connections' randomness and connection ids; 0 draws one from
+  // std::random_device.
+  uint64_t seed = 0;
+};
+
+// What a server learns from a client's validated Hello, before it keeps any state.
+struct HelloInfo {
+  std::string peer_address;  // "127.0.0.1:40001"
+  uint32_t segment = 0;
+  ByteCount recv_window = 0;
+  uint32_t max_inflight_messages = 0;
+  uint32_t flows = 1;
+  Duration idle_timeout;
+  std::string app_data;  // the client's ConnectOptions::app_data
+};
+
+// Server policy: the configuration for a new connection, or an error whose message goes
+// back to the client in a Reject ("server busy", "unsupported parameters: ...").
+// Runs on the driver thread; must not block.
+using HelloPolicy = std::function<absl::StatusOr<TransportConfig>(const HelloInfo&)>;
+// Called on the driver thread as soon as an accepted connection exists, before any of
+// its data is processed (the place to SetCallback or PostReceive without a race).
+using AcceptCallback = std::function<void(std::shared_ptr<ConnectionHandle>)>;
+
+struct ListenOptions {
+  TransportConfig config;  // for accepted connections (unless the policy says otherwise)
+  HelloPolicy policy;      // optional
+  // Optional; without it accepted connections queue for Endpoint::Accept (at most
+  // `backlog`; more are rejected as busy).
+  AcceptCallback on_accept;
+  uint32_t backlog = 128;
+};
+
+struct ConnectOptions {
+  TransportConfig config;
+  // Opaque bytes for the server's HelloPolicy (at most 900).
+  std::string app_data;
+  // Total time for the handshake (Hello retransmitted with backoff meanwhile).
+  Duration timeout = Duration::Seconds(5);
+  // Optional completion callback, set before any event can occur.
+  EventCallback callback;
+  // Protocol version to ask for. Tests only: anything but the default is refused.
+  uint32_t protocol_version = 0;  // 0: this build's version
+};
+
+// Counters of an endpoint's driver (all since creation).
+struct EndpointStats {
+  uint64_t datagrams_sent = 0;
+  uint64_t datagrams_received = 0;
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t send_syscalls = 0;
+  uint64_t recv_syscalls = 0;
+  uint64_t gso_sends = 0;     // sends that carried several datagrams (UDP_SEGMENT)
+  uint64_t gro_receives = 0;  // receives that returned several datagrams (UDP_GRO)
+  uint64_t send_blocked = 0;  // times a socket buffer was full
+  uint64_t send_errors = 0;   // datagrams the kernel refused
+  uint64_t receive_truncated = 0;
+  uint64_t undecodable = 0;         // not a longhaul datagram (bad length, version or type)
+  uint64_t unknown_connection = 0;  // 1-RTT packets for no connection of ours
+  // handshake (server side)
+  uint64_t hellos_received = 0;
+  uint64_t short_initials = 0;  // Initials below 1200 bytes (dropped)
+  uint64_t retries_sent = 0;
+  uint64_t cookies_invalid = 0;  // forged or corrupted cookies (dropped)
+  uint64_t cookies_expired = 0;  // answered with a fresh Retry
+  uint64_t version_mismatches = 0;
+  uint64_t rejects_sent = 0;
+  uint64_t connections_accepted = 0;
+  uint64_t handshake_errors = 0;       // malformed handshake packets
+  uint64_t amplification_limited = 0;  // replies withheld by the 3x limit
+  uint64_t connections_active = 0;
+  // socket facts (of the last socket opened)
+  ByteCount recv_buffer = 0;
+  ByteCount send_buffer = 0;
+  bool gso = false;
+  bool gro = false;
+};
+
+}  // namespace longhaul
