@@ -1,0 +1,420 @@
+// longhaul-emu-load: a bounded load generator and ping-pong probe for measuring
+// longhaul-emu (docs/emulator.md). It binds the sink address itself (the address the
+// emulator forwards to) and sends to the emulator's listen address, so one process sees
+// both ends on one clock.
+//
+//   flood:    --flows sockets send --size datagrams for --duration (paced at --rate, or
+//             as fast as possible with --rate=0); the sink counts what arrives, the rate
+//             over [--warmup, --duration] and the one-way delay.
+//   pingpong: one datagram at a time; the sink echoes it back through the emulator; the
+//             round-trip times of --pings pings (each waits at most --ping_timeout).
+//
+// Traffic goes only to the addresses given, which must be loopback. Every loop is bounded
+// by --duration (+ --drain) or --pings x --ping_timeout.
+// Exit status: 0 done, 1 runtime failure, 2 bad flags.
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+#include "transport/base/parse.h"
+#include "transport/emu/loop_util.h"
+#include "transport/emu/socket_address.h"
+#include "transport/emu/socket_util.h"
+
+DEFINE_string(to, "", "the emulator's listen address, e.g. 127.0.0.1:9000 (required)");
+DEFINE_string(sink, "", "address to receive at: the emulator's --forward, e.g. 127.0.0.1:9001 "
+              "(required)");
+DEFINE_string(mode, "flood", "flood (throughput) or pingpong (round-trip time)");
+DEFINE_string(size, "8KiB", "datagram payload size (32..65507 bytes)");
+DEFINE_string(duration, "10s", "flood: how long to send");
+DEFINE_string(warmup, "1s", "flood: the rate is measured over [warmup, duration]");
+DEFINE_string(drain, "1s", "flood: how long the sink keeps counting after the sender stops");
+DEFINE_string(rate, "0", "flood: send rate of payload bits/s (e.g. 3gbit; 0: as fast as possible)");
+DEFINE_int32(flows, 1, "flood: sending sockets (distinct source ports), 1..64");
+DEFINE_int32(pings, 100, "pingpong: number of pings (1..100000)");
+DEFINE_string(ping_timeout, "2s", "pingpong: a ping not answered within this is lost");
+DEFINE_int32(overhead, 28, "bytes added per datagram on the wire, for the wire rate");
+DEFINE_bool(json, false, "print one JSON object");
+
+namespace longhaul {
+namespace {
+
+using emu::MonotonicNs;
+constexpr uint32_t kMagic = 0x4c48454d;  // "LHEM"
+
+struct Header {
+  uint32_t magic;
+  uint32_t flow;
+  uint64_t seq;
+  int64_t sent_ns;  // CLOCK_MONOTONIC at the sender
+  int64_t hold_ns;  // pingpong: time the echo spent in the sink (kernel arrival to send)
+};
+static_assert(sizeof(Header) == 32);
+
+// Receives one datagram with its kernel arrival time mapped to CLOCK_MONOTONIC (the
+// reading process's wake-up delay then does not count); -1 when nothing was read.
+ssize_t RecvStamped(int fd, uint8_t* buf, size_t len, sockaddr_storage* from, socklen_t* from_len,
+                    int64_t* arrival_ns) {
+  iovec iov{buf, len};
+  msghdr h{};
+  alignas(cmsghdr) uint8_t control[64];
+  h.msg_iov = &iov;
+  h.msg_iovlen = 1;
+  h.msg_name = from;
+  h.msg_namelen = from != nullptr ? sizeof(*from) : 0;
+  h.msg_control = control;
+  h.msg_controllen = sizeof(control);
+  const ssize_t n = recvmsg(fd, &h, MSG_DONTWAIT);
+  const int64_t mono = MonotonicNs();
+  if (n < 0) return n;
+  if (from_len != nullptr) *from_len = h.msg_namelen;
+  const int64_t rt = emu::ReceivedRealtimeNs(h);
+  *arrival_ns = rt > 0 ? std::min(mono, rt - (emu::RealtimeNs() - MonotonicNs())) : mono;
+  return n;
+}
+
+[[noreturn]] void Usage(const std::string& msg) {
+  std::cerr << "longhaul-emu-load: " << msg << "\n";
+  std::exit(2);
+}
+
+template <typename T>
+T Or(absl::StatusOr<T> v, const char* flag) {
+  if (!v.ok()) Usage(absl::StrCat("--", flag, ": ", v.status().message()));
+  return *std::move(v);
+}
+
+int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* connect_to,
+               bool nonblocking) {
+  int fd = socket(bind_to.family(), SOCK_DGRAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  if (fd < 0) {
+    std::cerr << "longhaul-emu-load: socket: " << strerror(errno) << "\n";
+    std::exit(1);
+  }
+  emu::SetSocketBuffers(fd, 64 << 20);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+  if (absl::Status s = emu::BindSocket(fd, bind_to); !s.ok()) {
+    std::cerr << "longhaul-emu-load: " << s.message() << "\n";
+    std::exit(1);
+  }
+  if (connect_to != nullptr) {
+    if (absl::Status s = emu::ConnectSocket(fd, *connect_to); !s.ok()) {
+      std::cerr << "longhaul-emu-load: " << s.message() << "\n";
+      std::exit(1);
+    }
+  }
+  return fd;
+}
+
+emu::SocketAddress AnyPortLike(const emu::SocketAddress& a) {
+  emu::SocketAddress b = a;
+  b.set_port(0);
+  return b;
+}
+
+void SleepUntil(int64_t t_ns) {
+  timespec ts{static_cast<time_t>(t_ns / 1000000000), static_cast<long>(t_ns % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t size) {
+  const Duration duration = Or(ParseDuration(FLAGS_duration), "duration");
+  const Duration warmup = Or(ParseDuration(FLAGS_warmup), "warmup");
+  const Duration drain = Or(ParseDuration(FLAGS_drain), "drain");
+  const Bandwidth rate = Or(ParseBandwidth(FLAGS_rate), "rate");
+  if (duration <= Duration::Zero() || duration > Duration::Seconds(3600)) {
+    Usage("--duration must be in (0, 1h]");
+  }
+  if (warmup < Duration::Zero() || warmup >= duration) Usage("--warmup must be in [0, duration)");
+  if (drain < Duration::Zero() || drain > Duration::Seconds(60)) Usage("--drain must be in [0, 60s]");
+  if (FLAGS_flows < 1 || FLAGS_flows > 64) Usage("--flows must be in 1..64");
+
+  const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true);
+  std::vector<int> flows;
+  for (int i = 0; i < FLAGS_flows; ++i) flows.push_back(MakeSocket(AnyPortLike(to), &to, false));
+
+  const int64_t start = MonotonicNs();
+  const int64_t send_end = start + duration.ns();
+  std::atomic<bool> sender_done{false};
+  std::atomic<int64_t> sender_end_ns{send_end};
+  uint64_t sent = 0, send_errors = 0;
+
+  // Receiver: 100 ms bins of payload bytes and datagrams by arrival time.
+  constexpr int64_t kBinNs = 100'000'000;
+  const size_t bins = static_cast<size_t>((duration + drain).ns() / kBinNs + 2);
+  std::vector<uint64_t> bin_bytes(bins, 0), bin_pkts(bins, 0);
+  uint64_t received = 0, received_bytes = 0, foreign = 0;
+  double owd_sum = 0;
+  int64_t owd_min = INT64_MAX, owd_max = 0;
+  std::thread receiver([&] {
+    constexpr int kBatch = 64;
+    std::vector<uint8_t> buf(kBatch * 65536);
+    mmsghdr msgs[kBatch];
+    iovec iov[kBatch];
+    alignas(cmsghdr) static thread_local uint8_t control[kBatch][64];
+    for (int i = 0; i < kBatch; ++i) {
+      iov[i] = {buf.data() + i * 65536, 65536};
+    }
+    while (true) {
+      const int64_t now = MonotonicNs();
+      if (sender_done.load() && now >= sender_end_ns.load() + drain.ns()) break;
+      pollfd p{sink_fd, POLLIN, 0};
+      poll(&p, 1, 20);
+      for (int i = 0; i < kBatch; ++i) {
+        msgs[i].msg_hdr = msghdr{};
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = control[i];
+        msgs[i].msg_hdr.msg_controllen = sizeof(control[i]);
+      }
+      const int n = recvmmsg(sink_fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
+      if (n <= 0) continue;
+      const int64_t mono = MonotonicNs();
+      const int64_t real_minus_mono = emu::RealtimeNs() - mono;
+      for (int i = 0; i < n; ++i) {
+        // Kernel arrival time: the sink thread's own scheduling delay does not count.
+        const int64_t rt = emu::ReceivedRealtimeNs(msgs[i].msg_hdr);
+        const int64_t t = rt > 0 ? std::min(mono, rt - real_minus_mono) : mono;
+        const size_t bin =
+            static_cast<size_t>(std::clamp<int64_t>((t - start) / kBinNs, 0, bins - 1));
+        const uint32_t len = msgs[i].msg_len;
+        Header h;
+        if (len < sizeof(h)) {
+          ++foreign;
+          continue;
+        }
+        std::memcpy(&h, iov[i].iov_base, sizeof(h));
+        if (h.magic != kMagic) {
+          ++foreign;
+          continue;
+        }
+        ++received;
+        received_bytes += len;
+        ++bin_pkts[bin];
+        bin_bytes[bin] += len;
+        const int64_t owd = t - h.sent_ns;
+        owd_sum += static_cast<double>(owd);
+        owd_min = std::min(owd_min, owd);
+        owd_max = std::max(owd_max, owd);
+      }
+    }
+  });
+
+  // Sender: batches of 16 per flow, round-robin; paced when --rate > 0.
+  {
+    constexpr int kBatch = 16;
+    std::vector<uint8_t> buf(kBatch * size, 0xa5);
+    mmsghdr msgs[kBatch];
+    iovec iov[kBatch];
+    const double ns_per_datagram = rate.IsZero() ? 0 : static_cast<double>(size) * 8e9 / rate.bps();
+    int64_t next = start;
+    for (size_t f = 0; MonotonicNs() < send_end; f = (f + 1) % flows.size()) {
+      const int64_t now = MonotonicNs();
+      for (int i = 0; i < kBatch; ++i) {
+        Header h{kMagic, static_cast<uint32_t>(f), sent + i, now, 0};
+        std::memcpy(buf.data() + i * size, &h, sizeof(h));
+        iov[i] = {buf.data() + i * size, size};
+        msgs[i].msg_hdr = msghdr{};
+        msgs[i].msg_hdr.msg_iov = &iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+      }
+      const int n = sendmmsg(flows[f], msgs, kBatch, 0);
+      if (n > 0) {
+        sent += static_cast<uint64_t>(n);
+      } else {
+        ++send_errors;
+      }
+      if (ns_per_datagram > 0) {
+        next += static_cast<int64_t>(ns_per_datagram * std::max(n, 1));
+        if (next > MonotonicNs()) SleepUntil(next);
+      }
+    }
+    sender_end_ns = MonotonicNs();
+    sender_done = true;
+  }
+  receiver.join();
+
+  // Rate over whole bins inside [warmup, duration].
+  const size_t b0 = static_cast<size_t>((warmup.ns() + kBinNs - 1) / kBinNs);
+  const size_t b1 = static_cast<size_t>(duration.ns() / kBinNs);
+  uint64_t wb = 0, wp = 0;
+  for (size_t b = b0; b < b1 && b < bins; ++b) {
+    wb += bin_bytes[b];
+    wp += bin_pkts[b];
+  }
+  const double window_s = b1 > b0 ? static_cast<double>((b1 - b0) * kBinNs) * 1e-9 : 0;
+  const double payload_bps = window_s > 0 ? static_cast<double>(wb) * 8 / window_s : 0;
+  const double wire_bps =
+      window_s > 0 ? static_cast<double>(wb + wp * static_cast<uint64_t>(FLAGS_overhead)) * 8 / window_s : 0;
+  const double sent_s = static_cast<double>(sender_end_ns.load() - start) * 1e-9;
+  const double offered_bps = sent_s > 0 ? static_cast<double>(sent * size) * 8 / sent_s : 0;
+  const double owd_mean_ms = received ? owd_sum / static_cast<double>(received) * 1e-6 : 0;
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["mode"] = "flood";
+    j["size"] = size;
+    j["flows"] = FLAGS_flows;
+    j["duration_s"] = duration.seconds();
+    j["sent"] = sent;
+    j["send_errors"] = send_errors;
+    j["offered_payload_bps"] = offered_bps;
+    j["received"] = received;
+    j["received_bytes"] = received_bytes;
+    j["foreign"] = foreign;
+    j["delivery_fraction"] = sent ? static_cast<double>(received) / static_cast<double>(sent) : 0;
+    j["window_s"] = window_s;
+    j["payload_bps"] = payload_bps;
+    j["wire_bps"] = wire_bps;
+    j["owd_min_ms"] = received ? static_cast<double>(owd_min) * 1e-6 : 0;
+    j["owd_mean_ms"] = owd_mean_ms;
+    j["owd_max_ms"] = static_cast<double>(owd_max) * 1e-6;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << absl::StrFormat(
+        "sent %d datagrams of %d B (%.3f Gbit/s offered), received %d (%.2f%%)\n"
+        "rate over [%s, %s]: payload %.4f Gbit/s, wire %.4f Gbit/s (overhead %d B)\n"
+        "one-way delay: min %.3f ms, mean %.3f ms, max %.3f ms\n",
+        sent, size, offered_bps / 1e9, received,
+        sent ? 100.0 * static_cast<double>(received) / static_cast<double>(sent) : 0,
+        FLAGS_warmup, FLAGS_duration, payload_bps / 1e9, wire_bps / 1e9, FLAGS_overhead,
+        received ? static_cast<double>(owd_min) * 1e-6 : 0, owd_mean_ms,
+        static_cast<double>(owd_max) * 1e-6);
+  }
+  for (int fd : flows) close(fd);
+  close(sink_fd);
+  return 0;
+}
+
+int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t size) {
+  const Duration timeout = Or(ParseDuration(FLAGS_ping_timeout), "ping_timeout");
+  if (FLAGS_pings < 1 || FLAGS_pings > 100000) Usage("--pings must be in 1..100000");
+  if (timeout <= Duration::Zero() || timeout > Duration::Seconds(60)) {
+    Usage("--ping_timeout must be in (0, 60s]");
+  }
+  const int sink_fd = MakeSocket(sink, nullptr, true);
+  const int client_fd = MakeSocket(AnyPortLike(to), &to, true);
+  std::vector<uint8_t> out(size, 0x5a), in(65536);
+  std::vector<double> rtts, raw_rtts;  // kernel-timestamped (sink hold removed) / app-seen
+  int lost = 0;
+  for (int i = 0; i < FLAGS_pings; ++i) {
+    const int64_t sent_ns = MonotonicNs();
+    Header h{kMagic, 0, static_cast<uint64_t>(i), sent_ns, 0};
+    std::memcpy(out.data(), &h, sizeof(h));
+    if (send(client_fd, out.data(), size, 0) < 0) {
+      ++lost;
+      continue;
+    }
+    const int64_t deadline = sent_ns + timeout.ns();
+    bool answered = false;
+    while (!answered) {
+      const int64_t left = deadline - MonotonicNs();
+      if (left <= 0) break;
+      pollfd p[2] = {{sink_fd, POLLIN, 0}, {client_fd, POLLIN, 0}};
+      timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+      if (ppoll(p, 2, &ts, nullptr) <= 0) continue;
+      if (p[0].revents & POLLIN) {  // echo, noting how long it was held here
+        sockaddr_storage from{};
+        socklen_t fl = 0;
+        int64_t arrival = 0;
+        ssize_t n = RecvStamped(sink_fd, in.data(), in.size(), &from, &fl, &arrival);
+        if (n >= static_cast<ssize_t>(sizeof(Header))) {
+          Header e;
+          std::memcpy(&e, in.data(), sizeof(e));
+          e.hold_ns = MonotonicNs() - arrival;
+          std::memcpy(in.data(), &e, sizeof(e));
+          sendto(sink_fd, in.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), fl);
+        }
+      }
+      if (p[1].revents & POLLIN) {
+        int64_t arrival = 0;
+        ssize_t n = RecvStamped(client_fd, in.data(), in.size(), nullptr, nullptr, &arrival);
+        Header r;
+        if (n >= static_cast<ssize_t>(sizeof(r))) {
+          std::memcpy(&r, in.data(), sizeof(r));
+          if (r.magic == kMagic && r.seq == static_cast<uint64_t>(i)) {
+            rtts.push_back(static_cast<double>(arrival - r.sent_ns - r.hold_ns) * 1e-6);
+            raw_rtts.push_back(static_cast<double>(MonotonicNs() - r.sent_ns) * 1e-6);
+            answered = true;
+          }
+        }
+      }
+    }
+    if (!answered) ++lost;
+  }
+  std::vector<double> sorted = rtts;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double q) {
+    return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())))];
+  };
+  double mean = 0, raw_mean = 0;
+  for (double r : rtts) mean += r;
+  for (double r : raw_rtts) raw_mean += r;
+  if (!rtts.empty()) mean /= static_cast<double>(rtts.size());
+  if (!raw_rtts.empty()) raw_mean /= static_cast<double>(raw_rtts.size());
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["mode"] = "pingpong";
+    j["size"] = size;
+    j["pings"] = FLAGS_pings;
+    j["answered"] = rtts.size();
+    j["lost"] = lost;
+    j["rtt_min_ms"] = sorted.empty() ? 0 : sorted.front();
+    j["rtt_mean_ms"] = mean;
+    j["rtt_p50_ms"] = pct(0.5);
+    j["rtt_p99_ms"] = pct(0.99);
+    j["rtt_max_ms"] = sorted.empty() ? 0 : sorted.back();
+    j["app_rtt_mean_ms"] = raw_mean;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << absl::StrFormat(
+        "%d pings of %d B: %d answered, %d lost; rtt min %.3f mean %.3f p50 %.3f p99 %.3f "
+        "max %.3f ms (kernel timestamps); as the application saw it: mean %.3f ms\n",
+        FLAGS_pings, size, rtts.size(), lost, sorted.empty() ? 0 : sorted.front(), mean,
+        pct(0.5), pct(0.99), sorted.empty() ? 0 : sorted.back(), raw_mean);
+  }
+  close(sink_fd);
+  close(client_fd);
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  gflags::SetUsageMessage("longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
+                          "[--mode=flood|pingpong] [flags]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (argc > 1) Usage(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (FLAGS_to.empty() || FLAGS_sink.empty()) Usage("--to and --sink are required");
+  const emu::SocketAddress to = Or(emu::SocketAddress::Parse(FLAGS_to), "to");
+  const emu::SocketAddress sink = Or(emu::SocketAddress::Parse(FLAGS_sink), "sink");
+  if (!to.is_loopback() || !sink.is_loopback()) Usage("--to and --sink must be loopback addresses");
+  const ByteCount size = Or(ParseByteCount(FLAGS_size), "size");
+  if (size < sizeof(Header) || size > 65507) Usage("--size must be in 32..65507 bytes");
+  if (FLAGS_mode == "flood") return Flood(to, sink, size);
+  if (FLAGS_mode == "pingpong") return PingPong(to, sink, size);
+  Usage(absl::StrCat("--mode: unknown '", FLAGS_mode, "' (flood, pingpong)"));
+}
+
+}  // namespace
+}  // namespace longhaul
+
+int main(int argc, char** argv) {
+  google::InitGoogleLogging(argv[0]);
+  return longhaul::Main(argc, argv);
+}

@@ -1,0 +1,294 @@
+// longhaul-emu: a user-space netem. The simulator's link model (transport/sim) applied in
+// real time, per direction, to real traffic. docs/emulator.md has the details.
+//
+//   UDP relay (no privileges):
+//     longhaul-emu --link=ts-1g --listen=127.0.0.1:9000 --forward=127.0.0.1:9001
+//   TUN mode (root): two network namespaces joined through the emulated link
+//     longhaul-emu --link=ts-1g --tun --netns=lhA,lhB
+//
+// Exit status: 0 stopped by a signal or --max_time; 1 a runtime failure (address in use,
+// no permission, ...); 2 bad flags or link spec (a message names the problem).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+#include "tools/emu/emu_json.h"
+#include "transport/base/parse.h"
+#include "transport/emu/socket_address.h"
+#include "transport/emu/udp_relay.h"
+#include "transport/sim/link_spec.h"
+
+DEFINE_string(link, "",
+              "link spec: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs, "
+              "e.g. ts-1g,loss=1e-4 or rate=1gbit,rtt=58ms (required)");
+DEFINE_string(listen, "", "UDP mode: address clients send to, e.g. 127.0.0.1:9000 (port 0: any)");
+DEFINE_string(forward, "", "UDP mode: address datagrams are relayed to, e.g. 127.0.0.1:9001");
+DEFINE_bool(tun, false, "TUN mode (root): join two network namespaces (--netns) by TUN devices");
+DEFINE_string(netns, "", "TUN mode: the two namespaces A,B (created if missing, removed at exit "
+              "if created)");
+DEFINE_uint64(seed, 1, "seed of the link's randomness (a spec's seed key overrides it)");
+DEFINE_string(stats_interval, "0", "print a statistics line on stderr this often (e.g. 1s; 0: off)");
+DEFINE_bool(json, false, "JSON lines on stdout: ready, periodic stats, and a final summary");
+DEFINE_string(max_time, "0", "stop after this long (e.g. 30s; 0: run until SIGINT/SIGTERM)");
+DEFINE_uint64(max_clients, 1024, "UDP mode: client flows kept (least recently used evicted)");
+DEFINE_string(buffer, "1GiB", "memory for datagrams waiting for their delivery time, both "
+              "directions; beyond it the emulator drops (counted as its own drops)");
+DEFINE_string(socket_buffer, "64MiB", "SO_RCVBUF/SO_SNDBUF of the relay's sockets (forced "
+              "past net.core.rmem_max/wmem_max when root)");
+DEFINE_bool(tcp_relay, false, "UDP mode: also relay TCP from --listen to --forward, unmodelled "
+            "(control channels, e.g. iperf3's)");
+DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
+
+namespace longhaul {
+namespace {
+
+constexpr int kUsageError = 2;
+int g_stop_fd = -1;
+
+bool OurFlag(const gflags::CommandLineFlagInfo& f) {
+  return absl::StrContains(f.filename, "tools/emu/");
+}
+
+void PrintHelp() {
+  std::cout
+      << "longhaul-emu: a user-space netem; the simulator's link model in real time\n\n"
+         "usage: longhaul-emu --link=SPEC --listen=ADDR:PORT --forward=ADDR:PORT [flags]\n"
+         "       longhaul-emu --link=SPEC --tun --netns=A,B [flags]          (root)\n\n"
+         "UDP relay: datagrams sent to --listen cross the link's forward direction to\n"
+         "--forward; answers cross the reverse direction back to the client. Each client\n"
+         "address:port gets its own upstream socket (multi-flow clients work).\n"
+         "TUN mode: namespaces A (198.18.0.1/30) and B (198.18.0.2/30) joined by TUN\n"
+         "devices through the link, MTU from the spec; any IP traffic between\n"
+         "`ip netns exec A ...` and `ip netns exec B ...` crosses it. Namespaces it\n"
+         "created are removed on SIGINT/SIGTERM.\n\n"
+         "Counters: the model's drops (loss, queue, too_big) and the emulator's own drops\n"
+         "(buffer full, send errors, kernel drops at its sockets, evicted clients) apart.\n"
+         "Sizes take units (64KiB, 1GiB), durations too (300us, 58ms, 2s), rates bits/s\n"
+         "(800mbit, 100gbit). Exit status: 0 stopped (signal or --max_time), 1 runtime\n"
+         "failure, 2 bad flags or spec. docs/emulator.md has the details.\n\nflags:\n";
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (!OurFlag(f)) continue;
+    std::cout << absl::StrFormat("  --%-16s %s (default: %s)\n", f.name, f.description,
+                                 f.default_value.empty() ? "unset" : f.default_value);
+  }
+  std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
+  std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "");
+  for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
+  std::cout << "\nlink keys: ";
+  const auto& keys = sim::LinkSpecKeys();
+  for (size_t i = 0; i < keys.size(); ++i) std::cout << (i ? ", " : "") << keys[i];
+  std::cout << "\n";
+}
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::cerr << "longhaul-emu: " << msg << "\n(see longhaul-emu --help)\n";
+  std::exit(kUsageError);
+}
+
+// --name=value, --name value and --[no]bool, with exit status 2 and a message naming the
+// flag on errors (gflags itself would exit 1).
+void ParseFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
+      PrintHelp();
+      std::exit(0);
+    }
+    if (arg.size() < 2 || arg[0] != '-') UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::string name = body, value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    gflags::CommandLineFlagInfo info;
+    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
+    if (!known && !has_value && absl::StartsWith(name, "no")) {
+      gflags::CommandLineFlagInfo neg;
+      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
+        name = name.substr(2);
+        value = "false";
+        has_value = true;
+        known = true;
+        info = neg;
+      }
+    }
+    if (!known) UsageError(absl::StrCat("unknown flag '--", name, "'"));
+    if (!has_value) {
+      if (info.type == "bool") {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
+      }
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
+    }
+  }
+}
+
+template <typename T>
+T OrUsage(absl::StatusOr<T> v, const char* flag) {
+  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
+  return *std::move(v);
+}
+
+void OnSignal(int) {
+  if (g_stop_fd >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(g_stop_fd, &one, sizeof(one));
+  }
+}
+
+void InstallSignals(int stop_fd) {
+  g_stop_fd = stop_fd;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void PrintJsonLine(const nlohmann::json& j) {
+  std::cout << j.dump() << "\n";
+  std::cout.flush();
+}
+
+bool WritePortFile(const std::string& path, uint16_t port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  FILE* f = fopen(tmp.c_str(), "w");
+  if (f == nullptr) return false;
+  fprintf(f, "%u\n", port);
+  if (fclose(f) != 0) return false;
+  return rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
+           ByteCount buffer, ByteCount socket_buffer) {
+  emu::UdpRelayOptions o;
+  o.link = link;
+  o.seed = FLAGS_seed;
+  o.listen = OrUsage(emu::SocketAddress::Parse(FLAGS_listen), "listen");
+  o.forward = OrUsage(emu::SocketAddress::Parse(FLAGS_forward), "forward");
+  if (o.forward.port() == 0) UsageError("--forward: the port must not be 0");
+  if (FLAGS_max_clients == 0) UsageError("--max_clients must be >= 1");
+  o.max_clients = FLAGS_max_clients;
+  o.buffer_bytes = buffer;
+  o.socket_buffer_bytes = socket_buffer;
+  o.tcp_relay = FLAGS_tcp_relay;
+  o.stats_interval = stats_interval;
+  o.max_time = max_time;
+  emu::EmuStats prev;
+  const size_t overhead = link.overhead;
+  o.on_stats = [&](const emu::EmuStats& s) {
+    std::cerr << emu::EmuStatsLine(s, prev, link, overhead) << std::endl;
+    if (FLAGS_json) {
+      nlohmann::json j = emu::EmuStatsToJson(s, true);
+      j["event"] = "stats";
+      PrintJsonLine(j);
+    }
+    prev = s;
+  };
+  absl::StatusOr<std::unique_ptr<emu::UdpRelay>> relay = emu::UdpRelay::Create(o);
+  if (!relay.ok()) {
+    if (absl::IsInvalidArgument(relay.status())) UsageError(std::string(relay.status().message()));
+    std::cerr << "longhaul-emu: " << relay.status().message() << "\n";
+    return 1;
+  }
+  InstallSignals((*relay)->stop_fd());
+  const emu::EmuStats initial = (*relay)->Stats();
+  const std::string listen = (*relay)->listen_address().ToString();
+  std::cerr << "longhaul-emu: relaying " << listen << " <-> " << o.forward.ToString()
+            << " over " << link.ToString() << " (seed " << FLAGS_seed << ")\n";
+  if (initial.socket_buffers.capped()) {
+    std::cerr << absl::StrFormat(
+        "longhaul-emu: warning: socket buffers capped at rcv %d / snd %d bytes (asked %d); "
+        "raise net.core.rmem_max/wmem_max or run as root\n",
+        initial.socket_buffers.rcvbuf, initial.socket_buffers.sndbuf,
+        initial.socket_buffers.requested);
+  }
+  if (!FLAGS_port_file.empty() && !WritePortFile(FLAGS_port_file, (*relay)->listen_address().port())) {
+    std::cerr << "longhaul-emu: cannot write --port_file " << FLAGS_port_file << "\n";
+    return 1;
+  }
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["event"] = "ready";
+    j["mode"] = "udp";
+    j["listen"] = listen;
+    j["listen_port"] = (*relay)->listen_address().port();
+    j["forward"] = o.forward.ToString();
+    j["link"] = nlohmann::json::parse(link.ToJson());
+    j["seed"] = FLAGS_seed;
+    PrintJsonLine(j);
+  }
+  absl::Status run = (*relay)->Run();
+  const emu::EmuStats s = (*relay)->Stats();
+  std::cerr << emu::EmuStatsLine(s, emu::EmuStats{}, link, overhead) << " (totals)\n";
+  if (FLAGS_json) {
+    nlohmann::json j = emu::EmuStatsToJson(s, true);
+    j["event"] = "final";
+    j["mode"] = "udp";
+    j["link"] = nlohmann::json::parse(link.ToJson());
+    j["seed"] = FLAGS_seed;
+    if (!run.ok()) j["error"] = std::string(run.message());
+    PrintJsonLine(j);
+  }
+  if (!run.ok()) {
+    std::cerr << "longhaul-emu: " << run.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  ParseFlags(argc, argv);
+  if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=ts-1g)");
+  const sim::LinkSpec link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+  const Duration stats_interval = OrUsage(ParseDuration(FLAGS_stats_interval), "stats_interval");
+  const Duration max_time = OrUsage(ParseDuration(FLAGS_max_time), "max_time");
+  if (stats_interval < Duration::Zero()) UsageError("--stats_interval must be >= 0");
+  if (max_time < Duration::Zero()) UsageError("--max_time must be >= 0");
+  const ByteCount buffer = OrUsage(ParseByteCount(FLAGS_buffer), "buffer");
+  const ByteCount socket_buffer = OrUsage(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
+  if (buffer == 0) UsageError("--buffer must be > 0");
+  if (socket_buffer == 0) UsageError("--socket_buffer must be > 0");
+  const bool udp = !FLAGS_listen.empty() || !FLAGS_forward.empty();
+  if (FLAGS_tun && udp) UsageError("--tun cannot be combined with --listen/--forward");
+  if (FLAGS_tun) {
+    UsageError("--tun: TUN mode is not available in this build yet");
+  }
+  if (!FLAGS_netns.empty()) UsageError("--netns needs --tun");
+  if (FLAGS_listen.empty() || FLAGS_forward.empty()) {
+    UsageError("UDP mode needs both --listen and --forward (or use --tun --netns=A,B)");
+  }
+  return RunUdp(link, stats_interval, max_time, buffer, socket_buffer);
+}
+
+}  // namespace
+}  // namespace longhaul
+
+int main(int argc, char** argv) {
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  return longhaul::Main(argc, argv);
+}

@@ -1,0 +1,431 @@
+#include "transport/emu/udp_relay.h"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "transport/base/rng.h"
+
+namespace longhaul::emu {
+namespace {
+
+// epoll data: the high byte says what the fd is, the rest is an index.
+constexpr uint64_t kTagStop = 1ull << 56;
+constexpr uint64_t kTagListen = 2ull << 56;
+constexpr uint64_t kTagFlow = 3ull << 56;
+constexpr uint64_t kTagTcp = 4ull << 56;
+constexpr uint64_t kTagMask = 0xffull << 56;
+
+// Batches read per socket per wake before the loop looks at its timers again.
+constexpr int kReadBatchesPerWake = 4;
+constexpr size_t kControlBytes = 96;  // IP_TOS + SCM_TIMESTAMPNS
+
+}  // namespace
+
+DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed) {
+  DirectionSeeds d;
+  uint64_t s = seed;
+  d.forward_seed = SplitMix64(s);
+  d.reverse_seed = SplitMix64(s);
+  d.forward_spec = spec;
+  d.reverse_spec = spec;
+  if (d.reverse_spec.seed.has_value()) *d.reverse_spec.seed ^= 0x5bd1e995u;
+  return d;
+}
+
+size_t UdpSlotBytes(const sim::LinkSpec& spec) {
+  const int64_t payload =
+      static_cast<int64_t>(spec.mtu) - static_cast<int64_t>(spec.overhead);
+  return static_cast<size_t>(std::clamp<int64_t>(payload, 64, 65535));
+}
+
+struct UdpRelay::RxBatch {
+  mmsghdr msgs[kBatch];
+  iovec iov[kBatch];
+  sockaddr_storage names[kBatch];
+  alignas(cmsghdr) uint8_t control[kBatch][kControlBytes];
+  uint32_t slots[kBatch];
+};
+
+struct UdpRelay::TxBatch {
+  mmsghdr msgs[kBatch];
+  iovec iov[kBatch];
+  alignas(cmsghdr) uint8_t control[kBatch][kControlBytes];
+  uint32_t slots[kBatch];
+  int n = 0;
+};
+
+UdpRelay::UdpRelay(const UdpRelayOptions& o, StopSignal stop)
+    : options_(o),
+      stop_(std::move(stop)),
+      pool_(UdpSlotBytes(o.link), o.buffer_bytes),
+      forward_(DeriveDirectionSeeds(o.link, o.seed).forward_spec,
+               DeriveDirectionSeeds(o.link, o.seed).forward_seed, PayloadKind::kUdpPayload, &pool_),
+      reverse_(DeriveDirectionSeeds(o.link, o.seed).reverse_spec,
+               DeriveDirectionSeeds(o.link, o.seed).reverse_seed, PayloadKind::kUdpPayload, &pool_),
+      clients_(o.max_clients),
+      rx_(std::make_unique<RxBatch>()),
+      tx_(std::make_unique<TxBatch>()),
+      scratch_(65536) {}
+
+absl::StatusOr<std::unique_ptr<UdpRelay>> UdpRelay::Create(const UdpRelayOptions& options) {
+  if (options.listen.empty()) return absl::InvalidArgumentError("listen address missing");
+  if (options.forward.empty()) return absl::InvalidArgumentError("forward address missing");
+  if (options.forward.port() == 0) {
+    return absl::InvalidArgumentError("forward address needs a port other than 0");
+  }
+  if (options.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
+  if (options.max_clients == 0) return absl::InvalidArgumentError("max_clients must be >= 1");
+  absl::StatusOr<StopSignal> stop = StopSignal::Create();
+  if (!stop.ok()) return stop.status();
+  std::unique_ptr<UdpRelay> r(new UdpRelay(options, *std::move(stop)));
+  if (absl::Status s = r->Init(); !s.ok()) return s;
+  return r;
+}
+
+absl::Status UdpRelay::Init() {
+  // The loop's clock starts before the socket exists, so every arrival time is >= 0.
+  epoch_ns_ = MonotonicNs();
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", strerror(errno)));
+  absl::StatusOr<int> fd = MakeUdpSocket(options_.listen.family());
+  if (!fd.ok()) return fd.status();
+  listen_fd_ = *fd;
+  buffers_ = SetSocketBuffers(listen_fd_, options_.socket_buffer_bytes);
+  if (absl::Status s = BindSocket(listen_fd_, options_.listen); !s.ok()) {
+    return absl::UnavailableError(std::string(s.message()));
+  }
+  absl::StatusOr<SocketAddress> bound = SocketAddress::OfSocket(listen_fd_);
+  if (!bound.ok()) return bound.status();
+  listen_addr_ = *bound;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagListen;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", strerror(errno)));
+  }
+  ev.data.u64 = kTagStop;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_.fd(), &ev) != 0) {
+    return absl::InternalError(absl::StrCat("epoll_ctl: ", strerror(errno)));
+  }
+  if (options_.tcp_relay) {
+    absl::StatusOr<std::unique_ptr<TcpSplice>> t =
+        TcpSplice::Create(listen_addr_, options_.forward, epoll_fd_, kTagTcp);
+    if (!t.ok()) return absl::UnavailableError(std::string(t.status().message()));
+    tcp_ = *std::move(t);
+  }
+  return absl::OkStatus();
+}
+
+UdpRelay::~UdpRelay() {
+  tcp_.reset();
+  for (Flow& f : flows_) {
+    if (f.fd >= 0) close(f.fd);
+  }
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+int64_t UdpRelay::FlowFor(const SocketAddress& addr, int64_t now) {
+  if (last_flow_ < flows_.size() && clients_.entry(last_flow_).in_use &&
+      clients_.entry(last_flow_).addr == addr) {
+    return last_flow_;
+  }
+  if (std::optional<uint32_t> f = clients_.Find(addr)) {
+    last_flow_ = *f;
+    return *f;
+  }
+  absl::StatusOr<int> fd = MakeUdpSocket(options_.forward.family());
+  if (!fd.ok()) {
+    LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << fd.status();
+    return -1;
+  }
+  SetSocketBuffers(*fd, options_.socket_buffer_bytes);
+  if (absl::Status s = ConnectSocket(*fd, options_.forward); !s.ok()) {
+    LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << s;
+    close(*fd);
+    return -1;
+  }
+  ClientMap::InsertResult ins = clients_.Insert(addr, now);
+  if (ins.index >= flows_.size()) flows_.resize(ins.index + 1);
+  if (ins.evicted) {
+    VLOG(1) << "client map full: evicted " << ins.evicted_addr.ToString();
+    CloseFlow(ins.index);
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagFlow | ins.index;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, *fd, &ev) != 0) {
+    LOG(WARNING) << "epoll_ctl: " << strerror(errno);
+    close(*fd);
+    clients_.Remove(ins.index);
+    return -1;
+  }
+  flows_[ins.index].fd = *fd;
+  flows_[ins.index].drops_seen = 0;
+  last_flow_ = ins.index;
+  return ins.index;
+}
+
+void UdpRelay::CloseFlow(uint32_t index) {
+  Flow& f = flows_[index];
+  if (f.fd < 0) return;
+  const uint64_t drops = SocketDrops(f.fd);
+  if (drops > f.drops_seen) reverse_.counters().rx_overflow += drops - f.drops_seen;
+  close(f.fd);
+  f.fd = -1;
+  f.drops_seen = 0;
+}
+
+void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
+  RxBatch& b = *rx_;
+  EmuDirection& dir = from_client ? forward_ : reverse_;
+  for (int round = 0; round < kReadBatchesPerWake; ++round) {
+    int k = 0;
+    for (; k < kBatch; ++k) {
+      const uint32_t slot = pool_.Acquire();
+      if (slot == PacketPool::kNoSlot) break;
+      b.slots[k] = slot;
+      b.iov[k] = {pool_.Data(slot), pool_.slot_bytes()};
+    }
+    // Pool exhausted: still drain the socket (into scratch) so the datagrams are counted
+    // as the emulator's own drops here, not lost silently in the kernel.
+    const bool scratch = k == 0;
+    if (scratch) {
+      k = kBatch;
+      for (int i = 0; i < k; ++i) b.iov[i] = {scratch_.data(), scratch_.size()};
+    }
+    for (int i = 0; i < k; ++i) {
+      msghdr& h = b.msgs[i].msg_hdr;
+      h.msg_name = from_client ? &b.names[i] : nullptr;
+      h.msg_namelen = from_client ? sizeof(sockaddr_storage) : 0;
+      h.msg_iov = &b.iov[i];
+      h.msg_iovlen = 1;
+      h.msg_control = b.control[i];
+      h.msg_controllen = kControlBytes;
+      h.msg_flags = 0;
+      b.msgs[i].msg_len = 0;
+    }
+    // MSG_TRUNC: msg_len is the datagram's real length, so an oversized datagram is
+    // offered with its true size (and dropped by the model as too big).
+    const int n = recvmmsg(fd, b.msgs, static_cast<unsigned>(k), MSG_TRUNC, nullptr);
+    const int64_t now = Now();
+    // Kernel arrival times are on CLOCK_REALTIME; map them onto the loop's clock with
+    // the offset between the clocks now. The model then sees when each datagram really
+    // arrived, so the emulator's own reading delay neither bunches datagrams into false
+    // bursts nor adds to the modelled delay.
+    const int64_t realtime_to_loop = RealtimeNs() - now;
+    if (n <= 0) {
+      if (!scratch) {
+        for (int i = 0; i < k; ++i) pool_.Release(b.slots[i]);
+      }
+      if (n < 0 && errno == ECONNREFUSED) {
+        // ICMP port unreachable from the forward target, reported on the connected
+        // upstream socket; nothing was received.
+        ++port_unreachable_;
+        continue;
+      }
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint32_t len = b.msgs[i].msg_len;
+      dir.OnReceived(len);
+      if (scratch) {
+        ++dir.counters().buffer_full;
+        continue;
+      }
+      const uint8_t tos = ReceivedTos(b.msgs[i].msg_hdr);
+      uint32_t f = flow;
+      if (from_client) {
+        const SocketAddress addr = SocketAddress::FromSockaddr(
+            reinterpret_cast<const sockaddr*>(&b.names[i]), b.msgs[i].msg_hdr.msg_namelen);
+        const int64_t idx = addr.empty() ? -1 : FlowFor(addr, now);
+        if (idx < 0) {
+          ++dir.counters().no_flow;
+          pool_.Release(b.slots[i]);
+          continue;
+        }
+        f = static_cast<uint32_t>(idx);
+      }
+      clients_.Touch(f, now);
+      int64_t at = now;
+      if (const int64_t rt = ReceivedRealtimeNs(b.msgs[i].msg_hdr); rt > 0) {
+        at = std::min(now, rt - realtime_to_loop);
+      }
+      dir.Ingest(at, b.slots[i], len, f, clients_.entry(f).generation, tos);
+    }
+    if (!scratch) {
+      for (int i = n; i < k; ++i) pool_.Release(b.slots[i]);
+    }
+    if (n < k) return;  // drained
+  }
+}
+
+void UdpRelay::Flush(TxBatch& b, int fd, EmuDirection& dir) {
+  int i = 0;
+  while (i < b.n) {
+    const int r = sendmmsg(fd, b.msgs + i, static_cast<unsigned>(b.n - i), 0);
+    if (r > 0) {
+      for (int j = i; j < i + r; ++j) dir.OnSent(b.iov[j].iov_len);
+      i += r;
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    // Message i was refused (EAGAIN: socket buffer full; ECONNREFUSED: the target's
+    // port is closed; ...): the emulator's own drop. Skip it and go on.
+    if (r < 0 && errno == ECONNREFUSED) ++port_unreachable_;
+    ++dir.counters().send_errors;
+    ++i;
+  }
+  for (int j = 0; j < b.n; ++j) pool_.Release(b.slots[j]);
+  b.n = 0;
+}
+
+void UdpRelay::ReleaseDue(int64_t now) {
+  TxBatch& b = *tx_;
+  PendingDatagram d;
+  // Forward: each datagram leaves through its client's upstream socket; consecutive
+  // datagrams of the same client share a sendmmsg call.
+  int batch_fd = -1;
+  while (forward_.PopDue(now, &d)) {
+    if (!clients_.Valid(d.flow, d.flow_gen) || flows_[d.flow].fd < 0) {
+      ++forward_.counters().evicted;
+      pool_.Release(d.slot);
+      continue;
+    }
+    const int fd = flows_[d.flow].fd;
+    if (b.n > 0 && (fd != batch_fd || b.n == kBatch)) Flush(b, batch_fd, forward_);
+    batch_fd = fd;
+    msghdr& h = b.msgs[b.n].msg_hdr;
+    h = msghdr{};
+    b.iov[b.n] = {pool_.Data(d.slot), d.bytes};
+    h.msg_iov = &b.iov[b.n];
+    h.msg_iovlen = 1;
+    if (d.tos != 0) {
+      h.msg_control = b.control[b.n];
+      h.msg_controllen = WriteTosControl(options_.forward.family(), d.tos, b.control[b.n]);
+    }
+    b.slots[b.n++] = d.slot;
+  }
+  if (b.n > 0) Flush(b, batch_fd, forward_);
+  // Reverse: everything leaves through the listen socket, addressed to its client.
+  while (reverse_.PopDue(now, &d)) {
+    if (!clients_.Valid(d.flow, d.flow_gen)) {
+      ++reverse_.counters().evicted;
+      pool_.Release(d.slot);
+      continue;
+    }
+    if (b.n == kBatch) Flush(b, listen_fd_, reverse_);
+    const SocketAddress& to = clients_.entry(d.flow).addr;
+    msghdr& h = b.msgs[b.n].msg_hdr;
+    h = msghdr{};
+    h.msg_name = const_cast<sockaddr*>(to.sockaddr_ptr());
+    h.msg_namelen = to.sockaddr_len();
+    b.iov[b.n] = {pool_.Data(d.slot), d.bytes};
+    h.msg_iov = &b.iov[b.n];
+    h.msg_iovlen = 1;
+    if (d.tos != 0) {
+      h.msg_control = b.control[b.n];
+      h.msg_controllen = WriteTosControl(listen_addr_.family(), d.tos, b.control[b.n]);
+    }
+    b.slots[b.n++] = d.slot;
+  }
+  if (b.n > 0) Flush(b, listen_fd_, reverse_);
+}
+
+void UdpRelay::SampleSocketDrops() {
+  const uint64_t l = SocketDrops(listen_fd_);
+  if (l > listen_drops_seen_) {
+    forward_.counters().rx_overflow += l - listen_drops_seen_;
+    listen_drops_seen_ = l;
+  }
+  for (Flow& f : flows_) {
+    if (f.fd < 0) continue;
+    const uint64_t d = SocketDrops(f.fd);
+    if (d > f.drops_seen) {
+      reverse_.counters().rx_overflow += d - f.drops_seen;
+      f.drops_seen = d;
+    }
+  }
+}
+
+absl::Status UdpRelay::Run() {
+  UsePreciseTimers();
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  now_ns_ = Now();
+  const int64_t interval = options_.stats_interval.ns();
+  int64_t next_stats = interval > 0 ? now_ns_ + interval : kNever;
+  const int64_t end = options_.max_time.ns() > 0 ? now_ns_ + options_.max_time.ns() : kNever;
+  epoll_event events[64];
+  bool stop = false;
+  while (!stop) {
+    int64_t now = Now();
+    ReleaseDue(now);
+    now_ns_ = now;
+    if (now >= end) break;
+    if (now >= next_stats) {
+      SampleSocketDrops();
+      if (options_.on_stats) options_.on_stats(Stats());
+      while (next_stats <= now) next_stats += interval;
+    }
+    int64_t deadline = std::min({forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end});
+    deadline = WakeTarget(deadline, now);
+    const int n = EpollWaitUntil(epoll_fd_, events, 64,
+                                 deadline == kNever ? kNever : deadline + epoch_ns_);
+    ++wakeups_;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::InternalError(absl::StrCat("epoll_pwait2: ", strerror(errno)));
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64 & kTagMask;
+      const uint64_t index = events[i].data.u64 & ~kTagMask;
+      if (tag == kTagStop) {
+        stop = true;
+      } else if (tag == kTagListen) {
+        ReadSocket(listen_fd_, /*from_client=*/true, 0);
+      } else if (tag == kTagFlow) {
+        if (index < flows_.size() && flows_[index].fd >= 0) {
+          ReadSocket(flows_[index].fd, /*from_client=*/false, static_cast<uint32_t>(index));
+        }
+      } else if (tag == kTagTcp && tcp_ != nullptr) {
+        tcp_->OnEvent(static_cast<uint32_t>(index & 0xffffff), events[i].events);
+      }
+    }
+  }
+  now_ns_ = Now();
+  SampleSocketDrops();
+  return absl::OkStatus();
+}
+
+EmuStats UdpRelay::Stats() const {
+  EmuStats s;
+  s.elapsed_s = static_cast<double>(now_ns_) * 1e-9;
+  s.forward.model = forward_.ModelCounters(now_ns_);
+  s.forward.own = forward_.counters();
+  s.forward.pending = forward_.pending();
+  s.reverse.model = reverse_.ModelCounters(now_ns_);
+  s.reverse.own = reverse_.counters();
+  s.reverse.pending = reverse_.pending();
+  s.wakeups = wakeups_;
+  s.pool_slot_bytes = pool_.slot_bytes();
+  s.pool_max_slots = pool_.max_slots();
+  s.pool_peak_slots = pool_.peak_in_use();
+  s.clients_active = clients_.size();
+  s.clients_created = clients_.inserted();
+  s.clients_evicted = clients_.evictions();
+  s.port_unreachable = port_unreachable_;
+  s.tcp_connections = tcp_ != nullptr ? tcp_->accepted() : 0;
+  s.socket_buffers = buffers_;
+  return s;
+}
+
+}  // namespace longhaul::emu

@@ -1,0 +1,135 @@
+// UdpRelay: the emulator's UDP mode (no privileges needed). Clients send datagrams to the
+// listen address; each datagram crosses the emulated link's forward direction and is sent
+// to the forward address; answers cross the reverse direction back to the client.
+//
+//   client --> listen socket --[forward EmuDirection]--> upstream socket --> forward target
+//   client <-- listen socket <--[reverse EmuDirection]-- upstream socket <-- forward target
+//
+// Every client source address (IP + port) gets its own upstream socket, connected to the
+// forward target, so a multi-flow client keeps its flows apart and the target sees one
+// peer per client flow; answers go back to the client address of the upstream socket
+// that received them. The client table is bounded (ClientMap, least recently used
+// evicted). ECN: the TOS byte of each client datagram is read (IP_RECVTOS) and sent on
+// with the datagram (IP_TOS control message); the model's CE mark sets CE in it.
+//
+// One thread runs the loop: epoll with a nanosecond timeout to the earliest delivery
+// time, recvmmsg/sendmmsg batches of 64, and at each wake every datagram due is sent, so
+// the release timer cannot drift from the modelled rate. Datagrams wait in a bounded
+// PacketPool; what the relay itself drops (pool full, send errors, kernel drops at its
+// sockets, evicted clients) is counted apart from modelled loss (EmuCounters).
+//
+// Thread-safety: Run() on one thread; Stop() from any thread or a signal handler;
+// Stats() only from the thread that ran Run() (or the on_stats callback, or after Run()).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+#include "transport/emu/client_map.h"
+#include "transport/emu/emu_direction.h"
+#include "transport/emu/emu_stats.h"
+#include "transport/emu/loop_util.h"
+#include "transport/emu/packet_pool.h"
+#include "transport/emu/socket_address.h"
+#include "transport/emu/socket_util.h"
+#include "transport/emu/tcp_splice.h"
+#include "transport/sim/link_spec.h"
+
+namespace longhaul::emu {
+
+struct UdpRelayOptions {
+  sim::LinkSpec link;
+  uint64_t seed = 1;                        // randomness of both directions
+  SocketAddress listen;                     // port 0: any free port (see listen_address())
+  SocketAddress forward;
+  size_t max_clients = 1024;                // client flows (one upstream socket each)
+  size_t buffer_bytes = size_t{1} << 30;    // datagram memory (pool), both directions
+  size_t socket_buffer_bytes = 64 << 20;    // SO_RCVBUF/SO_SNDBUF of every socket
+  bool tcp_relay = false;                   // also relay TCP listen -> forward, unmodelled
+  Duration stats_interval = Duration::Zero();  // > 0: call on_stats this often
+  Duration max_time = Duration::Zero();        // > 0: Run() returns after this long
+  std::function<void(const EmuStats&)> on_stats;
+};
+
+class UdpRelay {
+ public:
+  // Validates the options and binds the listen socket (and the TCP one with tcp_relay).
+  // Errors: InvalidArgument (bad options), Internal/Unavailable (socket calls).
+  static absl::StatusOr<std::unique_ptr<UdpRelay>> Create(const UdpRelayOptions& options);
+  ~UdpRelay();
+
+  // The bound listen address (the actual port when options.listen had port 0).
+  const SocketAddress& listen_address() const { return listen_addr_; }
+
+  // Relays until Stop() or max_time. Datagrams still waiting for their delivery time at
+  // the end are discarded (counted in pending). Returns an error only if the loop cannot
+  // run (epoll failure).
+  absl::Status Run();
+
+  // Makes Run() return soon. Async-signal-safe and thread-safe.
+  void Stop() const { stop_.Raise(); }
+  int stop_fd() const { return stop_.fd(); }
+
+  EmuStats Stats() const;
+
+ private:
+  struct Flow {
+    int fd = -1;
+    uint64_t drops_seen = 0;  // SocketDrops() already counted
+  };
+  static constexpr int kBatch = 64;
+  struct RxBatch;
+  struct TxBatch;
+
+  UdpRelay(const UdpRelayOptions& options, StopSignal stop);
+  absl::Status Init();
+  int64_t Now() const { return MonotonicNs() - epoch_ns_; }
+  void ReadSocket(int fd, bool from_client, uint32_t flow);
+  // The client-map index for `addr`, creating its upstream socket; -1 on failure.
+  int64_t FlowFor(const SocketAddress& addr, int64_t now);
+  void CloseFlow(uint32_t index);
+  void ReleaseDue(int64_t now);
+  void Flush(TxBatch& batch, int fd, EmuDirection& dir);
+  void SampleSocketDrops();
+
+  UdpRelayOptions options_;
+  StopSignal stop_;
+  SocketAddress listen_addr_;
+  int epoll_fd_ = -1;
+  int listen_fd_ = -1;
+  SocketBuffers buffers_;
+  PacketPool pool_;
+  EmuDirection forward_;
+  EmuDirection reverse_;
+  ClientMap clients_;
+  std::vector<Flow> flows_;
+  uint64_t listen_drops_seen_ = 0;
+  uint32_t last_flow_ = UINT32_MAX;
+  std::unique_ptr<TcpSplice> tcp_;
+  std::unique_ptr<RxBatch> rx_;
+  std::unique_ptr<TxBatch> tx_;
+  std::vector<uint8_t> scratch_;
+  int64_t epoch_ns_ = 0;
+  int64_t now_ns_ = 0;  // time of the last loop iteration (for Stats())
+  uint64_t wakeups_ = 0;
+  uint64_t port_unreachable_ = 0;
+};
+
+// Seeds of the two directions from a run's seed, as the simulator derives them (so a
+// spec and seed mean the same link in both); a spec's own seed key also differs between
+// directions. Returns {forward spec, reverse spec, forward seed, reverse seed}.
+struct DirectionSeeds {
+  sim::LinkSpec forward_spec, reverse_spec;
+  uint64_t forward_seed = 0, reverse_seed = 0;
+};
+DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed);
+
+// The largest UDP payload a slot must hold for `spec` (mtu - overhead, at least 64,
+// at most 65535): longer datagrams are too big for the model anyway.
+size_t UdpSlotBytes(const sim::LinkSpec& spec);
+
+}  // namespace longhaul::emu
