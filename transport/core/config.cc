@@ -47,6 +47,7 @@ absl::Status TransportConfig::Validate() const {
   if (rate.bps() < 0 || rate.bps() > 10e12) {
     return absl::InvalidArgumentError("rate is outside [0, 10tbit]");
   }
+  if (absl::Status s = Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0); !s.ok()) return s;
   if (pacing_burst < Duration::Zero() || pacing_burst > Duration::Milliseconds(100)) {
     return absl::InvalidArgumentError("pacing_burst is outside [0, 100ms]");
   }

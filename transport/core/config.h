@@ -52,6 +52,11 @@ struct TransportConfig {
   // Pacing rate of the fixed controller, and a cap for adaptive ones (zero: no cap,
   // which the fixed controller rejects).
   Bandwidth rate = Bandwidth::Gbps(1);
+  // cc=bbr: a round trip whose loss rate (lost / (lost + acknowledged) bytes, counted
+  // from 8 lost packets) exceeds this is congestion even without queueing delay. Random
+  // loss below it does not cut the rate; loss that comes with queueing delay, and CE
+  // marks, always count. Set it above the path's random loss (the tuner measures it).
+  double cc_loss_threshold = 0.03;
   // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
   // the congestion controller.
   bool ecn = true;

@@ -27,7 +27,9 @@
 #include "transport/core/connection.h"
 #include "transport/core/loss/rtt_estimator.h"
 #include "transport/core/recv/ack_tracker.h"
+#include "transport/core/recv/fec_receiver.h"
 #include "transport/core/recv/receive_stream.h"
+#include "transport/core/send/fec_sender.h"
 #include "transport/core/send/send_stream.h"
 #include "transport/core/send/sent_packet_table.h"
 #include "transport/wire/packet.h"
@@ -40,6 +42,8 @@ namespace {
 constexpr ByteCount kWireOverhead = 28;
 // Timer granularity assumed for loss and probe timers.
 constexpr Duration kGranularity = Duration::Microseconds(100);
+// FEC_REPAIR frame header at its largest (type, 8-byte block id, index, k, m, length).
+constexpr uint64_t kRepairFrameOverhead = 1 + 8 + 3 + 4;
 // Upper bound of the adaptive packet-reorder threshold.
 constexpr uint32_t kMaxReorderPackets = 1u << 16;
 
@@ -52,9 +56,11 @@ class ConnectionImpl {
         ids_(ids),
         rng_(seed),
         rtt_(config.initial_rtt),
-        cc_(MakeCongestionController(config)),
+        cc_(MakeCongestionController(config, seed)),
         acks_(config.ack_every, config.max_ack_delay, config.max_ack_ranges),
         recv_(config.recv_window, config.max_inflight_messages),
+        fec_tx_(config, config.MaxDatagramSize()),
+        fec_rx_(config.MaxDatagramSize()),
         reorder_packets_(config.reorder_packets),
         reorder_fraction_(config.reorder_rtt_fraction),
         last_receive_time_(now),
@@ -76,6 +82,9 @@ class ConnectionImpl {
     if (b.data == nullptr && b.size > 0) {
       return absl::InvalidArgumentError("Send: null data with non-zero size");
     }
+    // Recent message size (packets), for the FEC policy's per-message repair target.
+    const double packets = std::max(1.0, static_cast<double>(b.size) / cfg_.segment);
+    message_packets_ = message_packets_ == 0 ? packets : 0.9 * message_packets_ + 0.1 * packets;
     return send_.Push(b.data, b.size, std::move(b.owner), tag);
   }
 
@@ -115,52 +124,26 @@ class ConnectionImpl {
     stats_.bytes_received += d.size();
 
     bool ack_eliciting = false;
-    wire::FrameReader reader(*v);
-    wire::Frame f;
-    while (true) {
-      absl::StatusOr<bool> more = reader.Next(&f);
-      if (!more.ok()) {
-        ProtocolViolation(std::string(more.status().message()));
+    wire::FecSourceFrame tag;
+    const uint8_t* tag_end = nullptr;
+    if (!ProcessFrames(now, v->frames, v->frames_end, /*recovered=*/false, &ack_eliciting, &tag,
+                       &tag_end)) {
+      return;
+    }
+    if (tag_end != nullptr) {
+      absl::Status s = fec_rx_.OnSource(
+          now, tag, pn, std::span<const uint8_t>(tag_end, v->frames_end - tag_end));
+      if (!s.ok()) {
+        ProtocolViolation(std::string(s.message()));
         return;
       }
-      if (!*more) break;
-      switch (f.type) {
-        case wire::FrameType::kData: {
-          ack_eliciting = true;
-          absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
-          if (!fresh.ok()) {
-            ProtocolViolation(std::string(fresh.status().message()),
-                              absl::IsFailedPrecondition(fresh.status()) ? CloseCode::kFlowControl
-                                                                         : CloseCode::kProtocolViolation);
-            return;
-          }
-          stats_.data_bytes_received += *fresh;
-          stats_.duplicate_data_bytes += f.data.length - std::min(f.data.length, *fresh);
-          break;
-        }
-        case wire::FrameType::kAck:
-          if (!OnAck(now, f.ack)) return;
-          break;
-        case wire::FrameType::kClose:
-          OnPeerClose(f.close.error_code, std::string(f.close.reason));
-          return;
-        case wire::FrameType::kPing:
-          ack_eliciting = true;
-          break;
-        case wire::FrameType::kLossReport:
-          OnLossReport(f.loss_report);
-          break;
-        case wire::FrameType::kFecRepair:
-        case wire::FrameType::kFecSource:
-          ack_eliciting = true;
-          break;
-        case wire::FrameType::kPadding:
-        case wire::FrameType::kHandshake:
-          break;
-      }
+      if (!ProcessRecovered(now)) return;
     }
     if (ecn == Ecn::kCe) ++stats_.ecn_ce_received;
     acks_.OnPacket(now, pn, ack_eliciting, ecn == Ecn::kCe, ecn == Ecn::kEct0);
+    // Blocks older than a few RTTs will get no more shards: retire their decoders.
+    fec_rx_.Expire(now - (rtt_.srtt() * 4 + cfg_.fec_flush + cfg_.max_ack_delay));
+    stats_.fec_blocks_unrecoverable = fec_rx_.stats().blocks_unrecoverable;
     DeliverReceived();
   }
 
@@ -174,7 +157,8 @@ class ConnectionImpl {
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
-    if ((HasDataToSend() || !tail_candidates_.empty()) && WindowAllows()) {
+    t = std::min(t, fec_tx_.flush_deadline());
+    if ((HasDataToSend() || fec_tx_.has_repair() || !tail_candidates_.empty()) && WindowAllows()) {
       t = std::min(t, ReleaseTime());
     }
     return t;
@@ -192,6 +176,7 @@ class ConnectionImpl {
     if (now >= loss_time_) DetectLosses(now);
     if (bytes_in_flight_ > 0 && now >= PtoTime()) OnPto(now);
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
+    if (now >= fec_tx_.flush_deadline()) fec_tx_.Flush();
   }
 
   // ---- send path ----
@@ -218,13 +203,18 @@ class ConnectionImpl {
       app_limited_until_ = delivered_ + bytes_in_flight_;
       if (app_limited_until_ == 0) app_limited_until_ = 1;
     }
+    // Nothing more to send right now: close the open FEC group so its parity goes out
+    // now instead of waiting for the flush deadline.
+    if (!data_ready) fec_tx_.Flush();
+    const bool send_repair = !probe && fec_tx_.has_repair() && paced_ok;
+    if (send_repair) send_data = false;
     uint64_t copy_start = 0, copy_units = 0;
-    if (!send_data && !data_ready && paced_ok && cfg_.tail_protect &&
+    if (!send_data && !send_repair && !data_ready && paced_ok && TailProtectionOn() &&
         NextTailCopy(now, &copy_start, &copy_units)) {
       send_data = true;
     }
     const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
-    if (!send_data && !ack_due && !ping_pending_) return 0;
+    if (!send_data && !send_repair && !ack_due && !ping_pending_) return 0;
 
     wire::PacketWriter w(buf, max_datagram_);
     const PacketNumber pn = sent_.next_packet_number();
@@ -234,13 +224,19 @@ class ConnectionImpl {
     h.flow = static_cast<uint16_t>(next_flow_);
     w.WriteHeader(h);
 
-    if (acks_.ack_pending() && acks_.has_packets()) WriteAck(now, &w);
-
     SentPacket rec;
     bool ack_eliciting = false;
+    if (send_repair) {
+      // The repair shard first (it is sized to fill a packet); an ACK only if room remains.
+      ack_eliciting = fec_tx_.WriteRepair(&w);
+      CHECK(ack_eliciting) << "FEC repair frame does not fit an empty packet";
+      rec.fec_repair = true;
+    }
+    if (acks_.ack_pending() && acks_.has_packets()) WriteAck(now, &w);
+
     if (send_data) {
       ack_eliciting = copy_units > 0 ? WriteRange(&w, &rec, copy_start, copy_units)
-                                     : WriteData(&w, &rec);
+                                     : WriteData(now, pn, &w, &rec);
       if (copy_units > 0) {
         rec.tail_copied = true;  // a copy is not copied again
         ++stats_.tail_protect_packets;
@@ -274,7 +270,11 @@ class ConnectionImpl {
       bytes_in_flight_ += n;
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
-      if (p.stream_units > 0 || probe) Pace(now, n);
+      if (p.stream_units > 0 || probe || p.fec_repair) Pace(now, n);
+      if (p.fec_repair) {
+        ++stats_.fec_repair_packets_sent;
+        stats_.fec_overhead_bytes += n;
+      }
       if (p.stream_units > 0 && copy_units == 0) OnDataPacketSent(now, pn);
     } else {
       sent_.Finish(pn);
@@ -310,6 +310,9 @@ class ConnectionImpl {
     d.cc_mode = c.mode;
     d.cc_bandwidth_estimate = c.bandwidth_estimate;
     d.cc_pacing_gain = c.pacing_gain;
+    d.fec_k = fec_tx_.k();
+    d.fec_m = fec_tx_.m();
+    d.fec_interleave = fec_tx_.interleave();
     d.peer_loss_rate = peer_loss_rate_;
     d.peer_mean_burst = peer_mean_burst_;
     return d;
@@ -321,6 +324,91 @@ class ConnectionImpl {
 
  private:
   enum class State { kOpen, kClosing, kClosed };
+
+  // Applies the frames in [p, end). Returns false if the connection closed. For a packet
+  // rebuilt by FEC (`recovered`), FEC frames are ignored (a shard holds none).
+  bool ProcessFrames(Time now, const uint8_t* p, const uint8_t* end, bool recovered,
+                     bool* ack_eliciting, wire::FecSourceFrame* tag, const uint8_t** tag_end) {
+    wire::FrameReader reader(p, end);
+    wire::Frame f;
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&f);
+      if (!more.ok()) {
+        ProtocolViolation(std::string(more.status().message()));
+        return false;
+      }
+      if (!*more) break;
+      switch (f.type) {
+        case wire::FrameType::kData: {
+          *ack_eliciting = true;
+          absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
+          if (!fresh.ok()) {
+            ProtocolViolation(std::string(fresh.status().message()),
+                              absl::IsFailedPrecondition(fresh.status()) ? CloseCode::kFlowControl
+                                                                         : CloseCode::kProtocolViolation);
+            return false;
+          }
+          stats_.data_bytes_received += *fresh;
+          stats_.duplicate_data_bytes += f.data.length - std::min(f.data.length, *fresh);
+          break;
+        }
+        case wire::FrameType::kAck:
+          if (recovered) break;
+          if (!OnAck(now, f.ack)) return false;
+          break;
+        case wire::FrameType::kClose:
+          OnPeerClose(f.close.error_code, std::string(f.close.reason));
+          return false;
+        case wire::FrameType::kPing:
+          *ack_eliciting = true;
+          break;
+        case wire::FrameType::kLossReport:
+          if (!recovered) OnLossReport(now, f.loss_report);
+          break;
+        case wire::FrameType::kFecSource:
+          *ack_eliciting = true;
+          if (!recovered && tag != nullptr) {
+            *tag = f.fec_source;
+            *tag_end = reader.position();
+          }
+          break;
+        case wire::FrameType::kFecRepair: {
+          *ack_eliciting = true;
+          if (recovered) break;
+          absl::Status st = fec_rx_.OnRepair(now, f.fec_repair);
+          if (!st.ok()) {
+            ProtocolViolation(std::string(st.message()));
+            return false;
+          }
+          if (!ProcessRecovered(now)) return false;
+          break;
+        }
+        case wire::FrameType::kPadding:
+        case wire::FrameType::kHandshake:
+          break;
+      }
+    }
+    return true;
+  }
+
+  // Processes the packets the FEC decoder just rebuilt, as if they had arrived.
+  bool ProcessRecovered(Time now) {
+    // Copy the list: processing may not call back into the decoder, but be safe.
+    recovered_scratch_ = fec_rx_.recovered();
+    for (const RecoveredPacket& r : recovered_scratch_) {
+      if (acks_.IsDuplicate(r.packet_number)) continue;  // the original arrived after all
+      bool eliciting = false;
+      if (!ProcessFrames(now, r.frames.data(), r.frames.data() + r.frames.size(),
+                         /*recovered=*/true, &eliciting, nullptr, nullptr)) {
+        return false;
+      }
+      acks_.OnPacket(now, r.packet_number, /*ack_eliciting=*/true, false, false,
+                     /*recovered=*/true);
+      ++stats_.fec_recovered_packets;
+    }
+    stats_.fec_blocks_unrecoverable = fec_rx_.stats().blocks_unrecoverable;
+    return true;
+  }
 
   bool HasDataToSend() const {
     if (state_ != State::kOpen) return false;
@@ -404,7 +492,7 @@ class ConnectionImpl {
 
   // Fills the packet with data: one contiguous run of stream units, repairs first.
   // Returns true if any DATA frame was written.
-  bool WriteData(wire::PacketWriter* w, SentPacket* rec) {
+  bool WriteData(Time now, PacketNumber pn, wire::PacketWriter* w, SentPacket* rec) {
     uint64_t start = 0, units = 0;
     bool retx = false;
     // Room for payload: what remains minus a full-width frame header.
@@ -412,7 +500,17 @@ class ConnectionImpl {
       size_t r = w->remaining();
       return r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
     };
-    uint64_t max_units = std::min<uint64_t>(room(), cfg_.segment);
+    const bool fec = fec_tx_.active() && w->remaining() > wire::kFecSourceFrameSize + 64;
+    // With FEC the frames after the tag become a shard that must fit a repair packet.
+    auto fec_room = [&]() -> uint64_t {
+      uint64_t r = room();
+      if (!fec) return r;
+      r = r > wire::kFecSourceFrameSize ? r - wire::kFecSourceFrameSize : 0;
+      const uint64_t shard_budget = max_datagram_ - wire::kPacketOverhead - kRepairFrameOverhead -
+                                    8 - wire::kMaxDataFrameHeaderSize;
+      return std::min(r, shard_budget);
+    };
+    uint64_t max_units = std::min<uint64_t>(fec_room(), cfg_.segment);
     if (max_units == 0) return false;
     if (send_.TakeRetransmission(max_units, &start, &units)) {
       retx = true;
@@ -420,15 +518,24 @@ class ConnectionImpl {
                  send_.TakeUnsent(max_units, peer_max_stream_, &start, &units))) {
       return false;
     }
+    uint8_t* tag_end = nullptr;
+    if (fec) {
+      wire::FecSourceFrame tag = fec_tx_.NextSource(now);
+      CHECK(w->WriteFecSource(tag));
+      tag_end = w->cursor();
+      rec->fec_member = true;
+      rec->fec_block = tag.block_id;
+      rec->fec_index = tag.index;
+    }
     uint64_t run_start = start, run_units = 0;
-    uint64_t budget = cfg_.segment;
+    uint64_t budget = std::min<uint64_t>(cfg_.segment, fec ? max_units : cfg_.segment);
     while (true) {
       EmitRun(w, start, units);
       run_units += units;
       budget -= std::min(budget, units);
       // Small messages: keep filling with the next contiguous new units.
       if (retx || budget == 0) break;
-      uint64_t more = std::min<uint64_t>(room(), budget);
+      uint64_t more = std::min<uint64_t>(fec ? room() : room(), budget);
       if (more < 64 || !send_.has_unsent() || send_.next_unsent() != start + units ||
           !NextUnsentMessageAllowed()) {
         break;
@@ -438,6 +545,7 @@ class ConnectionImpl {
       start = s2;
       units = u2;
     }
+    if (fec) fec_tx_.AddShard(pn, std::span<const uint8_t>(tag_end, w->cursor() - tag_end));
     rec->stream_start = run_start;
     rec->stream_units = static_cast<uint32_t>(run_units);
     rec->retransmission = retx;
@@ -487,8 +595,11 @@ class ConnectionImpl {
   }
 
   // A new original or repair data packet was sent: it is the newest tail candidate.
+  // Tail protection runs when enabled and FEC is off (FEC parity already covers tails).
+  bool TailProtectionOn() const { return cfg_.tail_protect && cfg_.fec == FecMode::kOff; }
+
   void OnDataPacketSent(Time now, PacketNumber pn) {
-    if (!cfg_.tail_protect) return;
+    if (!TailProtectionOn()) return;
     const Time oldest = now - rtt_.srtt();
     while (!tail_candidates_.empty()) {
       const PacketNumber front = tail_candidates_.front();
@@ -619,12 +730,20 @@ class ConnectionImpl {
     loss_time_ = Time::Infinite();
     if (!has_largest_acked_) return;
     const Duration delay = LossDelay();
+    // FEC-protected packets get the time their block needs to be decoded: the block's
+    // span on the wire plus the flush deadline, in packets and in time.
+    const uint32_t span = fec_tx_.block_span();
+    const Duration fec_delay =
+        delay + cc_->PacingRate().TransferTime(static_cast<ByteCount>(span) * max_datagram_) +
+        cfg_.fec_flush;
     LossEvent ev;
     ev.now = now;
     PacketNumber x = sent_.FindOutstanding(sent_.base());
     while (x < largest_acked_) {
       SentPacket& p = sent_.Get(x);
-      if (largest_acked_ - x >= reorder_packets_ || p.sent_time + delay <= now) {
+      const uint64_t threshold = reorder_packets_ + (p.fec_member ? span : 0);
+      const Duration d = p.fec_member ? fec_delay : delay;
+      if (largest_acked_ - x >= threshold || p.sent_time + d <= now) {
         p.lost = true;
         sent_.Finish(x);
         ++stats_.packets_lost;
@@ -637,7 +756,7 @@ class ConnectionImpl {
         if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
         x = sent_.FindOutstanding(x + 1);
       } else {
-        loss_time_ = p.sent_time + delay;
+        loss_time_ = p.sent_time + d;
         break;
       }
     }
@@ -673,7 +792,9 @@ class ConnectionImpl {
     last_eliciting_sent_ = now;
   }
 
-  void OnLossReport(const wire::LossReportFrame& lr) {
+  void OnLossReport(Time now, const wire::LossReportFrame& lr) {
+    fec_tx_.OnLossReport(now, lr, rtt_.srtt(), static_cast<uint64_t>(message_packets_ + 0.5),
+                         cfg_.window / cfg_.MaxDatagramSize());
     uint64_t rx = lr.packets_received, miss = lr.packets_missing, bursts = lr.loss_bursts;
     if (rx + miss > 0) peer_loss_rate_ = static_cast<double>(miss) / static_cast<double>(rx + miss);
     peer_mean_burst_ = bursts > 0 ? static_cast<double>(miss) / static_cast<double>(bursts) : 0;
@@ -768,6 +889,10 @@ class ConnectionImpl {
   std::unique_ptr<CongestionController> cc_;
   AckTracker acks_;
   ReceiveStream recv_;
+  FecSender fec_tx_;
+  FecReceiver fec_rx_;
+  std::vector<RecoveredPacket> recovered_scratch_;
+  double message_packets_ = 0;
   std::deque<Event> events_;
   ConnectionStats stats_;
   std::vector<wire::AckRange> ack_ranges_;

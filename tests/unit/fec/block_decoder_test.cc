@@ -299,16 +299,54 @@ TEST(BlockDecoderTest, ContradictoryShardsAreRejected) {
             kInvalid);  // k <= idx 6
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 9, 2), bytes.data(), 128).code(),
             kInvalid);  // k > tag
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 100).code(), kInvalid);  // %64
   EXPECT_EQ(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 64).code(), kInvalid);  // < data
-  ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 128).ok());
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 8, 2), bytes.data(), 128).code(), kInvalid);  // k
-  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 7, 2), bytes.data(), 192).code(), kInvalid);  // len
-  EXPECT_EQ(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 129).code(), kInvalid);    // > len
+  // An exact (unpadded) repair length, as the transport sends it, is accepted.
+  ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(0, 7, 2), bytes.data(), 120).ok());
+  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 8, 2), bytes.data(), 120).code(), kInvalid);  // k
+  EXPECT_EQ(dec.AddShard(ShardInfo::Parity(1, 7, 2), bytes.data(), 128).code(), kInvalid);  // len
+  EXPECT_EQ(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 121).code(), kInvalid);    // > len
   EXPECT_EQ(dec.AddShard(ShardInfo::Data(7, 8, 2), bytes.data(), 10).code(), kInvalid);     // >= k'
-  EXPECT_TRUE(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 128).ok());
+  EXPECT_TRUE(dec.AddShard(ShardInfo::Data(1, 8, 2), bytes.data(), 120).ok());
   EXPECT_EQ(dec.debug_state().k, 7);
   EXPECT_EQ(dec.debug_state().data_present, 2);
+}
+
+TEST(BlockDecoderTest, UnpaddedRepairShardsDecode) {
+  // The transport sends repair shards cut to the longest data shard (parity past it is
+  // zero); the decoder pads them back.
+  FecCodec codec;
+  ShardPool pool(512);
+  BlockEncoder enc(&codec, &pool);
+  ASSERT_TRUE(enc.Begin(3, 4, 2).ok());
+  std::vector<std::vector<uint8_t>> data = {std::vector<uint8_t>(300, 0), std::vector<uint8_t>(77, 0),
+                                            std::vector<uint8_t>(301, 0), std::vector<uint8_t>(5, 0)};
+  for (size_t i = 0; i < data.size(); ++i) {
+    for (size_t j = 0; j < data[i].size(); ++j) data[i][j] = static_cast<uint8_t>(i * 31 + j * 7 + 1);
+    ASSERT_TRUE(enc.AddDataShard(static_cast<int>(i), data[i].data(), data[i].size()).ok());
+  }
+  absl::StatusOr<ParityShards> parity = enc.Finish(4);
+  ASSERT_TRUE(parity.ok());
+  ASSERT_EQ(parity->data_length(), 301u);
+  ASSERT_EQ(parity->shard_length(), 320u);
+  for (size_t b = 301; b < 320; ++b) {
+    ASSERT_EQ(parity->shard(0)[b], 0) << "parity past the longest data shard must be zero";
+    ASSERT_EQ(parity->shard(1)[b], 0);
+  }
+  BlockDecoder dec(&codec, &pool);
+  dec.Begin(3);
+  ASSERT_TRUE(dec.AddShard(ShardInfo::Data(1, 4, 2), data[1].data(), data[1].size()).ok());
+  ASSERT_TRUE(dec.AddShard(ShardInfo::Data(3, 4, 2), data[3].data(), data[3].size()).ok());
+  ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(0, 4, 2), parity->shard(0), 301).ok());
+  ASSERT_TRUE(dec.AddShard(ShardInfo::Parity(1, 4, 2), parity->shard(1), 301).ok());
+  ASSERT_TRUE(dec.CanRecover());
+  absl::StatusOr<std::span<const RecoveredShard>> rec = dec.Recover();
+  ASSERT_TRUE(rec.ok());
+  ASSERT_EQ(rec->size(), 2u);
+  for (const RecoveredShard& r : *rec) {
+    const auto& want = data[r.index];
+    ASSERT_EQ(0, memcmp(r.bytes, want.data(), want.size())) << r.index;
+    for (size_t b = want.size(); b < r.length; ++b) ASSERT_EQ(r.bytes[b], 0);
+  }
 }
 
 TEST(BlockDecoderTest, PoolExhaustionIsAStatus) {

@@ -4,9 +4,10 @@
 // time comes in with every call.
 //
 // Implementations: FixedRateController (dedicated lines: the profile's rate) and, in
-// cc/bbr.h, a model-based controller.
+// cc/bbr.h, BbrController (model-based, for shared links). docs/congestion-control.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "transport/base/units.h"
@@ -47,14 +48,23 @@ struct LossEvent {
   bool persistent = false;           // a probe timeout fired (no ACK for a long time)
 };
 
+// What a controller believes and does, for tests that assert on behaviour and for tools.
 struct CcDebugState {
-  const char* mode = "";
-  Bandwidth bandwidth_estimate;
-  Duration min_rtt;
+  const char* mode = "";           // "fixed"; bbr: "startup", "drain", "probe_bw_down",
+                                   // "probe_bw_cruise", "probe_bw_up", "probe_rtt"
+  Bandwidth bandwidth_estimate;    // bottleneck bandwidth the model uses
+  Duration min_rtt;                // the controller's min-RTT estimate (zero if none)
   double pacing_gain = 1.0;
   double cwnd_gain = 1.0;
-  double ce_fraction = 0.0;
-  double loss_rate = 0.0;
+  double ce_fraction = 0.0;        // CE-marked share of ECN-capable packets, last round
+  double loss_rate = 0.0;          // lost / (lost + acknowledged) bytes, last round
+  double ecn_alpha = 0.0;          // DCTCP-style smoothed CE fraction
+  Bandwidth pacing_rate;           // after the config.rate cap
+  ByteCount cwnd = 0;
+  uint64_t rounds = 0;             // round trips counted so far
+  uint64_t congestion_events = 0;  // loss-driven model reductions
+  uint64_t ecn_reductions = 0;     // CE-driven model reductions
+  bool full_bw_reached = false;    // startup found the pipe full
 };
 
 class CongestionController {
@@ -86,6 +96,8 @@ class FixedRateController : public CongestionController {
     CcDebugState s;
     s.mode = "fixed";
     s.bandwidth_estimate = rate_;
+    s.pacing_rate = rate_;
+    s.cwnd = window_;
     return s;
   }
 
@@ -94,6 +106,9 @@ class FixedRateController : public CongestionController {
   ByteCount window_;
 };
 
-std::unique_ptr<CongestionController> MakeCongestionController(const TransportConfig& config);
+// The controller config.cc names. `seed` feeds the controller's randomness (BBR's probe
+// phase lengths), so a Connection's behaviour depends only on its inputs and seed.
+std::unique_ptr<CongestionController> MakeCongestionController(const TransportConfig& config,
+                                                               uint64_t seed = 1);
 
 }  // namespace longhaul

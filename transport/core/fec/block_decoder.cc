@@ -35,6 +35,7 @@ void BlockDecoder::Begin(uint64_t block_id) {
   k_ = 0;
   m_ = 0;
   length_ = 0;
+  wire_length_ = 0;
   max_data_len_ = 0;
   max_data_index_ = -1;
   data_count_ = 0;
@@ -59,14 +60,20 @@ absl::Status BlockDecoder::CheckGeometry(const ShardInfo& info, size_t len) {
   if (!info.parity) {
     if (info.index < 0 || info.index >= info.k) return bad("index outside k");
     if (k_ != 0 && info.index >= k_) return bad("block has ", k_, " data shards");
-    if (length_ != 0 && len > length_) return bad("longer than the block's shards (", length_, ")");
+    if (wire_length_ != 0 && len > wire_length_) {
+      return bad("longer than the block's shards (", wire_length_, ")");
+    }
   } else {
     if (info.index < 0 || info.index >= info.m) return bad("index outside m");
     if (k_ != 0 && info.k != k_) return bad("block has ", k_, " data shards");
     if (info.k <= max_data_index_) return bad("block has data shard ", max_data_index_);
     if (info.k > k_bound_ && k_bound_ != 0) return bad("source tags said k<=", k_bound_);
-    if (len % kShardAlignment != 0) return bad("length not a multiple of 64");
-    if (length_ != 0 && len != length_) return bad("block's shards are ", length_, " bytes");
+    if (RoundUpToShardAlignment(len) > pool_->shard_capacity()) {
+      return bad("padded length over ", pool_->shard_capacity());
+    }
+    if (wire_length_ != 0 && len != wire_length_) {
+      return bad("block's shards are ", wire_length_, " bytes");
+    }
     if (len < max_data_len_) return bad("shorter than data shard of ", max_data_len_, " bytes");
   }
   return absl::OkStatus();
@@ -117,13 +124,15 @@ absl::Status BlockDecoder::AddShardParts(const ShardInfo& info,
   parity_seen_flags_[info.index] = true;
   ++parity_seen_;
   k_ = info.k;
-  length_ = len;
+  wire_length_ = len;
+  length_ = RoundUpToShardAlignment(len);
   // Any k' shards rebuild the block, and later data arrivals only lower the need, so a
   // repair shard is worth keeping only while fewer than k' shards are held.
   if (data_count_ + parity_count_ >= k_) return absl::OkStatus();
   uint8_t* b = pool_->Acquire();
   if (b == nullptr) return absl::ResourceExhaustedError("FEC shard pool exhausted (decoder)");
   CopyParts(b, parts);
+  if (len < length_) std::memset(b + len, 0, length_ - len);
   parity_[info.index] = b;
   ++parity_count_;
   return absl::OkStatus();

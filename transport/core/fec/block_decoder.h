@@ -70,7 +70,8 @@ class BlockDecoder {
   void Reset() { Begin(0); }
 
   // Adds one shard of `len` bytes (data: 1..pool capacity; parity: the block's shard
-  // length, a positive multiple of 64 <= pool capacity). Duplicates are ignored (OK).
+  // length, either padded to a multiple of 64 or exactly the longest data shard's
+  // length, in which case the decoder supplies the zero padding; <= pool capacity). Duplicates are ignored (OK).
   // InvalidArgument if the shard contradicts the block; ResourceExhausted if the pool
   // is out of buffers (the shard is dropped; the block may still recover later).
   absl::Status AddShard(const ShardInfo& info, const uint8_t* bytes, size_t len);
@@ -116,7 +117,8 @@ class BlockDecoder {
   int k_bound_ = 0;
   int k_ = 0;
   int m_ = 0;
-  size_t length_ = 0;
+  size_t length_ = 0;       // padded shard length (multiple of 64)
+  size_t wire_length_ = 0;  // repair shard length as received
   size_t max_data_len_ = 0;
   int max_data_index_ = -1;
   int data_count_ = 0;

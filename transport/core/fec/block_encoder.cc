@@ -47,6 +47,7 @@ absl::Status BlockEncoder::Begin(uint64_t block_id, int k, int m) {
   m_ = m;
   added_count_ = 0;
   extent_ = 0;
+  max_len_ = 0;
   added_.reset();
   return absl::OkStatus();
 }
@@ -88,6 +89,7 @@ absl::Status BlockEncoder::AddDataShardParts(int index,
   // Bytes past `len` are zero, and zero contributes nothing: only the shard's own bytes
   // are folded. The accumulators are zeroed lazily, up to the longest shard so far.
   const size_t padded = RoundUpToShardAlignment(len);
+  max_len_ = std::max(max_len_, len);
   if (padded > extent_) {
     for (uint8_t* p : parity_ptrs_) std::memset(p + extent_, 0, padded - extent_);
     extent_ = padded;
@@ -149,6 +151,7 @@ absl::StatusOr<ParityShards> BlockEncoder::Finish(int data_shards) {
   out.block_id_ = block_id_;
   out.k_ = data_shards;
   out.length_ = extent_;
+  out.data_length_ = max_len_;
   out.shards_ = std::move(parity_);
   parity_.clear();
   parity_ptrs_.clear();

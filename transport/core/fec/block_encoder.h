@@ -50,6 +50,9 @@ class ParityShards {
   int k() const { return k_; }  // data shards in the block (the repair frame's k)
   int m() const { return static_cast<int>(shards_.size()); }
   size_t shard_length() const { return length_; }  // bytes per parity shard, multiple of 64
+  // The longest data shard of the block, exactly. Parity bytes past it are zero (every
+  // data shard is zero there), so a repair frame need only carry this many bytes.
+  size_t data_length() const { return data_length_; }
   const uint8_t* shard(int parity_index) const { return shards_[parity_index].data(); }
 
  private:
@@ -57,6 +60,7 @@ class ParityShards {
   uint64_t block_id_ = 0;
   int k_ = 0;
   size_t length_ = 0;
+  size_t data_length_ = 0;
   absl::InlinedVector<PooledShard, 8> shards_;
 };
 
@@ -111,6 +115,7 @@ class BlockEncoder {
   int m_ = 0;
   int added_count_ = 0;
   size_t extent_ = 0;  // parity bytes [0, extent_) are initialised
+  size_t max_len_ = 0;  // longest data shard added
   std::bitset<kMaxShards> added_;
   std::shared_ptr<const GfTables> tables_;
   absl::InlinedVector<PooledShard, 8> parity_;

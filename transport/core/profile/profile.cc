@@ -216,6 +216,11 @@ const std::vector<KeySpec>& Keys() {
                 return SetRate(k, v, &c->rate);
               },
               [](const TransportConfig& c) { return FormatBandwidth(c.rate); }},
+      KeySpec{"cc_loss_threshold",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetNumber(k, v, &c->cc_loss_threshold);
+              },
+              [](const TransportConfig& c) { return FormatNumber(c.cc_loss_threshold); }},
       KeySpec{"ecn",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetBool(k, v, &c->ecn);

@@ -4,7 +4,8 @@
 
 namespace longhaul {
 
-bool AckTracker::OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce, bool ect) {
+bool AckTracker::OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce, bool ect,
+                          bool recovered) {
   bool in_order = true;
   if (ranges_.empty()) {
     ranges_.push_back({pn, pn});
@@ -34,7 +35,7 @@ bool AckTracker::OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce
       // pn fills (part of) the gap between prev and it.
       bool joins_prev = it != ranges_.begin() && std::prev(it)->high + 1 == pn;
       bool joins_next = it != ranges_.end() && it->low == pn + 1;
-      if (it != ranges_.begin()) {
+      if (it != ranges_.begin() && !recovered) {
         // It was counted missing when the gap opened; undo for this packet.
         if (missing_ > 0) --missing_;
         if (joins_prev && joins_next) {
@@ -55,7 +56,7 @@ bool AckTracker::OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce
       }
     }
   }
-  ++received_;
+  if (!recovered) ++received_;
   if (ce) ++ce_;
   else if (ect) ++ect0_;
   if (ack_eliciting) {

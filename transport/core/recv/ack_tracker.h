@@ -24,7 +24,10 @@ class AckTracker {
   // True if `pn` was already received (as far as the tracked ranges tell).
   bool IsDuplicate(PacketNumber pn) const;
   // Records a packet. Returns false if it is a duplicate that was already seen.
-  bool OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce, bool ect);
+  // `recovered`: rebuilt by FEC, not received: acknowledged like the others, but still
+  // counted as lost by the channel in the loss statistics.
+  bool OnPacket(Time now, PacketNumber pn, bool ack_eliciting, bool ce, bool ect,
+                bool recovered = false);
 
   bool ack_pending() const { return unacked_eliciting_ > 0 || ack_now_; }
   // An ACK is due at `now` (threshold reached, gap seen, or delay expired).

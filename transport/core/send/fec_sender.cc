@@ -1,0 +1,179 @@
+#include "transport/core/send/fec_sender.h"
+
+#include <algorithm>
+
+#include "glog/logging.h"
+
+namespace longhaul {
+namespace {
+
+void PutPacketNumber(uint8_t* p, PacketNumber pn) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(pn >> (56 - 8 * i));
+}
+
+// Loss estimates need this many packets (and at least two RTTs) before the auto policy
+// trusts them; the window then slides over the most recent reports.
+constexpr uint64_t kMinEstimatePackets = 20000;
+constexpr size_t kMaxSnapshots = 64;
+
+}  // namespace
+
+FecSender::FecSender(const TransportConfig& config, ByteCount max_shard)
+    : auto_mode_(config.fec == FecMode::kAuto),
+      max_k_(config.fec_k),
+      flush_after_(config.fec_flush),
+      enabled_(config.fec != FecMode::kOff),
+      k_(config.fec_k),
+      m_(config.fec_m),
+      depth_(config.fec_interleave),
+      pool_(fec::RoundUpToShardAlignment(max_shard)),
+      interleaver_(config.fec_k, config.fec_interleave) {}
+
+void FecSender::ApplyPending() {
+  if (!pending_) return;
+  pending_ = false;
+  enabled_ = pending_enabled_;
+  if (!enabled_) return;
+  k_ = pending_k_;
+  m_ = pending_m_;
+  depth_ = pending_depth_;
+  absl::Status s = interleaver_.Reconfigure(k_, depth_);
+  CHECK(s.ok()) << s;  // called only between groups
+}
+
+wire::FecSourceFrame FecSender::NextSource(Time now) {
+  CHECK(enabled_);
+  slot_ = interleaver_.Next();
+  if (!group_open_) {
+    group_open_ = true;
+    group_opened_ = now;
+  }
+  if (encoders_.size() < depth_) {
+    while (encoders_.size() < depth_) {
+      encoders_.push_back(std::make_unique<fec::BlockEncoder>(&codec_, &pool_));
+    }
+  }
+  fec::BlockEncoder& enc = *encoders_[slot_.block_in_group];
+  if (slot_.opens_block) {
+    absl::Status s = enc.Begin(slot_.block_id, static_cast<int>(k_), static_cast<int>(m_));
+    CHECK(s.ok()) << s;
+  }
+  wire::FecSourceFrame tag;
+  tag.block_id = slot_.block_id;
+  tag.index = static_cast<uint8_t>(slot_.shard_index);
+  tag.k = static_cast<uint8_t>(k_);
+  tag.m = static_cast<uint8_t>(m_);
+  return tag;
+}
+
+void FecSender::AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag) {
+  uint8_t pn_bytes[8];
+  PutPacketNumber(pn_bytes, pn);
+  const std::span<const uint8_t> parts[2] = {std::span<const uint8_t>(pn_bytes, 8),
+                                             frames_after_tag};
+  fec::BlockEncoder& enc = *encoders_[slot_.block_in_group];
+  absl::Status s = enc.AddDataShardParts(static_cast<int>(slot_.shard_index), parts);
+  CHECK(s.ok()) << s;
+  if (slot_.closes_block) {
+    absl::StatusOr<fec::ParityShards> parity = enc.Finish(static_cast<int>(k_));
+    CHECK(parity.ok()) << parity.status();
+    closing_.push_back(std::make_shared<fec::ParityShards>(std::move(*parity)));
+  }
+  if (slot_.closes_group) {
+    group_open_ = false;
+    QueueParity(std::move(closing_));
+    closing_.clear();
+    ApplyPending();
+  }
+}
+
+void FecSender::Flush() {
+  if (!group_open_) return;
+  for (const fec::ClosedBlock& c : interleaver_.Flush()) {
+    absl::StatusOr<fec::ParityShards> parity =
+        encoders_[c.block_in_group]->Finish(static_cast<int>(c.data_shards));
+    CHECK(parity.ok()) << parity.status();
+    closing_.push_back(std::make_shared<fec::ParityShards>(std::move(*parity)));
+  }
+  group_open_ = false;
+  QueueParity(std::move(closing_));
+  closing_.clear();
+  ApplyPending();
+}
+
+void FecSender::QueueParity(std::vector<std::shared_ptr<fec::ParityShards>> blocks) {
+  // Round-robin: repair r of every block before repair r + 1 of any.
+  int max_m = 0;
+  for (const auto& b : blocks) max_m = std::max(max_m, b->m());
+  for (int r = 0; r < max_m; ++r) {
+    for (const auto& b : blocks) {
+      if (r < b->m()) repairs_.push_back(Repair{b, r});
+    }
+  }
+}
+
+bool FecSender::WriteRepair(wire::PacketWriter* w) {
+  if (repairs_.empty()) return false;
+  const Repair& r = repairs_.front();
+  wire::FecRepairFrame f;
+  f.block_id = r.parity->block_id();
+  f.index = static_cast<uint8_t>(r.index);
+  f.k = static_cast<uint8_t>(r.parity->k());
+  f.m = static_cast<uint8_t>(r.parity->m());
+  f.length = r.parity->data_length();
+  f.payload = r.parity->shard(r.index);
+  if (w->WriteFecRepair(f) == nullptr) return false;
+  repairs_.pop_front();
+  ++repair_packets_sent_;
+  return true;
+}
+
+void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
+                             uint64_t message_packets, uint64_t window_packets) {
+  if (!auto_mode_) return;
+  const Snapshot newest{now, report.packets_received, report.packets_missing, report.loss_bursts};
+  if (!history_.empty() &&
+      newest.received + newest.missing <= history_.back().received + history_.back().missing) {
+    return;  // an older or repeated report
+  }
+  // Keep one snapshot per quarter RTT (64 of them: 16 RTTs of history).
+  if (history_.empty() || now - history_.back().time >= srtt / 4) {
+    history_.push_back(newest);
+    while (history_.size() > kMaxSnapshots) history_.pop_front();
+  }
+  // Decide at most once per RTT.
+  if (now < last_decision_ + srtt) return;
+  // The window: from the newest report back to the oldest snapshot within 8 RTTs, shrunk
+  // to the most recent 4 RTTs when they already hold enough packets (follows changes fast).
+  const Snapshot* base = nullptr;
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (newest.time - it->time > srtt * 8) break;
+    base = &*it;
+    uint64_t n = (newest.received + newest.missing) - (it->received + it->missing);
+    if (newest.time - it->time >= srtt * 4 && n >= kMinEstimatePackets) break;
+  }
+  if (base == nullptr || base->time == newest.time) return;
+  const uint64_t total = (newest.received + newest.missing) - (base->received + base->missing);
+  if (total < kMinEstimatePackets && newest.time - base->time < srtt * 2) return;
+  const uint64_t missing = newest.missing >= base->missing ? newest.missing - base->missing : 0;
+  const uint64_t bursts = newest.bursts >= base->bursts ? newest.bursts - base->bursts : 0;
+  loss_rate_ = total > 0 ? static_cast<double>(missing) / static_cast<double>(total) : 0;
+  mean_burst_ = bursts > 0 ? std::max(1.0, static_cast<double>(missing) / bursts) : 1.0;
+  last_decision_ = now;
+
+  fec::FecPolicyInput in;
+  in.loss_rate = std::min(loss_rate_, 0.5);
+  in.mean_burst = mean_burst_;
+  in.packets_per_message = message_packets;
+  in.window_packets = window_packets;
+  in.max_k = max_k_;
+  fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
+  pending_ = true;
+  pending_enabled_ = d.enabled;
+  pending_k_ = d.k;
+  pending_m_ = d.m;
+  pending_depth_ = d.interleave;
+  if (!group_open_) ApplyPending();
+}
+
+}  // namespace longhaul

@@ -1,0 +1,110 @@
+// FecSender: the sender's side of forward error correction.
+//
+// Data packets are dealt onto blocks by an interleaver (depth D); each packet carries a
+// FEC_SOURCE tag and its shard (the 8-byte packet number followed by the frames after
+// the tag) is folded into its block's parity as the packet is built. A block closes when
+// it holds k shards, or early (shortened, never padded) when the sender runs out of data
+// to send or the group has been open for fec_flush, so small messages never wait for a
+// full block. The parity of closing blocks is queued and sent round-robin across blocks
+// (repair r of every block before repair r + 1 of any), so a burst hits each block once.
+//
+// Mode auto: the receiver's loss reports (packets received / missing / loss bursts,
+// cumulative) are turned into a loss rate and mean burst over the last few RTTs, and the
+// FEC policy (fec/fec_policy.h) picks k, m and D, or off, for the recent message size.
+// Changes apply at the next group boundary.
+//
+// Not thread-safe; owned by the Connection.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "transport/base/units.h"
+#include "transport/core/config.h"
+#include "transport/core/fec/block_encoder.h"
+#include "transport/core/fec/fec_codec.h"
+#include "transport/core/fec/fec_policy.h"
+#include "transport/core/fec/interleaver.h"
+#include "transport/core/fec/shard_pool.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul {
+
+class FecSender {
+ public:
+  FecSender(const TransportConfig& config, ByteCount max_shard);
+
+  // FEC protects the next data packet.
+  bool active() const { return enabled_; }
+  uint32_t k() const { return enabled_ ? k_ : 0; }
+  uint32_t m() const { return enabled_ ? m_ : 0; }
+  uint32_t interleave() const { return enabled_ ? depth_ : 0; }
+  // Packets a block's data shards and parity span on the wire, for loss detection.
+  uint32_t block_span() const { return enabled_ ? (k_ + m_) * depth_ : 0; }
+
+  // Assigns the next data packet to a block; returns its FEC_SOURCE tag.
+  wire::FecSourceFrame NextSource(Time now);
+  // Folds the packet's shard (packet number + frames after the tag) into its block.
+  void AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag);
+  // Closes the open group early (shortened blocks); their parity is queued.
+  void Flush();
+  // When the open group must be flushed (Infinite if none is open).
+  Time flush_deadline() const { return group_open_ ? group_opened_ + flush_after_ : Time::Infinite(); }
+
+  bool has_repair() const { return !repairs_.empty(); }
+  // Writes the next queued repair frame; false if none (or it does not fit).
+  bool WriteRepair(wire::PacketWriter* w);
+
+  // Mode auto: the receiver's cumulative loss report. `srtt` scales the estimate window;
+  // `message_packets` is the recent message size in packets.
+  void OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
+                    uint64_t message_packets, uint64_t window_packets);
+
+  double loss_rate() const { return loss_rate_; }
+  double mean_burst() const { return mean_burst_; }
+  uint64_t repair_packets_sent() const { return repair_packets_sent_; }
+
+ private:
+  struct Repair {
+    std::shared_ptr<fec::ParityShards> parity;
+    int index;
+  };
+  void QueueParity(std::vector<std::shared_ptr<fec::ParityShards>> blocks);
+  void ApplyPending();
+
+  const bool auto_mode_;
+  const uint32_t max_k_;
+  Duration flush_after_;
+  bool enabled_;
+  uint32_t k_, m_, depth_;
+  // Pending configuration from the auto policy (applied at a group boundary).
+  bool pending_ = false;
+  bool pending_enabled_ = false;
+  uint32_t pending_k_ = 0, pending_m_ = 0, pending_depth_ = 0;
+
+  fec::FecCodec codec_;
+  fec::ShardPool pool_;
+  fec::Interleaver interleaver_;
+  std::vector<std::unique_ptr<fec::BlockEncoder>> encoders_;  // one per block in a group
+  fec::InterleaveSlot slot_;
+  std::vector<std::shared_ptr<fec::ParityShards>> closing_;  // full blocks of the group
+  bool group_open_ = false;
+  Time group_opened_;
+  std::deque<Repair> repairs_;
+  uint64_t repair_packets_sent_ = 0;
+
+  // Loss estimate (auto).
+  struct Snapshot {
+    Time time;
+    uint64_t received = 0, missing = 0, bursts = 0;
+  };
+  std::deque<Snapshot> history_;
+  Time last_decision_;
+  double loss_rate_ = 0;
+  double mean_burst_ = 1;
+};
+
+}  // namespace longhaul
