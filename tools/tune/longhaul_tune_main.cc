@@ -1,0 +1,367 @@
+// longhaul-tune: chooses transport parameters for a link and writes them as a profile.
+//
+//   longhaul-tune --link=SPEC      a known link (a link spec or a named link), no network
+//   longhaul-tune --target=HOST:PORT   probe the path to a responder first (longhaul-probe
+//                                      --server, or a longhaul-perf server), then choose
+//   --objective=goodput|mct [--message_size=SIZE --load=F]   what to optimise
+//   --out=FILE    write the profile (key=value lines with a provenance header)
+//   --json        print the choice, the prediction and the checks as JSON
+//
+// See docs/tuning.md. Exit status: 0 a profile was chosen (and written), 1 the probe or
+// the search failed, 2 bad flags.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+#include "tools/common/transport_flags.h"
+#include "tools/probe/probe_flags.h"
+#include "transport/base/parse.h"
+#include "transport/core/profile/profile.h"
+#include "transport/sim/link_spec.h"
+#include "tuner/model/link_estimate.h"
+#include "tuner/model/transport_model.h"
+#include "tuner/probe/prober.h"
+#include "tuner/profile/tuned_profile.h"
+#include "tuner/search/search.h"
+
+#ifndef LONGHAUL_VERSION
+#define LONGHAUL_VERSION "unknown"
+#endif
+
+DEFINE_string(link, "",
+              "a known link: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs "
+              "(rate=10gbit,rtt=58ms,loss=1e-4); no network is used");
+DEFINE_string(target, "",
+              "HOST:PORT of a probe responder (longhaul-probe --server or longhaul-perf's "
+              "server): probe the path, then choose");
+DEFINE_string(objective, "goodput", "goodput (bulk transfer) or mct (p99 message completion time)");
+DEFINE_string(message_size, "1MiB", "mct: message size");
+DEFINE_double(load, 0.5, "mct: offered load as a fraction of the link rate");
+DEFINE_string(bytes, "0",
+              "goodput: size of a transfer to optimise for (0: an unbounded transfer)");
+DEFINE_string(out, "", "write the profile to this file");
+DEFINE_bool(json, false, "print one JSON object (estimates, choice, prediction, checks)");
+DEFINE_int32(top_k, 3, "candidates checked in the simulator (0: model only)");
+DEFINE_string(check_budget, "60s", "wall-time bound on all simulator checks");
+DEFINE_string(check_bytes, "0", "bulk bytes per simulator check (0: chosen from the link)");
+DEFINE_uint64(check_messages, 0, "mct: messages per simulator check (0: chosen)");
+DEFINE_string(max_memory, "8GiB", "upper bound on window and on receive window (each)");
+DEFINE_uint64(seed, 1, "seed of the simulator checks");
+DECLARE_string(profile);
+
+namespace longhaul {
+namespace {
+
+constexpr int kUsageError = 2;
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::cerr << "longhaul-tune: " << msg << "\n(see longhaul-tune --help)\n";
+  std::exit(kUsageError);
+}
+
+template <typename T>
+T OrUsage(absl::StatusOr<T> v, const char* flag) {
+  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
+  return *std::move(v);
+}
+
+// The command line as typed, for the profile's provenance (arguments with spaces or
+// shell characters quoted).
+std::string CommandLine(int argc, char** argv) {
+  std::vector<std::string> parts = {"longhaul-tune"};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.find_first_of(" \t'\"$`\\;&|<>()") != std::string::npos) a = absl::StrCat("'", a, "'");
+    parts.push_back(a);
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::string Rate(double bps) {
+  return bps >= 1e9 ? absl::StrFormat("%.4g Gbit/s", bps / 1e9)
+                    : absl::StrFormat("%.4g Mbit/s", bps / 1e6);
+}
+
+nlohmann::json EstimateJson(const tuner::LinkEstimate& e) {
+  nlohmann::json j;
+  j["source"] = e.source;
+  j["rate_bps"] = e.rate.bps();
+  j["rtt_ns"] = e.rtt.ns();
+  j["rtt_p50_ns"] = e.rtt_p50.ns();
+  j["rtt_p99_ns"] = e.rtt_p99.ns();
+  j["loss"] = e.loss;
+  j["mean_burst"] = e.mean_burst;
+  j["reorder"] = e.reorder;
+  j["reorder_late_ns"] = e.reorder_late.ns();
+  j["mtu_bytes"] = e.mtu;
+  j["overhead_bytes"] = e.overhead;
+  j["bdp_bytes"] = e.BdpBytes();
+  j["rate_rel_error"] = e.rate_rel_error;
+  j["loss_rel_error"] = e.loss_rel_error;
+  j["fitted_link"] = e.ToLinkSpec().ToString();
+  return j;
+}
+
+nlohmann::json PredictionJson(const tuner::Prediction& p, tuner::Objective o) {
+  nlohmann::json j;
+  j["goodput_bps"] = p.goodput_bps;
+  j["steady_goodput_bps"] = p.steady_goodput_bps;
+  j["limit"] = p.limit;
+  j["header_efficiency"] = p.header_efficiency;
+  j["fec_overhead"] = p.fec_overhead;
+  j["retransmitted"] = p.retransmitted;
+  j["loss"] = p.loss;
+  j["residual_loss"] = p.residual_loss;
+  j["block_failure"] = p.block_failure;
+  j["rtt_effective_s"] = p.rtt_effective_s;
+  j["repair_s"] = p.repair_s;
+  j["tail_s"] = p.tail_s;
+  j["window_needed_bytes"] = p.window_needed;
+  j["recv_window_needed_bytes"] = p.recv_window_needed;
+  if (p.transfer_s > 0) j["transfer_s"] = p.transfer_s;
+  if (o == tuner::Objective::kMct) {
+    j["stable"] = p.stable;
+    j["mct_ideal_s"] = p.mct_ideal_s;
+    j["mct_base_s"] = p.mct_base_s;
+    j["mct_mean_s"] = p.mct_mean_s;
+    j["mct_p50_s"] = p.mct_p50_s;
+    j["mct_p99_s"] = p.mct_p99_s;
+    j["p_message_repair"] = p.p_message_repair;
+  }
+  return j;
+}
+
+nlohmann::json CandidateJson(const tuner::Candidate& c, tuner::Objective o) {
+  nlohmann::json j;
+  j["label"] = c.label;
+  j["params"] = TransportConfigToJson(c.config);
+  j["prediction"] = PredictionJson(c.prediction, o);
+  if (c.checked) {
+    nlohmann::json s;
+    s["completed"] = c.check_completed;
+    s["goodput_bps"] = c.sim_goodput_bps;
+    if (o == tuner::Objective::kMct) {
+      s["mct_p99_s"] = c.sim_mct_p99_s;
+      s["mct_mean_s"] = c.sim_mct_mean_s;
+    }
+    s["fec_repair_packets"] = c.sim_fec_repair_packets;
+    s["wall_s"] = c.sim_wall_s;
+    if (!c.check_note.empty()) s["note"] = c.check_note;
+    j["simulated"] = s;
+  }
+  return j;
+}
+
+std::string PredictedLine(const tuner::Candidate& c, tuner::Objective o) {
+  if (o == tuner::Objective::kMct) {
+    return absl::StrFormat("mct p99 %.3f ms, mean %.3f ms (ideal %.3f ms), goodput %s (model)",
+                           c.prediction.mct_p99_s * 1e3, c.prediction.mct_mean_s * 1e3,
+                           c.prediction.mct_ideal_s * 1e3, Rate(c.prediction.steady_goodput_bps));
+  }
+  return absl::StrFormat("goodput %s (model; limited by %s)", Rate(c.prediction.goodput_bps),
+                         c.prediction.limit);
+}
+
+std::string CheckedLine(const tuner::TuneResult& r) {
+  if (!r.check_skipped.empty()) return absl::StrCat("none (", r.check_skipped, ")");
+  const tuner::Candidate& c = r.chosen;
+  if (!c.checked || !c.check_completed) {
+    return absl::StrCat("the choice did not complete its simulator run",
+                        c.check_note.empty() ? "" : absl::StrCat(": ", c.check_note));
+  }
+  std::string what =
+      r.objective == tuner::Objective::kMct
+          ? absl::StrFormat("mct p99 %.3f ms, mean %.3f ms", c.sim_mct_p99_s * 1e3,
+                            c.sim_mct_mean_s * 1e3)
+          : absl::StrFormat("goodput %s", Rate(c.sim_goodput_bps));
+  return absl::StrFormat("%s in the simulator (%s on %s; best of %d candidates)%s", what,
+                         r.check_workload, r.check_link, r.checked.size(),
+                         c.check_note.empty() ? "" : absl::StrCat("; ", c.check_note));
+}
+
+int Main(int argc, char** argv) {
+  const std::string command = CommandLine(argc, argv);
+  InitTool(&argc, &argv,
+           "chooses longhaul transport parameters for a link and writes a profile.\n"
+           "usage: longhaul-tune (--link=SPEC | --target=HOST:PORT) [--objective=goodput|mct\n"
+           "       [--message_size=SIZE] [--load=F]] [--out=FILE] [--json] [transport flags]\n"
+           "docs/tuning.md explains the model, the search and the profile header.");
+  if (argc > 1) UsageError(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (FLAGS_link.empty() == FLAGS_target.empty()) {
+    UsageError("give exactly one of --link=SPEC (a known link) or --target=HOST:PORT (probe it)");
+  }
+  tuner::SearchOptions opt;
+  opt.workload.objective = OrUsage(tuner::ParseObjective(FLAGS_objective), "objective");
+  opt.workload.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
+  opt.workload.bulk_bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
+  opt.workload.load = FLAGS_load;
+  if (!(FLAGS_load > 0 && FLAGS_load <= 1)) UsageError("--load must be in (0, 1]");
+  if (opt.workload.objective == tuner::Objective::kMct && opt.workload.message_size == 0) {
+    UsageError("--message_size must be > 0");
+  }
+  opt.top_k = FLAGS_top_k;
+  if (opt.top_k < 0 || opt.top_k > 32) UsageError("--top_k must be in [0, 32]");
+  opt.check_budget = OrUsage(ParseDuration(FLAGS_check_budget), "check_budget");
+  opt.check_bytes = OrUsage(ParseByteCount(FLAGS_check_bytes), "check_bytes");
+  opt.check_messages = FLAGS_check_messages;
+  opt.max_memory = OrUsage(ParseByteCount(FLAGS_max_memory), "max_memory");
+  if (opt.max_memory < (ByteCount{1} << 20)) UsageError("--max_memory must be at least 1MiB");
+  opt.seed = FLAGS_seed;
+  absl::StatusOr<TransportConfig> base = TransportConfigFromFlags();
+  if (!base.ok()) UsageError(std::string(base.status().message()));
+  opt.base = *base;
+  if (!FLAGS_json) {
+    opt.progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
+  }
+
+  tuner::LinkEstimate link;
+  nlohmann::json probe_json;
+  if (!FLAGS_link.empty()) {
+    sim::LinkSpec spec = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+    link = tuner::LinkEstimate::FromLinkSpec(spec);
+  } else {
+    absl::StatusOr<tuner::ProbeOptions> po = ProbeOptionsFromFlags(FLAGS_target);
+    if (!po.ok()) UsageError(std::string(po.status().message()));
+    if (!FLAGS_json) {
+      po->progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
+    }
+    absl::StatusOr<tuner::ProbeReport> report = tuner::RunProbe(*po);
+    if (!report.ok()) {
+      std::cerr << "longhaul-tune: probe of " << FLAGS_target << " failed: "
+                << report.status().message() << "\n";
+      return 1;
+    }
+    std::cerr << ProbeReportText(*report);
+    link = report->estimate;
+    probe_json = ProbeReportToJson(*report);
+  }
+
+  absl::StatusOr<tuner::TuneResult> r = tuner::Tune(link, opt);
+  if (!r.ok()) {
+    if (absl::IsInvalidArgument(r.status())) UsageError(std::string(r.status().message()));
+    std::cerr << "longhaul-tune: " << r.status() << "\n";
+    return 1;
+  }
+  const tuner::Objective o = r->objective;
+  tuner::Provenance prov;
+  prov.Add("command", command);
+  prov.Add("version", absl::StrCat("longhaul ", LONGHAUL_VERSION));
+  prov.Add("date", tuner::UtcTimestamp());
+  prov.Add("link", absl::StrCat(link.ToString(), " [", link.source, "]"));
+  prov.Add("objective",
+           o == tuner::Objective::kMct
+               ? absl::StrFormat("mct (p99 completion of %s messages at load %.2g)",
+                                 FormatByteCount(opt.workload.message_size), opt.workload.load)
+               : std::string(opt.workload.bulk_bytes
+                                 ? absl::StrCat("goodput (transfers of ",
+                                                FormatByteCount(opt.workload.bulk_bytes), ")")
+                                 : "goodput (bulk transfer)"));
+  prov.Add("predicted", PredictedLine(r->chosen, o));
+  prov.Add("checked", CheckedLine(*r));
+  prov.Add("host", absl::StrFormat("net.core.rmem_max >= %d, net.core.wmem_max >= %d, IP MTU >= %d",
+                                   r->host.rmem_max_needed, r->host.wmem_max_needed,
+                                   r->host.mtu_needed));
+  const std::string text = tuner::FormatTunedProfile(r->chosen.config, prov);
+  if (!FLAGS_out.empty()) {
+    std::ofstream f(FLAGS_out, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) {
+      std::cerr << "longhaul-tune: cannot write " << FLAGS_out << "\n";
+      return 1;
+    }
+    // What was written must read back as the chosen configuration.
+    absl::StatusOr<TransportConfig> back = LoadProfile(FLAGS_out, TransportConfig());
+    if (!back.ok()) {
+      std::cerr << "longhaul-tune: the profile written does not read back: " << back.status() << "\n";
+      return 1;
+    }
+  }
+
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["version"] = LONGHAUL_VERSION;
+    j["command"] = command;
+    j["link"] = EstimateJson(link);
+    if (!probe_json.is_null()) j["probe"] = probe_json;
+    nlohmann::json w;
+    w["objective"] = tuner::ObjectiveName(o);
+    if (o == tuner::Objective::kMct) {
+      w["message_size"] = opt.workload.message_size;
+      w["load"] = opt.workload.load;
+    } else {
+      w["bytes"] = opt.workload.bulk_bytes;
+    }
+    j["workload"] = w;
+    j["chosen"] = CandidateJson(r->chosen, o);
+    nlohmann::json checked = nlohmann::json::array();
+    for (const tuner::Candidate& c : r->checked) checked.push_back(CandidateJson(c, o));
+    j["checked"] = checked;
+    j["check_link"] = r->check_link;
+    j["check_workload"] = r->check_workload;
+    if (!r->check_skipped.empty()) j["check_skipped"] = r->check_skipped;
+    j["candidates_evaluated"] = r->candidates_evaluated;
+    j["search_s"] = r->search_s;
+    j["check_s"] = r->check_s;
+    nlohmann::json h;
+    h["rmem_max_needed"] = r->host.rmem_max_needed;
+    h["wmem_max_needed"] = r->host.wmem_max_needed;
+    h["mtu_needed"] = r->host.mtu_needed;
+    h["rmem_max"] = r->host.current.rmem_max;
+    h["wmem_max"] = r->host.current.wmem_max;
+    h["rmem_ok"] = r->host.rmem_ok;
+    h["wmem_ok"] = r->host.wmem_ok;
+    h["commands"] = r->host.commands;
+    j["host"] = h;
+    j["profile"] = text;
+    if (!FLAGS_out.empty()) j["profile_path"] = FLAGS_out;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "link       " << link.ToString() << "\n";
+  std::cout << "source     " << link.source << "\n";
+  std::cout << "objective  " << prov.Get("objective") << "\n";
+  std::cout << "choice     " << r->chosen.label << "\n";
+  std::cout << "predicted  " << PredictedLine(r->chosen, o) << "\n";
+  std::cout << "checked    " << CheckedLine(*r) << "\n";
+  if (!r->checked.empty()) {
+    std::cout << "candidates (model -> simulator):\n";
+    for (const tuner::Candidate& c : r->checked) {
+      std::string sim = !c.checked ? "not run"
+                        : !c.check_completed ? "incomplete"
+                        : o == tuner::Objective::kMct
+                            ? absl::StrFormat("p99 %.3f ms", c.sim_mct_p99_s * 1e3)
+                            : Rate(c.sim_goodput_bps);
+      std::string model = o == tuner::Objective::kMct
+                              ? absl::StrFormat("p99 %.3f ms", c.prediction.mct_p99_s * 1e3)
+                              : Rate(c.prediction.goodput_bps);
+      std::cout << absl::StrFormat("  %s %-80s %s -> %s%s\n",
+                                   c.label == r->chosen.label ? "*" : " ", c.label, model, sim,
+                                   c.check_note.empty() ? "" : absl::StrCat("  (", c.check_note, ")"));
+    }
+  }
+  std::cout << "host settings:\n";
+  for (const std::string& l : r->host.lines) std::cout << "  " << l << "\n";
+  for (const std::string& c : r->host.commands) std::cout << "  $ " << c << "\n";
+  if (!FLAGS_out.empty()) {
+    std::cout << "wrote      " << FLAGS_out << "\n";
+  } else {
+    std::cout << "\n" << text;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace longhaul
+
+int main(int argc, char** argv) { return longhaul::Main(argc, argv); }

@@ -1,0 +1,95 @@
+#include "tuner/estimate/rate.h"
+
+#include <algorithm>
+
+namespace longhaul::tuner {
+
+void TrainReceipt::Add(ByteCount bytes, Time now) {
+  if (packets == 0) {
+    first_wire_bytes = bytes;
+    first_arrival = now;
+  }
+  ++packets;
+  wire_bytes += bytes;
+  last_arrival = now;
+}
+
+Bandwidth TrainReceipt::DeliveryRate() const {
+  if (packets < 2 || last_arrival <= first_arrival) return Bandwidth::Zero();
+  return Bandwidth::FromBytesAndDuration(wire_bytes - first_wire_bytes,
+                                         last_arrival - first_arrival);
+}
+
+RateSearch::RateSearch(const RateSearchOptions& options)
+    : opt_(options), next_(std::min(options.start_rate, options.max_rate)) {}
+
+void RateSearch::OnTrain(const TrainResult& t) {
+  if (done_) return;
+  trains_.push_back(t);
+  const Bandwidth delivered = t.delivery_rate;
+  best_ = std::max(best_, delivered);
+  // A train is saturated when the path delivered clearly less than the sender put in:
+  // by rate (the bottleneck spaced the packets), or by count (the queue overflowed).
+  const bool rate_sat = !t.send_rate.IsZero() &&
+                        delivered.bps() < opt_.saturation * t.send_rate.bps();
+  const bool loss_sat = t.packets_sent > 0 &&
+                        static_cast<double>(t.packets_received) <
+                            opt_.saturation * static_cast<double>(t.packets_sent);
+  const bool saturated = !delivered.IsZero() && (rate_sat || loss_sat);
+  if (saturated) ++saturated_trains_;
+  // The sender itself could not reach the target (CPU, socket buffers).
+  if (!saturated && t.send_rate.bps() < opt_.saturation * t.target_rate.bps()) {
+    ++sender_limited_;
+  }
+
+  // BBR full-pipe detection on the best delivery rate so far.
+  if (best_.bps() >= full_bw_.bps() * opt_.full_pipe_growth) {
+    full_bw_ = best_;
+    full_bw_count_ = 0;
+  } else {
+    ++full_bw_count_;
+  }
+
+  if (saturated_trains_ > 0 && full_bw_count_ >= opt_.full_pipe_rounds) {
+    done_ = true;
+    stop_reason_ = "full pipe";
+  } else if (sender_limited_ >= 2) {
+    done_ = true;
+    stop_reason_ = "sender limited";
+  } else if (static_cast<int>(trains_.size()) >= opt_.max_trains) {
+    done_ = true;
+    stop_reason_ = "max trains";
+  }
+  if (done_) return;
+
+  Bandwidth next = saturated_trains_ > 0 ? best_.Scaled(opt_.probe_gain)
+                                         : t.target_rate.Scaled(opt_.growth);
+  if (next > opt_.max_rate) {
+    if (t.target_rate >= opt_.max_rate) {
+      done_ = true;
+      stop_reason_ = "max rate";
+      return;
+    }
+    next = opt_.max_rate;
+  }
+  next_ = next;
+}
+
+Bandwidth RateSearch::Estimate() const {
+  std::vector<double> sat;
+  for (const TrainResult& t : trains_) {
+    const bool rate_sat = !t.send_rate.IsZero() &&
+                          t.delivery_rate.bps() < opt_.saturation * t.send_rate.bps();
+    const bool loss_sat = t.packets_sent > 0 &&
+                          static_cast<double>(t.packets_received) <
+                              opt_.saturation * static_cast<double>(t.packets_sent);
+    if (!t.delivery_rate.IsZero() && (rate_sat || loss_sat)) sat.push_back(t.delivery_rate.bps());
+  }
+  if (sat.empty()) return best_;
+  std::sort(sat.begin(), sat.end());
+  const size_t n = sat.size();
+  const double median = n % 2 ? sat[n / 2] : 0.5 * (sat[n / 2 - 1] + sat[n / 2]);
+  return Bandwidth::BitsPerSecond(median);
+}
+
+}  // namespace longhaul::tuner

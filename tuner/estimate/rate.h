@@ -1,0 +1,96 @@
+// Bottleneck-rate estimation from packet trains (reference B4, "the BBR approach"):
+//
+//   * A train is a burst of packets paced at a target rate. The receiver timestamps the
+//     first and last arrival and counts bytes; its delivery rate is
+//       (wire bytes after the first packet) x 8 / (last arrival - first arrival).
+//     Above the bottleneck rate the bottleneck spaces the packets, so the delivery rate
+//     is the bottleneck rate whatever the target (until the queue overflows, and even
+//     then the survivors are spaced at the bottleneck rate).
+//   * RateSearch plans trains at geometrically rising rates (x2) until a train is
+//     saturated (delivered < 90 % of what was sent), then probes at 1.25 x the best
+//     delivery rate seen, and declares the pipe full once the best delivery rate grew by
+//     less than 25 % for 3 trains in a row (BBR's full-pipe rule: bbr_full_bw_thresh
+//     5/4, bbr_full_bw_cnt 3). It also stops at max_rate, at max_trains, or when the
+//     sender could not reach its target twice (the estimate is then a lower bound).
+//   * The estimate is the median delivery rate of the saturated trains (robust to a
+//     stretched or compressed train on a busy host); the max over all trains (BBR's max
+//     filter) is reported too.
+//
+// Rates count wire bytes: UDP payload + IP/UDP headers, like the link model's `rate`.
+// Pure state machine, no clock; not thread-safe (one owner).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/base/units.h"
+
+namespace longhaul::tuner {
+
+// What the receiver saw of one train.
+struct TrainReceipt {
+  uint64_t packets = 0;
+  ByteCount wire_bytes = 0;        // all received packets, wire bytes
+  ByteCount first_wire_bytes = 0;  // the first arrival's wire bytes
+  Time first_arrival;
+  Time last_arrival;
+
+  void Add(ByteCount wire_bytes, Time now);  // in arrival order
+  // Zero with fewer than two packets or a zero span.
+  Bandwidth DeliveryRate() const;
+};
+
+struct TrainResult {
+  Bandwidth target_rate;    // the rate the sender aimed at
+  Bandwidth send_rate;      // achieved by the sender (wire bytes / send span)
+  Bandwidth delivery_rate;  // TrainReceipt::DeliveryRate()
+  uint64_t packets_sent = 0;
+  uint64_t packets_received = 0;
+  Duration duration;        // send span
+};
+
+struct RateSearchOptions {
+  Bandwidth start_rate = Bandwidth::Mbps(50);
+  Bandwidth max_rate = Bandwidth::Gbps(400);
+  double growth = 2.0;            // startup: next target = growth x target
+  double probe_gain = 1.25;       // after saturation: target = probe_gain x best delivery
+  double saturation = 0.9;        // saturated when delivered < saturation x sent
+  double full_pipe_growth = 1.25; // BBR: the best grew by less than this...
+  int full_pipe_rounds = 3;       // ...for this many trains in a row
+  int max_trains = 24;
+};
+
+class RateSearch {
+ public:
+  explicit RateSearch(const RateSearchOptions& options = {});
+
+  // The target rate of the next train (meaningless once done()).
+  Bandwidth NextRate() const { return next_; }
+  void OnTrain(const TrainResult& train);
+  bool done() const { return done_; }
+  // Why it stopped: "full pipe", "max rate", "max trains", "sender limited"; empty while
+  // running.
+  const std::string& stop_reason() const { return stop_reason_; }
+
+  // Median delivery rate of the saturated trains, or the best delivery rate when no
+  // train saturated (then a lower bound; see saturated()).
+  Bandwidth Estimate() const;
+  Bandwidth MaxDelivery() const { return best_; }
+  bool saturated() const { return saturated_trains_ > 0; }
+  const std::vector<TrainResult>& trains() const { return trains_; }
+
+ private:
+  RateSearchOptions opt_;
+  Bandwidth next_;
+  Bandwidth best_;
+  Bandwidth full_bw_;
+  int full_bw_count_ = 0;
+  int saturated_trains_ = 0;
+  int sender_limited_ = 0;
+  bool done_ = false;
+  std::string stop_reason_;
+  std::vector<TrainResult> trains_;
+};
+
+}  // namespace longhaul::tuner

@@ -1,0 +1,637 @@
+#include "tuner/probe/prober.h"
+
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "transport/base/parse.h"
+#include "transport/base/rng.h"
+#include "tuner/estimate/pmtu_search.h"
+#include "tuner/probe/probe_protocol.h"
+#include "tuner/probe/udp_socket.h"
+
+namespace longhaul::tuner {
+namespace {
+
+using probe::kIpUdpOverhead;
+using probe::ProbeMessage;
+using probe::ProbeType;
+
+constexpr uint64_t kEchoSeqBase = uint64_t{1} << 62;  // ECHO ids; DATA seqs stay below
+constexpr uint32_t kMinPayload = 64;
+constexpr uint64_t kMaxTrainPackets = 200000;
+
+std::string Rate(double bps) {
+  return bps >= 1e9 ? absl::StrFormat("%.4g Gbit/s", bps / 1e9)
+                    : absl::StrFormat("%.4g Mbit/s", bps / 1e6);
+}
+
+void SleepUntilNs(int64_t t_ns) {
+  timespec ts;
+  ts.tv_sec = t_ns / 1000000000;
+  ts.tv_nsec = t_ns % 1000000000;
+  clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr);
+}
+
+class Prober {
+ public:
+  Prober(const ProbeOptions& opt, probe::UdpSocket sock, uint32_t session)
+      : opt_(opt), sock_(std::move(sock)), session_(session) {
+    bufs_.assign(64, std::vector<uint8_t>(probe::kMaxDatagram));
+  }
+
+  absl::StatusOr<ProbeReport> Run() {
+    start_ns_ = probe::NowRealtimeNs();
+    deadline_ns_ = start_ns_ + opt_.max_duration.ns();
+    report_.responder = opt_.target;
+    if (absl::Status s = Hello(); !s.ok()) return s;
+    if (absl::Status s = RttPhase(); !s.ok()) return s;
+    if (absl::Status s = RatePhase(); !s.ok()) return s;
+    if (opt_.pmtu) {
+      if (absl::Status s = PmtuPhase(); !s.ok()) return s;
+    }
+    if (absl::Status s = LossPhase(); !s.ok()) return s;
+    SendMessage(Header(ProbeType::kBye, 0), 0).IgnoreError();
+    Finish();
+    return report_;
+  }
+
+ private:
+  // ---- plumbing ----
+  ProbeMessage Header(ProbeType t, uint64_t seq) const {
+    ProbeMessage m;
+    m.header.type = t;
+    m.header.session = session_;
+    m.header.seq = seq;
+    return m;
+  }
+
+  void Progress(const std::string& line) {
+    if (opt_.progress) opt_.progress(absl::StrCat("probe: ", line));
+  }
+
+  double Elapsed() const { return (probe::NowRealtimeNs() - start_ns_) * 1e-9; }
+  bool OverBudget(size_t next_bytes = 0) const {
+    return report_.wire_bytes_sent + next_bytes > opt_.max_bytes;
+  }
+
+  absl::Status SendMessage(const ProbeMessage& m, size_t pad) {
+    if (absl::Status s = probe::EncodeProbe(m, pad, &scratch_); !s.ok()) return s;
+    absl::Status s = sock_.Send(scratch_);
+    if (s.ok()) Count(scratch_.size());
+    return s;
+  }
+
+  void Count(size_t payload) {
+    report_.wire_bytes_sent += payload + kIpUdpOverhead;
+    ++report_.packets_sent;
+  }
+
+  // Reads what has arrived (waiting up to `timeout` for the first) and dispatches it.
+  absl::Status Poll(Duration timeout) {
+    absl::StatusOr<size_t> n = sock_.Receive(&bufs_, probe::kMaxDatagram, &got_, timeout);
+    if (!n.ok()) return n.status();
+    for (size_t i = 0; i < got_.size(); ++i) {
+      absl::StatusOr<ProbeMessage> m =
+          probe::DecodeProbe(std::span<const uint8_t>(bufs_[i].data(), got_[i].length));
+      if (!m.ok() || m->header.session != session_) continue;
+      const int64_t at = got_[i].at_ns;
+      switch (m->header.type) {
+        case ProbeType::kHelloAck:
+          hello_ack_ = *m;
+          break;
+        case ProbeType::kEchoReply: {
+          const Duration rtt = Duration::Nanoseconds(at - static_cast<int64_t>(m->send_ns));
+          if (rtt <= Duration::Zero()) break;
+          if (m->header.seq >= kEchoSeqBase) {
+            echo_replies_[m->header.seq] = {rtt, m->size_received};
+          } else {
+            loaded_rtts_.push_back(rtt);
+          }
+          break;
+        }
+        case ProbeType::kReport:
+          reports_[m->report.train] = m->report;
+          break;
+        case ProbeType::kError:
+          error_ = absl::StrCat("responder refused: ", m->error_text, " (code ", m->error_code, ")");
+          break;
+        default:
+          break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Polls until `done()` or `until_ns`.
+  template <typename Done>
+  absl::Status PollUntil(int64_t until_ns, Done done) {
+    while (!done()) {
+      const int64_t now = probe::NowRealtimeNs();
+      if (now >= until_ns) break;
+      if (absl::Status s = Poll(Duration::Nanoseconds(until_ns - now)); !s.ok()) return s;
+      if (!error_.empty()) return absl::UnavailableError(error_);
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t PhaseEnd(double fraction_of_budget) const {
+    return std::min(deadline_ns_,
+                    start_ns_ + static_cast<int64_t>(fraction_of_budget * opt_.max_duration.ns()));
+  }
+
+  Duration RttP99() const {
+    return rtt_p99_ > Duration::Zero() ? rtt_p99_ : Duration::Milliseconds(200);
+  }
+
+  // ---- phases ----
+  absl::Status Hello() {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      ProbeMessage m = Header(ProbeType::kHello, 1);
+      m.version = probe::kProbeVersion;
+      if (absl::Status s = SendMessage(m, 0); !s.ok()) {
+        return absl::UnavailableError(absl::StrCat("no probe responder at ", opt_.target, ": ",
+                                                   s.message()));
+      }
+      const int64_t until = std::min(deadline_ns_, probe::NowRealtimeNs() + 1000000000);
+      absl::Status s = PollUntil(until, [&] { return hello_ack_.has_value(); });
+      if (!s.ok()) {
+        return absl::UnavailableError(absl::StrCat("no probe responder at ", opt_.target, ": ",
+                                                   s.message()));
+      }
+      if (hello_ack_) break;
+    }
+    if (!hello_ack_) {
+      return absl::UnavailableError(absl::StrCat(
+          "no answer from a probe responder at ", opt_.target,
+          " after 3 tries (is `longhaul-probe --server` or a longhaul-perf server running there?)"));
+    }
+    max_trace_packets_ = hello_ack_->max_trace_packets;
+    Progress(absl::StrFormat("responder at %s answered (protocol %d)", opt_.target,
+                             hello_ack_->version));
+    return absl::OkStatus();
+  }
+
+  absl::Status RttPhase() {
+    std::vector<uint64_t> ids;
+    int64_t next = probe::NowRealtimeNs();
+    for (int i = 0; i < opt_.rtt_probes; ++i) {
+      if (next >= PhaseEnd(0.15)) break;
+      SleepUntilNs(next);
+      ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
+      m.send_ns = static_cast<uint64_t>(probe::NowRealtimeNs());
+      ids.push_back(m.header.seq);
+      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
+      if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+      next += opt_.rtt_spacing.ns();
+    }
+    auto all = [&] {
+      for (uint64_t id : ids) {
+        if (!echo_replies_.count(id)) return false;
+      }
+      return true;
+    };
+    // Stragglers: up to 3 x the largest RTT seen (at least 200 ms), at most 2 s.
+    Duration longest = Duration::Milliseconds(200);
+    for (const auto& [id, e] : echo_replies_) longest = std::max(longest, e.rtt * 3);
+    const int64_t until = std::min(PhaseEnd(0.25), probe::NowRealtimeNs() +
+                                                       std::min(longest, Duration::Seconds(2)).ns());
+    if (absl::Status s = PollUntil(until, all); !s.ok()) return s;
+    std::vector<Duration> rtts;
+    for (uint64_t id : ids) {
+      auto it = echo_replies_.find(id);
+      if (it != echo_replies_.end()) rtts.push_back(it->second.rtt);
+    }
+    if (rtts.empty()) {
+      return absl::UnavailableError(absl::StrCat("none of ", ids.size(),
+                                                 " echoes came back from ", opt_.target));
+    }
+    report_.rtt_idle = *SummarizeRtt(rtts);
+    rtt_min_ = report_.rtt_idle.min;
+    rtt_p99_ = report_.rtt_idle.p99;
+    Progress(absl::StrCat("rtt ", report_.rtt_idle.ToString()));
+    return absl::OkStatus();
+  }
+
+  // Sends `n` DATA packets of `payload` bytes paced at `rate` as train `train`. Returns
+  // the send span's wire rate; fills first/last send times.
+  absl::StatusOr<Bandwidth> SendTrain(uint32_t train, uint64_t n, uint32_t payload, Bandwidth rate,
+                                      bool trace, uint64_t echo_every, int64_t* first_ns,
+                                      int64_t* last_ns, uint64_t* sent_out) {
+    const double wire = payload + kIpUdpOverhead;
+    const double gap_ns = wire * 8e9 / std::max(rate.bps(), 1.0);
+    // Send what is due up to this far ahead in one batch: bursts stay short (<= 50 us of
+    // the train's rate) so a small bottleneck queue is not overrun by them.
+    constexpr int64_t kLookaheadNs = 50000;
+    std::vector<std::vector<uint8_t>> pkts;
+    std::vector<std::span<const uint8_t>> views;
+    const int64_t t0 = probe::NowRealtimeNs() + 100000;
+    uint64_t i = 0, sent = 0;
+    *first_ns = 0;
+    while (i < n) {
+      const int64_t now = probe::NowRealtimeNs();
+      if (now >= deadline_ns_) break;
+      const int64_t due = t0 + static_cast<int64_t>(static_cast<double>(i) * gap_ns);
+      if (due > now + kLookaheadNs) {
+        // Read replies while waiting; sleep the rest.
+        if (due - now > 200000) {
+          if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+        }
+        SleepUntilNs(due - kLookaheadNs / 2);
+        continue;
+      }
+      pkts.clear();
+      views.clear();
+      while (i < n && pkts.size() < 64 &&
+             t0 + static_cast<int64_t>(static_cast<double>(i) * gap_ns) <= now + kLookaheadNs) {
+        if (OverBudget(payload)) break;
+        ProbeMessage m = Header(ProbeType::kData, i);
+        m.train = train;
+        m.data_flags = trace ? probe::kDataTrace : 0;
+        m.send_ns = static_cast<uint64_t>(now);
+        if (echo_every > 0 && i % echo_every == 0) m.header.flags = probe::kFlagEcho;
+        pkts.emplace_back();
+        if (absl::Status s = probe::EncodeProbe(m, payload, &pkts.back()); !s.ok()) return s;
+        ++i;
+      }
+      if (pkts.empty()) break;  // byte budget
+      for (const auto& p : pkts) views.emplace_back(p);
+      size_t done = 0;
+      int stuck = 0;
+      while (done < views.size()) {
+        absl::StatusOr<size_t> k = sock_.SendBatch(
+            std::span<const std::span<const uint8_t>>(views.data() + done, views.size() - done));
+        if (!k.ok()) return k.status();
+        if (*k == 0) {
+          if (++stuck > 100) break;  // the socket stays full for a second: give up on these
+          sock_.WaitWritable(Duration::Milliseconds(10));
+          continue;
+        }
+        for (size_t j = 0; j < *k; ++j) Count(views[done + j].size());
+        done += *k;
+        sent += *k;
+      }
+      const int64_t after = probe::NowRealtimeNs();
+      if (*first_ns == 0) *first_ns = after;
+      *last_ns = after;
+    }
+    *sent_out = sent;
+    if (sent < 2 || *last_ns <= *first_ns) return Bandwidth::Zero();
+    return Bandwidth::FromBytesAndDuration(
+        static_cast<ByteCount>((sent - 1) * wire), Duration::Nanoseconds(*last_ns - *first_ns));
+  }
+
+  // Asks for train `train`'s report (retrying); nullopt if none came.
+  absl::StatusOr<std::optional<probe::TrainReport>> RequestReport(uint32_t train, uint64_t sent,
+                                                                   Duration wait) {
+    reports_.erase(train);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      ProbeMessage m = Header(ProbeType::kReportReq, next_echo_++);
+      m.train = train;
+      m.packets_sent = sent;
+      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
+      const int64_t until = std::min(deadline_ns_ + 2000000000, probe::NowRealtimeNs() + wait.ns());
+      if (absl::Status s = PollUntil(until, [&] { return reports_.count(train) > 0; }); !s.ok()) {
+        return s;
+      }
+      if (reports_.count(train)) return std::optional<probe::TrainReport>(reports_[train]);
+    }
+    return std::optional<probe::TrainReport>();
+  }
+
+  absl::Status RatePhase() {
+    RateSearchOptions ro;
+    ro.start_rate = opt_.start_rate;
+    ro.max_rate = opt_.max_rate;
+    RateSearch search(ro);
+    const uint32_t local = static_cast<uint32_t>(std::max(sock_.PathMtu(), 0));
+    report_.local_mtu = local;
+    // Try jumbo-sized trains first; fall back when nothing of a train arrives.
+    std::vector<uint32_t> sizes;
+    const uint32_t cap = opt_.max_mtu ? opt_.max_mtu : (local ? local : 1500);
+    for (uint32_t mtu : {9000u, 1500u, 1200u}) {
+      if (mtu <= cap) sizes.push_back(mtu - kIpUdpOverhead);
+    }
+    if (sizes.empty()) sizes.push_back(std::max<uint32_t>(cap, 96) - kIpUdpOverhead);
+    size_t size_index = 0;
+    const int64_t phase_end = PhaseEnd(0.55);
+    int empty_trains = 0;
+    while (!search.done()) {
+      const int64_t now = probe::NowRealtimeNs();
+      const Bandwidth rate = search.NextRate();
+      const uint32_t payload = sizes[size_index];
+      const double wire = payload + kIpUdpOverhead;
+      uint64_t n = static_cast<uint64_t>(rate.bps() * opt_.train_duration.seconds() / (8 * wire));
+      n = std::clamp<uint64_t>(n, 64, kMaxTrainPackets);
+      const Duration send_time = rate.TransferTime(static_cast<ByteCount>(n * wire));
+      const Duration wait = RttP99() * 2 + send_time + Duration::Milliseconds(50);
+      if (now + (send_time + wait).ns() > phase_end) {
+        report_.notes.push_back("rate phase stopped at its time share");
+        break;
+      }
+      if (OverBudget(static_cast<size_t>(n * wire))) {
+        report_.notes.push_back("rate phase stopped at the byte budget");
+        break;
+      }
+      const uint32_t train = next_train_++;
+      int64_t first = 0, last = 0;
+      uint64_t sent = 0;
+      absl::StatusOr<Bandwidth> send_rate =
+          SendTrain(train, n, payload, rate, false, 0, &first, &last, &sent);
+      if (!send_rate.ok()) return send_rate.status();
+      absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, wait);
+      if (!rep.ok()) return rep.status();
+      if (!rep->has_value() || (*rep)->packets == 0) {
+        // Nothing arrived: datagrams too big for the path, or the report was lost.
+        if (size_index + 1 < sizes.size()) {
+          ++size_index;
+          Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; trying %d bytes",
+                                   payload, train, sizes[size_index]));
+          continue;
+        }
+        if (++empty_trains >= 2) {
+          return absl::UnavailableError(absl::StrCat(
+              "trains to ", opt_.target, " do not get through (echoes do): blocked or dropped"));
+        }
+        continue;
+      }
+      const probe::TrainReport& r = **rep;
+      TrainResult t;
+      t.target_rate = rate;
+      t.send_rate = *send_rate;
+      t.packets_sent = sent;
+      t.packets_received = r.packets;
+      t.duration = Duration::Nanoseconds(last - first);
+      if (r.packets >= 2 && r.span_ns > 0) {
+        t.delivery_rate = Bandwidth::FromBytesAndDuration(r.wire_bytes - r.first_wire_bytes,
+                                                          Duration::Nanoseconds(r.span_ns));
+      }
+      search.OnTrain(t);
+      report_.trains.push_back(t);
+      report_.train_payload_bytes = payload;
+      Progress(absl::StrFormat("train %d: %d x %d B at %s: sent %s, delivered %s (%d/%d arrived)",
+                               train, sent, payload, Rate(rate.bps()), Rate(t.send_rate.bps()),
+                               Rate(t.delivery_rate.bps()), r.packets, sent));
+    }
+    if (report_.trains.empty()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no rate train completed within the probe's time or byte budget (",
+                       opt_.max_duration.ToString(), ", ", FormatByteCount(opt_.max_bytes), ")"));
+    }
+    report_.rate_stop_reason = search.done() ? search.stop_reason() : "budget";
+    report_.rate_saturated = search.saturated();
+    report_.max_delivery_bps = search.MaxDelivery().bps();
+    rate_ = search.Estimate();
+    // Spread of the saturated trains' delivery rates around the estimate.
+    double lo = rate_.bps(), hi = rate_.bps();
+    for (const TrainResult& t : report_.trains) {
+      const bool sat = t.delivery_rate.bps() < 0.9 * t.send_rate.bps() ||
+                       t.packets_received < 0.9 * t.packets_sent;
+      if (sat && t.delivery_rate.bps() > 0) {
+        lo = std::min(lo, t.delivery_rate.bps());
+        hi = std::max(hi, t.delivery_rate.bps());
+      }
+    }
+    rate_rel_error_ = rate_.bps() > 0 ? (hi - lo) / (2 * rate_.bps()) : 1.0;
+    if (!search.saturated()) {
+      report_.notes.push_back(absl::StrCat("no train saturated the path (", report_.rate_stop_reason,
+                                           "): the rate is a lower bound"));
+    }
+    Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()),
+                             report_.rate_stop_reason, report_.trains.size()));
+    return absl::OkStatus();
+  }
+
+  absl::Status PmtuPhase() {
+    PmtuSearchOptions po;
+    const uint32_t local = report_.local_mtu ? report_.local_mtu : 1500;
+    po.max_size = std::min<uint32_t>(opt_.max_mtu ? opt_.max_mtu : local,
+                                     probe::kMaxDatagram + kIpUdpOverhead);
+    po.min_size = std::min<uint32_t>(576, po.max_size);
+    PmtuSearch search(po);
+    const double pace_bps = std::max(0.5 * rate_.bps(), 1e6);
+    const int64_t phase_end = PhaseEnd(0.7);
+    while (!search.done()) {
+      std::vector<uint32_t> sizes = search.NextRound();
+      if (sizes.empty()) break;
+      std::map<uint64_t, uint32_t> sent;  // echo id -> size
+      std::set<uint32_t> refused;
+      int64_t t = probe::NowRealtimeNs();
+      for (int copy = 0; copy < 3; ++copy) {
+        for (uint32_t size : sizes) {
+          if (refused.count(size)) continue;
+          if (OverBudget(size)) break;
+          SleepUntilNs(t);
+          ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
+          m.send_ns = static_cast<uint64_t>(probe::NowRealtimeNs());
+          if (absl::Status s = SendMessage(m, size - kIpUdpOverhead); !s.ok()) {
+            if (absl::IsFailedPrecondition(s)) {
+              refused.insert(size);  // EMSGSIZE: bigger than the local interface
+              continue;
+            }
+            return s;
+          }
+          sent[m.header.seq] = size;
+          t += static_cast<int64_t>(size * 8e9 / pace_bps);
+          if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+        }
+      }
+      const int64_t until = std::min(phase_end, probe::NowRealtimeNs() + RttP99().ns() * 2 +
+                                                    Duration::Milliseconds(20).ns());
+      auto all = [&] {
+        for (const auto& [id, size] : sent) {
+          if (!echo_replies_.count(id)) return false;
+        }
+        return true;
+      };
+      if (absl::Status s = PollUntil(until, all); !s.ok()) return s;
+      std::vector<std::pair<uint32_t, bool>> results;
+      std::set<uint32_t> ok;
+      for (const auto& [id, size] : sent) {
+        if (echo_replies_.count(id)) ok.insert(size);
+      }
+      for (uint32_t size : sizes) results.push_back({size, ok.count(size) > 0});
+      search.OnRound(results);
+      if (probe::NowRealtimeNs() >= phase_end) {
+        report_.notes.push_back("path-MTU search stopped at its time share");
+        break;
+      }
+    }
+    report_.pmtu = search.pmtu();
+    report_.pmtu_rounds = search.rounds();
+    if (report_.pmtu == 0) {
+      report_.notes.push_back("no path-MTU probe was confirmed; assuming 1500");
+    }
+    Progress(absl::StrFormat("path MTU %d (%d rounds, local interface %d)", report_.pmtu,
+                             report_.pmtu_rounds, report_.local_mtu));
+    return absl::OkStatus();
+  }
+
+  absl::Status LossPhase() {
+    const Duration reserve = RttP99() * 3 + Duration::Milliseconds(300);
+    const int64_t now = probe::NowRealtimeNs();
+    const double seconds = (deadline_ns_ - now - reserve.ns()) * 1e-9;
+    if (seconds < 0.2) {
+      report_.notes.push_back("no time left for the loss phase: loss unknown");
+      return absl::OkStatus();
+    }
+    const double left_bytes = static_cast<double>(opt_.max_bytes - std::min(opt_.max_bytes,
+                                                                            report_.wire_bytes_sent));
+    double rate = std::min(opt_.loss_load * rate_.bps(), left_bytes * 8 / seconds);
+    const uint32_t path = report_.pmtu ? report_.pmtu : 1500;
+    double wire = rate / (8.0 * std::max<uint32_t>(opt_.loss_packets_per_s, 1));
+    const uint32_t payload = static_cast<uint32_t>(
+        std::clamp(wire - kIpUdpOverhead, static_cast<double>(kMinPayload),
+                   static_cast<double>(path - kIpUdpOverhead)));
+    wire = payload + kIpUdpOverhead;
+    uint64_t n = static_cast<uint64_t>(rate * seconds / (8 * wire));
+    n = std::min<uint64_t>(n, max_trace_packets_ ? max_trace_packets_ : kMaxTrainPackets);
+    if (n < 1000) {
+      report_.notes.push_back("loss phase too short (under 1000 packets): loss unknown");
+      return absl::OkStatus();
+    }
+    const uint64_t echo_every = std::max<uint64_t>(1, n / 2000);
+    Progress(absl::StrFormat("loss phase: %d x %d B at %s for %.1f s", n, payload, Rate(rate),
+                             n * wire * 8 / rate));
+    const uint32_t train = next_train_++;
+    int64_t first = 0, last = 0;
+    uint64_t sent = 0;
+    absl::StatusOr<Bandwidth> sr = SendTrain(train, n, payload, Bandwidth::BitsPerSecond(rate),
+                                             true, echo_every, &first, &last, &sent);
+    if (!sr.ok()) return sr.status();
+    // Let reordered stragglers land before asking (they would read as losses).
+    SleepUntilNs(probe::NowRealtimeNs() + Duration::Milliseconds(20).ns() +
+                 (report_.rtt_idle.p99 - report_.rtt_idle.min).ns());
+    absl::StatusOr<std::optional<probe::TrainReport>> rep =
+        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(200));
+    if (!rep.ok()) return rep.status();
+    if (!rep->has_value()) {
+      report_.notes.push_back("the loss-phase report did not arrive: loss unknown");
+      return absl::OkStatus();
+    }
+    const probe::TrainReport& r = **rep;
+    LossCounts c;
+    c.packets = r.trace_packets;
+    c.lost = r.lost;
+    c.bursts = r.bursts;
+    c.n0x = r.n0x;
+    c.n01 = r.n01;
+    c.n1x = r.n1x;
+    c.n11 = r.n11;
+    c.n1x1 = r.n1x1;
+    c.n111 = r.n111;
+    c.triples = r.triples;
+    report_.loss = EstimateLoss(c);
+    report_.reorder.packets = r.packets;
+    report_.reorder.reordered = r.reordered;
+    report_.reorder.max_extent_packets = r.max_extent_packets;
+    report_.reorder.max_late = Duration::Nanoseconds(static_cast<int64_t>(r.max_late_ns));
+    report_.duplicates = r.duplicates;
+    report_.loss_phase_rate_bps = sr->bps();
+    report_.loss_phase_s = (last - first) * 1e-9;
+    report_.loss_phase_payload_bytes = payload;
+    have_loss_ = true;
+    Progress(report_.loss.ToString());
+    Progress(report_.reorder.ToString());
+    return absl::OkStatus();
+  }
+
+  void Finish() {
+    LinkEstimate& e = report_.estimate;
+    e.source = absl::StrCat("probe of ", opt_.target);
+    e.rate = rate_;
+    e.rate_rel_error = rate_rel_error_;
+    std::vector<Duration> all;
+    for (const auto& [id, r] : echo_replies_) all.push_back(r.rtt);
+    if (!loaded_rtts_.empty()) report_.rtt_loaded = *SummarizeRtt(loaded_rtts_);
+    Duration lo = rtt_min_;
+    for (Duration d : loaded_rtts_) lo = std::min(lo, d);
+    e.rtt = lo;
+    // The RTT spread a transfer sees: from the loaded samples when there are enough.
+    const RttSummary& spread = report_.rtt_loaded.count >= 30 ? report_.rtt_loaded : report_.rtt_idle;
+    e.rtt_p50 = std::max(spread.p50, e.rtt);
+    e.rtt_p99 = std::max(spread.p99, e.rtt_p50);
+    if (have_loss_) {
+      e.loss = report_.loss.loss_rate;
+      e.mean_burst = std::max(1.0, report_.loss.mean_burst);
+      e.loss_rel_error = report_.loss.loss_rate_rel_error;
+      e.reorder = report_.reorder.reordered_fraction();
+      e.reorder_late = report_.reorder.max_late;
+    }
+    e.mtu = report_.pmtu ? report_.pmtu : 1500;
+    e.overhead = kIpUdpOverhead;
+    report_.elapsed_s = Elapsed();
+    Progress(absl::StrFormat("done in %.2f s, %s sent: %s", report_.elapsed_s,
+                             FormatByteCount(report_.wire_bytes_sent), e.ToString()));
+  }
+
+  struct EchoReply {
+    Duration rtt;
+    uint32_t size = 0;
+  };
+
+  ProbeOptions opt_;
+  probe::UdpSocket sock_;
+  uint32_t session_;
+  ProbeReport report_;
+  int64_t start_ns_ = 0;
+  int64_t deadline_ns_ = 0;
+  std::vector<std::vector<uint8_t>> bufs_;
+  std::vector<probe::Received> got_;
+  std::vector<uint8_t> scratch_;
+  std::optional<ProbeMessage> hello_ack_;
+  std::string error_;
+  std::map<uint64_t, EchoReply> echo_replies_;
+  std::vector<Duration> loaded_rtts_;
+  std::map<uint32_t, probe::TrainReport> reports_;
+  uint64_t next_echo_ = kEchoSeqBase;
+  uint32_t next_train_ = 1;
+  uint64_t max_trace_packets_ = 0;
+  Duration rtt_min_;
+  Duration rtt_p99_;
+  Bandwidth rate_;
+  double rate_rel_error_ = 0;
+  bool have_loss_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<ProbeReport> RunProbe(const ProbeOptions& options) {
+  if (options.max_duration <= Duration::Zero()) {
+    return absl::InvalidArgumentError("probe duration must be > 0");
+  }
+  if (options.max_bytes < (ByteCount{1} << 20)) {
+    return absl::InvalidArgumentError("probe byte budget must be at least 1MiB");
+  }
+  if (!(options.start_rate.bps() > 0) || options.max_rate < options.start_rate) {
+    return absl::InvalidArgumentError("probe rates: need 0 < start_rate <= max_rate");
+  }
+  if (!(options.loss_load > 0 && options.loss_load <= 1)) {
+    return absl::InvalidArgumentError("loss_load must be in (0, 1]");
+  }
+  absl::StatusOr<sockaddr_in> addr = probe::ResolveHostPort(options.target);
+  if (!addr.ok()) return addr.status();
+  absl::StatusOr<probe::UdpSocket> sock = probe::UdpSocket::Connect(*addr);
+  if (!sock.ok()) return sock.status();
+  sock->SetBuffers(64 << 20);
+  Rng rng(static_cast<uint64_t>(probe::NowRealtimeNs()) ^ (uint64_t{sock->LocalPort()} << 32));
+  uint32_t session = static_cast<uint32_t>(rng.Next());
+  if (session == 0) session = 1;
+  // Pacing sleeps of tens of microseconds need a small timer slack (this thread's,
+  // restored afterwards).
+  const int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  Prober p(options, std::move(*sock), session);
+  absl::StatusOr<ProbeReport> r = p.Run();
+  if (old_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_slack), 0, 0, 0);
+  return r;
+}
+
+}  // namespace longhaul::tuner

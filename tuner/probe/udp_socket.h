@@ -1,0 +1,85 @@
+// A small IPv4 UDP socket for the probe (POSIX sockets; errno is converted to
+// absl::Status here, once). Non-blocking; receive waits with poll() up to a timeout.
+// Received datagrams carry the kernel's receive timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME)
+// when available, so arrival spacing is measured where the packet arrived, not where a
+// busy process happened to read it. Send timestamps use the same clock (NowRealtimeNs).
+//
+// The prober's socket is connected to the target and sets IP_MTU_DISCOVER =
+// IP_PMTUDISC_PROBE: DF set, the kernel's cached path MTU ignored, so datagrams larger
+// than the path are dropped on the path (or refused locally with EMSGSIZE above the
+// interface MTU) instead of being fragmented.
+//
+// Not thread-safe: one thread uses a socket. Movable, closes on destruction.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+
+namespace longhaul::tuner::probe {
+
+// CLOCK_REALTIME in nanoseconds (the clock of SO_TIMESTAMPNS).
+int64_t NowRealtimeNs();
+
+// "HOST:PORT" with a numeric IPv4 address or a name that resolves to one.
+absl::StatusOr<sockaddr_in> ResolveHostPort(const std::string& host_port);
+std::string FormatAddress(const sockaddr_in& a);
+
+struct Received {
+  size_t length = 0;
+  int64_t at_ns = 0;     // kernel receive timestamp (or read time), CLOCK_REALTIME
+  sockaddr_in from{};
+};
+
+class UdpSocket {
+ public:
+  UdpSocket() = default;
+  ~UdpSocket();
+  UdpSocket(UdpSocket&& o) noexcept;
+  UdpSocket& operator=(UdpSocket&& o) noexcept;
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  // A socket bound to `addr` (port 0: any free port).
+  static absl::StatusOr<UdpSocket> Bind(const sockaddr_in& addr);
+  // A socket connected to `peer`, with DF probing (IP_PMTUDISC_PROBE).
+  static absl::StatusOr<UdpSocket> Connect(const sockaddr_in& peer);
+
+  // Best effort: asks for `bytes` of send and receive buffer (clamped by the kernel to
+  // net.core.{w,r}mem_max); returns what the kernel granted (SO_RCVBUF, SO_SNDBUF).
+  std::pair<int, int> SetBuffers(int bytes);
+
+  // Sends on a connected socket. EMSGSIZE -> FailedPrecondition("... too big ...");
+  // a full socket buffer -> Unavailable; ECONNREFUSED (ICMP port unreachable) ->
+  // Unavailable naming it.
+  absl::Status Send(std::span<const uint8_t> d);
+  absl::Status SendTo(std::span<const uint8_t> d, const sockaddr_in& to);
+  // Sends several datagrams (sendmmsg) on a connected socket; returns how many went out.
+  absl::StatusOr<size_t> SendBatch(std::span<const std::span<const uint8_t>> ds);
+  // Waits until writable, up to `timeout`.
+  bool WaitWritable(Duration timeout);
+
+  // Receives up to `max` datagrams into `bufs` (each `cap` bytes), waiting at most
+  // `timeout` for the first. Returns the number received (0 on timeout).
+  absl::StatusOr<size_t> Receive(std::vector<std::vector<uint8_t>>* bufs, size_t cap,
+                                 std::vector<Received>* out, Duration timeout);
+
+  // IP_MTU of a connected socket (the kernel's path-MTU view; the interface MTU for a
+  // fresh route). 0 if unknown.
+  int PathMtu() const;
+  uint16_t LocalPort() const;
+  int fd() const { return fd_; }
+
+ private:
+  explicit UdpSocket(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace longhaul::tuner::probe

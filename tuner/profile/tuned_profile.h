@@ -1,0 +1,51 @@
+// Tuned profiles: a TransportConfig as profile text (transport/core/profile/profile.h)
+// with a provenance header saying where it came from, so a profile found on a host can
+// be traced to the measurements and the command that made it:
+//
+//   # longhaul tuned profile
+//   # command: longhaul-tune --link=tokyo-singapore --out=profiles/tokyo-singapore.profile
+//   # version: longhaul 0.1.0
+//   # date: 2026-11-29T20:30:00Z
+//   # link: rate=100gbit rtt=58ms (p50 58ms, p99 58ms) loss=0.0001 burst=1.00 mtu=9000
+//   # objective: goodput
+//   # predicted: goodput 94.9 Gbit/s (model)
+//   # checked: goodput 94.6 Gbit/s (simulator, bulk 8GiB on rate=100gbit,...)
+//   # host: net.core.rmem_max >= ..., IP MTU >= 9000
+//   segment=8894
+//   ...
+//
+// The header is comments, so every tool reads the profile with LoadProfile as usual.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "transport/core/config.h"
+
+namespace longhaul::tuner {
+
+inline constexpr char kTunedProfileTitle[] = "longhaul tuned profile";
+
+struct Provenance {
+  std::vector<std::pair<std::string, std::string>> fields;  // in order of Add()
+
+  // Adds "key: value"; newlines in the value become spaces (one header line per field).
+  void Add(absl::string_view key, absl::string_view value);
+  // The first value of `key`, or "" if absent.
+  std::string Get(absl::string_view key) const;
+};
+
+// The profile text: the title and the provenance fields as comments, then the keys.
+std::string FormatTunedProfile(const TransportConfig& config, const Provenance& provenance);
+
+// The "key: value" comment lines of a profile's leading comment block (up to the first
+// key=value line). Lines without "key: " are skipped. Never fails.
+Provenance ParseProvenance(absl::string_view profile_text);
+
+// Current UTC time as 2026-11-29T20:30:00Z.
+std::string UtcTimestamp();
+
+}  // namespace longhaul::tuner
