@@ -20,13 +20,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "tools/emu/emu_json.h"
 #include "transport/base/parse.h"
+#include "transport/emu/netns.h"
 #include "transport/emu/socket_address.h"
+#include "transport/emu/tun_bridge.h"
 #include "transport/emu/udp_relay.h"
 #include "transport/sim/link_spec.h"
 
@@ -50,6 +53,7 @@ DEFINE_string(socket_buffer, "64MiB", "SO_RCVBUF/SO_SNDBUF of the relay's socket
 DEFINE_bool(tcp_relay, false, "UDP mode: also relay TCP from --listen to --forward, unmodelled "
             "(control channels, e.g. iperf3's)");
 DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
+DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each namespace");
 
 namespace longhaul {
 namespace {
@@ -72,7 +76,9 @@ void PrintHelp() {
          "TUN mode: namespaces A (198.18.0.1/30) and B (198.18.0.2/30) joined by TUN\n"
          "devices through the link, MTU from the spec; any IP traffic between\n"
          "`ip netns exec A ...` and `ip netns exec B ...` crosses it. Namespaces it\n"
-         "created are removed on SIGINT/SIGTERM.\n\n"
+         "created are removed on SIGINT/SIGTERM. Long fat links need larger TCP buffers\n"
+         "inside the namespaces (net.ipv4.tcp_rmem/tcp_wmem are per namespace;\n"
+         "net.core.rmem_max/wmem_max are host-wide): see docs/emulator.md.\n\n"
          "Counters: the model's drops (loss, queue, too_big) and the emulator's own drops\n"
          "(buffer full, send errors, kernel drops at its sockets, evicted clients) apart.\n"
          "Sizes take units (64KiB, 1GiB), durations too (300us, 58ms, 2s), rates bits/s\n"
@@ -260,6 +266,96 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   return 0;
 }
 
+int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
+           ByteCount buffer) {
+  const std::vector<std::string> names = absl::StrSplit(FLAGS_netns, ',');
+  if (names.size() != 2) UsageError("--netns needs two names, e.g. --netns=lhA,lhB");
+  for (const std::string& n : names) {
+    if (absl::Status st = emu::ValidateNetnsName(n); !st.ok()) {
+      UsageError(absl::StrCat("--netns: ", st.message()));
+    }
+  }
+  if (names[0] == names[1]) UsageError("--netns: the two namespaces must differ");
+  if (FLAGS_tun_name.empty() || FLAGS_tun_name.size() > 15) {
+    UsageError("--tun_name must have 1..15 characters");
+  }
+  if (link.mtu < 68) UsageError("--link: TUN mode needs mtu >= 68");
+  emu::TunBridgeOptions o;
+  o.link = link;
+  o.seed = FLAGS_seed;
+  o.netns_a = names[0];
+  o.netns_b = names[1];
+  o.tun_name = FLAGS_tun_name;
+  o.buffer_bytes = buffer;
+  o.stats_interval = stats_interval;
+  o.max_time = max_time;
+  emu::EmuStats prev;
+  // In TUN mode the model's byte counts are IP packets, so only extra framing is added.
+  const size_t overhead = emu::EmuDirection::ModelSpec(link, emu::PayloadKind::kIpPacket).overhead;
+  o.on_stats = [&](const emu::EmuStats& s) {
+    std::cerr << emu::EmuStatsLine(s, prev, link, overhead) << std::endl;
+    if (FLAGS_json) {
+      nlohmann::json j = emu::EmuStatsToJson(s, false);
+      j["event"] = "stats";
+      PrintJsonLine(j);
+    }
+    prev = s;
+  };
+  absl::StatusOr<std::unique_ptr<emu::TunBridge>> bridge = emu::TunBridge::Create(o);
+  if (!bridge.ok()) {
+    if (absl::IsInvalidArgument(bridge.status())) {
+      UsageError(std::string(bridge.status().message()));
+    }
+    std::cerr << "longhaul-emu: " << bridge.status().message() << "\n";
+    return 1;
+  }
+  InstallSignals((*bridge)->stop_fd());
+  auto made = [](bool created) { return created ? "created" : "existing"; };
+  std::cerr << absl::StrFormat(
+      "longhaul-emu: bridging namespaces %s (%s, %s/%d on %s) and %s (%s, %s/%d on %s), mtu %d, "
+      "over %s (seed %d)\n",
+      o.netns_a, made((*bridge)->created_a()), o.address_a, o.prefix_len, o.tun_name, o.netns_b,
+      made((*bridge)->created_b()), o.address_b, o.prefix_len, o.tun_name, link.mtu,
+      link.ToString(), FLAGS_seed);
+  if (FLAGS_json) {
+    nlohmann::json j;
+    j["event"] = "ready";
+    j["mode"] = "tun";
+    j["netns"] = {{{"name", o.netns_a}, {"created", (*bridge)->created_a()},
+                   {"address", o.address_a}},
+                  {{"name", o.netns_b}, {"created", (*bridge)->created_b()},
+                   {"address", o.address_b}}};
+    j["prefix_len"] = o.prefix_len;
+    j["device"] = o.tun_name;
+    j["mtu"] = link.mtu;
+    j["link"] = nlohmann::json::parse(link.ToJson());
+    j["seed"] = FLAGS_seed;
+    PrintJsonLine(j);
+  }
+  absl::Status run = (*bridge)->Run();
+  const emu::EmuStats s = (*bridge)->Stats();
+  const std::vector<std::string> deleted = (*bridge)->Shutdown();
+  std::cerr << emu::EmuStatsLine(s, emu::EmuStats{}, link, overhead) << " (totals)\n";
+  std::cerr << "longhaul-emu: devices removed"
+            << (deleted.empty() ? "" : absl::StrCat("; namespaces deleted: ", absl::StrJoin(deleted, ", ")))
+            << "\n";
+  if (FLAGS_json) {
+    nlohmann::json j = emu::EmuStatsToJson(s, false);
+    j["event"] = "final";
+    j["mode"] = "tun";
+    j["link"] = nlohmann::json::parse(link.ToJson());
+    j["seed"] = FLAGS_seed;
+    j["netns_deleted"] = deleted;
+    if (!run.ok()) j["error"] = std::string(run.message());
+    PrintJsonLine(j);
+  }
+  if (!run.ok()) {
+    std::cerr << "longhaul-emu: " << run.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=ts-1g)");
@@ -275,7 +371,11 @@ int Main(int argc, char** argv) {
   const bool udp = !FLAGS_listen.empty() || !FLAGS_forward.empty();
   if (FLAGS_tun && udp) UsageError("--tun cannot be combined with --listen/--forward");
   if (FLAGS_tun) {
-    UsageError("--tun: TUN mode is not available in this build yet");
+    if (FLAGS_netns.empty()) UsageError("--tun needs --netns=A,B");
+    if (!FLAGS_port_file.empty() || FLAGS_tcp_relay) {
+      UsageError("--port_file and --tcp_relay are UDP-mode flags");
+    }
+    return RunTun(link, stats_interval, max_time, buffer);
   }
   if (!FLAGS_netns.empty()) UsageError("--netns needs --tun");
   if (FLAGS_listen.empty() || FLAGS_forward.empty()) {

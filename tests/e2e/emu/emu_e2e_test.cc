@@ -12,7 +12,7 @@
 
 #include <chrono>
 #include <cstring>
-#include <map>
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -108,18 +108,6 @@ uint64_t U(const Json& j, const char* dir, const char* part, const char* key) {
   return j[dir][part][key].get<uint64_t>();
 }
 
-// Everything the sink can read within `quiet` of the last datagram (bounded overall).
-std::vector<std::vector<uint8_t>> DrainSink(int fd, size_t expect_at_least, milliseconds quiet) {
-  std::vector<std::vector<uint8_t>> got;
-  const auto deadline = Clock::now() + kWait;
-  while (Clock::now() < deadline) {
-    auto d = RecvWithTimeout(fd, got.size() < expect_at_least ? milliseconds(2000) : quiet);
-    if (!d) break;
-    got.push_back(*std::move(d));
-  }
-  return got;
-}
-
 TEST(EmuE2eTest, RelaysBothWaysWithoutOwnDrops) {
   int sink = BoundUdpSocket();
   Relay r = StartRelay("rate=1gbit,rtt=0", LocalPort(sink));
@@ -154,6 +142,20 @@ TEST(EmuE2eTest, RelaysBothWaysWithoutOwnDrops) {
   close(sink);
 }
 
+// Sends payloads 0..n-1 of `size` bytes in windows of `window`, waiting (bounded) after
+// each window until the emulator has read all sent so far, so neither the emulator's nor
+// the sink's socket buffer overflows even when they are small (no root).
+void SendPaced(Relay& r, int client, int n, size_t size, int window = 200) {
+  for (int sent = 0; sent < n;) {
+    const int end = std::min(n, sent + window);
+    for (; sent < end; ++sent) SendOrDie(client, Payload(sent, size));
+    absl::StatusOr<Json> s = r.proc->WaitStats(
+        [sent](const Json& j) { return j["forward"]["emulator"]["received"].get<int>() >= sent; },
+        kWait);
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+}
+
 struct LossRun {
   std::set<uint64_t> lost;
   uint64_t dropped_loss = 0;
@@ -163,11 +165,12 @@ struct LossRun {
 LossRun RunLoss(const std::string& link, int n) {
   LossRun out;
   int sink = BoundUdpSocket(32 << 20);
-  Relay r = StartRelay(link, LocalPort(sink), {"--stats_interval=50ms"});
+  Relay r = StartRelay(link, LocalPort(sink), {"--stats_interval=10ms"});
   EXPECT_GT(r.port, 0);
   if (r.port == 0) return out;
   int client = ClientSocket(r.port);
-  for (int i = 0; i < n; ++i) SendOrDie(client, Payload(i, 200));
+  SinkCollector collector(sink);
+  SendPaced(r, client, n, 200);
   // Wait (bounded) until the emulator has offered everything and released what it kept.
   absl::StatusOr<Json> done = r.proc->WaitStats(
       [n](const Json& j) {
@@ -176,11 +179,13 @@ LossRun RunLoss(const std::string& link, int n) {
       kWait);
   EXPECT_TRUE(done.ok()) << done.status();
   Json fin = Finish(r);
-  std::vector<std::vector<uint8_t>> got = DrainSink(sink, 0, milliseconds(200));
+  const uint64_t released = U(fin, "forward", "emulator", "released");
+  collector.WaitFor(released, kWait);
+  std::vector<SinkCollector::Datagram> got = collector.Finish();
   std::set<uint64_t> seen;
   for (const auto& d : got) {
     uint64_t seq;
-    EXPECT_TRUE(Intact(d, &seq));
+    EXPECT_TRUE(Intact(d.bytes, &seq));
     seen.insert(seq);
   }
   for (int i = 0; i < n; ++i) {
@@ -239,10 +244,11 @@ TEST(EmuE2eTest, DuplicatesAndCorruptionAreDeliveredAndCounted) {
   constexpr int kN = 3000;
   int sink = BoundUdpSocket(32 << 20);
   Relay r = StartRelay("rate=10gbit,dup=0.05,corrupt=0.05,seed=3", LocalPort(sink),
-                       {"--stats_interval=50ms"});
+                       {"--stats_interval=10ms"});
   ASSERT_GT(r.port, 0);
   int client = ClientSocket(r.port);
-  for (int i = 0; i < kN; ++i) SendOrDie(client, Payload(i, 300));
+  SinkCollector collector(sink);
+  SendPaced(r, client, kN, 300);
   ASSERT_TRUE(r.proc
                   ->WaitStats(
                       [](const Json& j) {
@@ -256,13 +262,14 @@ TEST(EmuE2eTest, DuplicatesAndCorruptionAreDeliveredAndCounted) {
   const uint64_t corrupted = U(fin, "forward", "model", "corrupted");
   EXPECT_GT(duplicated, 50u);
   EXPECT_GT(corrupted, 50u);
-  std::vector<std::vector<uint8_t>> got = DrainSink(sink, kN, milliseconds(200));
+  collector.WaitFor(kN + duplicated, kWait);
+  std::vector<SinkCollector::Datagram> got = collector.Finish();
   EXPECT_EQ(got.size(), kN + duplicated);
   uint64_t bad = 0, dups = 0;
   std::set<uint64_t> seen;
   for (const auto& d : got) {
     uint64_t seq;
-    if (!Intact(d, &seq)) {
+    if (!Intact(d.bytes, &seq)) {
       ++bad;
     } else if (!seen.insert(seq).second) {
       ++dups;
@@ -285,6 +292,7 @@ TEST(EmuE2eTest, OwnDropsAreCountedApartFromModelledLoss) {
   Relay r = StartRelay("rate=10gbit,rtt=2s", LocalPort(sink), {"--buffer=1", "--stats_interval=50ms"});
   ASSERT_GT(r.port, 0);
   int client = ClientSocket(r.port);
+  SinkCollector collector(sink);
   for (int i = 0; i < kN; ++i) SendOrDie(client, Payload(i, 500));
   absl::StatusOr<Json> s = r.proc->WaitStats(
       [](const Json& j) { return j["forward"]["emulator"]["received"].get<int>() == kN; }, kWait);
@@ -295,8 +303,7 @@ TEST(EmuE2eTest, OwnDropsAreCountedApartFromModelledLoss) {
   EXPECT_EQ(U(*s, "forward", "model", "offered"), held);
   EXPECT_EQ(U(*s, "forward", "model", "dropped_loss") + U(*s, "forward", "model", "dropped_queue"), 0u);
   // The held ones still arrive after the delay.
-  std::vector<std::vector<uint8_t>> got = DrainSink(sink, held, milliseconds(300));
-  EXPECT_EQ(got.size(), held);
+  EXPECT_EQ(collector.WaitFor(held, kWait), held);
   Json fin = Finish(r);
   EXPECT_EQ(fin["own_drops"].get<uint64_t>(), kN - held);
   close(client);
@@ -312,14 +319,13 @@ TEST(EmuE2eTest, EcnCodepointTravelsAndCeIsSetWhenTheQueueMarks) {
   int client = ClientSocket(r.port);
   int ect0 = 2;
   ASSERT_EQ(setsockopt(client, IPPROTO_IP, IP_TOS, &ect0, sizeof(ect0)), 0);
+  SinkCollector collector(sink);
   for (int i = 0; i < kN; ++i) SendOrDie(client, Payload(i, 1000));
+  ASSERT_EQ(collector.WaitFor(kN, kWait), static_cast<size_t>(kN));
   int ce = 0, ect = 0;
-  for (int i = 0; i < kN; ++i) {
-    uint8_t tos = 0;
-    auto d = RecvWithTimeout(sink, milliseconds(5000), &tos);
-    ASSERT_TRUE(d.has_value()) << i;
-    if ((tos & 3) == 3) ++ce;
-    if ((tos & 3) == 2) ++ect;
+  for (const auto& d : collector.Finish()) {
+    if ((d.tos & 3) == 3) ++ce;
+    if ((d.tos & 3) == 2) ++ect;
   }
   Json fin = Finish(r);
   EXPECT_GT(ce, 0);

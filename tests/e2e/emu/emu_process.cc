@@ -169,7 +169,10 @@ absl::StatusOr<RunResult> RunToCompletion(const std::string& binary,
 int BoundUdpSocket(int rcvbuf) {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
+  // Without root the kernel caps SO_RCVBUF at net.core.rmem_max.
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  }
   int one = 1;
   setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one));
   sockaddr_in a{};
@@ -222,6 +225,35 @@ std::optional<std::vector<uint8_t>> RecvWithTimeout(int fd, std::chrono::millise
     pollfd p{fd, POLLIN, 0};
     poll(&p, 1, left);
   }
+}
+
+SinkCollector::SinkCollector(int fd) : fd_(fd) {
+  thread_ = std::thread([this] {
+    while (!stop_.load()) {
+      uint8_t tos = 0;
+      // Short polls so Finish() is noticed quickly; the loop ends with the collector.
+      auto d = RecvWithTimeout(fd_, std::chrono::milliseconds(20), &tos);
+      if (!d) continue;
+      std::lock_guard<std::mutex> l(mu_);
+      got_.push_back({*std::move(d), tos});
+      cv_.notify_all();
+    }
+  });
+}
+
+SinkCollector::~SinkCollector() { Finish(); }
+
+size_t SinkCollector::WaitFor(size_t n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, timeout, [&] { return got_.size() >= n; });
+  return got_.size();
+}
+
+std::vector<SinkCollector::Datagram> SinkCollector::Finish() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  return got_;
 }
 
 }  // namespace longhaul::emu::testing

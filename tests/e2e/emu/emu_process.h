@@ -8,8 +8,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,5 +79,30 @@ int LocalPort(int fd);
 std::optional<std::vector<uint8_t>> RecvWithTimeout(int fd, std::chrono::milliseconds timeout,
                                                     uint8_t* tos = nullptr,
                                                     std::string* from = nullptr);
+
+// Drains a UDP socket on its own thread into memory, so a test can send a burst while the
+// datagrams are read as they arrive (a socket's default receive buffer is small without
+// root). Stops (and joins) in the destructor; every wait is bounded.
+class SinkCollector {
+ public:
+  struct Datagram {
+    std::vector<uint8_t> bytes;
+    uint8_t tos = 0;
+  };
+  explicit SinkCollector(int fd);
+  ~SinkCollector();
+  // Waits until at least `n` datagrams arrived or `timeout` passed; returns the count.
+  size_t WaitFor(size_t n, std::chrono::milliseconds timeout);
+  // Stops reading and returns everything received.
+  std::vector<Datagram> Finish();
+
+ private:
+  int fd_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Datagram> got_;
+  std::thread thread_;
+};
 
 }  // namespace longhaul::emu::testing
