@@ -64,6 +64,13 @@ ByteCount SocketBufferFor(const EndpointOptions& o, const TransportConfig& c) {
   return std::clamp<ByteCount>(c.window / 4, ByteCount{4} << 20, ByteCount{256} << 20);
 }
 
+// A negotiated idle timeout below this side's keepalive would end quiet but healthy
+// connections: keep at least three keepalives per idle timeout.
+void KeepAliveWithinIdle(TransportConfig* c) {
+  const Duration most = c->idle_timeout / 3;
+  if (c->keepalive > most) c->keepalive = std::max(most, Duration::Milliseconds(1));
+}
+
 struct ConnectResult {
   std::mutex mu;
   std::condition_variable cv;
@@ -707,6 +714,7 @@ class UdpDriverImpl {
           std::min(config.idle_timeout, Duration::Milliseconds(m.params.idle_timeout_ms));
     }
     config.flows = std::min<uint32_t>(m.params.flows, std::max<uint32_t>(1, opt_.max_flows));
+    KeepAliveWithinIdle(&config);
     if (absl::Status v = config.Validate(); !v.ok()) {
       SendReject(s, src, m, absl::StrCat("unsupported parameters: ", v.message()), received, true);
       return;
@@ -920,6 +928,7 @@ class UdpDriverImpl {
       config.idle_timeout = Duration::Milliseconds(m.params.idle_timeout_ms);
     }
     config.flows = std::max<uint32_t>(1, std::min<uint32_t>(config.flows, m.params.flows));
+    KeepAliveWithinIdle(&config);
     if (absl::Status v = config.Validate(); !v.ok()) {
       FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
                              "server ", p.server.ToString(),

@@ -1,0 +1,263 @@
+// longhaul-perf: iperf3-style throughput and message-latency tests over longhaul.
+// See docs/perf.md.
+//
+//   longhaul-perf --server [--bind=ADDR] [--port=5201]
+//   longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE] [--reverse]
+//                 [--parallel=N] [--message_size=SIZE] [--interval=SEC] [--json]
+//                 [--workload=messages --load=FRACTION] [--profile=FILE] [transport flags]
+//
+// Exit status: 0 when every byte arrived and was verified, 1 for errors (connection,
+// corruption, incomplete transfer), 2 for bad flags.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "tools/common/transport_flags.h"
+#include "tools/perf/perf_control.h"
+#include "tools/perf/perf_tool.h"
+#include "transport/base/parse.h"
+
+DEFINE_bool(server, false, "run as the server (-s)");
+DEFINE_string(client, "", "run as a client of the server at HOST (-c HOST)");
+DEFINE_string(bind, "0.0.0.0", "server: local address to listen on (-B)");
+DEFINE_int32(port, 5201, "server port to listen on / connect to; 0: any free port (-p)");
+DEFINE_string(time, "10", "seconds to send for (a number, or a duration like 500ms) (-t)");
+DEFINE_string(bytes, "", "bytes to send per connection instead of --time, e.g. 1GiB (-n)");
+DEFINE_bool(reverse, false, "the server sends, the client receives (-R)");
+DEFINE_int32(parallel, 1, "connections in parallel (-P)");
+DEFINE_string(message_size, "1MiB", "size of each message, 64 B .. 64 MiB (-l)");
+DEFINE_string(interval, "1", "seconds between interval reports (-i)");
+DEFINE_bool(json, false,
+            "print one iperf3-shaped JSON object (server: one JSON line per test) (-J)");
+DEFINE_string(workload, "bulk",
+              "bulk (keep the pipe full) or messages (open-loop messages, see --load)");
+DEFINE_double(load, 0.5,
+              "messages: offered load as a fraction of the rate (--rate or the profile's)");
+DEFINE_string(connect_timeout, "5s", "client: give up a handshake after this long");
+DEFINE_string(timeout, "0",
+              "client: abort the test after this long (0: --time + 60s, or 1h with --bytes)");
+DEFINE_bool(one_off, false, "server: serve one test, then exit with its status (-1)");
+DEFINE_string(max_test_duration, "3600s", "server: longest test it runs (longer ones are ended)");
+DEFINE_int32(max_connections, 256, "server: most connections at once (more are refused)");
+DEFINE_string(socket_buffer, "0",
+              "SO_RCVBUF/SO_SNDBUF to ask for (0: window/4 within [4MiB, 256MiB])");
+DEFINE_string(spin, "50us", "poll instead of sleeping when the next send is this close");
+DEFINE_bool(gso, true, "use UDP GSO (UDP_SEGMENT) where the kernel has it");
+DEFINE_bool(gro, true, "use UDP GRO where the kernel has it");
+DEFINE_int32(tx_batch, 64, "datagrams per sendmmsg batch");
+DEFINE_int32(rx_batch, 32, "messages per recvmmsg");
+DECLARE_string(profile);
+
+namespace longhaul::perf {
+namespace {
+
+constexpr int kUsageError = 2;
+
+bool OurFlag(const gflags::CommandLineFlagInfo& f) {
+  return absl::StrContains(f.filename, "tools/perf/") ||
+         absl::StrContains(f.filename, "tools/common/");
+}
+
+void PrintHelp() {
+  std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
+               "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
+               "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
+               "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
+               "                     [--interval=SEC] [--workload=messages --load=F]\n"
+               "                     [--profile=FILE] [transport flags] [--json]\n\n"
+               "iperf3's short forms work too: -s -c HOST -p -t -n -R -P -l -i -J -1 -B.\n"
+               "The client's transport settings (flags and profile) apply to both directions\n"
+               "of its test; the fixed controller paces at --rate (default 1gbit): give the\n"
+               "link's rate. Exit status: 0 every byte arrived and was verified, 1 errors\n"
+               "(connection, corruption, incomplete), 2 bad flags. docs/perf.md has the output\n"
+               "and JSON fields.\n\nflags:\n";
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (!OurFlag(f)) continue;
+    std::cout << absl::StrFormat("  --%-22s %s (default: %s)\n", f.name, f.description,
+                                 f.default_value.empty() ? "unset" : f.default_value);
+  }
+}
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  std::cerr << "longhaul-perf: " << msg << "\n(see longhaul-perf --help)\n";
+  std::exit(kUsageError);
+}
+
+// iperf3's single-letter flags, as our long names.
+const char* LongName(const std::string& s) {
+  static const std::pair<const char*, const char*> kShort[] = {
+      {"s", "server"},   {"c", "client"},  {"p", "port"},     {"t", "time"},
+      {"n", "bytes"},    {"R", "reverse"}, {"P", "parallel"}, {"l", "message_size"},
+      {"i", "interval"}, {"J", "json"},    {"1", "one_off"},  {"B", "bind"}};
+  for (const auto& [a, b] : kShort) {
+    if (s == a) return b;
+  }
+  return nullptr;
+}
+
+void ParseFlags(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
+      PrintHelp();
+      std::exit(0);
+    }
+    if (arg == "--version" || arg == "-v") {
+      std::cout << kPerfVersion << "\n";
+      std::exit(0);
+    }
+    if (arg.size() < 2 || arg[0] != '-')
+      UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    const bool long_form = arg[1] == '-';
+    std::string body = arg.substr(long_form ? 2 : 1);
+    std::string name = body, value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    if (!long_form) {
+      if (const char* l = LongName(name)) name = l;
+    }
+    gflags::CommandLineFlagInfo info;
+    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
+    if (!known && !has_value && absl::StartsWith(name, "no")) {
+      gflags::CommandLineFlagInfo neg;
+      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
+        name = name.substr(2);
+        value = "false";
+        has_value = true;
+        known = true;
+        info = neg;
+      }
+    }
+    if (!known || !OurFlag(info)) {
+      if (!(known && (name == "v" || name == "vmodule" || name == "logtostderr"))) {
+        UsageError(absl::StrCat("unknown flag '", arg, "'"));
+      }
+    }
+    if (!has_value) {
+      if (info.type == "bool") {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
+      }
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
+    }
+  }
+}
+
+// Seconds from "10", "2.5" or a duration ("500ms", "1m").
+double SecondsFlag(const std::string& text, const char* flag) {
+  double v;
+  if (absl::SimpleAtod(text, &v)) return v;
+  absl::StatusOr<Duration> d = ParseDuration(text);
+  if (!d.ok()) UsageError(absl::StrCat("--", flag, ": ", d.status().message()));
+  return d->seconds();
+}
+
+template <typename T>
+T OrUsage(absl::StatusOr<T> v, const char* flag) {
+  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
+  return *std::move(v);
+}
+
+EndpointOptions EndpointFromFlags() {
+  EndpointOptions e;
+  e.socket_buffer = OrUsage(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
+  e.spin = OrUsage(ParseDuration(FLAGS_spin), "spin");
+  e.gso = FLAGS_gso;
+  e.gro = FLAGS_gro;
+  if (FLAGS_tx_batch < 1 || FLAGS_tx_batch > 1024) UsageError("--tx_batch must be in [1, 1024]");
+  if (FLAGS_rx_batch < 1 || FLAGS_rx_batch > 1024) UsageError("--rx_batch must be in [1, 1024]");
+  if (e.spin > Duration::Milliseconds(10)) UsageError("--spin must be at most 10ms");
+  e.tx_batch = static_cast<uint32_t>(FLAGS_tx_batch);
+  e.rx_batch = static_cast<uint32_t>(FLAGS_rx_batch);
+  if (FLAGS_max_connections < 1) UsageError("--max_connections must be >= 1");
+  e.max_connections = static_cast<uint32_t>(FLAGS_max_connections);
+  return e;
+}
+
+int Main(int argc, char** argv) {
+  ParseFlags(argc, argv);
+  if (FLAGS_server == !FLAGS_client.empty()) {
+    UsageError("give exactly one of --server and --client=HOST");
+  }
+  absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
+  if (!config.ok()) UsageError(std::string(config.status().message()));
+  if (FLAGS_port < 0 || FLAGS_port > 65535) UsageError("--port must be in [0, 65535]");
+  if (FLAGS_server) {
+    ServerOptions o;
+    o.bind = FLAGS_bind;
+    o.port = static_cast<uint16_t>(FLAGS_port);
+    o.config = *config;
+    o.endpoint = EndpointFromFlags();
+    o.json = FLAGS_json;
+    o.one_off = FLAGS_one_off;
+    o.max_duration_s = SecondsFlag(FLAGS_max_test_duration, "max_test_duration");
+    if (!(o.max_duration_s > 0)) UsageError("--max_test_duration must be > 0");
+    return RunServer(o);
+  }
+  ClientOptions o;
+  o.host = FLAGS_client;
+  if (FLAGS_port == 0) UsageError("--port must be given (1..65535) for a client");
+  o.port = static_cast<uint16_t>(FLAGS_port);
+  o.config = *config;
+  o.endpoint = EndpointFromFlags();
+  o.time_s = SecondsFlag(FLAGS_time, "time");
+  if (!FLAGS_bytes.empty()) {
+    o.bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
+    if (o.bytes == 0) UsageError("--bytes must be > 0");
+  } else if (!(o.time_s > 0 && o.time_s <= 86400)) {
+    UsageError("--time must be in (0, 86400] seconds");
+  }
+  o.reverse = FLAGS_reverse;
+  if (FLAGS_parallel < 1 || FLAGS_parallel > 128) UsageError("--parallel must be in [1, 128]");
+  o.parallel = static_cast<uint32_t>(FLAGS_parallel);
+  o.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
+  if (o.message_size < kMinMessageSize || o.message_size > kMaxMessageSize) {
+    UsageError(absl::StrFormat("--message_size must be in [%d, %d] bytes", kMinMessageSize,
+                               kMaxMessageSize));
+  }
+  o.interval_s = SecondsFlag(FLAGS_interval, "interval");
+  if (!(o.interval_s >= 0.01 && o.interval_s <= 3600)) {
+    UsageError("--interval must be in [0.01, 3600] seconds");
+  }
+  o.workload = FLAGS_workload;
+  if (o.workload != "bulk" && o.workload != "messages") {
+    UsageError(absl::StrCat("--workload: unknown '", o.workload, "' (bulk, messages)"));
+  }
+  o.load = FLAGS_load;
+  if (!(o.load > 0 && o.load <= 100)) UsageError("--load must be in (0, 100]");
+  if (o.config.rate.IsZero()) {
+    UsageError("--rate is 0: longhaul-perf needs the link rate (--rate or the profile's rate)");
+  }
+  o.json = FLAGS_json;
+  o.connect_timeout = OrUsage(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
+  o.timeout_s = SecondsFlag(FLAGS_timeout, "timeout");
+  o.profile_path = FLAGS_profile;
+  return RunClient(o);
+}
+
+}  // namespace
+}  // namespace longhaul::perf
+
+int main(int argc, char** argv) {
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  return longhaul::perf::Main(argc, argv);
+}

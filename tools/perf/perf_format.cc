@@ -1,0 +1,31 @@
+#include "tools/perf/perf_format.h"
+
+#include "absl/strings/str_format.h"
+
+namespace longhaul::perf {
+namespace {
+
+std::string Scaled(double v, double base, const char* const* units, const char* suffix) {
+  int u = 0;
+  while (v >= base && u < 4) {
+    v /= base;
+    ++u;
+  }
+  if (v < 9.995) return absl::StrFormat("%4.2f %s%s", v, units[u], suffix);
+  if (v < 99.95) return absl::StrFormat("%4.1f %s%s", v, units[u], suffix);
+  return absl::StrFormat("%4.0f %s%s", v, units[u], suffix);
+}
+
+}  // namespace
+
+std::string FormatTransfer(uint64_t bytes) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T"};
+  return Scaled(static_cast<double>(bytes), 1024, kUnits, "Bytes");
+}
+
+std::string FormatBitrate(double bps) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T"};
+  return Scaled(bps, 1000, kUnits, "bits/sec");
+}
+
+}  // namespace longhaul::perf

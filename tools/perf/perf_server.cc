@@ -1,0 +1,240 @@
+// The longhaul-perf server: serves tests one after another and side by side until it is
+// told to stop. Each accepted connection becomes a PerfStream whose logic runs on the
+// driver thread; this thread ticks the streams (reports, limits), groups finished
+// streams by test and prints a summary per test. A client that sends garbage, asks for a
+// bad test or vanishes only ends its own connection.
+
+#include <csignal>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+#include "tools/perf/perf_format.h"
+#include "tools/perf/perf_stream.h"
+#include "tools/perf/perf_tool.h"
+#include "transport/api/endpoint.h"
+#include "transport/base/parse.h"
+#include "transport/core/profile/profile.h"
+
+namespace longhaul::perf {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+std::mutex g_out_mu;
+void Print(const std::string& s) {
+  std::lock_guard<std::mutex> l(g_out_mu);
+  std::cout << s << std::endl;
+}
+
+struct Test {
+  std::string id;
+  std::string peer;
+  TestRequest request;
+  std::vector<std::shared_ptr<PerfStream>> streams;
+  int64_t first_seen_ns = 0;
+};
+
+}  // namespace
+
+int RunServer(const ServerOptions& o) {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o.endpoint);
+  if (!ep.ok()) {
+    std::cerr << "longhaul-perf: error - " << ep.status().message() << std::endl;
+    return 1;
+  }
+  std::mutex mu;
+  std::deque<std::shared_ptr<PerfStream>> fresh;  // accepted on the driver thread
+
+  ListenOptions lo;
+  lo.config = o.config;
+  // The client's transport settings apply to its connections (they decide how the server
+  // sends in reverse tests), within the server's limits: its receive window at most.
+  lo.policy = [&o](const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
+    absl::StatusOr<TransportConfig> c = ParseProfile(h.app_data, o.config, "client settings");
+    if (!c.ok()) return c.status();
+    c->recv_window = std::min(c->recv_window, o.config.recv_window);
+    c->idle_timeout = std::min(c->idle_timeout, o.config.idle_timeout);
+    if (absl::Status v = c->Validate(); !v.ok()) return v;
+    return c;
+  };
+  lo.on_accept = [&](std::shared_ptr<ConnectionHandle> h) {
+    PerfStream::Options so;
+    so.is_client = false;
+    so.max_duration_s = o.max_duration_s;
+    const std::string peer = h->info().peer_address;
+    so.on_request = [peer, json = o.json](PerfStream* s) {
+      const TestRequest& r = s->request();
+      if (json) {
+        nlohmann::json j;
+        j["event"] = "accepted";
+        j["peer"] = peer;
+        j["test_id"] = r.test_id;
+        j["stream"] = r.stream;
+        j["streams"] = r.streams;
+        j["reverse"] = r.reverse;
+        j["workload"] = r.workload;
+        Print(j.dump());
+        return;
+      }
+      Print(absl::StrFormat(
+          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s)", peer,
+          r.test_id, r.stream + 1, r.streams, r.reverse ? "reverse" : "forward", r.workload,
+          r.bytes > 0 ? FormatByteCount(r.bytes) : absl::StrFormat("%g s", r.time_s),
+          FormatByteCount(r.message_size)));
+    };
+    auto s = std::make_shared<PerfStream>(h, so);
+    s->Attach();
+    std::lock_guard<std::mutex> l(mu);
+    fresh.push_back(std::move(s));
+  };
+  absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, lo);
+  if (!port.ok()) {
+    std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "
+              << port.status().message() << std::endl;
+    return 1;
+  }
+  if (o.json) {
+    nlohmann::json j;
+    j["event"] = "listening";
+    j["port"] = *port;
+    j["bind"] = o.bind;
+    j["version"] = kPerfVersion;
+    Print(j.dump());
+  } else {
+    Print("-----------------------------------------------------------");
+    Print(absl::StrCat("Server listening on ", *port, " (longhaul, ", o.bind, ")"));
+    Print("-----------------------------------------------------------");
+  }
+
+  std::vector<std::shared_ptr<PerfStream>> live;
+  std::map<std::string, Test> tests;
+  int one_off_status = -1;
+  while (!g_stop.load() && one_off_status < 0) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      while (!fresh.empty()) {
+        live.push_back(std::move(fresh.front()));
+        fresh.pop_front();
+      }
+    }
+    std::vector<std::shared_ptr<PerfStream>> still;
+    for (std::shared_ptr<PerfStream>& s : live) {
+      s->Tick();
+      if (!s->closed()) {
+        still.push_back(s);
+        continue;
+      }
+      s->Shutdown();
+      const std::string peer = s->handle().info().peer_address;
+      if (!s->has_request()) {
+        if (!s->error().empty()) {
+          if (o.json) {
+            nlohmann::json j;
+            j["event"] = "rejected";
+            j["peer"] = peer;
+            j["error"] = s->error();
+            Print(j.dump());
+          } else {
+            Print(absl::StrCat("connection from ", peer, " ended without a test: ", s->error()));
+          }
+        }
+        continue;
+      }
+      Test& t = tests[s->request().test_id];
+      t.id = s->request().test_id;
+      t.peer = peer;
+      t.request = s->request();
+      t.streams.push_back(s);
+    }
+    live.swap(still);
+    // A test is over when all of its streams have ended (or when none of its other
+    // streams is still live).
+    std::vector<std::string> done;
+    for (auto& [id, t] : tests) {
+      bool any_live = false;
+      for (auto& s : live) {
+        if (s->has_request() && s->request().test_id == id) any_live = true;
+      }
+      if (!any_live) done.push_back(id);
+    }
+    for (const std::string& id : done) {
+      Test& t = tests[id];
+      bool intact = true;
+      uint64_t bytes = 0, corrupt = 0;
+      double secs = 0;
+      nlohmann::json errs = nlohmann::json::array();
+      for (size_t i = 0; i < t.streams.size(); ++i) {
+        PerfStream& s = *t.streams[i];
+        const bool recv = !s.sender();
+        const uint64_t b = recv ? s.bytes_verified() : s.bytes_acked();
+        const int64_t a = recv ? s.first_data_ns() : s.first_send_ns();
+        const int64_t z = recv ? s.last_data_ns() : s.last_ack_ns();
+        const double sec = a > 0 && z > a ? (z - a) * 1e-9 : 0;
+        bytes += b;
+        secs = std::max(secs, sec);
+        corrupt += s.corrupt_messages();
+        if (!s.error().empty()) {
+          intact = false;
+          errs.push_back(absl::StrCat("stream ", s.request().stream + 1, ": ", s.error()));
+        }
+        if (s.corrupt_messages() > 0) intact = false;
+        if (!o.json) {
+          Print(absl::StrFormat("[%3d]   0.00-%-6.2f sec  %s  %s  %s", s.request().stream + 1, sec,
+                                FormatTransfer(b), FormatBitrate(sec > 0 ? b * 8.0 / sec : 0),
+                                recv ? "receiver" : "sender"));
+          for (const std::string& c : s.corruption_details()) Print(absl::StrCat("  corrupt: ", c));
+        }
+      }
+      if (!o.json) {
+        if (t.streams.size() > 1) {
+          Print(absl::StrFormat("[SUM]   0.00-%-6.2f sec  %s  %s", secs, FormatTransfer(bytes),
+                                FormatBitrate(secs > 0 ? bytes * 8.0 / secs : 0)));
+        }
+        for (const auto& e : errs) Print(absl::StrCat("test ", id, " ", e.get<std::string>()));
+        Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
+                           intact ? "done, payload intact" : "FAILED", " (", corrupt,
+                           " corrupt message(s))"));
+        Print("-----------------------------------------------------------");
+      } else {
+        nlohmann::json j;
+        j["event"] = "test";
+        j["test_id"] = id;
+        j["peer"] = t.peer;
+        j["reverse"] = t.request.reverse;
+        j["streams"] = t.streams.size();
+        j["bytes"] = bytes;
+        j["seconds"] = secs;
+        j["bits_per_second"] = secs > 0 ? bytes * 8.0 / secs : 0.0;
+        j["corrupt_messages"] = corrupt;
+        j["intact"] = intact;
+        j["errors"] = errs;
+        Print(j.dump());
+      }
+      tests.erase(id);
+      if (o.one_off) one_off_status = intact ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& s : live) s->Shutdown();
+  {
+    std::lock_guard<std::mutex> l(mu);
+    for (auto& s : fresh) s->Shutdown();
+  }
+  (*ep)->Close();
+  return one_off_status < 0 ? 0 : one_off_status;
+}
+
+}  // namespace longhaul::perf

@@ -1,0 +1,51 @@
+// longhaul-perf's client and server runs (tools/perf/longhaul_perf_main.cc parses the
+// flags into these options). docs/perf.md describes the tool, its output and its JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "transport/api/endpoint_options.h"
+#include "transport/core/config.h"
+
+namespace longhaul::perf {
+
+inline constexpr const char* kPerfVersion = "longhaul-perf 0.1.0";
+
+struct ClientOptions {
+  std::string host;
+  uint16_t port = 5201;
+  TransportConfig config;
+  EndpointOptions endpoint;
+  double time_s = 10;
+  uint64_t bytes = 0;  // per stream; 0: time-bounded
+  bool reverse = false;
+  uint32_t parallel = 1;
+  uint64_t message_size = 1 << 20;
+  std::string workload = "bulk";
+  double load = 0.5;
+  double interval_s = 1;
+  bool json = false;
+  Duration connect_timeout = Duration::Seconds(5);
+  double timeout_s = 0;  // 0: time + 60 s, or 3600 s for --bytes
+  std::string profile_path;
+};
+
+struct ServerOptions {
+  std::string bind = "0.0.0.0";
+  uint16_t port = 5201;
+  TransportConfig config;
+  EndpointOptions endpoint;
+  bool json = false;
+  bool one_off = false;
+  double max_duration_s = 3600;
+};
+
+// Runs a test; returns the exit status (0: every byte delivered and verified, 1: an
+// error, corruption or incomplete transfer).
+int RunClient(const ClientOptions& options);
+// Serves tests until SIGINT/SIGTERM (or after one test with one_off); returns the exit
+// status (with one_off: that of the test).
+int RunServer(const ServerOptions& options);
+
+}  // namespace longhaul::perf
