@@ -14,7 +14,7 @@ DEFINE_int32(rtt_probes, 40, "probe: echoes of the idle-RTT phase (5 ms apart)")
 DEFINE_bool(pmtu, true, "probe: search the path MTU (DF-set probes)");
 DEFINE_uint32(max_mtu, 0, "probe: largest MTU to try (0: the local interface's)");
 DEFINE_double(loss_load, 0.8, "probe: loss-phase rate as a fraction of the measured rate");
-DEFINE_uint32(loss_pps, 50000, "probe: loss-phase packet-rate target (more packets, more samples)");
+DEFINE_uint32(loss_pps, 20000, "probe: loss-phase packet-rate target (more packets, more samples)");
 
 namespace longhaul {
 namespace {
@@ -143,6 +143,7 @@ nlohmann::json ProbeReportToJson(const tuner::ProbeReport& r) {
   j["reorder"]["max_extent_packets"] = r.reorder.max_extent_packets;
   j["reorder"]["max_late_ns"] = r.reorder.max_late.ns();
   j["duplicates"] = r.duplicates;
+  j["responder_drops"] = r.responder_drops;
   j["elapsed_s"] = r.elapsed_s;
   j["wire_bytes_sent"] = r.wire_bytes_sent;
   j["packets_sent"] = r.packets_sent;

@@ -3,7 +3,7 @@
 //
 //   --duration=10s  --max_bytes=1GiB  --start_rate=50mbit  --max_rate=100gbit
 //   --train_duration=20ms  --rtt_probes=40  --pmtu / --nopmtu  --max_mtu=0
-//   --loss_load=0.8  --loss_pps=50000
+//   --loss_load=0.8  --loss_pps=20000
 #pragma once
 
 #include <string>

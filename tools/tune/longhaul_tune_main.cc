@@ -281,7 +281,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
     // What was written must read back as the chosen configuration.
-    absl::StatusOr<TransportConfig> back = LoadProfile(FLAGS_out, TransportConfig());
+    absl::StatusOr<TransportConfig> back = tuner::LoadTunedProfile(FLAGS_out, TransportConfig());
     if (!back.ok()) {
       std::cerr << "longhaul-tune: the profile written does not read back: " << back.status() << "\n";
       return 1;

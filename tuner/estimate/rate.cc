@@ -9,15 +9,39 @@ void TrainReceipt::Add(ByteCount bytes, Time now) {
     first_wire_bytes = bytes;
     first_arrival = now;
   }
+  // x: bytes that arrived before this packet (the bottleneck serialised them first).
+  const double x = static_cast<double>(wire_bytes);
+  const double y = (now - first_arrival).seconds();
+  sx += x;
+  sy += y;
+  sxx += x * x;
+  sxy += x * y;
   ++packets;
   wire_bytes += bytes;
   last_arrival = now;
 }
 
-Bandwidth TrainReceipt::DeliveryRate() const {
+Bandwidth TrainReceipt::SpanRate() const {
   if (packets < 2 || last_arrival <= first_arrival) return Bandwidth::Zero();
   return Bandwidth::FromBytesAndDuration(wire_bytes - first_wire_bytes,
                                          last_arrival - first_arrival);
+}
+
+Bandwidth TrainReceipt::FittedRate() const {
+  if (packets < 3) return Bandwidth::Zero();
+  const double n = static_cast<double>(packets);
+  const double var = sxx - sx * sx / n;
+  const double cov = sxy - sx * sy / n;
+  if (!(var > 0) || !(cov > 0)) return Bandwidth::Zero();
+  return Bandwidth::BitsPerSecond(8.0 * var / cov);  // bytes per second x 8
+}
+
+Bandwidth TrainReceipt::DeliveryRate() const {
+  if (packets >= 8) {
+    const Bandwidth fit = FittedRate();
+    if (!fit.IsZero()) return fit;
+  }
+  return SpanRate();
 }
 
 RateSearch::RateSearch(const RateSearchOptions& options)

@@ -29,15 +29,27 @@
 namespace longhaul::tuner {
 
 // What the receiver saw of one train.
+//
+// Two delivery rates: the span rate (wire bytes after the first arrival over the time
+// from the first to the last arrival), and a least-squares fit of arrival time against
+// the bytes received before each packet (slope = time per byte). A late first or last
+// arrival (a relay or host that wakes late) moves the span rate by its lateness over
+// the train's length; the fit spreads it over all packets. DeliveryRate() is the fit
+// from 8 packets on, else the span rate.
 struct TrainReceipt {
   uint64_t packets = 0;
   ByteCount wire_bytes = 0;        // all received packets, wire bytes
   ByteCount first_wire_bytes = 0;  // the first arrival's wire bytes
   Time first_arrival;
   Time last_arrival;
+  // Least-squares sums over (x = bytes before the packet, y = arrival - first arrival, s).
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
 
   void Add(ByteCount wire_bytes, Time now);  // in arrival order
   // Zero with fewer than two packets or a zero span.
+  Bandwidth SpanRate() const;
+  // Zero with fewer than 3 packets or a degenerate fit.
+  Bandwidth FittedRate() const;
   Bandwidth DeliveryRate() const;
 };
 

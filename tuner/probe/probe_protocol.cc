@@ -7,7 +7,7 @@
 namespace longhaul::tuner::probe {
 namespace {
 
-constexpr size_t kReportFields = 18;  // u64 fields of TrainReport after the u32 train
+constexpr size_t kReportFields = 20;  // u64 fields of TrainReport after the u32 train
 
 class Writer {
  public:
@@ -71,7 +71,8 @@ class Reader {
 
 uint64_t* ReportField(TrainReport& r, size_t i) {
   uint64_t* f[kReportFields] = {&r.packets,   &r.wire_bytes, &r.first_wire_bytes,
-                                &r.span_ns,   &r.duplicates, &r.reordered,
+                                &r.span_ns,   &r.fit_rate_bps, &r.duplicates, &r.rx_drops,
+                                &r.reordered,
                                 &r.max_extent_packets, &r.max_late_ns, &r.trace_packets,
                                 &r.lost,      &r.bursts,     &r.n0x,
                                 &r.n01,       &r.n1x,        &r.n11,
@@ -101,7 +102,7 @@ size_t ProbeBodySize(ProbeType type, size_t error_text_length) {
     case ProbeType::kHello: return kHeaderSize + 4;
     case ProbeType::kHelloAck: return kHeaderSize + 4 + 4 + 8;
     case ProbeType::kEcho: return kHeaderSize + 8;
-    case ProbeType::kEchoReply: return kHeaderSize + 8 + 4;
+    case ProbeType::kEchoReply: return kHeaderSize + 8 + 4 + 8;
     case ProbeType::kData: return kHeaderSize + 4 + 4 + 8;
     case ProbeType::kReportReq: return kHeaderSize + 4 + 8;
     case ProbeType::kReport: return kHeaderSize + 4 + 8 * kReportFields;
@@ -141,6 +142,7 @@ absl::Status EncodeProbe(const ProbeMessage& m, size_t pad_to, std::vector<uint8
     case ProbeType::kEchoReply:
       w.U64(m.send_ns);
       w.U32(m.size_received);
+      w.U64(m.hold_ns);
       break;
     case ProbeType::kData:
       w.U32(m.train);
@@ -209,7 +211,9 @@ absl::StatusOr<ProbeMessage> DecodeProbe(std::span<const uint8_t> d) {
       if (!r.U64(&m.send_ns)) return truncated(name);
       break;
     case ProbeType::kEchoReply:
-      if (!r.U64(&m.send_ns) || !r.U32(&m.size_received)) return truncated(name);
+      if (!r.U64(&m.send_ns) || !r.U32(&m.size_received) || !r.U64(&m.hold_ns)) {
+        return truncated(name);
+      }
       break;
     case ProbeType::kData:
       if (!r.U32(&m.train) || !r.U32(&m.data_flags) || !r.U64(&m.send_ns)) return truncated(name);

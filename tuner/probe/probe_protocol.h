@@ -16,7 +16,8 @@
 //   HELLO       p->r  u32 version_max                  opens or refreshes the session
 //   HELLO_ACK   r->p  u32 version, u32 max_trains, u64 max_trace_packets
 //   ECHO        p->r  u64 send_ns (prober clock)       RTT and path-MTU probes (padded)
-//   ECHO_REPLY  r->p  u64 send_ns, u32 size_received   always small
+//   ECHO_REPLY  r->p  u64 send_ns, u32 size_received, u64 hold_ns   always small;
+//                     hold_ns = time the request spent in the responder
 //   DATA        p->r  u32 train, u32 flags2 (bit 0: trace), u64 send_ns   trains (padded)
 //   REPORT_REQ  p->r  u32 train, u64 packets_sent      asks for a train's receipt
 //   REPORT      r->p  u32 train, TrainReport fields    what the responder saw
@@ -81,7 +82,9 @@ struct TrainReport {
   uint64_t wire_bytes = 0;        // their wire bytes (payload + 28)
   uint64_t first_wire_bytes = 0;  // of the first arrival
   uint64_t span_ns = 0;           // last arrival - first arrival
+  uint64_t fit_rate_bps = 0;      // least-squares delivery rate (TrainReceipt::FittedRate)
   uint64_t duplicates = 0;
+  uint64_t rx_drops = 0;          // datagrams the responder's socket dropped meanwhile
   // Trace trains only (else 0): over sequence numbers [0, packets_sent).
   uint64_t reordered = 0;
   uint64_t max_extent_packets = 0;
@@ -102,6 +105,7 @@ struct ProbeMessage {
   // ECHO / ECHO_REPLY / DATA
   uint64_t send_ns = 0;
   uint32_t size_received = 0;
+  uint64_t hold_ns = 0;
   // DATA / REPORT_REQ / REPORT
   uint32_t train = 0;
   uint32_t data_flags = 0;

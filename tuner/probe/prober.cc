@@ -108,7 +108,9 @@ class Prober {
           hello_ack_ = *m;
           break;
         case ProbeType::kEchoReply: {
-          const Duration rtt = Duration::Nanoseconds(at - static_cast<int64_t>(m->send_ns));
+          // Take out the time the request waited in the responder.
+          const Duration rtt = Duration::Nanoseconds(at - static_cast<int64_t>(m->send_ns) -
+                                                     static_cast<int64_t>(m->hold_ns));
           if (rtt <= Duration::Zero()) break;
           if (m->header.seq >= kEchoSeqBase) {
             echo_replies_[m->header.seq] = {rtt, m->size_received};
@@ -223,22 +225,29 @@ class Prober {
   // Sends `n` DATA packets of `payload` bytes paced at `rate` as train `train`. Returns
   // the send span's wire rate; fills first/last send times.
   absl::StatusOr<Bandwidth> SendTrain(uint32_t train, uint64_t n, uint32_t payload, Bandwidth rate,
-                                      bool trace, uint64_t echo_every, int64_t* first_ns,
-                                      int64_t* last_ns, uint64_t* sent_out) {
+                                      bool trace, uint64_t echo_every, int64_t stop_ns,
+                                      int64_t* first_ns, int64_t* last_ns, uint64_t* sent_out) {
     const double wire = payload + kIpUdpOverhead;
     const double gap_ns = wire * 8e9 / std::max(rate.bps(), 1.0);
     // Send what is due up to this far ahead in one batch: bursts stay short (<= 50 us of
     // the train's rate) so a small bottleneck queue is not overrun by them.
     constexpr int64_t kLookaheadNs = 50000;
+    constexpr int64_t kMaxLagNs = 1000000;
     std::vector<std::vector<uint8_t>> pkts;
     std::vector<std::span<const uint8_t>> views;
-    const int64_t t0 = probe::NowRealtimeNs() + 100000;
+    int64_t t0 = probe::NowRealtimeNs() + 100000;
     uint64_t i = 0, sent = 0;
     *first_ns = 0;
     while (i < n) {
       const int64_t now = probe::NowRealtimeNs();
-      if (now >= deadline_ns_) break;
-      const int64_t due = t0 + static_cast<int64_t>(static_cast<double>(i) * gap_ns);
+      if (now >= stop_ns) break;
+      int64_t due = t0 + static_cast<int64_t>(static_cast<double>(i) * gap_ns);
+      // Behind schedule by more than a millisecond (the host was busy): move the schedule
+      // instead of catching up in one burst that a small bottleneck queue would drop.
+      if (now - due > kMaxLagNs) {
+        t0 += now - due;
+        due = now;
+      }
       if (due > now + kLookaheadNs) {
         // Read replies while waiting; sleep the rest.
         if (due - now > 200000) {
@@ -297,7 +306,8 @@ class Prober {
       m.train = train;
       m.packets_sent = sent;
       if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
-      const int64_t until = std::min(deadline_ns_ + 2000000000, probe::NowRealtimeNs() + wait.ns());
+      const int64_t until = std::min(deadline_ns_, probe::NowRealtimeNs() + wait.ns());
+      if (until <= probe::NowRealtimeNs()) break;
       if (absl::Status s = PollUntil(until, [&] { return reports_.count(train) > 0; }); !s.ok()) {
         return s;
       }
@@ -344,7 +354,7 @@ class Prober {
       int64_t first = 0, last = 0;
       uint64_t sent = 0;
       absl::StatusOr<Bandwidth> send_rate =
-          SendTrain(train, n, payload, rate, false, 0, &first, &last, &sent);
+          SendTrain(train, n, payload, rate, false, 0, phase_end, &first, &last, &sent);
       if (!send_rate.ok()) return send_rate.status();
       absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, wait);
       if (!rep.ok()) return rep.status();
@@ -369,7 +379,9 @@ class Prober {
       t.packets_sent = sent;
       t.packets_received = r.packets;
       t.duration = Duration::Nanoseconds(last - first);
-      if (r.packets >= 2 && r.span_ns > 0) {
+      if (r.packets >= 8 && r.fit_rate_bps > 0) {
+        t.delivery_rate = Bandwidth::BitsPerSecond(static_cast<double>(r.fit_rate_bps));
+      } else if (r.packets >= 2 && r.span_ns > 0) {
         t.delivery_rate = Bandwidth::FromBytesAndDuration(r.wire_bytes - r.first_wire_bytes,
                                                           Duration::Nanoseconds(r.span_ns));
       }
@@ -475,7 +487,9 @@ class Prober {
   }
 
   absl::Status LossPhase() {
-    const Duration reserve = RttP99() * 3 + Duration::Milliseconds(300);
+    // Time to let stragglers land and fetch the report (two tries) before the deadline.
+    const Duration reserve = RttP99() * 5 + (report_.rtt_idle.p99 - report_.rtt_idle.min) +
+                             Duration::Milliseconds(150);
     const int64_t now = probe::NowRealtimeNs();
     const double seconds = (deadline_ns_ - now - reserve.ns()) * 1e-9;
     if (seconds < 0.2) {
@@ -503,14 +517,15 @@ class Prober {
     const uint32_t train = next_train_++;
     int64_t first = 0, last = 0;
     uint64_t sent = 0;
+    const int64_t stop = deadline_ns_ - reserve.ns();
     absl::StatusOr<Bandwidth> sr = SendTrain(train, n, payload, Bandwidth::BitsPerSecond(rate),
-                                             true, echo_every, &first, &last, &sent);
+                                             true, echo_every, stop, &first, &last, &sent);
     if (!sr.ok()) return sr.status();
     // Let reordered stragglers land before asking (they would read as losses).
     SleepUntilNs(probe::NowRealtimeNs() + Duration::Milliseconds(20).ns() +
                  (report_.rtt_idle.p99 - report_.rtt_idle.min).ns());
     absl::StatusOr<std::optional<probe::TrainReport>> rep =
-        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(200));
+        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(50));
     if (!rep.ok()) return rep.status();
     if (!rep->has_value()) {
       report_.notes.push_back("the loss-phase report did not arrive: loss unknown");
@@ -534,6 +549,13 @@ class Prober {
     report_.reorder.max_extent_packets = r.max_extent_packets;
     report_.reorder.max_late = Duration::Nanoseconds(static_cast<int64_t>(r.max_late_ns));
     report_.duplicates = r.duplicates;
+    report_.responder_drops = r.rx_drops;
+    if (r.rx_drops > 0) {
+      report_.notes.push_back(absl::StrFormat(
+          "the responder's socket dropped %d datagrams during the loss phase: the loss "
+          "estimate is an upper bound (lower --loss_pps or give the responder more CPU)",
+          r.rx_drops));
+    }
     report_.loss_phase_rate_bps = sr->bps();
     report_.loss_phase_s = (last - first) * 1e-9;
     report_.loss_phase_payload_bytes = payload;

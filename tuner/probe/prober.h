@@ -49,7 +49,7 @@ struct ProbeOptions {
   bool pmtu = true;
   uint32_t max_mtu = 0;                        // 0: the local interface's MTU
   double loss_load = 0.8;                      // loss phase rate / estimated rate
-  uint32_t loss_packets_per_s = 50000;         // loss phase packet-rate target
+  uint32_t loss_packets_per_s = 20000;         // loss phase packet-rate target
   std::function<void(const std::string&)> progress;
 };
 
@@ -69,6 +69,7 @@ struct ProbeReport {
   LossEstimate loss;
   ReorderEstimate reorder;
   uint64_t duplicates = 0;
+  uint64_t responder_drops = 0;   // the responder's own socket drops in the loss phase
   double loss_phase_rate_bps = 0;
   double loss_phase_s = 0;
   uint32_t loss_phase_payload_bytes = 0;

@@ -14,6 +14,7 @@ struct ProbeResponder::Train {
   std::vector<uint64_t> seen;  // bitmap by sequence number (all trains, for duplicates)
   ReorderTracker reorder;
   uint64_t max_seq = 0;
+  uint64_t drops_at_start = 0;  // the socket's drop count at the first packet
 };
 
 struct ProbeResponder::Session {
@@ -56,8 +57,10 @@ void ProbeResponder::Expire(int64_t now_ns) {
 }
 
 void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d, int64_t now_ns,
-                            std::vector<std::vector<uint8_t>>* replies) {
+                            std::vector<std::vector<uint8_t>>* replies, int64_t handled_ns) {
   ++stats_.datagrams;
+  const uint64_t hold =
+      handled_ns > now_ns ? static_cast<uint64_t>(handled_ns - now_ns) : uint64_t{0};
   absl::StatusOr<ProbeMessage> in = DecodeProbe(d);
   if (!in.ok()) {
     ++stats_.malformed;
@@ -108,6 +111,7 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
       out.header.type = ProbeType::kEchoReply;
       out.send_ns = in->send_ns;
       out.size_received = static_cast<uint32_t>(d.size());
+      out.hold_ns = hold;
       Reply(out, replies);
       return;
     case ProbeType::kData: {
@@ -120,6 +124,7 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
         }
         t = s.trains.try_emplace(in->train).first;
         t->second.trace = (in->data_flags & kDataTrace) != 0;
+        t->second.drops_at_start = socket_drops_;
       }
       Train& tr = t->second;
       const uint64_t seq = h.seq;
@@ -142,6 +147,7 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
         out.header.type = ProbeType::kEchoReply;
         out.send_ns = in->send_ns;
         out.size_received = static_cast<uint32_t>(d.size());
+        out.hold_ns = hold;
         Reply(out, replies);
       }
       return;
@@ -158,7 +164,10 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
         r.first_wire_bytes = tr.receipt.first_wire_bytes;
         r.span_ns = static_cast<uint64_t>(
             std::max<int64_t>(0, (tr.receipt.last_arrival - tr.receipt.first_arrival).ns()));
+        r.fit_rate_bps = static_cast<uint64_t>(tr.receipt.FittedRate().bps());
         r.duplicates = tr.duplicates;
+        // SO_RXQ_OVFL counts are 32-bit and wrap.
+        r.rx_drops = static_cast<uint32_t>(socket_drops_ - tr.drops_at_start);
         if (tr.trace) {
           const ReorderEstimate& re = tr.reorder.estimate();
           r.reordered = re.reordered;
@@ -232,8 +241,9 @@ absl::Status ProbeServer::Run(Duration duration) {
     for (size_t i = 0; i < got.size(); ++i) {
       const std::string peer(reinterpret_cast<const char*>(&got[i].from), sizeof(got[i].from));
       replies.clear();
+      if (got[i].socket_drops != 0) responder_.NoteSocketDrops(got[i].socket_drops);
       responder_.Handle(peer, std::span<const uint8_t>(bufs[i].data(), got[i].length),
-                        got[i].at_ns, &replies);
+                        got[i].at_ns, &replies, NowRealtimeNs());
       for (const auto& r : replies) socket_.SendTo(r, got[i].from).IgnoreError();
     }
     if (now - last_expire > Duration::Seconds(1).ns()) {

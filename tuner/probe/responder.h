@@ -61,9 +61,15 @@ class ProbeResponder {
   ~ProbeResponder();
 
   // Handles one datagram from `peer` received at `now_ns` (any clock, consistent across
-  // calls; spans and lateness are differences of it). Replies are appended to `replies`.
+  // calls; spans and lateness are differences of it; best a kernel receive timestamp).
+  // `handled_ns` (same clock; 0: now_ns) is when it is being handled: an echo reply
+  // carries handled_ns - now_ns so the prober can take the responder's queueing out of
+  // the RTT. Replies are appended to `replies`.
   void Handle(const std::string& peer, std::span<const uint8_t> datagram, int64_t now_ns,
-              std::vector<std::vector<uint8_t>>* replies);
+              std::vector<std::vector<uint8_t>>* replies, int64_t handled_ns = 0);
+  // Optional: the receiving socket's cumulative drop count (SO_RXQ_OVFL), reported per
+  // train so the prober can tell the responder's own drops from path loss.
+  void NoteSocketDrops(uint64_t total) { socket_drops_ = total; }
   // Drops sessions idle since before now_ns - session_idle.
   void Expire(int64_t now_ns);
 
@@ -80,6 +86,7 @@ class ProbeResponder {
   ResponderOptions opt_;
   std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Session>> sessions_;
   ResponderStats stats_;
+  uint64_t socket_drops_ = 0;
 };
 
 // A ProbeResponder on its own socket.

@@ -105,8 +105,11 @@ static absl::StatusOr<int> NewSocket() {
   const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return Errno("socket", errno);
   const int one = 1;
-  // Kernel receive timestamps; without them arrival times are read times.
+  // Kernel receive timestamps; without them arrival times are read times. And the
+  // socket's drop counter with every datagram, so a receiver can tell its own drops
+  // from the path's.
   setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
   return fd;
 }
 
@@ -197,7 +200,7 @@ absl::StatusOr<size_t> UdpSocket::Receive(std::vector<std::vector<uint8_t>>* buf
   mmsghdr msgs[kMax];
   iovec iov[kMax];
   sockaddr_in from[kMax];
-  alignas(cmsghdr) char control[kMax][CMSG_SPACE(sizeof(timespec))];
+  alignas(cmsghdr) char control[kMax][CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(uint32_t))];
   for (size_t i = 0; i < n; ++i) {
     if ((*bufs)[i].size() < cap) (*bufs)[i].resize(cap);
     iov[i].iov_base = (*bufs)[i].data();
@@ -231,6 +234,8 @@ absl::StatusOr<size_t> UdpSocket::Receive(std::vector<std::vector<uint8_t>>* buf
         timespec ts;
         std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
         r.at_ns = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+      } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
+        std::memcpy(&r.socket_drops, CMSG_DATA(c), sizeof(r.socket_drops));
       }
     }
     out->push_back(r);

@@ -36,6 +36,9 @@ struct Received {
   size_t length = 0;
   int64_t at_ns = 0;     // kernel receive timestamp (or read time), CLOCK_REALTIME
   sockaddr_in from{};
+  // Datagrams the socket has dropped so far for lack of buffer (SO_RXQ_OVFL; cumulative,
+  // wraps at 2^32); 0 if the kernel does not report it.
+  uint32_t socket_drops = 0;
 };
 
 class UdpSocket {

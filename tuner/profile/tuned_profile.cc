@@ -1,7 +1,12 @@
 #include "tuner/profile/tuned_profile.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -22,10 +27,93 @@ std::string Provenance::Get(absl::string_view key) const {
   return "";
 }
 
+namespace {
+constexpr char kEndPrefix[] = "# end of longhaul tuned profile (";
+}  // namespace
+
 std::string FormatTunedProfile(const TransportConfig& config, const Provenance& provenance) {
   std::string header = kTunedProfileTitle;
   for (const auto& [k, v] : provenance.fields) absl::StrAppend(&header, "\n", k, ": ", v);
-  return FormatProfile(config, header);
+  std::string text = FormatProfile(config, header);
+  absl::StrAppend(&text, kEndPrefix, ProfileKeyValues(config).size(), " keys)\n");
+  return text;
+}
+
+absl::Status CheckTunedProfileComplete(absl::string_view text, absl::string_view source) {
+  int line_number = 0, last_line = 0, keys = 0, lines = 0;
+  bool titled = false, ended = false, title_prefix = false;
+  int declared = -1;
+  const std::string title = absl::StrCat("# ", kTunedProfileTitle);
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    absl::string_view t = absl::StripAsciiWhitespace(line);
+    if (t.empty()) continue;
+    last_line = line_number;
+    if (++lines == 1) {
+      titled = t == title;
+      // The title itself cut short: nothing else can follow it.
+      title_prefix = !titled && absl::StartsWith(title, t);
+    }
+    ended = false;
+    if (absl::StartsWith(t, kEndPrefix)) {
+      absl::string_view rest = t.substr(sizeof(kEndPrefix) - 1);
+      const size_t sp = rest.find(' ');
+      int n = 0;
+      if (sp != absl::string_view::npos && absl::SimpleAtoi(rest.substr(0, sp), &n) &&
+          rest.substr(sp) == " keys)") {
+        declared = n;
+        ended = true;
+      }
+      continue;
+    }
+    if (t[0] != '#') ++keys;
+  }
+  if (title_prefix && lines == 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", last_line, ": truncated tuned profile: it ends inside its title line"));
+  }
+  if (!titled) return absl::OkStatus();
+  if (!ended) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", last_line, ": truncated tuned profile: it ends at line ", last_line,
+        " without its end line (", kEndPrefix, "N keys)); regenerate it with longhaul-tune"));
+  }
+  if (declared != keys) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":", last_line, ": tuned profile has ", keys, " key lines but its end line says ",
+        declared));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TransportConfig> ParseTunedProfile(absl::string_view text,
+                                                  const TransportConfig& base,
+                                                  absl::string_view source_name) {
+  if (absl::Status s = CheckTunedProfileComplete(text, source_name); !s.ok()) return s;
+  return ParseProfile(text, base, source_name);
+}
+
+absl::StatusOr<TransportConfig> LoadTunedProfile(const std::string& path,
+                                                 const TransportConfig& base) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read profile '", path, "': ", std::strerror(errno)));
+  }
+  std::string text;
+  char buf[4096];
+  size_t n;
+  constexpr size_t kMaxBytes = 1 << 20;  // profiles are a few hundred bytes
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && text.size() <= kMaxBytes) {
+    text.append(buf, n);
+  }
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return absl::NotFoundError(absl::StrCat("cannot read profile '", path, "'"));
+  if (text.size() > kMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": profile is larger than 1 MiB"));
+  }
+  return ParseTunedProfile(text, base, path);
 }
 
 Provenance ParseProvenance(absl::string_view text) {

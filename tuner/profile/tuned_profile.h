@@ -13,6 +13,11 @@
 //   # host: net.core.rmem_max >= ..., IP MTU >= 9000
 //   segment=8894
 //   ...
+//   # end of longhaul tuned profile (28 keys)
+//
+// The end line lets a reader tell a complete profile from one cut short at a line
+// boundary (a cut inside a line already fails to parse, naming the line):
+// CheckTunedProfileComplete() says which line the text ends at.
 //
 // The header is comments, so every tool reads the profile with LoadProfile as usual.
 // Pure functions; thread-safe.
@@ -22,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "transport/core/config.h"
 
@@ -44,6 +51,22 @@ std::string FormatTunedProfile(const TransportConfig& config, const Provenance& 
 // The "key: value" comment lines of a profile's leading comment block (up to the first
 // key=value line). Lines without "key: " are skipped. Never fails.
 Provenance ParseProvenance(absl::string_view profile_text);
+
+// For text that starts with the tuned-profile title: OK if its last non-blank line is
+// the end line and the number of key=value lines matches it; otherwise InvalidArgument
+// "SOURCE:LINE: truncated tuned profile: ..." naming the last line present. Text
+// without the title (a hand-written profile) is OK.
+absl::Status CheckTunedProfileComplete(absl::string_view text, absl::string_view source_name);
+
+// CheckTunedProfileComplete() first (so a cut anywhere is reported with the line the
+// text ends at, even where the cut value would still parse), then ParseProfile().
+absl::StatusOr<TransportConfig> ParseTunedProfile(absl::string_view text,
+                                                  const TransportConfig& base,
+                                                  absl::string_view source_name);
+
+// Reads the file and ParseTunedProfile()s it (NotFound naming the path if unreadable).
+absl::StatusOr<TransportConfig> LoadTunedProfile(const std::string& path,
+                                                 const TransportConfig& base);
 
 // Current UTC time as 2026-11-29T20:30:00Z.
 std::string UtcTimestamp();
