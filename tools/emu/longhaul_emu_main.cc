@@ -8,9 +8,13 @@
 //
 // Exit status: 0 stopped by a signal or --max_time; 1 a runtime failure (address in use,
 // no permission, ...); 2 bad flags or link spec (a message names the problem).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -52,6 +56,8 @@ DEFINE_string(socket_buffer, "64MiB", "SO_RCVBUF/SO_SNDBUF of the relay's socket
               "past net.core.rmem_max/wmem_max when root)");
 DEFINE_bool(tcp_relay, false, "UDP mode: also relay TCP from --listen to --forward, unmodelled "
             "(control channels, e.g. iperf3's)");
+DEFINE_bool(gso, true, "UDP mode: send runs of equal-sized datagrams of one flow that are due "
+            "together as one UDP GSO message (receivers still get separate datagrams)");
 DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
 DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each namespace");
 
@@ -164,6 +170,19 @@ void OnSignal(int) {
   }
 }
 
+// SIGINT/SIGTERM are blocked while the emulator sets up (so a signal cannot kill it
+// half-way with namespaces created and nothing to remove them); once the stop fd exists
+// the handler is installed and the signals unblocked: one that came meanwhile is
+// delivered then and stops the run at once, with the normal cleanup.
+void BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
 void InstallSignals(int stop_fd) {
   g_stop_fd = stop_fd;
   struct sigaction sa {};
@@ -171,9 +190,38 @@ void InstallSignals(int stop_fd) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+// Periodic lines must never stall the emulator: when `fd` is a pipe that nobody reads
+// and it is nearly full, the line is skipped (counted) instead of blocking the loop.
+uint64_t g_lines_skipped = 0;
+bool RoomFor(int fd, size_t bytes) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return true;
+  int queued = 0;
+  const int capacity = fcntl(fd, F_GETPIPE_SZ);
+  if (capacity <= 0 || ioctl(fd, FIONREAD, &queued) != 0) return true;
+  // A pipe is a ring of page-sized buffers and small writes do not always share one, so
+  // up to a line per page can be lost to fragmentation: keep that much in reserve.
+  const size_t pages = static_cast<size_t>(capacity) / 4096 + 1;
+  const size_t reserve = bytes + pages * std::min<size_t>(bytes, 4096) + 4096;
+  return static_cast<size_t>(capacity - queued) > reserve;
+}
+
+void WritePeriodic(int fd, const std::string& line) {
+  if (!RoomFor(fd, line.size())) {
+    ++g_lines_skipped;
+    return;
+  }
+  [[maybe_unused]] ssize_t n = write(fd, line.data(), line.size());
+}
+
+// The ready and final lines are written whatever it takes.
 void PrintJsonLine(const nlohmann::json& j) {
   std::cout << j.dump() << "\n";
   std::cout.flush();
@@ -201,16 +249,18 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.buffer_bytes = buffer;
   o.socket_buffer_bytes = socket_buffer;
   o.tcp_relay = FLAGS_tcp_relay;
+  o.gso = FLAGS_gso;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
   emu::EmuStats prev;
   const size_t overhead = link.overhead;
   o.on_stats = [&](const emu::EmuStats& s) {
-    std::cerr << emu::EmuStatsLine(s, prev, link, overhead) << std::endl;
+    WritePeriodic(2, emu::EmuStatsLine(s, prev, link, overhead) + "\n");
     if (FLAGS_json) {
       nlohmann::json j = emu::EmuStatsToJson(s, true);
       j["event"] = "stats";
-      PrintJsonLine(j);
+      std::cout.flush();
+      WritePeriodic(1, j.dump() + "\n");
     }
     prev = s;
   };
@@ -254,6 +304,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     nlohmann::json j = emu::EmuStatsToJson(s, true);
     j["event"] = "final";
     j["mode"] = "udp";
+    j["stats_lines_skipped"] = g_lines_skipped;
     j["link"] = nlohmann::json::parse(link.ToJson());
     j["seed"] = FLAGS_seed;
     if (!run.ok()) j["error"] = std::string(run.message());
@@ -293,11 +344,12 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   // In TUN mode the model's byte counts are IP packets, so only extra framing is added.
   const size_t overhead = emu::EmuDirection::ModelSpec(link, emu::PayloadKind::kIpPacket).overhead;
   o.on_stats = [&](const emu::EmuStats& s) {
-    std::cerr << emu::EmuStatsLine(s, prev, link, overhead) << std::endl;
+    WritePeriodic(2, emu::EmuStatsLine(s, prev, link, overhead) + "\n");
     if (FLAGS_json) {
       nlohmann::json j = emu::EmuStatsToJson(s, false);
       j["event"] = "stats";
-      PrintJsonLine(j);
+      std::cout.flush();
+      WritePeriodic(1, j.dump() + "\n");
     }
     prev = s;
   };
@@ -343,6 +395,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     nlohmann::json j = emu::EmuStatsToJson(s, false);
     j["event"] = "final";
     j["mode"] = "tun";
+    j["stats_lines_skipped"] = g_lines_skipped;
     j["link"] = nlohmann::json::parse(link.ToJson());
     j["seed"] = FLAGS_seed;
     j["netns_deleted"] = deleted;
@@ -357,6 +410,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
 }
 
 int Main(int argc, char** argv) {
+  BlockStopSignals();
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=ts-1g)");
   const sim::LinkSpec link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");

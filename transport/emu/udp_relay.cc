@@ -1,6 +1,7 @@
 #include "transport/emu/udp_relay.h"
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,12 +56,27 @@ struct UdpRelay::RxBatch {
   uint32_t slots[kBatch];
 };
 
+// Datagrams to send in one sendmmsg call. Consecutive datagrams of one flow with the
+// same size and TOS become one message with UDP_SEGMENT (GSO): the kernel passes them
+// down the stack as one buffer and splits it at the end (or hands it whole to a
+// receiver using UDP_GRO), which costs far less per datagram than one message each.
 struct UdpRelay::TxBatch {
+  static constexpr int kMaxIov = 1024;
+  static constexpr int kMaxSegments = 64;      // UDP_MAX_SEGMENTS of older kernels
+  static constexpr uint32_t kMaxGsoBytes = 65507 - 8;  // stays below the IP limit
   mmsghdr msgs[kBatch];
-  iovec iov[kBatch];
   alignas(cmsghdr) uint8_t control[kBatch][kControlBytes];
-  uint32_t slots[kBatch];
-  int n = 0;
+  int first_iov[kBatch];
+  int iovs[kBatch];
+  uint32_t gso_size[kBatch];
+  uint32_t total[kBatch];
+  uint8_t tos[kBatch];
+  uint32_t flow[kBatch];
+  bool closed[kBatch];  // ended by a shorter datagram: no more segments fit
+  iovec iov[kMaxIov];
+  uint32_t slots[kMaxIov];
+  int n = 0;     // messages
+  int niov = 0;  // iovecs (= datagrams)
 };
 
 UdpRelay::UdpRelay(const UdpRelayOptions& o, StopSignal stop)
@@ -74,7 +90,8 @@ UdpRelay::UdpRelay(const UdpRelayOptions& o, StopSignal stop)
       clients_(o.max_clients),
       rx_(std::make_unique<RxBatch>()),
       tx_(std::make_unique<TxBatch>()),
-      scratch_(65536) {}
+      scratch_(65536),
+      gso_(o.gso) {}
 
 absl::StatusOr<std::unique_ptr<UdpRelay>> UdpRelay::Create(const UdpRelayOptions& options) {
   if (options.listen.empty()) return absl::InvalidArgumentError("listen address missing");
@@ -269,32 +286,110 @@ void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
   }
 }
 
-void UdpRelay::Flush(TxBatch& b, int fd, EmuDirection& dir) {
-  int i = 0;
-  while (i < b.n) {
-    const int r = sendmmsg(fd, b.msgs + i, static_cast<unsigned>(b.n - i), 0);
+bool UdpRelay::Append(TxBatch& b, const PendingDatagram& d, const SocketAddress* to) {
+  if (b.n > 0) {
+    const int m = b.n - 1;
+    if (gso_ && !b.closed[m] && d.bytes > 0 && d.bytes <= b.gso_size[m] &&
+        d.tos == b.tos[m] && d.flow == b.flow[m] && b.iovs[m] < TxBatch::kMaxSegments &&
+        b.total[m] + d.bytes <= TxBatch::kMaxGsoBytes && b.niov < TxBatch::kMaxIov) {
+      b.iov[b.niov] = {pool_.Data(d.slot), d.bytes};
+      b.slots[b.niov++] = d.slot;
+      ++b.iovs[m];
+      b.total[m] += d.bytes;
+      b.closed[m] = d.bytes < b.gso_size[m];
+      return true;
+    }
+  }
+  if (b.n == kBatch || b.niov == TxBatch::kMaxIov) return false;
+  const int m = b.n++;
+  msghdr& h = b.msgs[m].msg_hdr;
+  h = msghdr{};
+  if (to != nullptr) {
+    h.msg_name = const_cast<sockaddr*>(to->sockaddr_ptr());
+    h.msg_namelen = to->sockaddr_len();
+  }
+  b.first_iov[m] = b.niov;
+  b.iovs[m] = 1;
+  b.gso_size[m] = d.bytes;
+  b.total[m] = d.bytes;
+  b.tos[m] = d.tos;
+  b.flow[m] = d.flow;
+  b.closed[m] = d.bytes == 0;
+  b.iov[b.niov] = {pool_.Data(d.slot), d.bytes};
+  b.slots[b.niov++] = d.slot;
+  return true;
+}
+
+void UdpRelay::Flush(TxBatch& b, int fd, int family, EmuDirection& dir) {
+  for (int m = 0; m < b.n; ++m) {
+    msghdr& h = b.msgs[m].msg_hdr;
+    h.msg_iov = &b.iov[b.first_iov[m]];
+    h.msg_iovlen = static_cast<size_t>(b.iovs[m]);
+    size_t len = 0;
+    if (b.tos[m] != 0) len += WriteTosControl(family, b.tos[m], b.control[m]);
+    if (b.iovs[m] > 1) {
+      auto* c = reinterpret_cast<cmsghdr*>(b.control[m] + len);
+      std::memset(c, 0, CMSG_SPACE(sizeof(uint16_t)));
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const uint16_t seg = static_cast<uint16_t>(b.gso_size[m]);
+      std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+      len += CMSG_SPACE(sizeof(uint16_t));
+    }
+    h.msg_control = len > 0 ? b.control[m] : nullptr;
+    h.msg_controllen = len;
+  }
+  int m = 0;
+  while (m < b.n) {
+    const int r = sendmmsg(fd, b.msgs + m, static_cast<unsigned>(b.n - m), 0);
     if (r > 0) {
-      for (int j = i; j < i + r; ++j) dir.OnSent(b.iov[j].iov_len);
-      i += r;
+      for (int j = m; j < m + r; ++j) {
+        for (int k = 0; k < b.iovs[j]; ++k) dir.OnSent(b.iov[b.first_iov[j] + k].iov_len);
+      }
+      m += r;
       continue;
     }
     if (r < 0 && errno == EINTR) continue;
-    // Message i was refused (EAGAIN: socket buffer full; ECONNREFUSED: the target's
+    const int err = errno;
+    if (b.iovs[m] > 1 && (err == EIO || err == EINVAL || err == EOPNOTSUPP || err == ENOPROTOOPT)) {
+      // The path cannot segment (no UDP GSO): stop using it and send these one by one.
+      LOG(WARNING) << "UDP GSO refused (" << strerror(err) << "); sending datagrams one by one";
+      gso_ = false;
+      msghdr one = b.msgs[m].msg_hdr;
+      for (int k = 0; k < b.iovs[m]; ++k) {
+        one.msg_iov = &b.iov[b.first_iov[m] + k];
+        one.msg_iovlen = 1;
+        size_t len = b.tos[m] != 0 ? WriteTosControl(family, b.tos[m], b.control[m]) : 0;
+        one.msg_control = len > 0 ? b.control[m] : nullptr;
+        one.msg_controllen = len;
+        if (sendmsg(fd, &one, 0) >= 0) {
+          dir.OnSent(one.msg_iov->iov_len);
+        } else {
+          ++dir.counters().send_errors;
+        }
+      }
+      ++m;
+      continue;
+    }
+    // Message m was refused (EAGAIN: socket buffer full; ECONNREFUSED: the target's
     // port is closed; ...): the emulator's own drop. Skip it and go on.
-    if (r < 0 && errno == ECONNREFUSED) ++port_unreachable_;
-    ++dir.counters().send_errors;
-    ++i;
+    if (r < 0 && err == ECONNREFUSED) ++port_unreachable_;
+    dir.counters().send_errors += static_cast<uint64_t>(b.iovs[m]);
+    ++m;
   }
-  for (int j = 0; j < b.n; ++j) pool_.Release(b.slots[j]);
+  for (int j = 0; j < b.niov; ++j) pool_.Release(b.slots[j]);
   b.n = 0;
+  b.niov = 0;
 }
 
 void UdpRelay::ReleaseDue(int64_t now) {
   TxBatch& b = *tx_;
   PendingDatagram d;
   // Forward: each datagram leaves through its client's upstream socket; consecutive
-  // datagrams of the same client share a sendmmsg call.
+  // datagrams of the same client share a sendmmsg call (and GSO messages).
   int batch_fd = -1;
+  const int fwd_family = options_.forward.family();
   while (forward_.PopDue(now, &d)) {
     if (!clients_.Valid(d.flow, d.flow_gen) || flows_[d.flow].fd < 0) {
       ++forward_.counters().evicted;
@@ -302,43 +397,29 @@ void UdpRelay::ReleaseDue(int64_t now) {
       continue;
     }
     const int fd = flows_[d.flow].fd;
-    if (b.n > 0 && (fd != batch_fd || b.n == kBatch)) Flush(b, batch_fd, forward_);
+    if (b.n > 0 && fd != batch_fd) Flush(b, batch_fd, fwd_family, forward_);
     batch_fd = fd;
-    msghdr& h = b.msgs[b.n].msg_hdr;
-    h = msghdr{};
-    b.iov[b.n] = {pool_.Data(d.slot), d.bytes};
-    h.msg_iov = &b.iov[b.n];
-    h.msg_iovlen = 1;
-    if (d.tos != 0) {
-      h.msg_control = b.control[b.n];
-      h.msg_controllen = WriteTosControl(options_.forward.family(), d.tos, b.control[b.n]);
+    if (!Append(b, d, nullptr)) {
+      Flush(b, batch_fd, fwd_family, forward_);
+      Append(b, d, nullptr);
     }
-    b.slots[b.n++] = d.slot;
   }
-  if (b.n > 0) Flush(b, batch_fd, forward_);
+  if (b.n > 0) Flush(b, batch_fd, fwd_family, forward_);
   // Reverse: everything leaves through the listen socket, addressed to its client.
+  const int rev_family = listen_addr_.family();
   while (reverse_.PopDue(now, &d)) {
     if (!clients_.Valid(d.flow, d.flow_gen)) {
       ++reverse_.counters().evicted;
       pool_.Release(d.slot);
       continue;
     }
-    if (b.n == kBatch) Flush(b, listen_fd_, reverse_);
-    const SocketAddress& to = clients_.entry(d.flow).addr;
-    msghdr& h = b.msgs[b.n].msg_hdr;
-    h = msghdr{};
-    h.msg_name = const_cast<sockaddr*>(to.sockaddr_ptr());
-    h.msg_namelen = to.sockaddr_len();
-    b.iov[b.n] = {pool_.Data(d.slot), d.bytes};
-    h.msg_iov = &b.iov[b.n];
-    h.msg_iovlen = 1;
-    if (d.tos != 0) {
-      h.msg_control = b.control[b.n];
-      h.msg_controllen = WriteTosControl(listen_addr_.family(), d.tos, b.control[b.n]);
+    const SocketAddress* to = &clients_.entry(d.flow).addr;
+    if (!Append(b, d, to)) {
+      Flush(b, listen_fd_, rev_family, reverse_);
+      Append(b, d, to);
     }
-    b.slots[b.n++] = d.slot;
   }
-  if (b.n > 0) Flush(b, listen_fd_, reverse_);
+  if (b.n > 0) Flush(b, listen_fd_, rev_family, reverse_);
 }
 
 void UdpRelay::SampleSocketDrops() {

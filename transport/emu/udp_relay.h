@@ -14,7 +14,9 @@
 //
 // One thread runs the loop: epoll with a nanosecond timeout to the earliest delivery
 // time, recvmmsg/sendmmsg batches of 64, and at each wake every datagram due is sent, so
-// the release timer cannot drift from the modelled rate. Datagrams wait in a bounded
+// the release timer cannot drift from the modelled rate. Runs of equal-sized datagrams
+// of one flow that are due together leave as one UDP GSO message (UDP_SEGMENT); the
+// receiver still sees separate datagrams (or a GRO batch if it asked for UDP_GRO). Datagrams wait in a bounded
 // PacketPool; what the relay itself drops (pool full, send errors, kernel drops at its
 // sockets, evicted clients) is counted apart from modelled loss (EmuCounters).
 //
@@ -50,6 +52,7 @@ struct UdpRelayOptions {
   size_t buffer_bytes = size_t{1} << 30;    // datagram memory (pool), both directions
   size_t socket_buffer_bytes = 64 << 20;    // SO_RCVBUF/SO_SNDBUF of every socket
   bool tcp_relay = false;                   // also relay TCP listen -> forward, unmodelled
+  bool gso = true;                          // send runs of equal datagrams with UDP GSO
   Duration stats_interval = Duration::Zero();  // > 0: call on_stats this often
   Duration max_time = Duration::Zero();        // > 0: Run() returns after this long
   std::function<void(const EmuStats&)> on_stats;
@@ -93,7 +96,9 @@ class UdpRelay {
   int64_t FlowFor(const SocketAddress& addr, int64_t now);
   void CloseFlow(uint32_t index);
   void ReleaseDue(int64_t now);
-  void Flush(TxBatch& batch, int fd, EmuDirection& dir);
+  // Adds `d` to the batch, to the last message (GSO) when it fits; false if full.
+  bool Append(TxBatch& batch, const PendingDatagram& d, const SocketAddress* to);
+  void Flush(TxBatch& batch, int fd, int family, EmuDirection& dir);
   void SampleSocketDrops();
 
   UdpRelayOptions options_;
@@ -117,6 +122,7 @@ class UdpRelay {
   int64_t now_ns_ = 0;  // time of the last loop iteration (for Stats())
   uint64_t wakeups_ = 0;
   uint64_t port_unreachable_ = 0;
+  bool gso_ = true;
 };
 
 // Seeds of the two directions from a run's seed, as the simulator derives them (so a
