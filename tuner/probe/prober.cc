@@ -333,6 +333,7 @@ class Prober {
     size_t size_index = 0;
     const int64_t phase_end = PhaseEnd(0.55);
     int empty_trains = 0;
+    int missing_reports = 0;
     while (!search.done()) {
       const int64_t now = probe::NowRealtimeNs();
       const Bandwidth rate = search.NextRate();
@@ -358,8 +359,18 @@ class Prober {
       if (!send_rate.ok()) return send_rate.status();
       absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, wait);
       if (!rep.ok()) return rep.status();
-      if (!rep->has_value() || (*rep)->packets == 0) {
-        // Nothing arrived: datagrams too big for the path, or the report was lost.
+      if (!rep->has_value()) {
+        // No report (the request or the answer lost, or the responder stalled): run the
+        // train again, a few times at most.
+        if (++missing_reports >= 3) {
+          return absl::UnavailableError(absl::StrCat("the responder at ", opt_.target,
+                                                     " stopped answering report requests"));
+        }
+        report_.notes.push_back(absl::StrFormat("no report for train %d: repeated", train));
+        continue;
+      }
+      if ((*rep)->packets == 0) {
+        // Nothing arrived although echoes do: datagrams too big for the path.
         if (size_index + 1 < sizes.size()) {
           ++size_index;
           Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; trying %d bytes",
