@@ -48,7 +48,7 @@ DEFINE_string(max_test_duration, "3600s", "server: longest test it runs (longer 
 DEFINE_int32(max_connections, 256, "server: most connections at once (more are refused)");
 DEFINE_string(socket_buffer, "0",
               "SO_RCVBUF/SO_SNDBUF to ask for (0: window/4 within [4MiB, 256MiB])");
-DEFINE_string(spin, "50us", "poll instead of sleeping when the next send is this close");
+DEFINE_string(spin, "20us", "poll instead of sleeping when the next send is this close");
 DEFINE_bool(gso, true, "use UDP GSO (UDP_SEGMENT) where the kernel has it");
 DEFINE_bool(gro, true, "use UDP GRO where the kernel has it");
 DEFINE_int32(tx_batch, 64, "datagrams per sendmmsg batch");

@@ -591,6 +591,8 @@ int RunClient(const ClientOptions& o) {
                     {"recv_syscalls", es.recv_syscalls},
                     {"gso_sends", es.gso_sends},
                     {"gro_receives", es.gro_receives},
+                    {"send_blocked", es.send_blocked},
+                    {"stalled_deadlines", es.stalled_deadlines},
                     {"gso", es.gso},
                     {"gro", es.gro},
                     {"socket_recv_buffer", es.recv_buffer},

@@ -49,6 +49,7 @@ constexpr int kMaxReadBatchesPerTurn = 2;
 constexpr Duration kStatsPublishPeriod = Duration::Milliseconds(10);
 constexpr Duration kBlockedRecheck = Duration::Milliseconds(1);
 constexpr Duration kRefusedGrace = Duration::Seconds(1);
+constexpr Duration kStalledDeadlineWait = Duration::Microseconds(200);
 constexpr int kMaxRetries = 8;
 
 Time Now() {
@@ -1153,8 +1154,10 @@ class UdpDriverImpl {
     for (Conn* c : due_) {
       c->next_timeout = c->conn->NextTimeout();
       if (c->next_timeout <= now && !ConnBlocked(*c) && !c->conn->closed()) {
-        // Nothing more could be sent at `now`: never spin on a deadline in the past.
-        c->next_timeout = now + Duration::Microseconds(20);
+        // Nothing more could be sent at `now` although the deadline has passed: wait a
+        // little (new input re-evaluates it at once) rather than spin on it.
+        ++counters_.stalled_deadlines;
+        c->next_timeout = now + kStalledDeadlineWait;
       }
     }
   }
