@@ -9,9 +9,15 @@
 //   pingpong: one datagram at a time; the sink echoes it back through the emulator; the
 //             round-trip times of --pings pings (each waits at most --ping_timeout).
 //
-// Traffic goes only to the addresses given, which must be loopback. Every loop is bounded
+// TUN mode: --client_netns=A --sink_netns=B --from=198.18.0.1:0 --to=198.18.0.2:PORT
+// --sink=198.18.0.2:PORT creates the sockets inside the namespaces (root).
+//
+// Traffic goes only to the addresses given, which must be loopback or in 198.18.0.0/15
+// (namespaces made for the purpose). Every loop is bounded
 // by --duration (+ --drain) or --pings x --ping_timeout.
 // Exit status: 0 done, 1 runtime failure, 2 bad flags.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -34,12 +40,18 @@
 #include "nlohmann/json.hpp"
 #include "transport/base/parse.h"
 #include "transport/emu/loop_util.h"
+#include "transport/emu/netns.h"
 #include "transport/emu/socket_address.h"
 #include "transport/emu/socket_util.h"
 
-DEFINE_string(to, "", "the emulator's listen address, e.g. 127.0.0.1:9000 (required)");
-DEFINE_string(sink, "", "address to receive at: the emulator's --forward, e.g. 127.0.0.1:9001 "
-              "(required)");
+DEFINE_string(to, "", "where to send: the emulator's listen address, e.g. 127.0.0.1:9000, or "
+              "in TUN mode the sink itself, e.g. 198.18.0.2:9001 (required)");
+DEFINE_string(sink, "", "address to receive at: the emulator's --forward, e.g. 127.0.0.1:9001, "
+              "or 198.18.0.2:9001 in TUN mode (required)");
+DEFINE_string(from, "", "address the sending sockets bind to (default: --to's IP, any port; "
+              "198.18.0.1:0 in TUN mode)");
+DEFINE_string(client_netns, "", "TUN mode: create the sending sockets in this namespace (A)");
+DEFINE_string(sink_netns, "", "TUN mode: create the sink socket in this namespace (B)");
 DEFINE_string(mode, "flood", "flood (throughput) or pingpong (round-trip time)");
 DEFINE_string(size, "8KiB", "datagram payload size (32..65507 bytes)");
 DEFINE_string(duration, "10s", "flood: how long to send");
@@ -101,8 +113,28 @@ T Or(absl::StatusOr<T> v, const char* flag) {
 }
 
 int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* connect_to,
-               bool nonblocking) {
-  int fd = socket(bind_to.family(), SOCK_DGRAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+               bool nonblocking, const std::string& netns = "") {
+  int fd = -1;
+  const int type = SOCK_DGRAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0);
+  if (netns.empty()) {
+    fd = socket(bind_to.family(), type, 0);
+  } else {
+    // A socket belongs to the namespace it was created in, whichever thread uses it later.
+    const int ns = open(emu::NetnsPath(netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0) {
+      std::cerr << "longhaul-emu-load: no namespace " << netns << ": " << strerror(errno) << "\n";
+      std::exit(1);
+    }
+    absl::Status st = emu::RunInNetns(ns, [&]() -> absl::Status {
+      fd = socket(bind_to.family(), type, 0);
+      return absl::OkStatus();
+    });
+    close(ns);
+    if (!st.ok()) {
+      std::cerr << "longhaul-emu-load: " << st.message() << "\n";
+      std::exit(1);
+    }
+  }
   if (fd < 0) {
     std::cerr << "longhaul-emu-load: socket: " << strerror(errno) << "\n";
     std::exit(1);
@@ -123,10 +155,15 @@ int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* conn
   return fd;
 }
 
-emu::SocketAddress AnyPortLike(const emu::SocketAddress& a) {
-  emu::SocketAddress b = a;
-  b.set_port(0);
-  return b;
+emu::SocketAddress g_from;  // where the sending sockets bind
+
+// Traffic only to loopback or to the benchmarking range 198.18.0.0/15 (namespaces made
+// for the purpose).
+bool AllowedAddress(const emu::SocketAddress& a) {
+  if (a.is_loopback()) return true;
+  if (a.family() != AF_INET) return false;
+  const auto* s = reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr());
+  return (ntohl(s->sin_addr.s_addr) & 0xfffe0000u) == 0xc6120000u;
 }
 
 void SleepUntil(int64_t t_ns) {
@@ -147,9 +184,11 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
   if (drain < Duration::Zero() || drain > Duration::Seconds(60)) Usage("--drain must be in [0, 60s]");
   if (FLAGS_flows < 1 || FLAGS_flows > 64) Usage("--flows must be in 1..64");
 
-  const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true);
+  const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true, FLAGS_sink_netns);
   std::vector<int> flows;
-  for (int i = 0; i < FLAGS_flows; ++i) flows.push_back(MakeSocket(AnyPortLike(to), &to, false));
+  for (int i = 0; i < FLAGS_flows; ++i) {
+    flows.push_back(MakeSocket(g_from, &to, false, FLAGS_client_netns));
+  }
 
   const int64_t start = MonotonicNs();
   const int64_t send_end = start + duration.ns();
@@ -309,8 +348,8 @@ int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_
   if (timeout <= Duration::Zero() || timeout > Duration::Seconds(60)) {
     Usage("--ping_timeout must be in (0, 60s]");
   }
-  const int sink_fd = MakeSocket(sink, nullptr, true);
-  const int client_fd = MakeSocket(AnyPortLike(to), &to, true);
+  const int sink_fd = MakeSocket(sink, nullptr, true, FLAGS_sink_netns);
+  const int client_fd = MakeSocket(g_from, &to, true, FLAGS_client_netns);
   std::vector<uint8_t> out(size, 0x5a), in(65536);
   std::vector<double> rtts, raw_rtts;  // kernel-timestamped (sink hold removed) / app-seen
   int lost = 0;
@@ -403,7 +442,16 @@ int Main(int argc, char** argv) {
   if (FLAGS_to.empty() || FLAGS_sink.empty()) Usage("--to and --sink are required");
   const emu::SocketAddress to = Or(emu::SocketAddress::Parse(FLAGS_to), "to");
   const emu::SocketAddress sink = Or(emu::SocketAddress::Parse(FLAGS_sink), "sink");
-  if (!to.is_loopback() || !sink.is_loopback()) Usage("--to and --sink must be loopback addresses");
+  if (!AllowedAddress(to) || !AllowedAddress(sink)) {
+    Usage("--to and --sink must be loopback or 198.18.0.0/15 addresses");
+  }
+  if (FLAGS_from.empty()) {
+    g_from = to;
+    g_from.set_port(0);
+  } else {
+    g_from = Or(emu::SocketAddress::Parse(FLAGS_from), "from");
+    if (!AllowedAddress(g_from)) Usage("--from must be a loopback or 198.18.0.0/15 address");
+  }
   const ByteCount size = Or(ParseByteCount(FLAGS_size), "size");
   if (size < sizeof(Header) || size > 65507) Usage("--size must be in 32..65507 bytes");
   if (FLAGS_mode == "flood") return Flood(to, sink, size);

@@ -58,6 +58,8 @@ DEFINE_bool(tcp_relay, false, "UDP mode: also relay TCP from --listen to --forwa
             "(control channels, e.g. iperf3's)");
 DEFINE_bool(gso, true, "UDP mode: send runs of equal-sized datagrams of one flow that are due "
             "together as one UDP GSO message (receivers still get separate datagrams)");
+DEFINE_int32(realtime, 0, "run the emulator's loop under SCHED_FIFO at this priority (1..99, "
+             "root): wake-ups on time even when other processes keep the CPUs busy; 0: off");
 DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
 DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each namespace");
 
@@ -250,6 +252,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.socket_buffer_bytes = socket_buffer;
   o.tcp_relay = FLAGS_tcp_relay;
   o.gso = FLAGS_gso;
+  o.realtime_priority = FLAGS_realtime;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
   emu::EmuStats prev;
@@ -337,6 +340,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.netns_a = names[0];
   o.netns_b = names[1];
   o.tun_name = FLAGS_tun_name;
+  o.realtime_priority = FLAGS_realtime;
   o.buffer_bytes = buffer;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
@@ -422,6 +426,7 @@ int Main(int argc, char** argv) {
   const ByteCount socket_buffer = OrUsage(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
   if (buffer == 0) UsageError("--buffer must be > 0");
   if (socket_buffer == 0) UsageError("--socket_buffer must be > 0");
+  if (FLAGS_realtime < 0 || FLAGS_realtime > 99) UsageError("--realtime must be in 0..99");
   const bool udp = !FLAGS_listen.empty() || !FLAGS_forward.empty();
   if (FLAGS_tun && udp) UsageError("--tun cannot be combined with --listen/--forward");
   if (FLAGS_tun) {

@@ -1,6 +1,8 @@
 #include "transport/emu/loop_util.h"
 
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -33,6 +35,17 @@ int64_t WakeTarget(int64_t deadline_ns, int64_t now_ns) {
   if (left > 1'200'000) return deadline_ns - 1'000'000;
   if (left > 150'000) return deadline_ns - 100'000;
   return deadline_ns;
+}
+
+absl::Status UseRealtimeScheduling(int priority) {
+  sched_param p{};
+  p.sched_priority = priority;
+  const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
+  if (rc != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("SCHED_FIFO priority ", priority, ": ", strerror(rc), " (needs root)"));
+  }
+  return absl::OkStatus();
 }
 
 void UsePreciseTimers() { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }

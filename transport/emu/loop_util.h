@@ -27,6 +27,11 @@ int64_t WakeTarget(int64_t deadline_ns, int64_t now_ns);
 // instead of up to the default 50 us late.
 void UsePreciseTimers();
 
+// Runs the calling thread under SCHED_FIFO at `priority` (1..99), so CPU-bound processes
+// on a shared machine cannot delay its wake-ups by whole scheduler slices. Needs root
+// (CAP_SYS_NICE). The kernel's RT throttling still leaves others 5 % of each second.
+absl::Status UseRealtimeScheduling(int priority);
+
 // An eventfd that a loop watches: Raise() is async-signal-safe and thread-safe.
 class StopSignal {
  public:

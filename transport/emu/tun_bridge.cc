@@ -71,6 +71,11 @@ absl::Status TunBridge::Init() {
   absl::StatusOr<int> tb = CreateTunInNetns(b_.fd, c);
   if (!tb.ok()) return absl::Status(tb.status().code(), absl::StrCat("namespace ", b_.name, ": ", tb.status().message()));
   tun_b_ = *tb;
+  // Best effort: without /proc the counters stay 0.
+  if (absl::StatusOr<int> f = OpenNetDevStatsInNetns(a_.fd); f.ok()) dev_stats_a_ = *f;
+  if (absl::StatusOr<int> f = OpenNetDevStatsInNetns(b_.fd); f.ok()) dev_stats_b_ = *f;
+  if (dev_stats_a_ >= 0) tx_drops_base_a_ = ReadDeviceTxDrops(dev_stats_a_, c.name).value_or(0);
+  if (dev_stats_b_ >= 0) tx_drops_base_b_ = ReadDeviceTxDrops(dev_stats_b_, c.name).value_or(0);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", strerror(errno)));
   for (auto [fd, tag] : {std::pair{tun_a_, kTagA}, std::pair{tun_b_, kTagB},
@@ -93,6 +98,11 @@ std::vector<std::string> TunBridge::Shutdown() {
   shut_down_ = true;
   forward_.DropPending();
   reverse_.DropPending();
+  SampleDeviceDrops();
+  for (int* fd : {&dev_stats_a_, &dev_stats_b_}) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
   // Closing the last fd of a non-persistent TUN device removes the device.
   if (tun_a_ >= 0) close(tun_a_);
   if (tun_b_ >= 0) close(tun_b_);
@@ -112,6 +122,20 @@ std::vector<std::string> TunBridge::Shutdown() {
     }
   }
   return deleted;
+}
+
+void TunBridge::SampleDeviceDrops() {
+  if (tun_a_ < 0) return;
+  if (dev_stats_a_ >= 0) {
+    if (auto d = ReadDeviceTxDrops(dev_stats_a_, options_.tun_name); d && *d >= tx_drops_base_a_) {
+      forward_.counters().rx_overflow = *d - tx_drops_base_a_;
+    }
+  }
+  if (dev_stats_b_ >= 0) {
+    if (auto d = ReadDeviceTxDrops(dev_stats_b_, options_.tun_name); d && *d >= tx_drops_base_b_) {
+      reverse_.counters().rx_overflow = *d - tx_drops_base_b_;
+    }
+  }
 }
 
 void TunBridge::ReadTun(int fd, EmuDirection& dir) {
@@ -152,6 +176,9 @@ void TunBridge::ReleaseDue(int64_t now) {
 absl::Status TunBridge::Run() {
   if (shut_down_) return absl::FailedPreconditionError("bridge already shut down");
   UsePreciseTimers();
+  if (options_.realtime_priority > 0) {
+    if (absl::Status s = UseRealtimeScheduling(options_.realtime_priority); !s.ok()) return s;
+  }
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   now_ns_ = Now();
   const int64_t interval = options_.stats_interval.ns();
@@ -165,6 +192,7 @@ absl::Status TunBridge::Run() {
     now_ns_ = now;
     if (now >= end) break;
     if (now >= next_stats) {
+      SampleDeviceDrops();
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
@@ -187,6 +215,7 @@ absl::Status TunBridge::Run() {
     }
   }
   now_ns_ = Now();
+  SampleDeviceDrops();
   return absl::OkStatus();
 }
 

@@ -46,6 +46,7 @@ struct TunBridgeOptions {
   size_t buffer_bytes = size_t{1} << 30;
   Duration stats_interval = Duration::Zero();
   Duration max_time = Duration::Zero();
+  int realtime_priority = 0;  // > 0: run the loop under SCHED_FIFO at this priority (root)
   std::function<void(const EmuStats&)> on_stats;
 };
 
@@ -77,11 +78,16 @@ class TunBridge {
   int64_t Now() const { return MonotonicNs() - epoch_ns_; }
   void ReadTun(int fd, EmuDirection& dir);
   void ReleaseDue(int64_t now);
+  void SampleDeviceDrops();
 
   TunBridgeOptions options_;
   StopSignal stop_;
   NetnsHandle a_, b_;
   int tun_a_ = -1, tun_b_ = -1;
+  // /proc/net/dev of each namespace: the TUN devices' transmit drops are packets the
+  // kernel dropped because this bridge did not read them in time (its own drops).
+  int dev_stats_a_ = -1, dev_stats_b_ = -1;
+  uint64_t tx_drops_base_a_ = 0, tx_drops_base_b_ = 0;
   int epoll_fd_ = -1;
   PacketPool pool_;
   EmuDirection forward_;  // A -> B

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -114,6 +115,51 @@ absl::StatusOr<int> CreateTunInNetns(int netns_fd, const TunConfig& c) {
   });
   if (!s.ok()) return s;
   return tun_fd;
+}
+
+absl::StatusOr<int> OpenNetDevStatsInNetns(int netns_fd) {
+  int fd = -1;
+  absl::Status s = RunInNetns(netns_fd, [&]() -> absl::Status {
+    fd = open("/proc/thread-self/net/dev", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return absl::InternalError(absl::StrCat("open /proc/net/dev: ", strerror(errno)));
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return fd;
+}
+
+std::optional<uint64_t> ReadDeviceTxDrops(int fd, const std::string& name) {
+  char buf[16384];
+  if (lseek(fd, 0, SEEK_SET) != 0) return std::nullopt;
+  size_t len = 0;
+  while (len + 1 < sizeof(buf)) {
+    const ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+    if (n <= 0) break;
+    len += static_cast<size_t>(n);
+  }
+  buf[len] = '\0';
+  // Lines look like "  lhemu0: rx_bytes rx_packets rx_errs rx_drop rx_fifo rx_frame
+  // rx_compressed rx_multicast tx_bytes tx_packets tx_errs tx_drop ...".
+  const std::string text(buf, len);
+  const std::string key = name + ":";
+  size_t pos = 0;
+  while ((pos = text.find(key, pos)) != std::string::npos) {
+    const bool at_line_start = pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n';
+    if (!at_line_start) {
+      pos += key.size();
+      continue;
+    }
+    const char* p = text.c_str() + pos + key.size();
+    uint64_t field = 0;
+    for (int i = 0; i <= 11; ++i) {
+      char* end = nullptr;
+      field = std::strtoull(p, &end, 10);
+      if (end == p) return std::nullopt;
+      p = end;
+    }
+    return field;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<bool> InterfaceExistsInNetns(int netns_fd, const std::string& name) {

@@ -7,6 +7,8 @@
 // inside the namespace).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +27,15 @@ struct TunConfig {
 // fd (owned by the caller). Errors name the step and the device: an existing device of
 // that name (busy), a bad MTU or address, missing privileges.
 absl::StatusOr<int> CreateTunInNetns(int netns_fd, const TunConfig& config);
+
+// Opens the namespace's /proc/net/dev (the file keeps showing that namespace, whichever
+// thread reads it later). The caller owns the fd.
+absl::StatusOr<int> OpenNetDevStatsInNetns(int netns_fd);
+
+// The transmit-drop counter of device `name` from an fd of OpenNetDevStatsInNetns. For a
+// TUN device these are packets the namespace sent that the reader (the emulator) did not
+// take in time: its queue was full. nullopt if the device is not listed.
+std::optional<uint64_t> ReadDeviceTxDrops(int proc_net_dev_fd, const std::string& name);
 
 // Whether an interface `name` exists in the namespace `netns_fd` (for tests and checks).
 absl::StatusOr<bool> InterfaceExistsInNetns(int netns_fd, const std::string& name);

@@ -440,6 +440,9 @@ void UdpRelay::SampleSocketDrops() {
 
 absl::Status UdpRelay::Run() {
   UsePreciseTimers();
+  if (options_.realtime_priority > 0) {
+    if (absl::Status s = UseRealtimeScheduling(options_.realtime_priority); !s.ok()) return s;
+  }
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   now_ns_ = Now();
   const int64_t interval = options_.stats_interval.ns();

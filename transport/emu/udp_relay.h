@@ -55,6 +55,7 @@ struct UdpRelayOptions {
   bool gso = true;                          // send runs of equal datagrams with UDP GSO
   Duration stats_interval = Duration::Zero();  // > 0: call on_stats this often
   Duration max_time = Duration::Zero();        // > 0: Run() returns after this long
+  int realtime_priority = 0;  // > 0: run the loop under SCHED_FIFO at this priority (root)
   std::function<void(const EmuStats&)> on_stats;
 };
 
