@@ -9,7 +9,7 @@ DEFINE_string(duration, "10s", "probe: upper bound on the whole probe");
 DEFINE_string(max_bytes, "1GiB", "probe: upper bound on the wire bytes the probe sends");
 DEFINE_string(start_rate, "50mbit", "probe: rate of the first train");
 DEFINE_string(max_rate, "100gbit", "probe: trains never go faster than this");
-DEFINE_string(train_duration, "20ms", "probe: length of one rate train");
+DEFINE_string(train_duration, "40ms", "probe: length of one rate train");
 DEFINE_int32(rtt_probes, 40, "probe: echoes of the idle-RTT phase (5 ms apart)");
 DEFINE_bool(pmtu, true, "probe: search the path MTU (DF-set probes)");
 DEFINE_uint32(max_mtu, 0, "probe: largest MTU to try (0: the local interface's)");

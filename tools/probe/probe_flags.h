@@ -2,7 +2,7 @@
 // and the probe report's JSON and text forms. Tool layer (gflags).
 //
 //   --duration=10s  --max_bytes=1GiB  --start_rate=50mbit  --max_rate=100gbit
-//   --train_duration=20ms  --rtt_probes=40  --pmtu / --nopmtu  --max_mtu=0
+//   --train_duration=40ms  --rtt_probes=40  --pmtu / --nopmtu  --max_mtu=0
 //   --loss_load=0.8  --loss_pps=20000
 #pragma once
 

@@ -47,23 +47,37 @@ Bandwidth TrainReceipt::DeliveryRate() const {
 RateSearch::RateSearch(const RateSearchOptions& options)
     : opt_(options), next_(std::min(options.start_rate, options.max_rate)) {}
 
+bool RateSearch::Saturated(const TrainResult& t) const {
+  if (t.delivery_rate.IsZero()) return false;
+  // A train the sender could not send at (close to) its target says nothing about the
+  // path: a busy host stretches the train and the receiver sees the stretch.
+  if (Short(t)) return false;
+  // The path delivered clearly less than the sender put in: by rate (the bottleneck
+  // spaced the packets), or by count (the queue overflowed).
+  const bool rate_sat =
+      !t.send_rate.IsZero() && t.delivery_rate.bps() < opt_.saturation * t.send_rate.bps();
+  const bool loss_sat = t.packets_sent > 0 && static_cast<double>(t.packets_received) <
+                                                  opt_.loss_saturation * static_cast<double>(t.packets_sent);
+  return rate_sat || loss_sat;
+}
+
+bool RateSearch::Short(const TrainResult& t) const {
+  return t.send_rate.bps() < opt_.sender_shortfall * t.target_rate.bps();
+}
+
 void RateSearch::OnTrain(const TrainResult& t) {
   if (done_) return;
   trains_.push_back(t);
   const Bandwidth delivered = t.delivery_rate;
   best_ = std::max(best_, delivered);
-  // A train is saturated when the path delivered clearly less than the sender put in:
-  // by rate (the bottleneck spaced the packets), or by count (the queue overflowed).
-  const bool rate_sat = !t.send_rate.IsZero() &&
-                        delivered.bps() < opt_.saturation * t.send_rate.bps();
-  const bool loss_sat = t.packets_sent > 0 &&
-                        static_cast<double>(t.packets_received) <
-                            opt_.saturation * static_cast<double>(t.packets_sent);
-  const bool saturated = !delivered.IsZero() && (rate_sat || loss_sat);
+  const bool saturated = Saturated(t);
   if (saturated) ++saturated_trains_;
-  // The sender itself could not reach the target (CPU, socket buffers).
-  if (!saturated && t.send_rate.bps() < opt_.saturation * t.target_rate.bps()) {
+  // The sender itself could not reach the target (CPU, socket buffers): consecutive
+  // such trains end the search.
+  if (!saturated && Short(t)) {
     ++sender_limited_;
+  } else {
+    sender_limited_ = 0;
   }
 
   // BBR full-pipe detection on the best delivery rate so far.
@@ -77,7 +91,7 @@ void RateSearch::OnTrain(const TrainResult& t) {
   if (saturated_trains_ > 0 && full_bw_count_ >= opt_.full_pipe_rounds) {
     done_ = true;
     stop_reason_ = "full pipe";
-  } else if (sender_limited_ >= 2) {
+  } else if (sender_limited_ >= 3) {
     done_ = true;
     stop_reason_ = "sender limited";
   } else if (static_cast<int>(trains_.size()) >= opt_.max_trains) {
@@ -86,8 +100,11 @@ void RateSearch::OnTrain(const TrainResult& t) {
   }
   if (done_) return;
 
-  Bandwidth next = saturated_trains_ > 0 ? best_.Scaled(opt_.probe_gain)
-                                         : t.target_rate.Scaled(opt_.growth);
+  // A short train is repeated at the same target; otherwise grow (startup) or probe
+  // above the best delivery rate.
+  Bandwidth next = Short(t)                ? t.target_rate
+                   : saturated_trains_ > 0 ? best_.Scaled(opt_.probe_gain)
+                                           : t.target_rate.Scaled(opt_.growth);
   if (next > opt_.max_rate) {
     if (t.target_rate >= opt_.max_rate) {
       done_ = true;
@@ -102,12 +119,7 @@ void RateSearch::OnTrain(const TrainResult& t) {
 Bandwidth RateSearch::Estimate() const {
   std::vector<double> sat;
   for (const TrainResult& t : trains_) {
-    const bool rate_sat = !t.send_rate.IsZero() &&
-                          t.delivery_rate.bps() < opt_.saturation * t.send_rate.bps();
-    const bool loss_sat = t.packets_sent > 0 &&
-                          static_cast<double>(t.packets_received) <
-                              opt_.saturation * static_cast<double>(t.packets_sent);
-    if (!t.delivery_rate.IsZero() && (rate_sat || loss_sat)) sat.push_back(t.delivery_rate.bps());
+    if (Saturated(t)) sat.push_back(t.delivery_rate.bps());
   }
   if (sat.empty()) return best_;
   std::sort(sat.begin(), sat.end());

@@ -7,11 +7,14 @@
 //     is the bottleneck rate whatever the target (until the queue overflows, and even
 //     then the survivors are spaced at the bottleneck rate).
 //   * RateSearch plans trains at geometrically rising rates (x2) until a train is
-//     saturated (delivered < 90 % of what was sent), then probes at 1.25 x the best
+//     saturated (delivered < 93 % of the rate it was sent at, or < 90 % of its packets
+//     arrived), then probes at 1.25 x the best
 //     delivery rate seen, and declares the pipe full once the best delivery rate grew by
 //     less than 25 % for 3 trains in a row (BBR's full-pipe rule: bbr_full_bw_thresh
-//     5/4, bbr_full_bw_cnt 3). It also stops at max_rate, at max_trains, or when the
-//     sender could not reach its target twice (the estimate is then a lower bound).
+//     5/4, bbr_full_bw_cnt 3). A train the sender could not send at >= 90 % of its
+//     target (a busy host) proves nothing and is repeated; 3 such trains in a row end
+//     the search ("sender limited", the estimate a lower bound). It also stops at
+//     max_rate or max_trains.
 //   * The estimate is the median delivery rate of the saturated trains (robust to a
 //     stretched or compressed train on a busy host); the max over all trains (BBR's max
 //     filter) is reported too.
@@ -67,7 +70,9 @@ struct RateSearchOptions {
   Bandwidth max_rate = Bandwidth::Gbps(400);
   double growth = 2.0;            // startup: next target = growth x target
   double probe_gain = 1.25;       // after saturation: target = probe_gain x best delivery
-  double saturation = 0.9;        // saturated when delivered < saturation x sent
+  double saturation = 0.93;       // saturated when delivered < saturation x send rate
+  double loss_saturation = 0.9;   // ... or fewer than this fraction of packets arrived
+  double sender_shortfall = 0.9;  // a train is short: the sender reached < this x target
   double full_pipe_growth = 1.25; // BBR: the best grew by less than this...
   int full_pipe_rounds = 3;       // ...for this many trains in a row
   int max_trains = 24;
@@ -89,6 +94,10 @@ class RateSearch {
   // train saturated (then a lower bound; see saturated()).
   Bandwidth Estimate() const;
   Bandwidth MaxDelivery() const { return best_; }
+  // The saturation test applied to one train (never true for a short train).
+  bool Saturated(const TrainResult& t) const;
+  // The sender fell short of the train's target (busy host): the train is repeated.
+  bool Short(const TrainResult& t) const;
   bool saturated() const { return saturated_trains_ > 0; }
   const std::vector<TrainResult>& trains() const { return trains_; }
 

@@ -229,9 +229,14 @@ class Prober {
                                       int64_t* first_ns, int64_t* last_ns, uint64_t* sent_out) {
     const double wire = payload + kIpUdpOverhead;
     const double gap_ns = wire * 8e9 / std::max(rate.bps(), 1.0);
-    // Send what is due up to this far ahead in one batch: bursts stay short (<= 50 us of
-    // the train's rate) so a small bottleneck queue is not overrun by them.
-    constexpr int64_t kLookaheadNs = 50000;
+    // Send what is due up to this far ahead in one batch: fewer wake-ups at high packet
+    // rates, while a burst stays within 32 KiB (or one packet) so a small bottleneck
+    // queue is not overrun by it.
+    const int64_t kLookaheadNs = std::clamp<int64_t>(
+        static_cast<int64_t>(std::max(32768.0, wire) * 8e9 / std::max(rate.bps(), 1.0)), 50000,
+        200000);
+    // Behind by more than this (the host was busy elsewhere), the schedule moves
+    // instead of catching up.
     constexpr int64_t kMaxLagNs = 1000000;
     std::vector<std::vector<uint8_t>> pkts;
     std::vector<std::span<const uint8_t>> views;
@@ -415,9 +420,7 @@ class Prober {
     // Spread of the saturated trains' delivery rates around the estimate.
     double lo = rate_.bps(), hi = rate_.bps();
     for (const TrainResult& t : report_.trains) {
-      const bool sat = t.delivery_rate.bps() < 0.9 * t.send_rate.bps() ||
-                       t.packets_received < 0.9 * t.packets_sent;
-      if (sat && t.delivery_rate.bps() > 0) {
+      if (search.Saturated(t)) {
         lo = std::min(lo, t.delivery_rate.bps());
         hi = std::max(hi, t.delivery_rate.bps());
       }

@@ -43,7 +43,7 @@ struct ProbeOptions {
   ByteCount max_bytes = ByteCount{1} << 30;    // wire bytes the probe may send
   Bandwidth start_rate = Bandwidth::Mbps(50);  // first train
   Bandwidth max_rate = Bandwidth::Gbps(100);   // trains never go faster
-  Duration train_duration = Duration::Milliseconds(20);
+  Duration train_duration = Duration::Milliseconds(40);
   int rtt_probes = 40;
   Duration rtt_spacing = Duration::Milliseconds(5);
   bool pmtu = true;

@@ -1,7 +1,13 @@
 #include "tuner/search/search.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <set>
@@ -244,6 +250,104 @@ void Progress(const SearchOptions& opt, const std::string& line) {
   if (opt.progress) opt.progress(line);
 }
 
+// What a check run reports back (plain data: it crosses a pipe from a child process).
+struct CheckOutcome {
+  bool done = false;     // stop_reason == "done"
+  bool intact = false;   // delivered intact
+  double wall_s = 0;
+  double goodput_bps = 0;
+  double mct_p99_s = 0;  // 0 without message times
+  double mct_mean_s = 0;
+  uint64_t fec_repair_packets = 0;
+  char stop_reason[32] = {0};
+  char error[256] = {0};
+};
+
+void CopyText(char* dst, size_t n, const std::string& s) {
+  std::snprintf(dst, n, "%s", s.c_str());
+}
+
+// Runs the scenario in a child process, so that a candidate that makes the transport
+// fail a CHECK (a bug) or run away costs that candidate, not the tuner. The child is
+// killed after `limit_s` of wall time.
+absl::StatusOr<CheckOutcome> RunIsolated(const sim::ScenarioOptions& so, double limit_s) {
+  int fds[2];
+  if (pipe(fds) != 0) return absl::InternalError("pipe failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError("fork failed");
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    CheckOutcome out;
+    absl::StatusOr<sim::ScenarioResult> r = sim::RunScenario(so);
+    if (r.ok()) {
+      out.done = r->stop_reason == "done";
+      out.intact = r->delivered_intact;
+      out.wall_s = r->wall_s;
+      out.goodput_bps = r->goodput_bps;
+      out.fec_repair_packets = r->sender_total.fec_repair_packets_sent;
+      if (r->has_message_times) {
+        out.mct_p99_s = r->mct.p99_s;
+        out.mct_mean_s = r->mct.mean_s;
+      }
+      CopyText(out.stop_reason, sizeof(out.stop_reason), r->stop_reason);
+      CopyText(out.error, sizeof(out.error), r->error);
+    } else {
+      CopyText(out.stop_reason, sizeof(out.stop_reason), "invalid");
+      CopyText(out.error, sizeof(out.error), std::string(r.status().message()));
+    }
+    const char* p = reinterpret_cast<const char*>(&out);
+    size_t left = sizeof(out);
+    while (left > 0) {
+      const ssize_t n = write(fds[1], p, left);
+      if (n <= 0) break;
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  CheckOutcome out;
+  size_t got = 0;
+  const double start = WallSeconds();
+  bool killed = false;
+  while (true) {
+    pollfd pf{fds[0], POLLIN, 0};
+    const int rc = poll(&pf, 1, 100);
+    if (rc > 0) {
+      const ssize_t n = read(fds[0], reinterpret_cast<char*>(&out) + got, sizeof(out) - got);
+      if (n <= 0) break;  // EOF: the child exited (or died)
+      got += static_cast<size_t>(n);
+      if (got == sizeof(out)) break;
+    }
+    if (WallSeconds() - start > limit_s) {
+      kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (killed) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "the simulator run did not end within %.0f s and was stopped", limit_s));
+  }
+  if (got != sizeof(out)) {
+    if (WIFSIGNALED(status)) {
+      return absl::InternalError(absl::StrCat(
+          "the simulator run crashed (signal ", WTERMSIG(status),
+          "): the transport failed on this configuration (see the messages above)"));
+    }
+    return absl::InternalError("the simulator run ended without a result");
+  }
+  return out;
+}
+
 // Runs one candidate in the simulator.
 void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, Candidate* c) {
   sim::ScenarioOptions so;
@@ -269,22 +373,20 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
     so.max_virtual_time = Duration::Seconds(10 * span + 100 * link.rtt.seconds() + 10);
   }
   c->checked = true;
-  absl::StatusOr<sim::ScenarioResult> r = sim::RunScenario(so);
+  absl::StatusOr<CheckOutcome> r = RunIsolated(so, budget_s + 30);
   if (!r.ok()) {
     c->check_note = std::string(r.status().message());
     return;
   }
   c->sim_wall_s = r->wall_s;
   c->sim_goodput_bps = r->goodput_bps;
-  c->sim_fec_repair_packets = r->sender_total.fec_repair_packets_sent;
-  if (r->has_message_times) {
-    c->sim_mct_p99_s = r->mct.p99_s;
-    c->sim_mct_mean_s = r->mct.mean_s;
-  }
-  c->check_completed = r->delivered_intact && r->stop_reason == "done";
+  c->sim_fec_repair_packets = r->fec_repair_packets;
+  c->sim_mct_p99_s = r->mct_p99_s;
+  c->sim_mct_mean_s = r->mct_mean_s;
+  c->check_completed = r->intact && r->done;
   if (!c->check_completed) {
     c->check_note = absl::StrCat("run ended: ", r->stop_reason,
-                                 r->error.empty() ? "" : absl::StrCat(" (", r->error, ")"));
+                                 r->error[0] ? absl::StrCat(" (", r->error, ")") : "");
   } else if (c->config.fec != FecMode::kOff && c->sim_fec_repair_packets == 0) {
     c->check_note = "no FEC repair packets were sent: FEC is inactive in this transport build";
   }
