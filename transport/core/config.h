@@ -93,7 +93,8 @@ struct TransportConfig {
   FecMode fec = FecMode::kOff;
   uint32_t fec_k = 32;  // data packets per block (kFixed; the upper bound for kAuto)
   uint32_t fec_m = 4;   // parity packets per block
-  uint32_t fec_interleave = 1;  // blocks filled round-robin
+  // Blocks filled round-robin: a burst of b losses costs each block about b / D shards.
+  uint32_t fec_interleave = 8;
   // A block that is not full is closed after this long so small messages never wait.
   Duration fec_flush = Duration::Milliseconds(1);
 

@@ -158,7 +158,9 @@ class ConnectionImpl {
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
     t = std::min(t, fec_tx_.flush_deadline());
-    if ((HasDataToSend() || fec_tx_.has_repair() || !tail_candidates_.empty()) && WindowAllows()) {
+    if ((HasDataToSend() || fec_tx_.has_repair() ||
+         (TailProtectionOn() && !tail_candidates_.empty())) &&
+        WindowAllows()) {
       t = std::min(t, ReleaseTime());
     }
     return t;
@@ -203,6 +205,9 @@ class ConnectionImpl {
       app_limited_until_ = delivered_ + bytes_in_flight_;
       if (app_limited_until_ == 0) app_limited_until_ = 1;
     }
+    // A sender with far more queued than a round trip carries optimises goodput (FEC
+    // pauses in auto mode); see FecSender::SetBacklogged.
+    fec_tx_.SetBacklogged(send_.stream_end() - send_.next_unsent() >= cfg_.window / 2);
     // Nothing more to send right now: close the open FEC group so its parity goes out
     // now instead of waiting for the flush deadline.
     if (!data_ready) fec_tx_.Flush();
@@ -595,8 +600,8 @@ class ConnectionImpl {
   }
 
   // A new original or repair data packet was sent: it is the newest tail candidate.
-  // Tail protection runs when enabled and FEC is off (FEC parity already covers tails).
-  bool TailProtectionOn() const { return cfg_.tail_protect && cfg_.fec == FecMode::kOff; }
+  // Tail protection runs when enabled and FEC is not protecting (parity covers tails).
+  bool TailProtectionOn() const { return cfg_.tail_protect && !fec_tx_.active(); }
 
   void OnDataPacketSent(Time now, PacketNumber pn) {
     if (!TailProtectionOn()) return;

@@ -183,6 +183,140 @@ TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
   EXPECT_EQ(p.b().stats().data_bytes_received, 1000000u);
 }
 
+TransportConfig FecConfig(uint32_t k, uint32_t m, uint32_t d) {
+  TransportConfig c = TestConfig();
+  c.fec = FecMode::kFixed;
+  c.fec_k = k;
+  c.fec_m = m;
+  c.fec_interleave = d;
+  return c;
+}
+
+TEST(ConnectionTest, FecRebuildsLostPacketsWithoutRetransmission) {
+  TransportConfig c = FecConfig(8, 2, 1);
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  // Lose one or two packets in several blocks (each block: 8 data + 2 repair packets).
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      v.drop = i == 3 || i == 17 || i == 18 || i == 40;
+    }
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {200000, 5, 0}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.b().stats().fec_recovered_packets, 4u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+  EXPECT_EQ(p.a().stats().packets_lost, 0u);  // rebuilt packets are acknowledged
+  EXPECT_GT(p.a().stats().fec_repair_packets_sent, 0u);
+  EXPECT_GT(p.a().stats().fec_overhead_bytes, 0u);
+}
+
+TEST(ConnectionTest, FecBlockWithTooManyLossesFallsBackToSelectiveRepeat) {
+  TransportConfig c = FecConfig(8, 2, 1);
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  // Three losses in the first block (m = 2): unrecoverable; exactly those are resent.
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      v.drop = i == 1 || i == 2 || i == 5;
+    }
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {100000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 3u);
+  EXPECT_EQ(p.b().stats().fec_recovered_packets, 0u);
+  // The receiver gives the block up once it is several RTTs old (keepalives keep the
+  // pair running meanwhile).
+  p.RunUntil([&] { return p.b().stats().fec_blocks_unrecoverable > 0; }, Duration::Seconds(10));
+  EXPECT_EQ(p.b().stats().fec_blocks_unrecoverable, 1u);
+}
+
+TEST(ConnectionTest, FecInterleavingSpreadsABurst) {
+  // A burst of 6 consecutive packets: with depth 4 each block loses at most 2 (= m).
+  TransportConfig c = FecConfig(8, 2, 4);
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) {
+      uint64_t i = data_seen++;
+      v.drop = i >= 10 && i < 16;
+    }
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {300000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.b().stats().fec_recovered_packets, 6u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+}
+
+TEST(ConnectionTest, FecShortensTheLastBlockOfAMessage) {
+  // 3 packets of data then idle: the block closes with k' = 3 and its parity goes out at
+  // once; losing one packet is repaired by FEC, not by a timeout.
+  TransportConfig c = FecConfig(32, 2, 1);
+  ConnectionPair p(c, c);
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 0 && HasData(d)) v.drop = data_seen++ == 2;
+    return v;
+  });
+  auto m = Pattern(2500, 1);
+  ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 0).ok());
+  // Received within the one-way delay (10 ms) plus a little: no repair round trip.
+  ASSERT_TRUE(p.RunUntil([&] { return Count(p.b_events(), Event::Type::kReceiveComplete) == 1; },
+                         Duration::Milliseconds(11)));
+  EXPECT_EQ(0, std::memcmp(p.b_events()[0].data, m.data(), m.size()));
+  EXPECT_EQ(p.b().stats().fec_recovered_packets, 1u);
+  EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
+  EXPECT_EQ(p.a().stats().fec_repair_packets_sent, 2u);
+}
+
+// Sends `rounds` messages of `size`, one at a time (each waits for the previous one's
+// delivery, so the sender is never backlogged), verifying each.
+void SendRounds(ConnectionPair& p, int rounds, size_t size) {
+  auto m = Pattern(size, 3);
+  for (int round = 0; round < rounds; ++round) {
+    const size_t before = Count(p.b_events(), Event::Type::kReceiveComplete);
+    ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 0).ok());
+    ASSERT_TRUE(p.RunUntil(
+        [&] { return Count(p.b_events(), Event::Type::kReceiveComplete) == before + 1; },
+        Duration::Seconds(10)));
+    const Event& e = p.b_events().back();
+    ASSERT_TRUE(e.status.ok());
+    ASSERT_EQ(0, std::memcmp(e.data, m.data(), m.size()));
+  }
+}
+
+TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
+  TransportConfig c = TestConfig();
+  c.fec = FecMode::kAuto;
+  {
+    ConnectionPair p(c, c);
+    SendRounds(p, 40, 50000);
+    EXPECT_EQ(p.a().debug_state().fec_m, 0u) << "FEC should be off on a clean link";
+  }
+  {
+    ConnectionPair p(c, c);
+    Rng rng(11);
+    p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+      FilterVerdict v;
+      v.drop = dir == 0 && rng.Bernoulli(0.01);
+      return v;
+    });
+    SendRounds(p, 60, 500000);
+    EXPECT_GT(p.a().debug_state().fec_m, 0u) << "FEC should be on at 1% loss";
+    EXPECT_NEAR(p.a().debug_state().peer_loss_rate, 0.01, 0.006);
+    EXPECT_GT(p.b().stats().fec_recovered_packets, 0u);
+  }
+}
+
 TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
   ConnectionPair p(TestConfig(), TestConfig());
   uint64_t data_seen = 0;

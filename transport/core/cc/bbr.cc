@@ -5,6 +5,7 @@
 #include "transport/core/cc/bbr.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -31,6 +32,9 @@ static BbrParams FromEnv(BbrParams p) {
     P(cruise_rounds_max) P(probe_up_growth) P(standing_queue_fraction) P(standing_queue_beta)
     P(loss_beta) P(queue_delay_fraction) P(probe_capacity_share) P(max_probe_gain)
     P(bw_window_rounds) P(startup_cwnd_gain) P(cwnd_gain) P(standing_queue_rounds)
+    P(gradient_deadband) P(standing_queue_down) P(up_assess) P(down_until_empty) P(down_max_rtts)
+    P(probe_success_gain) P(probe_success_fraction) P(binomial_c)
+    P(standing_queue_drain_gain) P(deep_drain_max_rtts) P(reset_from_since_congestion) P(reset_from_avg)
 #undef P
     i = j + 1;
   }
@@ -134,7 +138,11 @@ void BbrController::OnLoss(const LossEvent& loss, const RttEstimator& rtt) {
   // most 0.25 x BDP, below the threshold.
   const Duration queue_delay = rtt.latest() - min_rtt_;
   const Duration threshold = min_rtt_.Scaled(params_.queue_delay_fraction) + ack_delay_;
-  if (queue_delay > threshold && loss.largest_lost_sent_time > last_congestion_time_) {
+  // Not in startup: a new flow on a busy link sees the queue the others keep, and their
+  // overflow losses; it leaves startup on its own loss rate or when its bandwidth stops
+  // growing, otherwise it would stop at a fraction of its share.
+  if (mode_ != Mode::kStartup && queue_delay > threshold &&
+      loss.largest_lost_sent_time > last_congestion_time_) {
     Congestion(loss.now, Signal::kLossWithQueue, params_.loss_beta);
   }
 }
@@ -156,6 +164,9 @@ void BbrController::OnAck(const AckEvent& ack, const RttEstimator& rtt) {
 
   if (has_sample) {
     round_min_rtt_ = std::min(round_min_rtt_, rs.rtt);
+    round_rtt_sum_ns_ += static_cast<double>(rs.rtt.ns());
+    ++round_rtt_count_;
+    latest_rtt_ = rs.rtt;
     UpdateMinRtt(ack.now, rs.rtt);
     UpdateBandwidth(ack, prior_delivered);
   }
@@ -198,10 +209,17 @@ void BbrController::MeasureRound(Time now) {
   // Capacity from a probe: with the link full, raising this flow's sending by gamma
   // raises its delivery by g = gamma / (gamma s + 1 - s), s = its share of the link.
   if (mode_ != Mode::kProbeBw || base_sent.IsZero() || base_delivered.IsZero()) return;
-  if (assessed_gain_before_ != 1.0 || sent_gain_prev_ <= 1.0) return;
+  if (assessed_gain_ != 1.0 || sent_gain_prev_ <= 1.0) return;
   const double gamma = probe_sent.bps() / base_sent.bps();
   const double g = delivered.bps() / base_delivered.bps();
-  if (gamma < 1.1 || g >= gamma * 0.97) return;  // no probe, or the link had room
+  if (gamma < 1.1) return;
+  // A probe that raised this flow's delivery by a good part of its sending increase
+  // took the bandwidth from other flows (or found room): this flow has a small share,
+  // and the next probe is larger. One that did not (a flow alone on a full link, or a
+  // large share) probes gently.
+  probe_succeeded_ = g >= 1 + (gamma - 1) * params_.probe_success_fraction;
+  VLOG(2) << "bbr " << this << " probe gamma=" << gamma << " g=" << g << " ok=" << probe_succeeded_;
+  if (g >= gamma * 0.97) return;  // the link had room
   const double share = std::clamp((gamma / g - 1) / (gamma - 1), 0.02, 1.0);
   const Bandwidth c = base_delivered.Scaled(1 / share);
   capacity_ = capacity_.IsZero()
@@ -217,7 +235,7 @@ void BbrController::EndRound(Time now) {
           << " rmax=" << round_max_rate_.bps() / 1e9 << " base=" << up_base_rate_.bps() / 1e9
           << " minrtt=" << min_rtt_.milliseconds() << " rminrtt=" << round_min_rtt_.milliseconds()
           << " lost=" << round_lost_packets_ << " inflight=" << bytes_in_flight_ / 1e6
-          << " bdp=" << Bdp() / 1e6 << " ev=" << congestion_events_ << "/" << queue_resets_;
+          << " bdp=" << Bdp() / 1e6 << " ev=" << congestion_events_ << "/" << queue_resets_ << "/" << gradient_scalings_;
   const ByteCount total = round_acked_ + round_lost_;
   last_loss_rate_ = total > 0 ? static_cast<double>(round_lost_) / static_cast<double>(total) : 0;
   // Signals of a round that still carries packets sent before the last reduction were
@@ -242,6 +260,26 @@ void BbrController::EndRound(Time now) {
     Congestion(now, Signal::kStandingQueue, params_.standing_queue_beta);
   }
   round_min_rtt_ = Duration::Infinite();
+  // Delay gradient: the mean RTT of this round against the previous one. While every
+  // flow on the bottleneck cruises at gain 1, a queue that grows by x per round means the
+  // flows pace (1 + x) above its rate in sum; scaling every flow's model by 1 / (1 + x)
+  // stops the growth and keeps the ratios between the flows' models (which carry what
+  // each flow's max filter remembers of its probes, the force that equalises shares).
+  if (round_rtt_count_ > 0) {
+    const double mean = round_rtt_sum_ns_ / static_cast<double>(round_rtt_count_);
+    if (params_.gradient_deadband > 0 && prev_round_mean_rtt_ns_ > 0 &&
+        mode_ == Mode::kProbeBw && phase_ == Phase::kCruise && sent_gain_prev_ == 1.0 &&
+        assessed_gain_ == 1.0) {
+      const double rho = prev_round_mean_rtt_ns_ / mean;
+      if (rho < 1 - params_.gradient_deadband) {
+        max_bw_.Scale([rho](Bandwidth b) { return b.Scaled(rho); });
+        ++gradient_scalings_;
+      }
+    }
+    prev_round_mean_rtt_ns_ = mean;
+  }
+  round_rtt_sum_ns_ = 0;
+  round_rtt_count_ = 0;
   const uint64_t ecn_packets = round_ce_ + round_ect_;
   if (ecn_packets > 0) {
     last_ce_fraction_ = static_cast<double>(round_ce_) / static_cast<double>(ecn_packets);
@@ -320,19 +358,23 @@ void BbrController::UpdateMode(const AckEvent& ack) {
     case Mode::kProbeBw: {
       const bool full_length = now - phase_start_ > min_rtt_;
       switch (phase_) {
-        case Phase::kDown:
-          if (full_length || bytes_in_flight_ <= Bdp()) EnterPhase(now, Phase::kCruise);
+        case Phase::kDown: {
+          const bool drained = bytes_in_flight_ <= Bdp() &&
+                               (!params_.down_until_empty ||
+                                latest_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_);
+          const Duration max_len =
+              min_rtt_.Scaled(deep_drain_ ? params_.deep_drain_max_rtts : params_.down_max_rtts);
+          if (now - phase_start_ > max_len || drained) EnterPhase(now, Phase::kCruise);
           break;
+        }
         case Phase::kCruise:
-          if (round_start_ && round_count_ - phase_start_round_ >= cruise_rounds_) {
+          if (round_start_ && round_count_ >= next_probe_round_) {
             EnterPhase(now, Phase::kUp);
           }
           break;
         case Phase::kUp:
+          if (params_.up_assess) {
           if (round_start_ && assessed_gain_ > 1.0) {
-            // The packets of a probing round are all acknowledged: keep probing while
-            // each probing round delivers clearly more than the round before (the link
-            // has room: its rate went up, or this flow has less than its share).
             if (prev_round_max_rate_ >= up_base_rate_.Scaled(params_.probe_up_growth)) {
               up_base_rate_ = prev_round_max_rate_;
               pacing_gain_ = ProbeGain();
@@ -345,11 +387,18 @@ void BbrController::UpdateMode(const AckEvent& ack) {
           }
           if (pacing_gain_ > 1.0 && full_length &&
               bytes_in_flight_ >= Bdp(params_.probe_up_gain)) {
-            // The pipe plus a quarter BDP of queue is in flight: hold at gain 1 until the
-            // probe's outcome is known, so a full link queues at most 0.25 BDP.
             pacing_gain_ = 1.0;
           }
+          } else if (full_length && bytes_in_flight_ >= Bdp(up_gain_)) {
+            // The pipe plus a quarter BDP of queue is in flight. While the link has room
+            // the bandwidth estimate (and so the BDP) keeps growing with the probe, and
+            // this does not happen: the probe goes on, 1.25x per round.
+            ScheduleProbe();
+            EnterPhase(now, Phase::kDown);
+            break;
+          }
           if (round_count_ - phase_start_round_ > params_.max_up_rounds) {
+            ScheduleProbe();
             EnterPhase(now, Phase::kDown);
           }
           break;
@@ -379,7 +428,15 @@ void BbrController::UpdateMode(const AckEvent& ack) {
 
 void BbrController::EnterProbeBw(Time now, Phase phase) {
   mode_ = Mode::kProbeBw;
+  ScheduleProbe();
   EnterPhase(now, phase);
+}
+
+void BbrController::ScheduleProbe() {
+  // The next probe comes a random number of rounds from now (flows sharing a link
+  // probe at different times), counted from the end of the previous one.
+  next_probe_round_ = round_count_ + 1 + params_.cruise_rounds_min +
+                      rng_.UniformInt(params_.cruise_rounds_max - params_.cruise_rounds_min + 1);
 }
 
 void BbrController::EnterPhase(Time now, Phase phase) {
@@ -387,25 +444,43 @@ void BbrController::EnterPhase(Time now, Phase phase) {
   phase_start_ = now;
   phase_start_round_ = round_count_;
   cwnd_gain_ = params_.cwnd_gain;
+  deep_drain_ = false;
   switch (phase) {
     case Phase::kDown:
       pacing_gain_ = params_.probe_down_gain;
       break;
     case Phase::kCruise:
       pacing_gain_ = 1.0;
-      cruise_rounds_ = params_.cruise_rounds_min +
-                       static_cast<uint32_t>(rng_.UniformInt(
-                           params_.cruise_rounds_max - params_.cruise_rounds_min + 1));
       break;
     case Phase::kUp:
       pacing_gain_ = ProbeGain();
+      up_gain_ = pacing_gain_;
       // What the link delivered at gain 1 just before: the probe's baseline.
       up_base_rate_ = std::max(round_max_rate_, prev_round_max_rate_);
       break;
   }
 }
 
+Bandwidth BbrController::RecentDeliveryRate(Time now) const {
+  // What the path delivered lately, averaged (a max of per-ACK samples overshoots, and
+  // samples right after a rate drop still span the old rate): this round so far if it
+  // is long enough to mean something, else the last complete round.
+  const Duration d = now - round_start_time_;
+  if (!min_rtt_.IsInfinite() && d >= min_rtt_ / 4 && round_acked_ > 0) {
+    return Bandwidth::FromBytesAndDuration(round_acked_, d);
+  }
+  return pair_delivered_;
+}
+
 double BbrController::ProbeGain() const {
+  if (params_.binomial_c > 0 && !max_bw_.Get().IsZero() && !min_rtt_.IsInfinite()) {
+    const double unit = static_cast<double>(max_datagram_) * 8 / min_rtt_.seconds();
+    const double g = 1 + params_.binomial_c * std::sqrt(unit / max_bw_.Get().bps());
+    return std::clamp(g, params_.probe_up_gain, params_.max_probe_gain);
+  }
+  if (params_.probe_success_gain > 0) {
+    return probe_succeeded_ ? params_.probe_success_gain : params_.probe_up_gain;
+  }
   const Bandwidth bw = max_bw_.Get();
   if (capacity_.IsZero() || bw.IsZero()) return params_.probe_up_gain;
   // At least an absolute share of the capacity: every flow on the link probes by the
@@ -452,7 +527,8 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
   // max filter would otherwise hold a rate the path no longer has (a rate step down, a
   // new competitor) for bw_window_rounds and keep the queue full all that time.
   const Bandwidth bw = max_bw_.Get();
-  Bandwidth latest = signal == Signal::kStandingQueue ? round_max_rate_
+  Bandwidth latest = params_.reset_from_avg ? RecentDeliveryRate(now)
+                     : signal == Signal::kStandingQueue ? round_max_rate_
                      : params_.reset_from_since_congestion
                          ? max_rate_since_congestion_
                          : std::max(round_max_rate_, prev_round_max_rate_);
@@ -472,7 +548,16 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
     case Mode::kProbeBw:
       // A standing queue re-anchors the model but keeps the probing cycle going: the
       // cycle is what lets the flows' shares converge.
-      if (signal != Signal::kStandingQueue) EnterPhase(now, Phase::kDown);
+      if (signal != Signal::kStandingQueue) ScheduleProbe();
+      if (signal != Signal::kStandingQueue || params_.standing_queue_down) {
+        EnterPhase(now, Phase::kDown);
+        if (signal == Signal::kStandingQueue) {
+          // Drain the queue the flows built together, deep enough that it empties and
+          // every flow (also one that started behind the queue) sees the path's RTT.
+          pacing_gain_ = params_.standing_queue_drain_gain;
+          deep_drain_ = true;
+        }
+      }
       break;
     case Mode::kDrain:
     case Mode::kProbeRtt:

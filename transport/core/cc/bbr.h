@@ -78,6 +78,17 @@ struct BbrParams {
   double standing_queue_fraction = 0.15;
   double standing_queue_beta = 1.0;
   uint32_t standing_queue_rounds = 8;
+  double gradient_deadband = 0.02;
+  bool standing_queue_down = true;
+  bool up_assess = false;
+  bool down_until_empty = false;
+  double down_max_rtts = 1.0;
+  double probe_success_gain = 0;
+  double probe_success_fraction = 0.4;
+  double binomial_c = 0;
+  double standing_queue_drain_gain = 0.75;
+  double deep_drain_max_rtts = 1.0;
+  bool reset_from_avg = false;
 };
 
 class BbrController : public CongestionController {
@@ -123,12 +134,14 @@ class BbrController : public CongestionController {
   void EndRound(Time now);
   void MeasureRound(Time now);
   double ProbeGain() const;
+  Bandwidth RecentDeliveryRate(Time now) const;
   void UpdateMinRtt(Time now, Duration rtt);
   void UpdateBandwidth(const AckEvent& ack, ByteCount prior_delivered);
   void CheckFullPipe();
   void UpdateMode(const AckEvent& ack);
   void EnterProbeBw(Time now, Phase phase);
   void EnterPhase(Time now, Phase phase);
+  void ScheduleProbe();
   void EnterProbeRtt(Time now);
   void ExitProbeRtt(Time now);
   void Congestion(Time now, Signal signal, double factor);
@@ -187,7 +200,7 @@ class BbrController : public CongestionController {
   // PROBE_BW.
   Time phase_start_;
   uint64_t phase_start_round_ = 0;
-  uint32_t cruise_rounds_ = 0;
+  uint64_t next_probe_round_ = 0;
   Bandwidth up_base_rate_;     // delivery rate a probing round must beat to continue
   // Largest pacing gain used while sending the current and the previous round, and that
   // of the round whose packets the last completed round acknowledged.
@@ -214,6 +227,14 @@ class BbrController : public CongestionController {
   uint64_t ecn_reductions_ = 0;
   uint64_t queue_resets_ = 0;
   Duration round_min_rtt_ = Duration::Infinite();
+  Duration latest_rtt_;
+  bool probe_succeeded_ = false;
+  bool deep_drain_ = false;
+  double up_gain_ = 1.25;
+  double round_rtt_sum_ns_ = 0;
+  uint64_t round_rtt_count_ = 0;
+  double prev_round_mean_rtt_ns_ = 0;
+  uint64_t gradient_scalings_ = 0;
 };
 
 }  // namespace longhaul

@@ -27,7 +27,27 @@ FecSender::FecSender(const TransportConfig& config, ByteCount max_shard)
       m_(config.fec_m),
       depth_(config.fec_interleave),
       pool_(fec::RoundUpToShardAlignment(max_shard)),
-      interleaver_(config.fec_k, config.fec_interleave) {}
+      interleaver_(config.fec_k, config.fec_interleave) {
+  decided_enabled_ = enabled_;
+  decided_k_ = k_;
+  decided_m_ = m_;
+  decided_depth_ = depth_;
+}
+
+void FecSender::SetBacklogged(bool backlogged) {
+  if (!auto_mode_ || backlogged == backlogged_) return;
+  backlogged_ = backlogged;
+  UpdatePending();
+}
+
+void FecSender::UpdatePending() {
+  pending_ = true;
+  pending_enabled_ = decided_enabled_ && !backlogged_;
+  pending_k_ = decided_k_;
+  pending_m_ = decided_m_;
+  pending_depth_ = decided_depth_;
+  if (!group_open_) ApplyPending();
+}
 
 void FecSender::ApplyPending() {
   if (!pending_) return;
@@ -154,7 +174,7 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   }
   if (base == nullptr || base->time == newest.time) return;
   const uint64_t total = (newest.received + newest.missing) - (base->received + base->missing);
-  if (total < kMinEstimatePackets && newest.time - base->time < srtt * 2) return;
+  if (total < kMinEstimatePackets && newest.time - base->time < srtt) return;
   const uint64_t missing = newest.missing >= base->missing ? newest.missing - base->missing : 0;
   const uint64_t bursts = newest.bursts >= base->bursts ? newest.bursts - base->bursts : 0;
   loss_rate_ = total > 0 ? static_cast<double>(missing) / static_cast<double>(total) : 0;
@@ -168,12 +188,13 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   in.window_packets = window_packets;
   in.max_k = max_k_;
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
-  pending_ = true;
-  pending_enabled_ = d.enabled;
-  pending_k_ = d.k;
-  pending_m_ = d.m;
-  pending_depth_ = d.interleave;
-  if (!group_open_) ApplyPending();
+  decided_enabled_ = d.enabled;
+  if (d.enabled) {
+    decided_k_ = d.k;
+    decided_m_ = d.m;
+    decided_depth_ = d.interleave;
+  }
+  UpdatePending();
 }
 
 }  // namespace longhaul

@@ -63,6 +63,12 @@ class FecSender {
   void OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
                     uint64_t message_packets, uint64_t window_packets);
 
+  // Mode auto: whether the sender has a backlog (far more queued than it can send in a
+  // round trip). A backlogged sender optimises goodput: parity always costs more than
+  // the loss it repairs, so FEC pauses and selective repeat (with tail protection) does
+  // the repairs; an unbacklogged one optimises message completion time with FEC.
+  void SetBacklogged(bool backlogged);
+
   double loss_rate() const { return loss_rate_; }
   double mean_burst() const { return mean_burst_; }
   uint64_t repair_packets_sent() const { return repair_packets_sent_; }
@@ -80,7 +86,13 @@ class FecSender {
   Duration flush_after_;
   bool enabled_;
   uint32_t k_, m_, depth_;
-  // Pending configuration from the auto policy (applied at a group boundary).
+  // Latest auto-policy decision and backlog state; their combination becomes the pending
+  // configuration, applied at a group boundary.
+  bool decided_enabled_ = true;
+  uint32_t decided_k_ = 0, decided_m_ = 0, decided_depth_ = 0;
+  bool backlogged_ = false;
+  void UpdatePending();
+  // Pending configuration (applied at a group boundary).
   bool pending_ = false;
   bool pending_enabled_ = false;
   uint32_t pending_k_ = 0, pending_m_ = 0, pending_depth_ = 0;
