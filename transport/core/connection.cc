@@ -71,7 +71,18 @@ class ConnectionImpl {
     CHECK(valid.ok()) << "invalid TransportConfig: " << valid;
     peer_max_stream_ = ids.peer_recv_window ? ids.peer_recv_window : config.recv_window;
     max_datagram_ = config.MaxDatagramSize();
+    segment_ = config.segment;
   }
+
+  void OnPathMtu(ByteCount mtu) {
+    // Segments follow the path MTU (downward only: never above the configured segment).
+    const ByteCount fit = TransportConfig::SegmentForMtu(mtu);
+    segment_ = std::min<ByteCount>(cfg_.segment, fit);
+    TransportConfig c = cfg_;
+    c.segment = segment_;
+    max_datagram_ = c.MaxDatagramSize();
+  }
+  ByteCount segment() const { return segment_; }
 
   // ---- application side ----
 
@@ -515,7 +526,7 @@ class ConnectionImpl {
                                     8 - wire::kMaxDataFrameHeaderSize;
       return std::min(r, shard_budget);
     };
-    uint64_t max_units = std::min<uint64_t>(fec_room(), cfg_.segment);
+    uint64_t max_units = std::min<uint64_t>(fec_room(), segment_);
     if (max_units == 0) return false;
     if (send_.TakeRetransmission(max_units, &start, &units)) {
       retx = true;
@@ -533,7 +544,7 @@ class ConnectionImpl {
       rec->fec_index = tag.index;
     }
     uint64_t run_start = start, run_units = 0;
-    uint64_t budget = std::min<uint64_t>(cfg_.segment, fec ? max_units : cfg_.segment);
+    uint64_t budget = std::min<uint64_t>(segment_, fec ? max_units : segment_);
     while (true) {
       EmitRun(w, start, units);
       run_units += units;
@@ -886,7 +897,8 @@ class ConnectionImpl {
   TransportConfig cfg_;
   ConnectionIds ids_;
   Rng rng_;
-  ByteCount max_datagram_ = 0;
+  ByteCount max_datagram_ = 0;  // for the current segment
+  ByteCount segment_ = 0;       // current segment: config.segment, or less for the path MTU
 
   SentPacketTable sent_;
   SendStream send_;
@@ -960,6 +972,8 @@ void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   impl_->OnDatagram(now, d, ecn);
 }
 void Connection::OnTimeout(Time now) { impl_->OnTimeout(now); }
+void Connection::OnPathMtu(ByteCount mtu) { impl_->OnPathMtu(mtu); }
+ByteCount Connection::segment() const { return impl_->segment(); }
 size_t Connection::PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info) {
   return impl_->PollTransmit(now, buffer, capacity, info);
 }

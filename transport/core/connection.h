@@ -136,6 +136,12 @@ class Connection {
   // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize()) and returns its
   // length, or 0 when nothing may be sent at `now` (pacing, window, nothing to send).
   size_t PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info = nullptr);
+  // The path's IP MTU as the driver learned it (EMSGSIZE, IP_MTU, a probe). New packets
+  // use the largest segment that fits it (never more than config.segment); data already
+  // in flight is resent in pieces that fit.
+  void OnPathMtu(ByteCount mtu);
+  // Payload bytes per packet now (config.segment, or less after OnPathMtu).
+  ByteCount segment() const;
   // Earliest time OnTimeout() or PollTransmit() has work; Time::Infinite() if none.
   Time NextTimeout() const;
 

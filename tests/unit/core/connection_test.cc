@@ -317,6 +317,32 @@ TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
   }
 }
 
+TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
+  TransportConfig c = TestConfig();
+  c.segment = 8000;
+  ConnectionPair p(c, c);
+  size_t largest = 0;
+  bool shrunk = false;
+  uint64_t data_seen = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir != 0 || !HasData(d)) return v;
+    if (data_seen++ == 5) {
+      v.drop = true;  // a large packet lost before the MTU drop: resent in small pieces
+      p.a().OnPathMtu(1500);
+      shrunk = true;
+      return v;
+    }
+    if (shrunk && data_seen > 7) largest = std::max(largest, d.size());
+    return v;
+  });
+  Transfer t;
+  SendAndVerify(p, {300000}, Duration::Seconds(5), &t);
+  EXPECT_EQ(p.a().segment(), TransportConfig::SegmentForMtu(1500));
+  EXPECT_GT(largest, 0u);
+  EXPECT_LE(largest + 28, 1500u);
+}
+
 TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
   ConnectionPair p(TestConfig(), TestConfig());
   uint64_t data_seen = 0;
