@@ -40,6 +40,9 @@
 DEFINE_string(link, "",
               "link spec: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs, "
               "e.g. ts-1g,loss=1e-4 or rate=1gbit,rtt=58ms (required)");
+DEFINE_string(link_schedule, "",
+              "link changes over time since the start, e.g. 2s:rate=5gbit,4s:rate=10gbit,loss=1e-3 "
+              "(keys: rate rtt jitter loss burst reorder reorder_delay dup corrupt queue ecn)");
 DEFINE_string(listen, "", "UDP mode: address clients send to, e.g. 127.0.0.1:9000 (port 0: any)");
 DEFINE_string(forward, "", "UDP mode: address datagrams are relayed to, e.g. 127.0.0.1:9001");
 DEFINE_bool(tun, false, "TUN mode (root): join two network namespaces (--netns) by TUN devices");
@@ -238,6 +241,9 @@ bool WritePortFile(const std::string& path, uint16_t port) {
   return rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+std::vector<Duration> g_schedule_times;
+std::vector<sim::LinkSpec> g_schedule_specs;
+
 int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
            ByteCount buffer, ByteCount socket_buffer) {
   emu::UdpRelayOptions o;
@@ -253,6 +259,8 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.tcp_relay = FLAGS_tcp_relay;
   o.gso = FLAGS_gso;
   o.realtime_priority = FLAGS_realtime;
+  o.schedule_times = g_schedule_times;
+  o.schedule_specs = g_schedule_specs;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
   emu::EmuStats prev;
@@ -297,6 +305,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     j["listen_port"] = (*relay)->listen_address().port();
     j["forward"] = o.forward.ToString();
     j["link"] = nlohmann::json::parse(link.ToJson());
+    if (!FLAGS_link_schedule.empty()) j["link_schedule"] = FLAGS_link_schedule;
     j["seed"] = FLAGS_seed;
     PrintJsonLine(j);
   }
@@ -341,6 +350,8 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.netns_b = names[1];
   o.tun_name = FLAGS_tun_name;
   o.realtime_priority = FLAGS_realtime;
+  o.schedule_times = g_schedule_times;
+  o.schedule_specs = g_schedule_specs;
   o.buffer_bytes = buffer;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
@@ -385,6 +396,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     j["device"] = o.tun_name;
     j["mtu"] = link.mtu;
     j["link"] = nlohmann::json::parse(link.ToJson());
+    if (!FLAGS_link_schedule.empty()) j["link_schedule"] = FLAGS_link_schedule;
     j["seed"] = FLAGS_seed;
     PrintJsonLine(j);
   }
@@ -418,6 +430,12 @@ int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=ts-1g)");
   const sim::LinkSpec link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+  if (!FLAGS_link_schedule.empty()) {
+    const sim::LinkSchedule schedule =
+        OrUsage(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
+    g_schedule_specs = OrUsage(sim::ResolveLinkSchedule(link, schedule), "link_schedule");
+    for (const sim::LinkScheduleStep& step : schedule.steps) g_schedule_times.push_back(step.at);
+  }
   const Duration stats_interval = OrUsage(ParseDuration(FLAGS_stats_interval), "stats_interval");
   const Duration max_time = OrUsage(ParseDuration(FLAGS_max_time), "max_time");
   if (stats_interval < Duration::Zero()) UsageError("--stats_interval must be >= 0");

@@ -83,6 +83,12 @@ sim::Verdict EmuDirection::Ingest(int64_t now_ns, uint32_t slot, uint32_t bytes,
   return v;
 }
 
+void EmuDirection::Reconfigure(const sim::LinkSpec& spec, int64_t now_ns) {
+  now_ns = std::max(now_ns, last_ns_);
+  last_ns_ = now_ns;
+  link_.Reconfigure(ModelSpec(spec, kind_), Time::FromNanoseconds(now_ns));
+}
+
 size_t EmuDirection::DropPending() {
   std::vector<PendingDatagram> all;
   queue_.Drain(&all);

@@ -72,6 +72,10 @@ class EmuDirection {
   sim::Verdict Ingest(int64_t now_ns, uint32_t slot, uint32_t bytes, uint32_t flow = 0,
                       uint32_t flow_gen = 0, uint8_t tos = 0);
 
+  // Applies a schedule step at `now_ns` (sim::LinkDirection::Reconfigure: datagrams
+  // already queued keep their times; later ones serialise at the new rate after them).
+  void Reconfigure(const sim::LinkSpec& spec, int64_t now_ns);
+
   // Earliest pending delivery time, or ReleaseQueue::kNever.
   int64_t NextDeadline() const { return queue_.NextDeadline(); }
 

@@ -47,6 +47,10 @@ struct TunBridgeOptions {
   Duration stats_interval = Duration::Zero();
   Duration max_time = Duration::Zero();
   int realtime_priority = 0;  // > 0: run the loop under SCHED_FIFO at this priority (root)
+  // Link changes over time (--link_schedule): step i's spec (ResolveLinkSchedule) takes
+  // effect at schedule_times[i] after Run() starts.
+  std::vector<Duration> schedule_times;
+  std::vector<sim::LinkSpec> schedule_specs;
   std::function<void(const EmuStats&)> on_stats;
 };
 
@@ -95,6 +99,8 @@ class TunBridge {
   int64_t epoch_ns_ = 0;
   int64_t now_ns_ = 0;
   uint64_t wakeups_ = 0;
+  size_t next_step_ = 0;      // next schedule step
+  int64_t run_start_ns_ = 0;  // loop time Run() started
   bool shut_down_ = false;
 };
 

@@ -56,6 +56,10 @@ struct UdpRelayOptions {
   Duration stats_interval = Duration::Zero();  // > 0: call on_stats this often
   Duration max_time = Duration::Zero();        // > 0: Run() returns after this long
   int realtime_priority = 0;  // > 0: run the loop under SCHED_FIFO at this priority (root)
+  // Link changes over time (--link_schedule): step i's spec (ResolveLinkSchedule) takes
+  // effect at schedule_times[i] after Run() starts.
+  std::vector<Duration> schedule_times;
+  std::vector<sim::LinkSpec> schedule_specs;
   std::function<void(const EmuStats&)> on_stats;
 };
 
@@ -122,6 +126,8 @@ class UdpRelay {
   int64_t epoch_ns_ = 0;
   int64_t now_ns_ = 0;  // time of the last loop iteration (for Stats())
   uint64_t wakeups_ = 0;
+  size_t next_step_ = 0;      // next schedule step
+  int64_t run_start_ns_ = 0;  // loop time Run() started
   uint64_t port_unreachable_ = 0;
   bool gso_ = true;
 };

@@ -351,6 +351,31 @@ TEST(EmuE2eTest, ReorderOvertakesAndJitterKeepsOrder) {
   }
 }
 
+TEST(EmuE2eTest, LinkScheduleChangesTheLinkDuringTheRun) {
+  int sink = BoundUdpSocket();
+  Relay r = StartRelay("rate=1gbit", LocalPort(sink),
+                       {"--link_schedule=300ms:loss=1", "--stats_interval=20ms"});
+  ASSERT_GT(r.port, 0);
+  int client = ClientSocket(r.port);
+  SendOrDie(client, Payload(1, 100));
+  ASSERT_TRUE(RecvWithTimeout(sink, milliseconds(5000)).has_value()) << "lost before the step";
+  // Past the step (the stats clock starts slightly before the run's): everything is lost.
+  ASSERT_TRUE(r.proc->WaitStats([](const Json& j) { return j["elapsed_s"].get<double>() > 0.5; },
+                                kWait)
+                  .ok());
+  for (int i = 0; i < 20; ++i) SendOrDie(client, Payload(i, 100));
+  ASSERT_TRUE(r.proc
+                  ->WaitStats(
+                      [](const Json& j) { return j["forward"]["model"]["offered"].get<int>() == 21; },
+                      kWait)
+                  .ok());
+  Json fin = Finish(r);
+  EXPECT_EQ(U(fin, "forward", "model", "dropped_loss"), 20u);
+  EXPECT_EQ(U(fin, "forward", "emulator", "released"), 1u);
+  close(client);
+  close(sink);
+}
+
 TEST(EmuE2eTest, EcnCodepointTravelsAndCeIsSetWhenTheQueueMarks) {
   constexpr int kN = 200;
   int sink = BoundUdpSocket(32 << 20);
@@ -607,6 +632,9 @@ TEST(EmuE2eTest, BadFlagsExitWithStatusTwoNamingTheProblem) {
       {{"--link=rate=1gbit", "--tun", "--listen=127.0.0.1:0"}, "--tun"},
       {{"--link=rate=1gbit", "--netns=a,b"}, "--netns"},
       {{"--link=rate=1gbit", "stray"}, "unexpected argument 'stray'"},
+      {{"--link=rate=1gbit", "--listen=127.0.0.1:0", "--forward=127.0.0.1:9",
+        "--link_schedule=2s:mtu=1500"},
+       "--link_schedule"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<RunResult> r = RunToCompletion(LONGHAUL_EMU_BIN, c.args, kWait);

@@ -204,6 +204,21 @@ TEST(EmuDirectionTest, TimeGoingBackIsClampedNotFatal) {
   EXPECT_GE(v.deliver_at.ns(), 1000 * kUs + 1000 * kUs);
 }
 
+TEST(EmuDirectionTest, ReconfigureChangesTheRateForLaterDatagrams) {
+  PacketPool pool(9000, 1 << 24);
+  EmuDirection dir(Spec("rate=1gbit,queue=1GB"), 1, PayloadKind::kUdpPayload, &pool);
+  PendingDatagram d;
+  dir.Ingest(0, pool.Acquire(), kDatagram);  // 8 us at 1 Gbit/s
+  dir.Reconfigure(Spec("rate=500mbit,queue=1GB"), 0);
+  dir.Ingest(0, pool.Acquire(), kDatagram);  // 16 us at 500 Mbit/s, after the first
+  ASSERT_TRUE(dir.PopDue(ReleaseQueue::kNever, &d));
+  EXPECT_EQ(d.deliver_ns, 8 * kUs);
+  pool.Release(d.slot);
+  ASSERT_TRUE(dir.PopDue(ReleaseQueue::kNever, &d));
+  EXPECT_EQ(d.deliver_ns, 24 * kUs);
+  pool.Release(d.slot);
+}
+
 TEST(EmuDirectionTest, SameSeedSameFate) {
   PacketPool pool(9000, 1 << 26);
   EmuDirection a(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload, &pool);
