@@ -44,11 +44,14 @@
 #include "transport/emu/socket_address.h"
 #include "transport/emu/socket_util.h"
 
-DEFINE_string(to, "", "where to send: the emulator's listen address, e.g. 127.0.0.1:9000, or "
+DEFINE_string(to, "",
+              "where to send: the emulator's listen address, e.g. 127.0.0.1:9000, or "
               "in TUN mode the sink itself, e.g. 198.18.0.2:9001 (required)");
-DEFINE_string(sink, "", "address to receive at: the emulator's --forward, e.g. 127.0.0.1:9001, "
+DEFINE_string(sink, "",
+              "address to receive at: the emulator's --forward, e.g. 127.0.0.1:9001, "
               "or 198.18.0.2:9001 in TUN mode (required)");
-DEFINE_string(from, "", "address the sending sockets bind to (default: --to's IP, any port; "
+DEFINE_string(from, "",
+              "address the sending sockets bind to (default: --to's IP, any port; "
               "198.18.0.1:0 in TUN mode)");
 DEFINE_string(client_netns, "", "TUN mode: create the sending sockets in this namespace (A)");
 DEFINE_string(sink_netns, "", "TUN mode: create the sink socket in this namespace (B)");
@@ -181,7 +184,8 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
     Usage("--duration must be in (0, 1h]");
   }
   if (warmup < Duration::Zero() || warmup >= duration) Usage("--warmup must be in [0, duration)");
-  if (drain < Duration::Zero() || drain > Duration::Seconds(60)) Usage("--drain must be in [0, 60s]");
+  if (drain < Duration::Zero() || drain > Duration::Seconds(60))
+    Usage("--drain must be in [0, 60s]");
   if (FLAGS_flows < 1 || FLAGS_flows > 64) Usage("--flows must be in 1..64");
 
   const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true, FLAGS_sink_netns);
@@ -302,7 +306,9 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
   const double window_s = b1 > b0 ? static_cast<double>((b1 - b0) * kBinNs) * 1e-9 : 0;
   const double payload_bps = window_s > 0 ? static_cast<double>(wb) * 8 / window_s : 0;
   const double wire_bps =
-      window_s > 0 ? static_cast<double>(wb + wp * static_cast<uint64_t>(FLAGS_overhead)) * 8 / window_s : 0;
+      window_s > 0
+          ? static_cast<double>(wb + wp * static_cast<uint64_t>(FLAGS_overhead)) * 8 / window_s
+          : 0;
   const double sent_s = static_cast<double>(sender_end_ns.load() - start) * 1e-9;
   const double offered_bps = sent_s > 0 ? static_cast<double>(sent * size) * 8 / sent_s : 0;
   const double owd_mean_ms = received ? owd_sum / static_cast<double>(received) * 1e-6 : 0;
@@ -332,8 +338,8 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
         "rate over [%s, %s]: payload %.4f Gbit/s, wire %.4f Gbit/s (overhead %d B)\n"
         "one-way delay: min %.3f ms, mean %.3f ms, max %.3f ms\n",
         sent, size, offered_bps / 1e9, received,
-        sent ? 100.0 * static_cast<double>(received) / static_cast<double>(sent) : 0,
-        FLAGS_warmup, FLAGS_duration, payload_bps / 1e9, wire_bps / 1e9, FLAGS_overhead,
+        sent ? 100.0 * static_cast<double>(received) / static_cast<double>(sent) : 0, FLAGS_warmup,
+        FLAGS_duration, payload_bps / 1e9, wire_bps / 1e9, FLAGS_overhead,
         received ? static_cast<double>(owd_min) * 1e-6 : 0, owd_mean_ms,
         static_cast<double>(owd_max) * 1e-6);
   }
@@ -379,7 +385,8 @@ int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_
           std::memcpy(&e, in.data(), sizeof(e));
           e.hold_ns = MonotonicNs() - arrival;
           std::memcpy(in.data(), &e, sizeof(e));
-          sendto(sink_fd, in.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), fl);
+          sendto(sink_fd, in.data(), static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from),
+                 fl);
         }
       }
       if (p[1].revents & POLLIN) {
@@ -401,7 +408,10 @@ int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_
   std::vector<double> sorted = rtts;
   std::sort(sorted.begin(), sorted.end());
   auto pct = [&](double q) {
-    return sorted.empty() ? 0.0 : sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * static_cast<double>(sorted.size())))];
+    return sorted.empty()
+               ? 0.0
+               : sorted[std::min(sorted.size() - 1,
+                                 static_cast<size_t>(q * static_cast<double>(sorted.size())))];
   };
   double mean = 0, raw_mean = 0;
   for (double r : rtts) mean += r;
@@ -426,8 +436,8 @@ int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_
     std::cout << absl::StrFormat(
         "%d pings of %d B: %d answered, %d lost; rtt min %.3f mean %.3f p50 %.3f p99 %.3f "
         "max %.3f ms (kernel timestamps); as the application saw it: mean %.3f ms\n",
-        FLAGS_pings, size, rtts.size(), lost, sorted.empty() ? 0 : sorted.front(), mean,
-        pct(0.5), pct(0.99), sorted.empty() ? 0 : sorted.back(), raw_mean);
+        FLAGS_pings, size, rtts.size(), lost, sorted.empty() ? 0 : sorted.front(), mean, pct(0.5),
+        pct(0.99), sorted.empty() ? 0 : sorted.back(), raw_mean);
   }
   close(sink_fd);
   close(client_fd);
@@ -435,8 +445,9 @@ int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_
 }
 
 int Main(int argc, char** argv) {
-  gflags::SetUsageMessage("longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
-                          "[--mode=flood|pingpong] [flags]");
+  gflags::SetUsageMessage(
+      "longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
+      "[--mode=flood|pingpong] [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) Usage(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_to.empty() || FLAGS_sink.empty()) Usage("--to and --sink are required");

@@ -46,22 +46,29 @@ DEFINE_string(link_schedule, "",
 DEFINE_string(listen, "", "UDP mode: address clients send to, e.g. 127.0.0.1:9000 (port 0: any)");
 DEFINE_string(forward, "", "UDP mode: address datagrams are relayed to, e.g. 127.0.0.1:9001");
 DEFINE_bool(tun, false, "TUN mode (root): join two network namespaces (--netns) by TUN devices");
-DEFINE_string(netns, "", "TUN mode: the two namespaces A,B (created if missing, removed at exit "
+DEFINE_string(netns, "",
+              "TUN mode: the two namespaces A,B (created if missing, removed at exit "
               "if created)");
 DEFINE_uint64(seed, 1, "seed of the link's randomness (a spec's seed key overrides it)");
-DEFINE_string(stats_interval, "0", "print a statistics line on stderr this often (e.g. 1s; 0: off)");
+DEFINE_string(stats_interval, "0",
+              "print a statistics line on stderr this often (e.g. 1s; 0: off)");
 DEFINE_bool(json, false, "JSON lines on stdout: ready, periodic stats, and a final summary");
 DEFINE_string(max_time, "0", "stop after this long (e.g. 30s; 0: run until SIGINT/SIGTERM)");
 DEFINE_uint64(max_clients, 1024, "UDP mode: client flows kept (least recently used evicted)");
-DEFINE_string(buffer, "1GiB", "memory for datagrams waiting for their delivery time, both "
+DEFINE_string(buffer, "1GiB",
+              "memory for datagrams waiting for their delivery time, both "
               "directions; beyond it the emulator drops (counted as its own drops)");
-DEFINE_string(socket_buffer, "64MiB", "SO_RCVBUF/SO_SNDBUF of the relay's sockets (forced "
+DEFINE_string(socket_buffer, "64MiB",
+              "SO_RCVBUF/SO_SNDBUF of the relay's sockets (forced "
               "past net.core.rmem_max/wmem_max when root)");
-DEFINE_bool(tcp_relay, false, "UDP mode: also relay TCP from --listen to --forward, unmodelled "
+DEFINE_bool(tcp_relay, false,
+            "UDP mode: also relay TCP from --listen to --forward, unmodelled "
             "(control channels, e.g. iperf3's)");
-DEFINE_bool(gso, true, "UDP mode: send runs of equal-sized datagrams of one flow that are due "
+DEFINE_bool(gso, true,
+            "UDP mode: send runs of equal-sized datagrams of one flow that are due "
             "together as one UDP GSO message (receivers still get separate datagrams)");
-DEFINE_int32(realtime, 0, "run the emulator's loop under SCHED_FIFO at this priority (1..99, "
+DEFINE_int32(realtime, 0,
+             "run the emulator's loop under SCHED_FIFO at this priority (1..99, "
              "root): wake-ups on time even when other processes keep the CPUs busy; 0: off");
 DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
 DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each namespace");
@@ -77,30 +84,44 @@ bool OurFlag(const gflags::CommandLineFlagInfo& f) {
 }
 
 void PrintHelp() {
-  std::cout
-      << "longhaul-emu: a user-space netem; the simulator's link model in real time\n\n"
-         "usage: longhaul-emu --link=SPEC --listen=ADDR:PORT --forward=ADDR:PORT [flags]\n"
-         "       longhaul-emu --link=SPEC --tun --netns=A,B [flags]          (root)\n\n"
-         "UDP relay: datagrams sent to --listen cross the link's forward direction to\n"
-         "--forward; answers cross the reverse direction back to the client. Each client\n"
-         "address:port gets its own upstream socket (multi-flow clients work).\n"
-         "TUN mode: namespaces A (198.18.0.1/30) and B (198.18.0.2/30) joined by TUN\n"
-         "devices through the link, MTU from the spec; any IP traffic between\n"
-         "`ip netns exec A ...` and `ip netns exec B ...` crosses it. Namespaces it\n"
-         "created are removed on SIGINT/SIGTERM. Long fat links need larger TCP buffers\n"
-         "inside the namespaces (net.ipv4.tcp_rmem/tcp_wmem are per namespace;\n"
-         "net.core.rmem_max/wmem_max are host-wide): see docs/emulator.md.\n\n"
-         "Counters: the model's drops (loss, queue, too_big) and the emulator's own drops\n"
-         "(buffer full, send errors, kernel drops at its sockets, evicted clients) apart.\n"
-         "Sizes take units (64KiB, 1GiB), durations too (300us, 58ms, 2s), rates bits/s\n"
-         "(800mbit, 100gbit). Exit status: 0 stopped (signal or --max_time), 1 runtime\n"
-         "failure, 2 bad flags or spec. docs/emulator.md has the details.\n\nflags:\n";
+  std::cout << "longhaul-emu: a user-space netem; the simulator's link model in real time\n\n"
+               "usage: longhaul-emu --link=SPEC --listen=ADDR:PORT --forward=ADDR:PORT [flags]\n"
+               "       longhaul-emu --link=SPEC --tun --netns=A,B [flags]          (root)\n\n"
+               "UDP relay: datagrams sent to --listen cross the link's forward direction to\n"
+               "--forward; answers cross the reverse direction back to the client. Each client\n"
+               "address:port gets its own upstream socket (multi-flow clients work).\n"
+               "TUN mode: namespaces A (198.18.0.1/30) and B (198.18.0.2/30) joined by TUN\n"
+               "devices through the link, MTU from the spec; any IP traffic between\n"
+               "`ip netns exec A ...` and `ip netns exec B ...` crosses it. Namespaces it\n"
+               "created are removed on SIGINT/SIGTERM. Long fat links need larger TCP buffers\n"
+               "inside the namespaces (net.ipv4.tcp_rmem/tcp_wmem are per namespace;\n"
+               "net.core.rmem_max/wmem_max are host-wide): see docs/emulator.md.\n\n"
+               "Counters: the model's drops (loss, queue, too_big) and the emulator's own drops\n"
+               "(buffer full, send errors, kernel drops at its sockets, evicted clients) apart.\n"
+               "Sizes take units (64KiB, 1GiB), durations too (300us, 58ms, 2s), rates bits/s\n"
+               "(800mbit, 100gbit). Exit status: 0 stopped (signal or --max_time), 1 runtime\n"
+               "failure, 2 bad flags or spec. docs/emulator.md has the details.\n\nflags:\n";
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   for (const auto& f : flags) {
     if (!OurFlag(f)) continue;
-    std::cout << absl::StrFormat("  --%-16s %s (default: %s)\n", f.name, f.description,
-                                 f.default_value.empty() ? "unset" : f.default_value);
+    // "--name" then the description wrapped at 80 columns under a 22-column indent.
+    const std::string text = absl::StrCat(
+        f.description, " (default: ", f.default_value.empty() ? "unset" : f.default_value, ")");
+    std::string line = absl::StrFormat("  --%-17s", f.name);
+    if (line.size() > 21) {
+      std::cout << line << "\n";
+      line = std::string(21, ' ');
+    }
+    for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+      if (line.size() > 21 && line.size() + 1 + word.size() > 80) {
+        std::cout << line << "\n";
+        line = std::string(21, ' ');
+      }
+      if (line.size() > 21) line += ' ';
+      line += std::string(word);
+    }
+    std::cout << line << "\n";
   }
   std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
   std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "");
@@ -125,7 +146,8 @@ void ParseFlags(int argc, char** argv) {
       PrintHelp();
       std::exit(0);
     }
-    if (arg.size() < 2 || arg[0] != '-') UsageError(absl::StrCat("unexpected argument '", arg, "'"));
+    if (arg.size() < 2 || arg[0] != '-')
+      UsageError(absl::StrCat("unexpected argument '", arg, "'"));
     std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
     std::string name = body, value;
     bool has_value = false;
@@ -244,8 +266,8 @@ bool WritePortFile(const std::string& path, uint16_t port) {
 std::vector<Duration> g_schedule_times;
 std::vector<sim::LinkSpec> g_schedule_specs;
 
-int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
-           ByteCount buffer, ByteCount socket_buffer) {
+int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time, ByteCount buffer,
+           ByteCount socket_buffer) {
   emu::UdpRelayOptions o;
   o.link = link;
   o.seed = FLAGS_seed;
@@ -284,8 +306,8 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   InstallSignals((*relay)->stop_fd());
   const emu::EmuStats initial = (*relay)->Stats();
   const std::string listen = (*relay)->listen_address().ToString();
-  std::cerr << "longhaul-emu: relaying " << listen << " <-> " << o.forward.ToString()
-            << " over " << link.ToString() << " (seed " << FLAGS_seed << ")\n";
+  std::cerr << "longhaul-emu: relaying " << listen << " <-> " << o.forward.ToString() << " over "
+            << link.ToString() << " (seed " << FLAGS_seed << ")\n";
   if (initial.socket_buffers.capped()) {
     std::cerr << absl::StrFormat(
         "longhaul-emu: warning: socket buffers capped at rcv %d / snd %d bytes (asked %d); "
@@ -293,7 +315,8 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
         initial.socket_buffers.rcvbuf, initial.socket_buffers.sndbuf,
         initial.socket_buffers.requested);
   }
-  if (!FLAGS_port_file.empty() && !WritePortFile(FLAGS_port_file, (*relay)->listen_address().port())) {
+  if (!FLAGS_port_file.empty() &&
+      !WritePortFile(FLAGS_port_file, (*relay)->listen_address().port())) {
     std::cerr << "longhaul-emu: cannot write --port_file " << FLAGS_port_file << "\n";
     return 1;
   }
@@ -388,10 +411,9 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     nlohmann::json j;
     j["event"] = "ready";
     j["mode"] = "tun";
-    j["netns"] = {{{"name", o.netns_a}, {"created", (*bridge)->created_a()},
-                   {"address", o.address_a}},
-                  {{"name", o.netns_b}, {"created", (*bridge)->created_b()},
-                   {"address", o.address_b}}};
+    j["netns"] = {
+        {{"name", o.netns_a}, {"created", (*bridge)->created_a()}, {"address", o.address_a}},
+        {{"name", o.netns_b}, {"created", (*bridge)->created_b()}, {"address", o.address_b}}};
     j["prefix_len"] = o.prefix_len;
     j["device"] = o.tun_name;
     j["mtu"] = link.mtu;
@@ -405,7 +427,9 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   const std::vector<std::string> deleted = (*bridge)->Shutdown();
   std::cerr << emu::EmuStatsLine(s, emu::EmuStats{}, link, overhead) << " (totals)\n";
   std::cerr << "longhaul-emu: devices removed"
-            << (deleted.empty() ? "" : absl::StrCat("; namespaces deleted: ", absl::StrJoin(deleted, ", ")))
+            << (deleted.empty()
+                    ? ""
+                    : absl::StrCat("; namespaces deleted: ", absl::StrJoin(deleted, ", ")))
             << "\n";
   if (FLAGS_json) {
     nlohmann::json j = emu::EmuStatsToJson(s, false);

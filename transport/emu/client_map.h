@@ -31,8 +31,8 @@ class ClientMap {
   };
   struct InsertResult {
     uint32_t index = 0;
-    bool evicted = false;       // an older client was removed to make room
-    SocketAddress evicted_addr; // ... this one
+    bool evicted = false;        // an older client was removed to make room
+    SocketAddress evicted_addr;  // ... this one
   };
 
   // `max_clients` >= 1.

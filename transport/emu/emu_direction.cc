@@ -14,8 +14,9 @@ sim::LinkSpec EmuDirection::ModelSpec(const sim::LinkSpec& spec, PayloadKind kin
   // in UDP mode: only bytes beyond IP + UDP are added, and the MTU check must compare the
   // IP packet with the MTU: wire = len + extra > mtu + extra  <=>  len > mtu.
   sim::LinkSpec s = spec;
-  const ByteCount extra =
-      spec.overhead > sim::LinkSpec::kDefaultOverhead ? spec.overhead - sim::LinkSpec::kDefaultOverhead : 0;
+  const ByteCount extra = spec.overhead > sim::LinkSpec::kDefaultOverhead
+                              ? spec.overhead - sim::LinkSpec::kDefaultOverhead
+                              : 0;
   s.overhead = extra;
   s.mtu = spec.mtu + extra;
   return s;

@@ -40,18 +40,18 @@ enum class PayloadKind : uint8_t { kUdpPayload, kIpPacket };
 
 // What the emulator itself did and dropped (never modelled loss).
 struct EmuCounters {
-  uint64_t received = 0;        // datagrams read from the input
+  uint64_t received = 0;  // datagrams read from the input
   uint64_t received_bytes = 0;
-  uint64_t released = 0;        // datagrams sent to the output successfully
+  uint64_t released = 0;  // datagrams sent to the output successfully
   uint64_t released_bytes = 0;
   // Own drops:
-  uint64_t buffer_full = 0;     // no buffer when read (not offered to the model)
-  uint64_t dup_lost = 0;        // no buffer for a modelled duplicate copy
-  uint64_t truncated = 0;       // longer than a buffer yet accepted by the model
-  uint64_t send_errors = 0;     // the output refused it (socket/TUN write error)
-  uint64_t rx_overflow = 0;     // dropped by the kernel before the emulator read them
-  uint64_t evicted = 0;         // queued for a client evicted from the client map
-  uint64_t no_flow = 0;         // no upstream socket could be made for a new client
+  uint64_t buffer_full = 0;  // no buffer when read (not offered to the model)
+  uint64_t dup_lost = 0;     // no buffer for a modelled duplicate copy
+  uint64_t truncated = 0;    // longer than a buffer yet accepted by the model
+  uint64_t send_errors = 0;  // the output refused it (socket/TUN write error)
+  uint64_t rx_overflow = 0;  // dropped by the kernel before the emulator read them
+  uint64_t evicted = 0;      // queued for a client evicted from the client map
+  uint64_t no_flow = 0;      // no upstream socket could be made for a new client
   uint64_t OwnDrops() const {
     return buffer_full + dup_lost + truncated + send_errors + rx_overflow + evicted + no_flow;
   }
@@ -66,9 +66,9 @@ class EmuDirection {
 
   // Offers the datagram held in `slot` (`bytes` long; may exceed the slot size when the
   // input reported a truncated datagram) to the model at `now_ns` (raised to the
-  // previous Ingest time if earlier, so arrival timestamps that step back are safe). Takes ownership of
-  // the slot (queued or returned to the pool). `flow`, `flow_gen` and `tos` travel with
-  // the datagram. Returns the model's verdict.
+  // previous Ingest time if earlier, so arrival timestamps that step back are safe). Takes
+  // ownership of the slot (queued or returned to the pool). `flow`, `flow_gen` and `tos` travel
+  // with the datagram. Returns the model's verdict.
   sim::Verdict Ingest(int64_t now_ns, uint32_t slot, uint32_t bytes, uint32_t flow = 0,
                       uint32_t flow_gen = 0, uint8_t tos = 0);
 

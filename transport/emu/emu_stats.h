@@ -25,7 +25,7 @@ struct EmuStats {
   double elapsed_s = 0;
   EmuDirectionStats forward;
   EmuDirectionStats reverse;
-  uint64_t wakeups = 0;          // loop iterations (epoll returns)
+  uint64_t wakeups = 0;  // loop iterations (epoll returns)
   size_t pool_slot_bytes = 0;
   size_t pool_max_slots = 0;
   size_t pool_peak_slots = 0;

@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 
 namespace longhaul::emu {
 namespace {
@@ -81,8 +81,9 @@ absl::StatusOr<NetnsHandle> OpenOrCreateNetns(absl::string_view name) {
     if (!IsNetNamespaceFd(fd)) {
       close(fd);
       return absl::FailedPreconditionError(
-          absl::StrCat(path, " exists but is not a network namespace (a stale file? remove it "
-                             "or pick another name)"));
+          absl::StrCat(path,
+                       " exists but is not a network namespace (a stale file? remove it "
+                       "or pick another name)"));
     }
     h.fd = fd;
     return h;

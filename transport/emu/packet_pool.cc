@@ -23,8 +23,7 @@ uint32_t PacketPool::Acquire() {
     // Default-initialised: the memory is not touched until a datagram lands in it.
     chunks_.emplace_back(new uint8_t[kSlotsPerChunk * slot_bytes_]);
     const uint32_t base = static_cast<uint32_t>((chunks_.size() - 1) * kSlotsPerChunk);
-    const uint32_t usable =
-        static_cast<uint32_t>(std::min(kSlotsPerChunk, max_slots_ - base));
+    const uint32_t usable = static_cast<uint32_t>(std::min(kSlotsPerChunk, max_slots_ - base));
     free_.reserve(allocated_slots());
     // Pushed in reverse so the lowest index is handed out first.
     for (uint32_t i = usable; i-- > 0;) free_.push_back(base + i);

@@ -30,9 +30,11 @@ SocketBuffers SetSocketBuffers(int fd, size_t bytes) {
   b.forced = rf && sf;
   int got = 0;
   socklen_t len = sizeof(got);
-  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == 0) b.rcvbuf = static_cast<size_t>(got) / 2;
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &got, &len) == 0)
+    b.rcvbuf = static_cast<size_t>(got) / 2;
   len = sizeof(got);
-  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0) b.sndbuf = static_cast<size_t>(got) / 2;
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0)
+    b.sndbuf = static_cast<size_t>(got) / 2;
   return b;
 }
 
@@ -72,7 +74,8 @@ uint64_t SocketDrops(int fd) {
 }
 
 uint8_t ReceivedTos(const msghdr& msg) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
     if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
         (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
       const size_t n = c->cmsg_len - CMSG_LEN(0);
@@ -88,7 +91,8 @@ uint8_t ReceivedTos(const msghdr& msg) {
 }
 
 int64_t ReceivedRealtimeNs(const msghdr& msg) {
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
         c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
       timespec ts;

@@ -54,10 +54,14 @@ absl::StatusOr<std::unique_ptr<TunBridge>> TunBridge::Create(const TunBridgeOpti
 absl::Status TunBridge::Init() {
   epoch_ns_ = MonotonicNs();
   absl::StatusOr<NetnsHandle> a = OpenOrCreateNetns(options_.netns_a);
-  if (!a.ok()) return absl::Status(a.status().code(), absl::StrCat("namespace ", options_.netns_a, ": ", a.status().message()));
+  if (!a.ok())
+    return absl::Status(a.status().code(),
+                        absl::StrCat("namespace ", options_.netns_a, ": ", a.status().message()));
   a_ = *a;
   absl::StatusOr<NetnsHandle> b = OpenOrCreateNetns(options_.netns_b);
-  if (!b.ok()) return absl::Status(b.status().code(), absl::StrCat("namespace ", options_.netns_b, ": ", b.status().message()));
+  if (!b.ok())
+    return absl::Status(b.status().code(),
+                        absl::StrCat("namespace ", options_.netns_b, ": ", b.status().message()));
   b_ = *b;
   TunConfig c;
   c.name = options_.tun_name;
@@ -65,11 +69,15 @@ absl::Status TunBridge::Init() {
   c.mtu = static_cast<int>(options_.link.mtu);
   c.address = options_.address_a;
   absl::StatusOr<int> ta = CreateTunInNetns(a_.fd, c);
-  if (!ta.ok()) return absl::Status(ta.status().code(), absl::StrCat("namespace ", a_.name, ": ", ta.status().message()));
+  if (!ta.ok())
+    return absl::Status(ta.status().code(),
+                        absl::StrCat("namespace ", a_.name, ": ", ta.status().message()));
   tun_a_ = *ta;
   c.address = options_.address_b;
   absl::StatusOr<int> tb = CreateTunInNetns(b_.fd, c);
-  if (!tb.ok()) return absl::Status(tb.status().code(), absl::StrCat("namespace ", b_.name, ": ", tb.status().message()));
+  if (!tb.ok())
+    return absl::Status(tb.status().code(),
+                        absl::StrCat("namespace ", b_.name, ": ", tb.status().message()));
   tun_b_ = *tb;
   // Best effort: without /proc the counters stay 0.
   if (absl::StatusOr<int> f = OpenNetDevStatsInNetns(a_.fd); f.ok()) dev_stats_a_ = *f;
@@ -78,8 +86,8 @@ absl::Status TunBridge::Init() {
   if (dev_stats_b_ >= 0) tx_drops_base_b_ = ReadDeviceTxDrops(dev_stats_b_, c.name).value_or(0);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", strerror(errno)));
-  for (auto [fd, tag] : {std::pair{tun_a_, kTagA}, std::pair{tun_b_, kTagB},
-                         std::pair{stop_.fd(), kTagStop}}) {
+  for (auto [fd, tag] :
+       {std::pair{tun_a_, kTagA}, std::pair{tun_b_, kTagB}, std::pair{stop_.fd(), kTagStop}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
@@ -211,11 +219,11 @@ absl::Status TunBridge::Run() {
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
-    int64_t deadline =
-        std::min({forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
+    int64_t deadline = std::min(
+        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
     deadline = WakeTarget(deadline, now);
-    const int n = EpollWaitUntil(epoll_fd_, events, 8,
-                                 deadline == kNever ? kNever : deadline + epoch_ns_);
+    const int n =
+        EpollWaitUntil(epoll_fd_, events, 8, deadline == kNever ? kNever : deadline + epoch_ns_);
     ++wakeups_;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -223,9 +231,15 @@ absl::Status TunBridge::Run() {
     }
     for (int i = 0; i < n; ++i) {
       switch (events[i].data.u64) {
-        case kTagStop: stop = true; break;
-        case kTagA: ReadTun(tun_a_, forward_); break;
-        case kTagB: ReadTun(tun_b_, reverse_); break;
+        case kTagStop:
+          stop = true;
+          break;
+        case kTagA:
+          ReadTun(tun_a_, forward_);
+          break;
+        case kTagB:
+          ReadTun(tun_b_, reverse_);
+          break;
       }
     }
   }

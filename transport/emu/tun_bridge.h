@@ -37,9 +37,9 @@ namespace longhaul::emu {
 struct TunBridgeOptions {
   sim::LinkSpec link;
   uint64_t seed = 1;
-  std::string netns_a;                 // namespace names
+  std::string netns_a;  // namespace names
   std::string netns_b;
-  std::string tun_name = "lhemu0";     // device name in both namespaces
+  std::string tun_name = "lhemu0";  // device name in both namespaces
   std::string address_a = "198.18.0.1";
   std::string address_b = "198.18.0.2";
   int prefix_len = 30;

@@ -2,8 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <linux/if_tun.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -28,8 +28,9 @@ absl::Status Fail(absl::string_view what, const std::string& dev) {
   }
   if (e == EBUSY) {
     return absl::FailedPreconditionError(
-        absl::StrCat(msg, ": a device of that name is in use in the namespace (another "
-                          "emulator?); pick another --tun_name or namespace"));
+        absl::StrCat(msg,
+                     ": a device of that name is in use in the namespace (another "
+                     "emulator?); pick another --tun_name or namespace"));
   }
   return absl::InternalError(msg);
 }

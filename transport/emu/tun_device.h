@@ -16,8 +16,8 @@
 namespace longhaul::emu {
 
 struct TunConfig {
-  std::string name = "lhemu0";    // interface name, < 16 characters
-  std::string address;            // IPv4, e.g. "198.18.0.1"
+  std::string name = "lhemu0";  // interface name, < 16 characters
+  std::string address;          // IPv4, e.g. "198.18.0.1"
   int prefix_len = 30;
   int mtu = 9000;
   bool disable_ipv6 = true;

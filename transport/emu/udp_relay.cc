@@ -43,8 +43,7 @@ DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed) {
 }
 
 size_t UdpSlotBytes(const sim::LinkSpec& spec) {
-  const int64_t payload =
-      static_cast<int64_t>(spec.mtu) - static_cast<int64_t>(spec.overhead);
+  const int64_t payload = static_cast<int64_t>(spec.mtu) - static_cast<int64_t>(spec.overhead);
   return static_cast<size_t>(std::clamp<int64_t>(payload, 64, 65535));
 }
 
@@ -62,7 +61,7 @@ struct UdpRelay::RxBatch {
 // receiver using UDP_GRO), which costs far less per datagram than one message each.
 struct UdpRelay::TxBatch {
   static constexpr int kMaxIov = 1024;
-  static constexpr int kMaxSegments = 64;      // UDP_MAX_SEGMENTS of older kernels
+  static constexpr int kMaxSegments = 64;              // UDP_MAX_SEGMENTS of older kernels
   static constexpr uint32_t kMaxGsoBytes = 65507 - 8;  // stays below the IP limit
   mmsghdr msgs[kBatch];
   alignas(cmsghdr) uint8_t control[kBatch][kControlBytes];
@@ -289,8 +288,8 @@ void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
 bool UdpRelay::Append(TxBatch& b, const PendingDatagram& d, const SocketAddress* to) {
   if (b.n > 0) {
     const int m = b.n - 1;
-    if (gso_ && !b.closed[m] && d.bytes > 0 && d.bytes <= b.gso_size[m] &&
-        d.tos == b.tos[m] && d.flow == b.flow[m] && b.iovs[m] < TxBatch::kMaxSegments &&
+    if (gso_ && !b.closed[m] && d.bytes > 0 && d.bytes <= b.gso_size[m] && d.tos == b.tos[m] &&
+        d.flow == b.flow[m] && b.iovs[m] < TxBatch::kMaxSegments &&
         b.total[m] + d.bytes <= TxBatch::kMaxGsoBytes && b.niov < TxBatch::kMaxIov) {
       b.iov[b.niov] = {pool_.Data(d.slot), d.bytes};
       b.slots[b.niov++] = d.slot;
@@ -475,10 +474,11 @@ absl::Status UdpRelay::Run() {
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
-    int64_t deadline = std::min({forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
+    int64_t deadline = std::min(
+        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
     deadline = WakeTarget(deadline, now);
-    const int n = EpollWaitUntil(epoll_fd_, events, 64,
-                                 deadline == kNever ? kNever : deadline + epoch_ns_);
+    const int n =
+        EpollWaitUntil(epoll_fd_, events, 64, deadline == kNever ? kNever : deadline + epoch_ns_);
     ++wakeups_;
     if (n < 0) {
       if (errno == EINTR) continue;

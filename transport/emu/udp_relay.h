@@ -16,8 +16,8 @@
 // time, recvmmsg/sendmmsg batches of 64, and at each wake every datagram due is sent, so
 // the release timer cannot drift from the modelled rate. Runs of equal-sized datagrams
 // of one flow that are due together leave as one UDP GSO message (UDP_SEGMENT); the
-// receiver still sees separate datagrams (or a GRO batch if it asked for UDP_GRO). Datagrams wait in a bounded
-// PacketPool; what the relay itself drops (pool full, send errors, kernel drops at its
+// receiver still sees separate datagrams (or a GRO batch if it asked for UDP_GRO). Datagrams wait
+// in a bounded PacketPool; what the relay itself drops (pool full, send errors, kernel drops at its
 // sockets, evicted clients) is counted apart from modelled loss (EmuCounters).
 //
 // Thread-safety: Run() on one thread; Stop() from any thread or a signal handler;
@@ -45,14 +45,14 @@ namespace longhaul::emu {
 
 struct UdpRelayOptions {
   sim::LinkSpec link;
-  uint64_t seed = 1;                        // randomness of both directions
-  SocketAddress listen;                     // port 0: any free port (see listen_address())
+  uint64_t seed = 1;     // randomness of both directions
+  SocketAddress listen;  // port 0: any free port (see listen_address())
   SocketAddress forward;
-  size_t max_clients = 1024;                // client flows (one upstream socket each)
-  size_t buffer_bytes = size_t{1} << 30;    // datagram memory (pool), both directions
-  size_t socket_buffer_bytes = 64 << 20;    // SO_RCVBUF/SO_SNDBUF of every socket
-  bool tcp_relay = false;                   // also relay TCP listen -> forward, unmodelled
-  bool gso = true;                          // send runs of equal datagrams with UDP GSO
+  size_t max_clients = 1024;                   // client flows (one upstream socket each)
+  size_t buffer_bytes = size_t{1} << 30;       // datagram memory (pool), both directions
+  size_t socket_buffer_bytes = 64 << 20;       // SO_RCVBUF/SO_SNDBUF of every socket
+  bool tcp_relay = false;                      // also relay TCP listen -> forward, unmodelled
+  bool gso = true;                             // send runs of equal datagrams with UDP GSO
   Duration stats_interval = Duration::Zero();  // > 0: call on_stats this often
   Duration max_time = Duration::Zero();        // > 0: Run() returns after this long
   int realtime_priority = 0;  // > 0: run the loop under SCHED_FIFO at this priority (root)

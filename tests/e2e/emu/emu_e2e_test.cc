@@ -10,9 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -93,7 +93,8 @@ uint64_t Fnv(const uint8_t* p, size_t n) {
 std::vector<uint8_t> Payload(uint64_t seq, size_t size) {
   std::vector<uint8_t> d(std::max<size_t>(size, 16));
   std::memcpy(d.data(), &seq, sizeof(seq));
-  for (size_t i = sizeof(seq); i + 8 < d.size(); ++i) d[i] = static_cast<uint8_t>(seq * 131 + i * 7 + 1);
+  for (size_t i = sizeof(seq); i + 8 < d.size(); ++i)
+    d[i] = static_cast<uint8_t>(seq * 131 + i * 7 + 1);
   const uint64_t h = Fnv(d.data(), d.size() - 8);
   std::memcpy(d.data() + d.size() - 8, &h, 8);
   return d;
@@ -289,7 +290,8 @@ TEST(EmuE2eTest, OwnDropsAreCountedApartFromModelledLoss) {
   // 1000 finds no buffer: the emulator's own drop, not the model's.
   constexpr int kN = 1000;
   int sink = BoundUdpSocket(32 << 20);
-  Relay r = StartRelay("rate=10gbit,rtt=2s", LocalPort(sink), {"--buffer=1", "--stats_interval=50ms"});
+  Relay r =
+      StartRelay("rate=10gbit,rtt=2s", LocalPort(sink), {"--buffer=1", "--stats_interval=50ms"});
   ASSERT_GT(r.port, 0);
   int client = ClientSocket(r.port);
   SinkCollector collector(sink);
@@ -301,7 +303,8 @@ TEST(EmuE2eTest, OwnDropsAreCountedApartFromModelledLoss) {
   EXPECT_EQ(held, (*s)["buffer"]["max_slots"].get<uint64_t>());
   EXPECT_EQ(U(*s, "forward", "emulator", "buffer_full"), kN - held);
   EXPECT_EQ(U(*s, "forward", "model", "offered"), held);
-  EXPECT_EQ(U(*s, "forward", "model", "dropped_loss") + U(*s, "forward", "model", "dropped_queue"), 0u);
+  EXPECT_EQ(U(*s, "forward", "model", "dropped_loss") + U(*s, "forward", "model", "dropped_queue"),
+            0u);
   // The held ones still arrive after the delay.
   EXPECT_EQ(collector.WaitFor(held, kWait), held);
   Json fin = Finish(r);
@@ -360,15 +363,16 @@ TEST(EmuE2eTest, LinkScheduleChangesTheLinkDuringTheRun) {
   SendOrDie(client, Payload(1, 100));
   ASSERT_TRUE(RecvWithTimeout(sink, milliseconds(5000)).has_value()) << "lost before the step";
   // Past the step (the stats clock starts slightly before the run's): everything is lost.
-  ASSERT_TRUE(r.proc->WaitStats([](const Json& j) { return j["elapsed_s"].get<double>() > 0.5; },
-                                kWait)
-                  .ok());
+  ASSERT_TRUE(
+      r.proc->WaitStats([](const Json& j) { return j["elapsed_s"].get<double>() > 0.5; }, kWait)
+          .ok());
   for (int i = 0; i < 20; ++i) SendOrDie(client, Payload(i, 100));
-  ASSERT_TRUE(r.proc
-                  ->WaitStats(
-                      [](const Json& j) { return j["forward"]["model"]["offered"].get<int>() == 21; },
-                      kWait)
-                  .ok());
+  ASSERT_TRUE(
+      r.proc
+          ->WaitStats(
+              [](const Json& j) { return j["forward"]["model"]["offered"].get<int>() == 21; },
+              kWait)
+          .ok());
   Json fin = Finish(r);
   EXPECT_EQ(U(fin, "forward", "model", "dropped_loss"), 20u);
   EXPECT_EQ(U(fin, "forward", "emulator", "released"), 1u);
@@ -544,7 +548,11 @@ TEST(EmuE2eTest, BurstsOfMixedSizesArriveIntactAndInOrder) {
     std::vector<std::vector<uint8_t>> sent;
     for (int i = 0; i < kN; ++i) {
       const int phase = i % 23;
-      size_t size = phase < 15 ? 1200 : phase < 20 ? 8000 : phase == 20 ? 700 : phase == 21 ? 0 : 16;
+      size_t size = phase < 15    ? 1200
+                    : phase < 20  ? 8000
+                    : phase == 20 ? 700
+                    : phase == 21 ? 0
+                                  : 16;
       std::vector<uint8_t> d = size >= 16 ? Payload(i, size) : std::vector<uint8_t>(size, 0x33);
       SendOrDie(client, d);
       sent.push_back(std::move(d));
@@ -561,7 +569,8 @@ TEST(EmuE2eTest, BurstsOfMixedSizesArriveIntactAndInOrder) {
     ASSERT_EQ(collector.WaitFor(kN, kWait), static_cast<size_t>(kN)) << gso;
     std::vector<SinkCollector::Datagram> got = collector.Finish();
     for (int i = 0; i < kN; ++i) {
-      ASSERT_EQ(got[i].bytes, sent[i]) << gso << ": datagram " << i << " differs or is out of order";
+      ASSERT_EQ(got[i].bytes, sent[i])
+          << gso << ": datagram " << i << " differs or is out of order";
     }
     Json fin = Finish(r);
     EXPECT_EQ(fin["own_drops"].get<uint64_t>(), 0u);
@@ -599,8 +608,8 @@ TEST(EmuE2eTest, MaxTimeEndsTheRunByItself) {
   int sink = BoundUdpSocket();
   absl::StatusOr<RunResult> r = RunToCompletion(
       LONGHAUL_EMU_BIN,
-      {"--link=rate=1gbit", "--listen=127.0.0.1:0", absl::StrCat("--forward=127.0.0.1:", LocalPort(sink)),
-       "--max_time=200ms", "--json"},
+      {"--link=rate=1gbit", "--listen=127.0.0.1:0",
+       absl::StrCat("--forward=127.0.0.1:", LocalPort(sink)), "--max_time=200ms", "--json"},
       kWait);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 0) << r->stderr_text;
@@ -647,11 +656,11 @@ TEST(EmuE2eTest, BadFlagsExitWithStatusTwoNamingTheProblem) {
 
 TEST(EmuE2eTest, ListenAddressInUseIsARuntimeErrorNamingTheAddress) {
   int taken = BoundUdpSocket();
-  absl::StatusOr<RunResult> r = RunToCompletion(
-      LONGHAUL_EMU_BIN,
-      {"--link=rate=1gbit", absl::StrCat("--listen=127.0.0.1:", LocalPort(taken)),
-       "--forward=127.0.0.1:9"},
-      kWait);
+  absl::StatusOr<RunResult> r =
+      RunToCompletion(LONGHAUL_EMU_BIN,
+                      {"--link=rate=1gbit", absl::StrCat("--listen=127.0.0.1:", LocalPort(taken)),
+                       "--forward=127.0.0.1:9"},
+                      kWait);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 1);
   EXPECT_NE(r->stderr_text.find(absl::StrCat("127.0.0.1:", LocalPort(taken))), std::string::npos)

@@ -32,8 +32,8 @@ int MsLeft(Clock::time_point deadline) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<EmuProcess>> EmuProcess::Start(const std::string& binary,
-                                                              const std::vector<std::string>& args) {
+absl::StatusOr<std::unique_ptr<EmuProcess>> EmuProcess::Start(
+    const std::string& binary, const std::vector<std::string>& args) {
   std::unique_ptr<EmuProcess> p(new EmuProcess());
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe2");

@@ -13,9 +13,9 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"

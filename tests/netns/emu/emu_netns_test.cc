@@ -134,8 +134,9 @@ TEST_F(EmuNetnsTest, UdpPingPongCrossesTheLinkWithTheModelledDelayAndCleanupRemo
   for (int i = 0; i < 10; ++i) {
     const std::string msg = absl::StrCat("ping ", i);
     const auto t0 = Clock::now();
-    ASSERT_EQ(sendto(sa, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&to_b), sizeof(to_b)),
-              static_cast<ssize_t>(msg.size()))
+    ASSERT_EQ(
+        sendto(sa, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&to_b), sizeof(to_b)),
+        static_cast<ssize_t>(msg.size()))
         << strerror(errno);
     std::string from;
     auto got = RecvWithTimeout(sb, milliseconds(5000), nullptr, &from);
@@ -300,7 +301,8 @@ TEST_F(EmuNetnsTest, SecondEmulatorOnTheSameNamespacesFailsClearlyAndTheFirstKee
   ASSERT_FALSE(Start("rate=1gbit").is_null());
   absl::StatusOr<RunResult> second = RunToCompletion(
       LONGHAUL_EMU_BIN,
-      {"--link=rate=1gbit", "--tun", absl::StrCat("--netns=", a_, ",", b_), "--max_time=5s"}, kWait);
+      {"--link=rate=1gbit", "--tun", absl::StrCat("--netns=", a_, ",", b_), "--max_time=5s"},
+      kWait);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->status, 1) << second->stderr_text;
   EXPECT_NE(second->stderr_text.find("in use"), std::string::npos) << second->stderr_text;

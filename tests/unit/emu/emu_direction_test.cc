@@ -186,8 +186,8 @@ TEST(EmuDirectionTest, IpPacketModeCountsTheIpPacketAgainstTheMtu) {
   sim::LinkSpec s = EmuDirection::ModelSpec(Spec("rate=1gbit,mtu=1500"), PayloadKind::kIpPacket);
   EXPECT_EQ(s.overhead, 0u);
   EXPECT_EQ(s.mtu, 1500u);
-  sim::LinkSpec e = EmuDirection::ModelSpec(Spec("rate=1gbit,mtu=1500,overhead=66"),
-                                            PayloadKind::kIpPacket);
+  sim::LinkSpec e =
+      EmuDirection::ModelSpec(Spec("rate=1gbit,mtu=1500,overhead=66"), PayloadKind::kIpPacket);
   EXPECT_EQ(e.overhead, 38u);  // Ethernet framing beyond the IP + UDP headers
   EXPECT_EQ(e.mtu, 1538u);
   PacketPool pool(1500, 1 << 24);
@@ -221,9 +221,12 @@ TEST(EmuDirectionTest, ReconfigureChangesTheRateForLaterDatagrams) {
 
 TEST(EmuDirectionTest, SameSeedSameFate) {
   PacketPool pool(9000, 1 << 26);
-  EmuDirection a(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload, &pool);
-  EmuDirection b(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload, &pool);
-  EmuDirection c(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 43, PayloadKind::kUdpPayload, &pool);
+  EmuDirection a(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload,
+                 &pool);
+  EmuDirection b(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload,
+                 &pool);
+  EmuDirection c(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 43, PayloadKind::kUdpPayload,
+                 &pool);
   int differ = 0;
   for (int i = 0; i < 2000; ++i) {
     sim::Verdict va = a.Ingest(i * kUs, pool.Acquire(), 500);
@@ -243,7 +246,8 @@ TEST(EmuDirectionTest, SameSeedSameFate) {
 
 TEST(EmuDirectionTest, DropPendingReturnsAllBuffers) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=1s,dup=0.5,reorder=0.5"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(Spec("rate=1gbit,rtt=1s,dup=0.5,reorder=0.5"), 1, PayloadKind::kUdpPayload,
+                   &pool);
   for (int i = 0; i < 100; ++i) dir.Ingest(i, Fill(pool, 100, 0), 100);
   EXPECT_GT(pool.in_use(), 100u);
   EXPECT_EQ(dir.DropPending(), pool.peak_in_use());

@@ -46,7 +46,7 @@ TEST(ReleaseQueueTest, HeldBackDatagramsAreOvertakenAndMergedByTime) {
   q.Push(At(100, 1), true);
   q.Push(At(1100, 2), false);  // reordered: held back
   q.Push(At(200, 3), true);
-  q.Push(At(250, 4), false);   // a duplicate copy
+  q.Push(At(250, 4), false);  // a duplicate copy
   q.Push(At(1200, 5), true);
   EXPECT_EQ(q.fifo_size(), 3u);
   EXPECT_EQ(q.heap_size(), 2u);
