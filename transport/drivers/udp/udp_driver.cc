@@ -198,6 +198,13 @@ class UdpDriverImpl {
   }
 
   void Shutdown() {
+    if (std::this_thread::get_id() == driver_thread_id_.load()) {
+      // From an event callback: the thread cannot join itself. Stop after this turn.
+      LOG(DFATAL) << "Endpoint::Close called from an event callback";
+      std::lock_guard<std::mutex> l(post_mu_);
+      stop_requested_ = true;
+      return;
+    }
     {
       std::lock_guard<std::mutex> l(post_mu_);
       if (!thread_.joinable()) return;
@@ -350,8 +357,13 @@ class UdpDriverImpl {
   void Service() {
     Time now = Now();
     ApplyDirty();
+    // Reading may close sockets (a failed handshake), so walk a copy of the ids.
+    pending_reads_.clear();
     for (auto& [id, s] : sockets_) {
-      if (s->read_pending) ReadSocket(*s);
+      if (s->read_pending) pending_reads_.push_back(id);
+    }
+    for (uint32_t id : pending_reads_) {
+      if (Socket* s = FindSocket(id)) ReadSocket(*s);
     }
     now = Now();
     RunHandshakeTimers(now);
@@ -1387,6 +1399,7 @@ class UdpDriverImpl {
   TxSlot tx_[1024];
   size_t tx_count_ = 0;
   std::vector<uint32_t> sock_order_;
+  std::vector<uint32_t> pending_reads_;
   std::vector<TxDatagram> batch_;
   std::vector<Conn*> due_;
   std::vector<ConnectionHandle::Op> ops_;
