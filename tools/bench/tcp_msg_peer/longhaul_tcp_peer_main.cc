@@ -1,0 +1,317 @@
+// longhaul-tcp-peer: longhaul-perf's workloads (bulk, open-loop messages, a timed transfer)
+// over one TCP connection, with the congestion control chosen per socket, for the
+// side-by-side comparison of tools/bench/wan-compare (docs/comparison.md).
+//
+//   longhaul-tcp-peer --server [--bind=ADDR] [--port=5302] [--one_off]
+//   longhaul-tcp-peer --client=HOST [--port=5302] [--cc=bbr|cubic|...]
+//                     [--workload=bulk --time=SEC [--omit=SEC]]
+//                     [--workload=messages --message_size=SIZE --load=F --rate=R
+//                      (--messages=N | --time=SEC)]
+//                     [--workload=transfer --bytes=SIZE]
+//
+// The client sends, the server receives and measures; the client prints one JSON object
+// (iperf3-shaped: end.sum_received.bits_per_second is the goodput; mct_* for messages,
+// completion_s for transfers, sum_sent.retransmits from TCP_INFO). Bulk TCP goodput in
+// wan-compare comes from iperf3; this peer is for what iperf3 cannot measure.
+//
+// Exit status: 0 success, 1 runtime failure (the JSON has "error"), 2 bad flags.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <linux/tcp.h>  // the kernel's full struct tcp_info (glibc's is older)
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "gflags/gflags.h"
+#include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "transport/base/parse.h"
+
+DEFINE_bool(server, false, "run as the receiving server");
+DEFINE_string(client, "", "run as the sending client of the server at this IPv4 address");
+DEFINE_string(bind, "0.0.0.0", "server: address to listen on; client: local address");
+DEFINE_int32(port, 5302, "TCP port to listen on / connect to");
+DEFINE_bool(one_off, false, "server: serve one test, then exit with its status");
+DEFINE_string(accept_timeout, "120s", "server: give up when no client came within this long");
+DEFINE_string(cc, "", "TCP congestion control of the socket (bbr, cubic, ...); empty: default");
+DEFINE_bool(nodelay, true, "TCP_NODELAY (a message's tail is not held back by Nagle)");
+DEFINE_string(workload, "bulk", "bulk, messages or transfer");
+DEFINE_string(message_size, "1MiB", "message size (messages) or write size (bulk, transfer)");
+DEFINE_string(bytes, "", "bytes to send (transfer; messages: instead of --time)");
+DEFINE_uint64(messages, 0, "messages: how many to send (sets --bytes)");
+DEFINE_string(time, "10", "seconds to send (bulk: after --omit)");
+DEFINE_string(omit, "0", "bulk: seconds at the start left out of the goodput (iperf3 -O)");
+DEFINE_string(rate, "1gbit", "link rate: the messages schedule and the ideal completion time");
+DEFINE_double(load, 0.5, "messages: offered load as a fraction of --rate");
+DEFINE_string(timeout, "0", "client: abort after this long (0: time + 60 s, 1 h with --bytes)");
+DEFINE_string(connect_timeout, "10s", "client: give up connecting after this long");
+DEFINE_bool(json, true, "print the result as one JSON object (else a summary line)");
+
+namespace longhaul::bench {
+namespace {
+
+class TcpStream : public ByteStream {
+ public:
+  explicit TcpStream(int fd) : fd_(fd) {
+    timeval tv{1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  }
+  ~TcpStream() override { close(fd_); }
+
+  absl::Status SendAll(const uint8_t* p, size_t n, bool more) override {
+    size_t off = 0;
+    while (off < n) {
+      ssize_t w = send(fd_, p + off, n - off, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          if (deadline_ns() != 0 && MonotonicNs() >= deadline_ns()) {
+            return absl::DeadlineExceededError("the peer stopped reading (send timed out)");
+          }
+          continue;
+        }
+        return absl::UnavailableError(absl::StrCat("send: ", strerror(errno)));
+      }
+      off += static_cast<size_t>(w);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<size_t> RecvSome(uint8_t* p, size_t n) override {
+    while (true) {
+      ssize_t r = recv(fd_, p, n, 0);
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return absl::DeadlineExceededError("no data");
+      return absl::UnavailableError(absl::StrCat("recv: ", strerror(errno)));
+    }
+  }
+
+  nlohmann::json Stats() override {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    nlohmann::json j;
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return j;
+    char cc[32] = {};
+    socklen_t cl = sizeof(cc);
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, cc, &cl) == 0) j["congestion"] = cc;
+    j["total_retrans"] = ti.tcpi_total_retrans;
+    j["rtt_ms"] = ti.tcpi_rtt / 1000.0;
+    j["rttvar_ms"] = ti.tcpi_rttvar / 1000.0;
+    j["min_rtt_ms"] = ti.tcpi_min_rtt / 1000.0;
+    j["snd_cwnd"] = ti.tcpi_snd_cwnd;
+    j["snd_mss"] = ti.tcpi_snd_mss;
+    j["rcv_mss"] = ti.tcpi_rcv_mss;
+    j["pmtu"] = ti.tcpi_pmtu;
+    j["lost"] = ti.tcpi_lost;
+    j["reordering"] = ti.tcpi_reordering;
+    j["delivery_rate_bps"] = static_cast<double>(ti.tcpi_delivery_rate) * 8;
+    j["bytes_acked"] = ti.tcpi_bytes_acked;
+    j["bytes_received"] = ti.tcpi_bytes_received;
+    j["segs_out"] = ti.tcpi_segs_out;
+    j["data_segs_out"] = ti.tcpi_data_segs_out;
+    j["busy_time_us"] = ti.tcpi_busy_time;
+    j["rwnd_limited_us"] = ti.tcpi_rwnd_limited;
+    j["sndbuf_limited_us"] = ti.tcpi_sndbuf_limited;
+    return j;
+  }
+
+  int64_t Retransmissions() override {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return -1;
+    return ti.tcpi_total_retrans;
+  }
+  double MinRttSeconds() override {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+    return ti.tcpi_min_rtt * 1e-6;
+  }
+  int64_t PayloadPerPacket() override {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 1448;
+    return ti.tcpi_snd_mss;
+  }
+  int64_t HeaderBytesPerPacket() override {
+    tcp_info ti{};
+    socklen_t len = sizeof(ti);
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 52;
+    // IP + TCP headers and options: the path MTU less the payload of a full segment.
+    return ti.tcpi_pmtu > ti.tcpi_snd_mss ? ti.tcpi_pmtu - ti.tcpi_snd_mss : 52;
+  }
+
+ private:
+  int fd_;
+};
+
+absl::StatusOr<sockaddr_in> Ipv4(const std::string& host, int port, const char* what) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", host, " is not an IPv4 address (A.B.C.D)"));
+  }
+  return a;
+}
+
+absl::Status SetCc(int fd) {
+  if (FLAGS_cc.empty()) return absl::OkStatus();
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, FLAGS_cc.data(), FLAGS_cc.size()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cc=", FLAGS_cc, ": the kernel refused it (", strerror(errno),
+        "); see /proc/sys/net/ipv4/tcp_available_congestion_control"));
+  }
+  return absl::OkStatus();
+}
+
+int Fail(const absl::Status& s, bool json) {
+  if (json) {
+    std::cout << nlohmann::json({{"error", std::string(s.message())}}).dump() << std::endl;
+  }
+  std::cerr << "longhaul-tcp-peer: " << s.message() << std::endl;
+  return absl::IsInvalidArgument(s) ? 2 : 1;
+}
+
+int RunClientMain(const WorkloadOptions& base) {
+  absl::StatusOr<sockaddr_in> to = Ipv4(FLAGS_client, FLAGS_port, "--client");
+  if (!to.ok()) return Fail(to.status(), FLAGS_json);
+  absl::StatusOr<Duration> ct = ParseDuration(FLAGS_connect_timeout);
+  if (!ct.ok()) return Fail(absl::InvalidArgumentError(ct.status().message()), FLAGS_json);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(absl::InternalError(strerror(errno)), FLAGS_json);
+  if (absl::Status s = SetCc(fd); !s.ok()) {
+    close(fd);
+    return Fail(s, FLAGS_json);
+  }
+  int one = FLAGS_nodelay ? 1 : 0;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (FLAGS_bind != "0.0.0.0") {
+    absl::StatusOr<sockaddr_in> local = Ipv4(FLAGS_bind, 0, "--bind");
+    if (!local.ok() || bind(fd, reinterpret_cast<const sockaddr*>(&*local), sizeof(*local)) != 0) {
+      close(fd);
+      return Fail(local.ok() ? absl::UnavailableError(absl::StrCat("bind ", FLAGS_bind, ": ",
+                                                                   strerror(errno)))
+                             : local.status(),
+                  FLAGS_json);
+    }
+  }
+  WorkloadOptions o = base;
+  // connect() waits at most --connect_timeout (SO_SNDTIMEO bounds a blocking connect).
+  timeval tv{static_cast<time_t>(ct->ns() / 1'000'000'000),
+             static_cast<suseconds_t>((ct->ns() / 1000) % 1'000'000)};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  o.connect_start_realtime_ns = RealtimeNs();
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&*to), sizeof(*to)) != 0) {
+    const int e = errno;
+    close(fd);
+    return Fail(absl::UnavailableError(absl::StrCat("unable to connect to ", FLAGS_client, ":",
+                                                    FLAGS_port, ": ", strerror(e))),
+                FLAGS_json);
+  }
+  o.connect_done_realtime_ns = RealtimeNs();
+  TcpStream stream(fd);  // sets 1 s send/receive timeouts for the bounded loops
+  absl::StatusOr<nlohmann::json> r = RunClient(stream, o);
+  if (!r.ok()) return Fail(r.status(), FLAGS_json);
+  (*r)["start"]["peer"] = "tcp";
+  (*r)["start"]["connecting_to"] = {{"host", FLAGS_client}, {"port", FLAGS_port}};
+  (*r)["start"]["congestion"] = (*r)["end"]["sender_stats"].value("congestion", FLAGS_cc);
+  if (FLAGS_json) {
+    std::cout << r->dump() << std::endl;
+  } else {
+    const nlohmann::json& e = (*r)["end"];
+    std::cout << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
+              << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
+  }
+  return 0;
+}
+
+int RunServerMain() {
+  absl::StatusOr<sockaddr_in> at = Ipv4(FLAGS_bind, FLAGS_port, "--bind");
+  if (!at.ok()) return Fail(at.status(), false);
+  absl::StatusOr<Duration> acc = ParseDuration(FLAGS_accept_timeout);
+  if (!acc.ok()) return Fail(absl::InvalidArgumentError(acc.status().message()), false);
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(lfd, reinterpret_cast<const sockaddr*>(&*at), sizeof(*at)) != 0 || listen(lfd, 4) != 0) {
+    const int e = errno;
+    close(lfd);
+    return Fail(absl::UnavailableError(absl::StrCat("listen on ", FLAGS_bind, ":", FLAGS_port,
+                                                    ": ", strerror(e))),
+                false);
+  }
+  std::cout << nlohmann::json({{"event", "listening"}, {"port", FLAGS_port}}).dump() << std::endl;
+  int status = 0;
+  while (true) {
+    pollfd p{lfd, POLLIN, 0};
+    const int ms = static_cast<int>(acc->ns() / 1'000'000);
+    const int n = poll(&p, 1, ms);
+    if (n == 0) {
+      std::cerr << "longhaul-tcp-peer: no client within " << FLAGS_accept_timeout << std::endl;
+      status = 1;
+      break;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      status = 1;
+      break;
+    }
+    int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    (void)SetCc(fd);
+    TcpStream stream(fd);
+    absl::StatusOr<nlohmann::json> r = RunServer(stream, 3600);
+    nlohmann::json ev = {{"event", "test"}, {"ok", r.ok()}};
+    if (!r.ok()) {
+      ev["error"] = std::string(r.status().message());
+      status = 1;
+    } else {
+      ev["bytes"] = (*r)["bytes"];
+      status = 0;
+    }
+    std::cout << ev.dump() << std::endl;
+    if (FLAGS_one_off) break;
+  }
+  close(lfd);
+  return status;
+}
+
+}  // namespace
+}  // namespace longhaul::bench
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "longhaul-perf's workloads over one TCP connection (docs/comparison.md)\n"
+      "  longhaul-tcp-peer --server [--bind=ADDR] [--port=5302] [--one_off]\n"
+      "  longhaul-tcp-peer --client=HOST [--port=5302] [--cc=bbr|cubic] --workload=...");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  using namespace longhaul::bench;
+  if (FLAGS_server == !FLAGS_client.empty()) {
+    std::cerr << "longhaul-tcp-peer: give exactly one of --server and --client=HOST" << std::endl;
+    return 2;
+  }
+  if (FLAGS_server) return RunServerMain();
+  WorkloadFlags f;
+  f.workload = FLAGS_workload;
+  f.message_size = FLAGS_message_size;
+  f.bytes = FLAGS_bytes;
+  f.messages = FLAGS_messages;
+  f.time = FLAGS_time;
+  f.omit = FLAGS_omit;
+  f.rate = FLAGS_rate;
+  f.load = FLAGS_load;
+  f.timeout = FLAGS_timeout;
+  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(f);
+  if (!o.ok()) return Fail(o.status(), FLAGS_json);
+  return RunClientMain(*o);
+}
