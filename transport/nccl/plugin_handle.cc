@@ -1,0 +1,81 @@
+#include "transport/nccl/plugin_handle.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace longhaul::nccl {
+namespace {
+
+struct Wire {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t port;
+  uint64_t instance;
+  uint64_t listen_id;
+  uint64_t credit;
+  char address[48];
+  uint8_t unused[48];
+};
+static_assert(sizeof(Wire) == kHandleBytes);
+static_assert(offsetof(Wire, instance) == 8);
+static_assert(offsetof(Wire, listen_id) == 16);
+static_assert(offsetof(Wire, credit) == 24);
+static_assert(offsetof(Wire, address) == 32);
+
+}  // namespace
+
+absl::Status EncodeHandle(const PluginHandle& h, void* out) {
+  Wire w;
+  std::memset(&w, 0, sizeof(w));
+  if (h.address.empty() || h.address.size() >= sizeof(w.address)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("handle: address '", h.address, "' is empty or longer than 47 bytes"));
+  }
+  w.magic = kHandleMagic;
+  w.version = kHandleVersion;
+  w.port = h.port;
+  w.instance = h.instance;
+  w.listen_id = h.listen_id;
+  w.credit = h.credit;
+  std::memcpy(w.address, h.address.data(), h.address.size());
+  std::memcpy(out, &w, sizeof(w));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PluginHandle> DecodeHandle(const void* in) {
+  if (in == nullptr) return absl::InvalidArgumentError("handle is NULL");
+  Wire w;
+  std::memcpy(&w, in, sizeof(w));
+  if (w.magic != kHandleMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a longhaul handle (magic 0x", absl::Hex(w.magic), ", expected 0x",
+        absl::Hex(kHandleMagic), "): was it written by another plugin's listen?"));
+  }
+  if (w.version != kHandleVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("handle version ", w.version,
+                                                   " is not supported (this plugin: ",
+                                                   kHandleVersion, ")"));
+  }
+  if (memchr(w.address, 0, sizeof(w.address)) == nullptr || w.address[0] == 0) {
+    return absl::InvalidArgumentError("handle: address is empty or not terminated");
+  }
+  if (w.port == 0) return absl::InvalidArgumentError("handle: port is 0");
+  PluginHandle h;
+  h.address = w.address;
+  h.port = w.port;
+  h.instance = w.instance;
+  h.listen_id = w.listen_id;
+  h.credit = w.credit;
+  return h;
+}
+
+absl::Status RedirectHandle(void* handle, const std::string& address, uint16_t port) {
+  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
+  if (!h.ok()) return h.status();
+  h->address = address;
+  h->port = port;
+  return EncodeHandle(*h, handle);
+}
+
+}  // namespace longhaul::nccl

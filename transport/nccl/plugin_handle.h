@@ -1,0 +1,51 @@
+// The connection handle of longhaul's NCCL net plugin: what listen() writes into NCCL's
+// opaque 128-byte ncclNetHandle_t and connect() reads on the peer. It carries everything
+// a connect needs: the listener's UDP address, the listen comm it names, the receive
+// credit the receiver grants ahead, and the plugin instance (to share one longhaul
+// connection between the comms of a process pair).
+//
+// Layout (little-endian host order; the handle never leaves the job's machines, which
+// share an architecture):
+//
+//   offset  size  field
+//        0     4  magic 0x314e484c ("LHN1")
+//        4     2  version (1)
+//        6     2  port (UDP, of the listener's longhaul endpoint)
+//        8     8  instance (random id of the listening plugin instance)
+//       16     8  listen_id (the listen comm within that instance)
+//       24     8  credit (bytes of unmatched data the receiver buffers per comm)
+//       32    48  address (numeric IPv4/IPv6, NUL-terminated)
+//       80    48  unused (zero)
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace longhaul::nccl {
+
+inline constexpr uint32_t kHandleMagic = 0x314e484c;
+inline constexpr uint16_t kHandleVersion = 1;
+inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
+
+struct PluginHandle {
+  std::string address;  // numeric
+  uint16_t port = 0;
+  uint64_t instance = 0;
+  uint64_t listen_id = 0;
+  uint64_t credit = 0;
+};
+
+// Writes `h` into the 128 bytes at `out` (the rest zeroed). InvalidArgument if the
+// address does not fit.
+absl::Status EncodeHandle(const PluginHandle& h, void* out);
+// Reads a handle; InvalidArgument naming what is wrong (magic, version, address, port).
+absl::StatusOr<PluginHandle> DecodeHandle(const void* in);
+// Rewrites the address and port a handle points to (for a relay such as longhaul-emu in
+// front of the listener). Everything else stays.
+absl::Status RedirectHandle(void* handle, const std::string& address, uint16_t port);
+
+}  // namespace longhaul::nccl
