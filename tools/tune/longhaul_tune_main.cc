@@ -311,6 +311,7 @@ int Main(int argc, char** argv) {
     j["check_workload"] = r->check_workload;
     if (!r->check_skipped.empty()) j["check_skipped"] = r->check_skipped;
     j["candidates_evaluated"] = r->candidates_evaluated;
+    j["measure_tolerance"] = r->measure_tolerance;
     j["search_s"] = r->search_s;
     j["check_s"] = r->check_s;
     nlohmann::json h;

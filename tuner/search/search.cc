@@ -519,22 +519,34 @@ absl::StatusOr<TuneResult> Tune(const LinkEstimate& link, const SearchOptions& o
       if (!c.check_completed) continue;
       if (best == nullptr || c.measured_score() > best->measured_score()) best = &c;
     }
+    // One finite run is noisy: a loss near its end costs a repair round trip (or, for
+    // messages, moves the p99 by one). Differences smaller than that are ties.
+    double tolerance = opt.measure_tolerance;
+    if (opt.workload.objective == Objective::kGoodput) {
+      const double bytes = static_cast<double>(
+          opt.check_bytes ? opt.check_bytes : CheckBytes(link, model_choice.config.segment));
+      const double transfer_s = bytes * 8 / std::max(link.rate.bps(), 1.0);
+      const double round_s = 1.75 * std::max(link.rtt_p50.seconds(), link.rtt.seconds());
+      if (link.loss > 0) tolerance = std::max(tolerance, round_s / transfer_s);
+    } else {
+      tolerance = std::max(tolerance, 0.02);
+    }
+    res.measure_tolerance = tolerance;
     if (best != nullptr) {
+      // The check overrules the model only by more than its noise: the model's choice
+      // (picks[0]) stands when it measured within the tolerance of the best; otherwise
+      // the cheapest of the candidates within the tolerance of the best.
       const Candidate* choice = best;
-      for (const Candidate& c : picks) {
-        if (!c.check_completed) continue;
-        if (Within(c.measured_score(), best->measured_score(), opt.measure_tolerance) &&
-            CheaperThan(c, *choice)) {
-          choice = &c;
-        }
-      }
-      // Among equally cheap near-ties keep the model's order (picks[0] first).
-      for (const Candidate& c : picks) {
-        if (!c.check_completed) continue;
-        if (Within(c.measured_score(), best->measured_score(), opt.measure_tolerance) &&
-            !CheaperThan(*choice, c) && !CheaperThan(c, *choice)) {
-          choice = &c;
-          break;
+      if (picks[0].check_completed &&
+          Within(picks[0].measured_score(), best->measured_score(), tolerance)) {
+        choice = &picks[0];
+      } else {
+        for (const Candidate& c : picks) {
+          if (!c.check_completed) continue;
+          if (Within(c.measured_score(), best->measured_score(), tolerance) &&
+              CheaperThan(c, *choice)) {
+            choice = &c;
+          }
         }
       }
       res.chosen = *choice;

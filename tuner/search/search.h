@@ -14,10 +14,16 @@
 //  2. The best `top_k` distinct candidates (always including the best without FEC and
 //     the best with it) are run in the simulator (sim::RunScenario) on the fitted link
 //     (LinkEstimate::ToLinkSpec) with the objective's workload, bounded by a wall-time
-//     budget. The best measured one is chosen; results within `measure_tolerance` of
-//     each other are ranked by cost again (a finite run's noise is about that size).
+//     budget. The check overrules the model only by more than its noise: the model's
+//     choice stands if it measured within a tolerance of the best; otherwise the cheapest
+//     candidate within the tolerance of the best is chosen. The tolerance is at least
+//     `measure_tolerance`; for goodput on a lossy link, one repair round trip (1.75 RTT)
+//     over the run's transfer time, which a single loss near the end costs; for mct 2 %.
 //
-// Thread-safety: Tune() is reentrant. It runs simulations on the calling thread.
+// Each check runs in a child process (fork): a configuration that makes the transport
+// fail a CHECK, or a run that does not stop, costs that candidate (its note says so),
+// not the tuner. Thread-safety: call Tune() from a single-threaded process, or at least
+// where fork() is safe; it blocks the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +55,7 @@ struct SearchOptions {
   uint64_t check_messages = 0;       // mct: messages per run; 0: auto
   // Skip the check when the flight (BDP) exceeds this: the simulator holds it in memory.
   ByteCount max_check_flight = ByteCount{3} << 30;
-  double measure_tolerance = 0.01;   // relative; measured results this close are ties
+  double measure_tolerance = 0.01;   // relative; the least tolerance for measured ties
   uint64_t seed = 1;
   // Progress (one line per stage or check run), e.g. to stderr. May be empty.
   std::function<void(const std::string&)> progress;
@@ -82,6 +88,7 @@ struct TuneResult {
   std::string check_link;          // the fitted link spec the checks ran on
   std::string check_workload;      // "bulk 8GiB" / "messages 1000 x 1MiB at load 0.5"
   std::string check_skipped;       // why there was no check, if there was none
+  double measure_tolerance = 0;    // ties among the measured results (see above)
   double search_s = 0;             // wall time of the model search
   double check_s = 0;              // wall time of the checks
   HostAdvice host;
