@@ -36,7 +36,9 @@ TEST(IntervalSetTest, MatchesABruteForceModel) {
   bool first = true;
   for (auto [a, b] : s.intervals()) {
     EXPECT_LT(a, b);
-    if (!first) EXPECT_GT(a, prev_end);
+    if (!first) {
+      EXPECT_GT(a, prev_end);
+    }
     prev_end = b;
     first = false;
   }
