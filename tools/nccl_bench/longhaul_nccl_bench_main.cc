@@ -41,6 +41,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/nccl_bench/plugin_loader.h"
 #include "transport/base/parse.h"
+#include "transport/core/profile/profile.h"
 #include "transport/nccl/nccl_net_abi.h"
 #include "transport/nccl/plugin_handle.h"
 #include "transport/sim/link_spec.h"
@@ -65,6 +66,9 @@ DEFINE_string(plugin, "",
               "NCCL_NET_PLUGIN, else <bin>/../lib/libnccl-net-longhaul.so");
 DEFINE_string(emu, "", "longhaul-emu binary (default: next to this binary)");
 DEFINE_string(timeout, "600s", "bound on the whole run");
+DEFINE_bool(recommend, false,
+            "print the NCCL settings recommended for --link=SPEC or --profile=FILE and exit");
+DEFINE_string(profile, "", "longhaul profile for the ranks (sets NCCL_LONGHAUL_PROFILE)");
 DEFINE_int32(rank, -1, "internal: run as this rank");
 DEFINE_int32(ctrl_fd, -1, "internal: control socket of a rank");
 
@@ -451,6 +455,74 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& args, int* out_fd,
     return absl::InternalError(absl::StrCat("cannot start ", args[0], ": ", strerror(rc)));
   }
   return pid;
+}
+
+// NCCL settings for a link of `rate` and `rtt` (docs/nccl.md, "NCCL settings").
+int Recommend() {
+  Bandwidth rate;
+  Duration rtt;
+  std::string source;
+  if (!FLAGS_profile.empty()) {
+    absl::StatusOr<TransportConfig> c = LoadProfile(FLAGS_profile, TransportConfig{});
+    if (!c.ok()) {
+      fprintf(stderr, "longhaul-nccl-bench: %s\n", std::string(c.status().message()).c_str());
+      return 2;
+    }
+    rate = c->rate;
+    rtt = c->initial_rtt;
+    source = absl::StrCat("profile ", FLAGS_profile);
+  } else if (!FLAGS_link.empty()) {
+    absl::StatusOr<sim::LinkSpec> s = sim::ParseLinkSpec(FLAGS_link);
+    if (!s.ok()) {
+      fprintf(stderr, "longhaul-nccl-bench: --link: %s\n", std::string(s.status().message()).c_str());
+      return 2;
+    }
+    rate = s->rate;
+    rtt = s->rtt;
+    source = absl::StrCat("link ", s->ToString());
+  } else {
+    fprintf(stderr, "longhaul-nccl-bench: --recommend needs --link=SPEC or --profile=FILE\n");
+    return 2;
+  }
+  if (rate.IsZero()) {
+    fprintf(stderr, "longhaul-nccl-bench: the profile sets no rate (rate=0): give --link\n");
+    return 2;
+  }
+  const double bdp = rate.BytesPerSecond() * rtt.seconds();
+  // One channel per 10 Gbit/s (a proxy thread copies at a few GB/s), at least 2.
+  const int channels = std::clamp(static_cast<int>(std::ceil(rate.bps() / 10e9)), 2, 16);
+  // The channels of a peer share one connection: together they need about 2 x BDP of
+  // credit (a round trip of data plus a repair round), each comm its share.
+  const uint64_t credit = std::clamp<uint64_t>(static_cast<uint64_t>(2 * bdp / channels),
+                                               uint64_t{16} << 20, uint64_t{1} << 30);
+  // Messages of at least 500 us at a channel's share of the rate (<= 2000 per second per
+  // channel), a power of two in [512 KiB, 8 MiB]; NCCL_BUFFSIZE holds 8 of them.
+  const double per_channel = rate.BytesPerSecond() / channels;
+  uint64_t chunk = uint64_t{512} << 10;
+  while (chunk < per_channel * 500e-6 && chunk < (uint64_t{8} << 20)) chunk *= 2;
+  auto line = [](const std::string& cmd, const std::string& why) {
+    printf("%-58s # %s\n", cmd.c_str(), why.c_str());
+  };
+  printf("# NCCL over longhaul, %s: rate %s, RTT %s, BDP %.2f MB\n", source.c_str(),
+         FormatBandwidth(rate).c_str(), FormatDuration(rtt).c_str(), bdp / 1e6);
+  line("export NCCL_NET_PLUGIN=longhaul", "libnccl-net-longhaul.so on LD_LIBRARY_PATH");
+  line("export NCCL_NET=longhaul", "fail instead of falling back to IB/Socket");
+  if (!FLAGS_profile.empty()) {
+    line(absl::StrCat("export NCCL_LONGHAUL_PROFILE=", FLAGS_profile), "the tuned transport");
+  }
+  line(absl::StrCat("export NCCL_LONGHAUL_CREDIT=", FormatByteCount(credit)),
+       "per comm; x channels >= 2 x BDP in flight per peer");
+  line("export NCCL_PROTO=Simple", "LL/LL128 save microseconds, not milliseconds");
+  line("export NCCL_ALGO=Ring", "bandwidth-optimal; trees add long-haul hops");
+  line(absl::StrCat("export NCCL_MIN_NCHANNELS=", channels, " NCCL_MAX_NCHANNELS=", channels),
+       "one per 10 Gbit/s; one longhaul connection per peer");
+  line(absl::StrCat("export NCCL_BUFFSIZE=", 8 * chunk),
+       absl::StrCat("8 steps of ", FormatByteCount(chunk), " messages"));
+  line(absl::StrCat("export NCCL_P2P_NET_CHUNKSIZE=", chunk),
+       "send/recv operations in the same message size");
+  printf("# receiver memory bound: credit x channels = %s per peer and direction\n",
+         FormatByteCount(credit * channels).c_str());
+  return 0;
 }
 
 struct Emulator {
@@ -851,6 +923,8 @@ int main(int argc, char** argv) {
       "settings come from NCCL_LONGHAUL_PROFILE / NCCL_LONGHAUL_<KEY> (docs/nccl.md).");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   signal(SIGPIPE, SIG_IGN);
+  if (FLAGS_recommend) return longhaul::nccl::Recommend();
+  if (!FLAGS_profile.empty()) setenv("NCCL_LONGHAUL_PROFILE", FLAGS_profile.c_str(), 1);
   if (FLAGS_rank >= 0) {
     absl::StatusOr<longhaul::Duration> t = longhaul::ParseDuration(FLAGS_timeout);
     const auto deadline = std::chrono::steady_clock::now() +
