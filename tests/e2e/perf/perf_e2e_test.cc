@@ -409,6 +409,37 @@ TEST_P(PerfThroughEmu, IntactTransferOverAnImpairedLink) {
   StopServer(s);
 }
 
+// ECN end to end: the sender marks its datagrams ECT(0) (IP_TOS control messages), the
+// emulator CE-marks ECN-capable datagrams while its queue is above the threshold, and the
+// receiver reads the marks (IP_RECVTOS) into its counters. Sending 10 % above the link
+// rate keeps a queue. With --noecn nothing may be marked.
+TEST(PerfE2E, EcnMarksTravelBothWaysThroughTheEmulator) {
+  if (!EmuAvailable()) {
+    GTEST_SKIP() << "longhaul-emu not built (" << LONGHAUL_EMU_BIN << ")";
+  }
+  Server s = StartServer();
+  ASSERT_GT(s.port, 0);
+  Emu e = StartEmu("rate=200mbit,rtt=10ms,ecn=20KB,queue=2MB", s.port);
+  ASSERT_GT(e.port, 0);
+  ClientRun marked = RunClient(e.port, {"--bytes=16MiB", "--rate=220mbit", "--mtu=9000",
+                                        "--message_size=256KiB", "--initial_rtt=20ms"});
+  ExpectIntact(marked);
+  if (marked.json.is_object()) {
+    EXPECT_GT(marked.json["end"]["longhaul"]["receiver_stats"]["ecn_ce_received"].get<uint64_t>(),
+              0u);
+  }
+  ClientRun plain = RunClient(e.port, {"--bytes=16MiB", "--rate=220mbit", "--mtu=9000",
+                                       "--message_size=256KiB", "--initial_rtt=20ms", "--noecn"});
+  ExpectIntact(plain);
+  if (plain.json.is_object()) {
+    EXPECT_EQ(plain.json["end"]["longhaul"]["receiver_stats"]["ecn_ce_received"].get<uint64_t>(),
+              0u);
+  }
+  e.proc->Signal(SIGTERM);
+  EXPECT_TRUE(e.proc->Wait(milliseconds(20000)).ok());
+  StopServer(s);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Links, PerfThroughEmu,
     ::testing::Values("rate=200mbit,rtt=10ms,loss=0.01", "rate=200mbit,rtt=10ms,loss=0.02,burst=4",
