@@ -106,6 +106,7 @@ class PluginTest : public ::testing::Test {
     unsetenv("NCCL_LONGHAUL_INITIAL_RTT");
     unsetenv("NCCL_LONGHAUL_FEC");
     unsetenv("NCCL_LONGHAUL_CREDIT");
+    unsetenv("NCCL_LONGHAUL_COPY_MAX");
   }
 
   void Init(void** ctx) {
@@ -172,6 +173,8 @@ class PluginTest : public ::testing::Test {
     EXPECT_NE(req, nullptr);
     return req;
   }
+
+  void MessageMatrix();
 
   LoadedPlugin plugin_;
   const ncclNet_v12_t* net_ = nullptr;
@@ -453,7 +456,9 @@ TEST_F(PluginTest, ConnectAndAcceptAreRetriedUntilReady) {
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }
 
-TEST_F(PluginTest, MessageMatrixZeroTo64MiB) {
+// Sends up to NCCL_LONGHAUL_COPY_MAX (4 MiB) are copied and complete at once; larger
+// ones go in place and complete when acknowledged: the matrix covers both.
+void PluginTest::MessageMatrix() {
   void* ctx = nullptr;
   Init(&ctx);
   Comms c;
@@ -481,6 +486,18 @@ TEST_F(PluginTest, MessageMatrixZeroTo64MiB) {
   }
   Close(ctx, &c);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+TEST_F(PluginTest, MessageMatrixZeroTo64MiB) { MessageMatrix(); }
+
+TEST_F(PluginTest, MessageMatrixEverySendInPlace) {
+  setenv("NCCL_LONGHAUL_COPY_MAX", "0", 1);
+  MessageMatrix();
+}
+
+TEST_F(PluginTest, MessageMatrixEverySendCopied) {
+  setenv("NCCL_LONGHAUL_COPY_MAX", "1GiB", 1);
+  MessageMatrix();
 }
 
 TEST_F(PluginTest, DataArrivingBeforeItsReceiveIsBuffered) {
@@ -703,6 +720,64 @@ TEST_F(PluginTest, OlderVersionTablesWork) {
   EXPECT_EQ(v8->closeRecv(recv), ncclSuccess);
   EXPECT_EQ(v8->closeListen(listen), ncclSuccess);
   // No finalize in v8: TearDown's dlclose stops the runtime.
+}
+
+// A receiver process that dies: an in-place send never gets acknowledged; test reports
+// an error once the connection is declared dead, and closeSend returns (bounded by
+// NCCL_LONGHAUL_LINGER, then the connection is aborted so longhaul lets go of the memory).
+TEST_F(PluginTest, PeerGoneInPlaceSendFailsAndCloseReturns) {
+  setenv("NCCL_LONGHAUL_COPY_MAX", "0", 1);
+  setenv("NCCL_LONGHAUL_LINGER", "300ms", 1);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(sv[0]);
+    void* ctx = nullptr;
+    ncclNetCommConfig_v12_t config{-1};
+    char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+    void *listen = nullptr, *recv = nullptr;
+    if (net_->init(&ctx, 1, &config, nullptr, nullptr) != ncclSuccess) _exit(1);
+    if (net_->listen(ctx, 0, handle, &listen) != ncclSuccess) _exit(2);
+    if (write(sv[1], handle, sizeof(handle)) != sizeof(handle)) _exit(3);
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!recv && Clock::now() < deadline) {
+      if (net_->accept(listen, &recv, nullptr) != ncclSuccess) _exit(4);
+    }
+    char b = 0;
+    if (write(sv[1], &b, 1) != 1) _exit(5);
+    // Wait for the parent's go, then vanish without closing anything.
+    if (read(sv[1], &b, 1) != 1) _exit(6);
+    kill(getpid(), SIGKILL);
+  }
+  close(sv[1]);
+  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  ASSERT_EQ(read(sv[0], handle, sizeof(handle)), static_cast<ssize_t>(sizeof(handle)));
+  void* ctx = nullptr;
+  Init(&ctx);
+  void* send = nullptr;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!send && Clock::now() < deadline) {
+    ASSERT_EQ(net_->connect(ctx, 0, handle, &send, nullptr), ncclSuccess);
+  }
+  ASSERT_NE(send, nullptr);
+  char b = 0;
+  ASSERT_EQ(read(sv[0], &b, 1), 1);  // accepted
+  ASSERT_EQ(write(sv[0], &b, 1), 1);  // die now
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  close(sv[0]);
+  std::vector<uint8_t> big(32 << 20, 1);
+  void* req = nullptr;
+  ASSERT_EQ(net_->isend(send, big.data(), big.size(), 0, nullptr, nullptr, &req), ncclSuccess);
+  ASSERT_NE(req, nullptr);
+  // The peer is gone: the request ends with an error (connection refused / unreachable),
+  // never with success.
+  EXPECT_NE(WaitDone(net_, req, nullptr, std::chrono::seconds(60)), ncclSuccess);
+  EXPECT_EQ(net_->closeSend(send), ncclSuccess);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  unsetenv("NCCL_LONGHAUL_LINGER");
 }
 
 // Two processes, the handles exchanged over a socketpair, a ring of two (each sends to

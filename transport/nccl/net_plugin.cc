@@ -69,6 +69,8 @@ enum class FrameKind : uint8_t {
   kCredit = 3,  // receiver -> sender: comm `comm` has consumed `value` bytes in total
   kClose = 4,   // sender -> receiver: send comm `comm` closed
   kReject = 5,  // receiver -> sender: no listen comm `value` (closed): comm is refused
+  kDataHead = 6,  // sender -> receiver: the next message is `value` payload bytes with
+                  // `tag` (large messages, sent in place from NCCL's buffer)
 };
 struct FrameHeader {
   uint32_t magic;
@@ -82,6 +84,11 @@ struct FrameHeader {
 };
 constexpr size_t kHeaderBytes = sizeof(FrameHeader);
 static_assert(kHeaderBytes == 32);
+// Completion of a message sent in place (zero copy): set by the driver's callback when
+// longhaul reports the message acknowledged (or cancelled).
+struct ZeroCopyWait {
+  std::atomic<int> state{0};  // 0 in flight, 1 acknowledged, 2 cancelled / failed
+};
 // Credit charged per message on top of its bytes, so zero-byte messages are bounded too.
 constexpr uint64_t kMessageOverhead = 64;
 
@@ -208,6 +215,13 @@ class Link : public std::enable_shared_from_this<Link> {
   absl::Status SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance);
   // Sends a data frame from a staging buffer that already holds header and payload.
   absl::Status SendData(std::shared_ptr<uint8_t> buf, size_t bytes);
+  // Sends a kDataHead frame and, right behind it on the connection, `size` bytes at
+  // `data` in place; `wait` completes when longhaul reports them acknowledged.
+  absl::Status SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
+                           std::shared_ptr<ZeroCopyWait> wait);
+  // Aborts the connection (pending in-place sends are cancelled: longhaul stops reading
+  // their memory) and waits up to `timeout` for its end.
+  void AbortAndWait(const std::string& reason, Duration timeout);
 
   absl::Status status() {
     std::lock_guard<std::mutex> l(mu_);
@@ -292,6 +306,7 @@ class Link : public std::enable_shared_from_this<Link> {
     return absl::InternalError("bad link state");
   }
   void HandleFrame(const FrameHeader& h, Event& e);
+  void HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload, size_t size);
 
   const bool client_;
   const std::string key_;
@@ -307,6 +322,10 @@ class Link : public std::enable_shared_from_this<Link> {
   uint64_t pending_sends_ = 0;
   bool close_when_idle_ = false;
   bool reported_unknown_ = false;
+  std::unordered_map<uint64_t, std::shared_ptr<ZeroCopyWait>> in_place_;  // by message id
+  // Receiver: a kDataHead announced the next message.
+  bool expect_payload_ = false;
+  FrameHeader expected_{};
 };
 
 // ---------------------------------------------------------------------------------------
@@ -317,6 +336,10 @@ struct Settings {
   uint64_t credit = 0;
   Duration linger = Duration::Seconds(5);
   Duration connect_timeout = Duration::Seconds(20);
+  Duration spin = EndpointOptions{}.spin;
+  // Sends up to this size are copied and complete at once; larger ones are sent in place
+  // and complete when acknowledged.
+  uint64_t copy_max = uint64_t{4} << 20;
   uint16_t port = 0;
   bool rate_given = false;
   bool rtt_given = false;
@@ -340,6 +363,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
     if (stopped_) return absl::FailedPreconditionError("the plugin was finalized");
     if (endpoint_) return absl::OkStatus();
     EndpointOptions eo;
+    eo.spin = settings.spin;
     absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
     if (!ep.ok()) return ep.status();
     endpoint_ = *std::move(ep);
@@ -455,6 +479,13 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
     if (it != client_links_.end() && it->second == link) client_links_.erase(it);
   }
 
+  // Waits until `pred` holds (re-checked at every progress notification) or `timeout`.
+  template <typename Pred>
+  bool WaitFor(Pred pred, Duration timeout) {
+    std::unique_lock<std::mutex> l(idle_mu_);
+    return idle_cv_.wait_for(l, std::chrono::nanoseconds(timeout.ns()), pred);
+  }
+
   void NotifyProgress() {
     std::lock_guard<std::mutex> l(idle_mu_);
     idle_cv_.notify_all();
@@ -556,6 +587,38 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
   return absl::OkStatus();
 }
 
+absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
+                               std::shared_ptr<ZeroCopyWait> wait) {
+  auto head = std::shared_ptr<uint8_t>(new uint8_t[kHeaderBytes], std::default_delete<uint8_t[]>());
+  FrameHeader h{kFrameMagic, static_cast<uint8_t>(FrameKind::kDataHead), kFrameVersion, 0, comm,
+                tag, size, 0};
+  std::memcpy(head.get(), &h, kHeaderBytes);
+  // Both messages under the lock: no other comm's message may come between them, and the
+  // payload's id is registered before its completion can be delivered.
+  std::lock_guard<std::mutex> l(mu_);
+  if (absl::Status s = StatusLocked(); !s.ok()) return s;
+  absl::StatusOr<uint64_t> id = conn_->Send(SendBuffer{head.get(), kHeaderBytes, head}, 0);
+  if (!id.ok()) {
+    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
+  }
+  ++pending_sends_;
+  absl::StatusOr<uint64_t> pid =
+      conn_->Send(SendBuffer{static_cast<const uint8_t*>(data), size, nullptr}, 0);
+  if (!pid.ok()) {
+    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", pid.status().message()));
+  }
+  ++pending_sends_;
+  in_place_[*pid] = std::move(wait);
+  return absl::OkStatus();
+}
+
+void Link::AbortAndWait(const std::string& reason, Duration timeout) {
+  std::shared_ptr<ConnectionHandle> c = conn();
+  if (!c) return;
+  c->Abort(reason);
+  c->WaitClosed(timeout);
+}
+
 void Link::OnEvent(Event& e) {
   switch (e.type) {
     case Event::Type::kSendComplete: {
@@ -563,8 +626,16 @@ void Link::OnEvent(Event& e) {
       bool drained = false;
       {
         std::lock_guard<std::mutex> l(mu_);
+        if (!in_place_.empty()) {
+          auto it = in_place_.find(e.message_id);
+          if (it != in_place_.end()) {
+            it->second->state.store(e.status.ok() ? 1 : 2);
+            in_place_.erase(it);
+            drained = true;  // someone may wait for this one (CloseSend)
+          }
+        }
         if (pending_sends_ > 0) --pending_sends_;
-        drained = pending_sends_ == 0;
+        drained |= pending_sends_ == 0;
         if (drained && close_when_idle_ && users_ == 0 && state_ == State::kReady) {
           to_close = conn_;
         }
@@ -576,6 +647,11 @@ void Link::OnEvent(Event& e) {
       return;
     }
     case Event::Type::kReceiveComplete: {
+      if (expect_payload_) {  // the driver thread alone touches expect_payload_
+        expect_payload_ = false;
+        HandlePayload(expected_, e, e.data, e.size);
+        return;
+      }
       if (!e.status.ok() || e.data == nullptr || e.size < kHeaderBytes) {
         LogWarn("connection %s: dropped a malformed message of %llu bytes (%s)", key_.c_str(),
                 static_cast<unsigned long long>(e.size), e.status.ToString().c_str());
@@ -597,6 +673,8 @@ void Link::OnEvent(Event& e) {
         state_ = State::kClosed;
         status_ = e.status;
         pending_sends_ = 0;
+        for (auto& [id, w] : in_place_) w->state.store(2);
+        in_place_.clear();
         in_use = users_ > 0;
       }
       if (!e.status.ok() && in_use) {
@@ -608,32 +686,39 @@ void Link::OnEvent(Event& e) {
   }
 }
 
+void Link::HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload, size_t size) {
+  std::shared_ptr<RecvState> r;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = receivers_.find(h.comm);
+    if (it != receivers_.end()) r = it->second;
+  }
+  if (!r || !e.status.ok() || h.value != size || (size > 0 && payload == nullptr)) {
+    if (!reported_unknown_) {
+      reported_unknown_ = true;
+      LogWarn("connection %s: a message for comm %u was dropped (%s)", key_.c_str(), h.comm,
+              !r ? "unknown or closed comm" : "size does not match its header");
+    }
+    return;
+  }
+  Incoming in;
+  in.payload = payload;
+  in.size = size;
+  in.tag = h.tag;
+  in.owned = std::move(e.owned);
+  std::lock_guard<std::mutex> l(r->mu);
+  r->queue.push_back(std::move(in));
+}
+
 void Link::HandleFrame(const FrameHeader& h, Event& e) {
   switch (static_cast<FrameKind>(h.kind)) {
-    case FrameKind::kData: {
-      std::shared_ptr<RecvState> r;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        auto it = receivers_.find(h.comm);
-        if (it != receivers_.end()) r = it->second;
-      }
-      if (!r || h.value != e.size - kHeaderBytes) {
-        if (!reported_unknown_) {
-          reported_unknown_ = true;
-          LogWarn("connection %s: data for unknown or closed comm %u dropped", key_.c_str(),
-                  h.comm);
-        }
-        return;
-      }
-      Incoming in;
-      in.payload = e.data + kHeaderBytes;
-      in.size = static_cast<size_t>(h.value);
-      in.tag = h.tag;
-      in.owned = std::move(e.owned);
-      std::lock_guard<std::mutex> l(r->mu);
-      r->queue.push_back(std::move(in));
+    case FrameKind::kData:
+      HandlePayload(h, e, e.data + kHeaderBytes, e.size - kHeaderBytes);
       return;
-    }
+    case FrameKind::kDataHead:
+      expect_payload_ = true;
+      expected_ = h;
+      return;
     case FrameKind::kCredit:
     case FrameKind::kReject: {
       std::shared_ptr<SendState> s;
@@ -699,6 +784,7 @@ struct Request {
   bool done = false;
   absl::Status error;
   size_t send_size = 0;
+  std::shared_ptr<ZeroCopyWait> in_place;  // sends above copy_max
   int n = 0;
   int nfilled = 0;
   void* data[kMaxRecvs] = {};
@@ -763,7 +849,8 @@ const char* Env(const char* name) {
 // Plugin settings that are not profile keys.
 bool IsPluginKey(const std::string& key) {
   return key == "IFNAME" || key == "PROFILE" || key == "CREDIT" || key == "PORT" ||
-         key == "LINGER" || key == "CONNECT_TIMEOUT";
+         key == "LINGER" || key == "CONNECT_TIMEOUT" || key == "SPIN" ||
+         key == "COPY_MAX";
 }
 
 absl::StatusOr<Settings> ReadSettings() {
@@ -828,6 +915,22 @@ absl::StatusOr<Settings> ReadSettings() {
           "NCCL_LONGHAUL_CONNECT_TIMEOUT=", c, ": expected a duration in [100ms, 600s]"));
     }
     s.connect_timeout = *d;
+  }
+  if (const char* c = Env("NCCL_LONGHAUL_COPY_MAX")) {
+    absl::StatusOr<ByteCount> b = ParseByteCount(c);
+    if (!b.ok() || *b > (ByteCount{1} << 30)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("NCCL_LONGHAUL_COPY_MAX=", c, ": expected a size in [0, 1GiB]"));
+    }
+    s.copy_max = *b;
+  }
+  if (const char* c = Env("NCCL_LONGHAUL_SPIN")) {
+    absl::StatusOr<Duration> d = ParseDuration(c);
+    if (!d.ok() || d->ns() < 0 || *d > Duration::Milliseconds(10)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("NCCL_LONGHAUL_SPIN=", c, ": expected a duration in [0, 10ms]"));
+    }
+    s.spin = *d;
   }
   if (const char* c = Env("NCCL_LONGHAUL_PORT")) {
     int port = 0;
@@ -1300,6 +1403,19 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
   if (outstanding > 0 && outstanding + charge > c->state->credit) {
     return absl::OkStatus();  // back-pressure: NULL request, NCCL retries
   }
+  if (size > c->rt->settings.copy_max) {
+    auto wait = std::make_shared<ZeroCopyWait>();
+    if (absl::Status s = c->link->SendInPlace(c->state->id, tag, data, size, wait); !s.ok()) {
+      return s;
+    }
+    c->sent += charge;
+    r->kind = Request::Kind::kSend;
+    r->done = false;  // NCCL's buffer is read until longhaul reports it acknowledged
+    r->in_place = std::move(wait);
+    r->send_size = size;
+    *request = r;
+    return absl::OkStatus();
+  }
   std::shared_ptr<uint8_t> buf = c->rt->pool.Get(kHeaderBytes + size);
   FrameHeader h{kFrameMagic, static_cast<uint8_t>(FrameKind::kData), kFrameVersion, 0,
                 c->state->id, tag, size, 0};
@@ -1363,6 +1479,16 @@ absl::Status Test(void* request, int* done, int* sizes) {
   if (r->kind == Request::Kind::kSend) {
     auto* c = static_cast<SendComm*>(r->comm);
     std::lock_guard<std::mutex> l(c->mu);
+    if (r->in_place) {
+      const int st = r->in_place->state.load();
+      if (st == 0) return absl::OkStatus();  // still in flight
+      if (st == 2) {
+        ResetRequest(r);
+        *done = 1;
+        return absl::AbortedError(absl::StrCat("isend did not complete: ",
+                                               c->link->status().message()));
+      }
+    }
     *done = 1;
     if (sizes != nullptr) sizes[0] = static_cast<int>(r->send_size);
     ResetRequest(r);
@@ -1400,6 +1526,19 @@ absl::Status CloseSend(void* send_comm) {
     return absl::InvalidArgumentError("closeSend: not a send comm");
   }
   c->magic = kDeadMagic;
+  // Messages sent in place are read from NCCL's memory until acknowledged: wait for them
+  // (bounded); if they cannot finish, abort the connection so longhaul lets go of them.
+  auto in_flight = [c] {
+    for (const Request& r : c->requests) {
+      if (r.in_place && r.in_place->state.load() == 0) return true;
+    }
+    return false;
+  };
+  if (in_flight() && !c->rt->WaitFor([&] { return !in_flight(); }, c->rt->settings.linger)) {
+    LogWarn("closeSend: data sent in place not acknowledged within %s; aborting the connection",
+            FormatDuration(c->rt->settings.linger).c_str());
+    c->link->AbortAndWait("send comm closed with data in flight", Duration::Seconds(10));
+  }
   if (c->link->state() == Link::State::kReady) {
     c->link->SendControl(FrameKind::kClose, c->state->id, 0, 0).IgnoreError();
   }
