@@ -215,6 +215,16 @@ nlohmann::json SummarizeCompletionTimes(std::vector<double> s) {
   j["mct_p99_s"] = Percentile(s, 0.99);
   j["mct_p999_s"] = Percentile(s, 0.999);
   j["mct_max_s"] = s.empty() ? 0.0 : s.back();
+  // The distribution for plots: the completion time at q = 0, 0.01, ..., 1 and 0.999.
+  nlohmann::json cdf = nlohmann::json::array();
+  if (!s.empty()) {
+    for (int i = 0; i <= 100; ++i) {
+      const double q = i / 100.0;
+      cdf.push_back({q, Percentile(s, q)});
+      if (i == 99) cdf.push_back({0.999, Percentile(s, 0.999)});
+    }
+  }
+  j["mct_cdf"] = cdf;
   return j;
 }
 

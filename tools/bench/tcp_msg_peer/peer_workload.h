@@ -107,7 +107,8 @@ absl::StatusOr<nlohmann::json> RunClient(ByteStream& stream, const WorkloadOptio
 // the result it sent. `deadline_s` bounds the whole test.
 absl::StatusOr<nlohmann::json> RunServer(ByteStream& stream, double deadline_s);
 
-// Completion-time summary exactly as longhaul-perf computes it (tools/perf/perf_stream.cc).
+// Completion-time summary exactly as longhaul-perf computes it (tools/perf/perf_stream.cc),
+// plus "mct_cdf": [[q, seconds], ...] at q = 0, 0.01, ..., 1 and 0.999 (for plots).
 nlohmann::json SummarizeCompletionTimes(std::vector<double> samples_s);
 
 int64_t RealtimeNs();
