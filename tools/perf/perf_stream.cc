@@ -17,7 +17,7 @@ namespace {
 constexpr uint64_t kTagData = 1;
 constexpr uint64_t kTagControl = 2;
 constexpr size_t kMaxCorruptionDetails = 10;
-constexpr size_t kMaxMctSamples = size_t{20} << 20;
+constexpr size_t kMaxMctSamples = size_t{4} << 20;  // 32 MiB of samples per stream
 
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
