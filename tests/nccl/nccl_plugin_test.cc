@@ -456,7 +456,7 @@ TEST_F(PluginTest, ConnectAndAcceptAreRetriedUntilReady) {
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }
 
-// Sends up to NCCL_LONGHAUL_COPY_MAX (4 MiB) are copied and complete at once; larger
+// Sends up to NCCL_LONGHAUL_COPY_MAX (1 MiB) are copied and complete at once; larger
 // ones go in place and complete when acknowledged: the matrix covers both.
 void PluginTest::MessageMatrix() {
   void* ctx = nullptr;

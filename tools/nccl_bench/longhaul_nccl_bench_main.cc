@@ -705,8 +705,11 @@ int Parent::Run(int argc, char** argv) {
       }
       setenv("NCCL_LONGHAUL_PACING_BURST", "1ms", 0);
     } else {
+      // Loopback: no link to pace for; BBR capped at 40 Gbit/s, and the driver sleeps
+      // instead of spinning for pacing deadlines (the cores are shared with the ranks).
       setenv("NCCL_LONGHAUL_CC", "bbr", 0);
       setenv("NCCL_LONGHAUL_RATE", "40gbit", 0);
+      setenv("NCCL_LONGHAUL_SPIN", "0", 0);
     }
   }
   std::vector<std::string> env_shown;

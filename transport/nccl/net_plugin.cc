@@ -339,7 +339,7 @@ struct Settings {
   Duration spin = EndpointOptions{}.spin;
   // Sends up to this size are copied and complete at once; larger ones are sent in place
   // and complete when acknowledged.
-  uint64_t copy_max = uint64_t{4} << 20;
+  uint64_t copy_max = uint64_t{1} << 20;
   uint16_t port = 0;
   bool rate_given = false;
   bool rtt_given = false;
