@@ -705,10 +705,12 @@ int Parent::Run(int argc, char** argv) {
       }
       setenv("NCCL_LONGHAUL_PACING_BURST", "1ms", 0);
     } else {
-      // Loopback: no link to pace for; BBR capped at 40 Gbit/s, and the driver sleeps
-      // instead of spinning for pacing deadlines (the cores are shared with the ranks).
+      // Loopback: no link to pace for; BBR capped at 40 Gbit/s, datagrams that fill the
+      // loopback MTU (65536), and the driver sleeps instead of spinning for pacing
+      // deadlines (the cores are shared with the ranks).
       setenv("NCCL_LONGHAUL_CC", "bbr", 0);
       setenv("NCCL_LONGHAUL_RATE", "40gbit", 0);
+      if (!getenv("NCCL_LONGHAUL_SEGMENT")) setenv("NCCL_LONGHAUL_MTU", "65000", 0);
       setenv("NCCL_LONGHAUL_SPIN", "0", 0);
     }
   }
@@ -755,21 +757,61 @@ int Parent::Run(int argc, char** argv) {
     children_[r].pid = *pid;
     children_[r].fd = sv[0];
   }
+  // The error of rank r (its message, or how it failed), with the stderr of every rank
+  // that wrote any (the first failure is often another rank's).
   auto rank_error = [&](int r, ssize_t got, const void* buf) -> std::string {
+    std::string text;
     if (got > 0 && *static_cast<const uint32_t*>(buf) == kError) {
-      return static_cast<const ErrorMsg*>(buf)->text;
+      text = static_cast<const ErrorMsg*>(buf)->text;
+    } else {
+      text = absl::StrCat("rank ", r, got == 0 ? " exited" : " did not answer in time");
     }
-    return absl::StrCat("rank ", r, got == 0 ? " exited" : " did not answer in time",
-                        "; its stderr: ", ChildStderr(r));
+    for (int k = 0; k < n; ++k) {
+      std::string err = ChildStderr(k);
+      if (!err.empty()) absl::StrAppend(&text, "\n--- stderr of rank ", k, ":\n", err);
+    }
+    return text;
+  };
+  // Waits for one message from every rank, in any order; the first error ends the wait.
+  auto gather = [&](std::vector<std::unique_ptr<ResultMsg>>* out, size_t expect,
+                    uint32_t type) -> std::string {
+    out->clear();
+    out->resize(n);
+    std::vector<bool> have(n, false);
+    int left = n;
+    while (left > 0) {
+      std::vector<pollfd> fds;
+      std::vector<int> who;
+      for (int r = 0; r < n; ++r) {
+        if (!have[r]) {
+          fds.push_back({children_[r].fd, POLLIN, 0});
+          who.push_back(r);
+        }
+      }
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (ms.count() <= 0) return rank_error(who[0], -1, nullptr);
+      int rc = poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(ms.count(), 1000)));
+      if (rc < 0 && errno != EINTR) return "poll failed";
+      for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        const int r = who[i];
+        (*out)[r] = std::make_unique<ResultMsg>();
+        ssize_t got = recv(children_[r].fd, (*out)[r].get(), sizeof(ResultMsg), 0);
+        if (got != static_cast<ssize_t>(expect) || (*out)[r]->type != type) {
+          return rank_error(r, got, (*out)[r].get());
+        }
+        have[r] = true;
+        --left;
+      }
+    }
+    return "";
   };
   // Handles.
   std::vector<HelloMsg> hellos(n);
-  for (int r = 0; r < n; ++r) {
-    auto buf = std::make_unique<ResultMsg>();  // large enough for any message
-    ssize_t got = RecvMsg(children_[r].fd, buf.get(), sizeof(ResultMsg),
-                          std::min(deadline, Clock::now() + std::chrono::seconds(60)));
-    if (got != sizeof(HelloMsg) || buf->type != kHello) return Fail(rank_error(r, got, buf.get()));
-    memcpy(static_cast<void*>(&hellos[r]), buf.get(), sizeof(HelloMsg));
+  {
+    std::vector<std::unique_ptr<ResultMsg>> got;
+    if (std::string e = gather(&got, sizeof(HelloMsg), kHello); !e.empty()) return Fail(e);
+    for (int r = 0; r < n; ++r) memcpy(static_cast<void*>(&hellos[r]), got[r].get(), sizeof(HelloMsg));
   }
   const int half = n / 2;
   auto dc = [&](int r) { return r < half ? 0 : 1; };
@@ -790,12 +832,10 @@ int Parent::Run(int argc, char** argv) {
     }
     if (!SendMsg(children_[r].fd, &peer, sizeof(peer))) return Fail(rank_error(r, 0, nullptr));
   }
-  for (int r = 0; r < n; ++r) {
-    uint32_t buf[sizeof(ErrorMsg) / 4];
-    ssize_t got = RecvMsg(children_[r].fd, buf, sizeof(buf), deadline);
-    if (got != sizeof(uint32_t) || buf[0] != kReady) return Fail(rank_error(r, got, buf));
+  {
+    std::vector<std::unique_ptr<ResultMsg>> got;
+    if (std::string e = gather(&got, sizeof(uint32_t), kReady); !e.empty()) return Fail(e);
   }
-
   // Header.
   const std::string load_before = LoadAverage();
   if (!FLAGS_json) {
@@ -834,14 +874,8 @@ int Parent::Run(int argc, char** argv) {
     for (int r = 0; r < n; ++r) {
       if (!SendMsg(children_[r].fd, &run, sizeof(run))) return Fail(rank_error(r, 0, nullptr));
     }
-    std::vector<std::unique_ptr<ResultMsg>> res(n);
-    for (int r = 0; r < n; ++r) {
-      res[r] = std::make_unique<ResultMsg>();
-      ssize_t got = RecvMsg(children_[r].fd, res[r].get(), sizeof(ResultMsg), deadline);
-      if (got != sizeof(ResultMsg) || res[r]->type != kResult) {
-        return Fail(rank_error(r, got, res[r].get()));
-      }
-    }
+    std::vector<std::unique_ptr<ResultMsg>> res;
+    if (std::string e = gather(&res, sizeof(ResultMsg), kResult); !e.empty()) return Fail(e);
     // Per iteration: the mean over ranks (nccl-tests' -a 1); the time is their mean.
     std::vector<double> iter(FLAGS_iters, 0.0);
     int64_t wrong = 0;
