@@ -704,6 +704,17 @@ int Parent::Run(int argc, char** argv) {
         setenv("NCCL_LONGHAUL_MTU", absl::StrCat(spec.mtu).c_str(), 0);
       }
       setenv("NCCL_LONGHAUL_PACING_BURST", "1ms", 0);
+      // Window and receive window as longhaul-tune sizes them for a lossy path (1.5 and 3
+      // BDPs): a window far above the BDP would keep FEC auto from ever seeing the sender
+      // backlogged (it then sends parity all the time). Credit: two BDPs plus 8 slices
+      // (credit returns a whole message at a time).
+      const double bdp = spec.rate.BytesPerSecond() * spec.rtt.seconds();
+      const uint64_t mib = uint64_t{1} << 20;
+      auto mib_up = [&](double b) { return (static_cast<uint64_t>(b) + mib - 1) / mib; };
+      setenv("NCCL_LONGHAUL_WINDOW", absl::StrCat(std::max<uint64_t>(4, mib_up(1.5 * bdp)), "MiB").c_str(), 0);
+      setenv("NCCL_LONGHAUL_RECV_WINDOW", absl::StrCat(std::max<uint64_t>(8, mib_up(3 * bdp)), "MiB").c_str(), 0);
+      setenv("NCCL_LONGHAUL_CREDIT",
+             absl::StrCat(std::max<uint64_t>(16, mib_up(2 * bdp + 8.0 * *slice)), "MiB").c_str(), 0);
     } else {
       // Loopback: no link to pace for; BBR capped at 40 Gbit/s, datagrams that fill the
       // loopback MTU (65536), and the driver sleeps instead of spinning for pacing
