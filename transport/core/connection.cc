@@ -577,6 +577,11 @@ class ConnectionImpl {
 
   // Writes the given unit range (a tail-protection copy) as DATA frames.
   bool WriteRange(wire::PacketWriter* w, SentPacket* rec, uint64_t start, uint64_t units) {
+    // The original packet had no ACK in front of its data; this one may: copy what fits.
+    const size_t r = w->remaining();
+    const uint64_t room = r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
+    if (units > room) units = room;
+    if (units == 0) return false;
     EmitRun(w, start, units);
     rec->stream_start = start;
     rec->stream_units = static_cast<uint32_t>(units);

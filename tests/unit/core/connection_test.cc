@@ -170,6 +170,39 @@ TEST(ConnectionTest, TailProtectionRepairsTailLossWithoutProbeTimeout) {
   EXPECT_LT(p.now() - start, Duration::Milliseconds(25));
 }
 
+TEST(ConnectionTest, TailProtectionCopiesFitBehindAPiggybackedAck) {
+  // a's originals carry no ACK (nothing to acknowledge yet); b's message reaches a while
+  // a is sending tail copies, so the copies carry an ACK in front of the data and must
+  // shrink to the room left.
+  TransportConfig c = TestConfig();
+  c.tail_protect = true;
+  ConnectionPair p(c, c);
+  auto a_msg = Pattern(1000000, 1), b_msg = Pattern(30000, 2);
+  // Gaps in b's packets give a's ACKs several ranges (a larger ACK frame).
+  uint64_t b_data = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
+    FilterVerdict v;
+    if (dir == 1 && HasData(d)) {
+      uint64_t i = b_data++;
+      v.drop = i < 30 && i % 2 == 1;
+    }
+    return v;
+  });
+  const Time start = p.now();
+  ASSERT_TRUE(p.a().Send(SendBuffer{a_msg.data(), a_msg.size()}, 1).ok());
+  p.RunUntil([&] { return p.now() >= start + Duration::Milliseconds(1); }, Duration::Seconds(1));
+  ASSERT_TRUE(p.b().Send(SendBuffer{b_msg.data(), b_msg.size()}, 2).ok());
+  ASSERT_TRUE(p.RunUntil(
+      [&] {
+        return Count(p.a_events(), Event::Type::kReceiveComplete) == 1 &&
+               Count(p.b_events(), Event::Type::kReceiveComplete) == 1;
+      },
+      Duration::Seconds(5)));
+  EXPECT_GT(p.a().stats().tail_protect_packets, 0u);
+  EXPECT_EQ(0, std::memcmp(p.b_events()[0].data, a_msg.data(), a_msg.size()));
+  EXPECT_EQ(0, std::memcmp(p.a_events()[0].data, b_msg.data(), b_msg.size()));
+}
+
 TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
   TransportConfig c = TestConfig();
   c.tail_protect = true;
