@@ -59,6 +59,9 @@ DEFINE_int32(iters, 20, "timed iterations per size (1..1000)");
 DEFINE_int32(warmup_iters, 1, "untimed iterations per size before the timed ones");
 DEFINE_string(slice_bytes, "4MiB", "pipelining unit: largest message one ring step sends");
 DEFINE_int32(recv_ahead, 16, "receives each rank keeps posted (1..32)");
+DEFINE_int32(idle_nap_us, 200,
+             "a rank with nothing to do yields 32 times, then sleeps this long per poll (the "
+             "ranks share the cores with the transport's threads)");
 DEFINE_bool(check, true, "verify one more allreduce per size against the expected sum");
 DEFINE_bool(json, false, "print one JSON object instead of the table");
 DEFINE_string(plugin, "",
@@ -273,7 +276,7 @@ class Ring {
       } else if (++idle < 32) {
         sched_yield();
       } else {
-        timespec ts{0, 50 * 1000};
+        timespec ts{0, static_cast<long>(std::clamp(FLAGS_idle_nap_us, 0, 10000)) * 1000};
         nanosleep(&ts, nullptr);
       }
     }
@@ -757,6 +760,7 @@ int Parent::Run(int argc, char** argv) {
         absl::StrCat("--ranks=", n), absl::StrCat("--plugin=", plugin),
         absl::StrCat("--max_bytes=", *max_b), absl::StrCat("--slice_bytes=", *slice),
         absl::StrCat("--recv_ahead=", FLAGS_recv_ahead),
+        absl::StrCat("--idle_nap_us=", FLAGS_idle_nap_us),
         absl::StrCat("--check=", FLAGS_check ? "true" : "false"),
         absl::StrCat("--timeout=", FLAGS_timeout)};
     absl::StatusOr<pid_t> pid = Spawn(args, nullptr, children_[r].stderr_path);
