@@ -19,7 +19,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <linux/tcp.h>  // the kernel's full struct tcp_info (glibc's is older)
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,7 +47,7 @@ DEFINE_string(workload, "bulk", "bulk, messages or transfer");
 DEFINE_string(message_size, "1MiB", "message size (messages) or write size (bulk, transfer)");
 DEFINE_string(bytes, "", "bytes to send (transfer; messages: instead of --time)");
 DEFINE_uint64(messages, 0, "messages: how many to send (sets --bytes)");
-DEFINE_string(time, "10", "seconds to send (bulk: after --omit)");
+DEFINE_string(time, "", "seconds to send (bulk: after --omit; messages: at most); default 10, no bound for messages with --messages/--bytes");
 DEFINE_string(omit, "0", "bulk: seconds at the start left out of the goodput (iperf3 -O)");
 DEFINE_string(rate, "1gbit", "link rate: the messages schedule and the ideal completion time");
 DEFINE_double(load, 0.5, "messages: offered load as a fraction of --rate");
@@ -140,6 +142,10 @@ class TcpStream : public ByteStream {
     socklen_t len = sizeof(ti);
     if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 1448;
     return ti.tcpi_snd_mss;
+  }
+  int64_t UnackedBytes() override {
+    int n = 0;
+    return ioctl(fd_, SIOCOUTQ, &n) == 0 ? n : 0;
   }
   int64_t HeaderBytesPerPacket() override {
     tcp_info ti{};

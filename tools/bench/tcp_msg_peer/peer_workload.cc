@@ -180,10 +180,16 @@ absl::StatusOr<WorkloadOptions> WorkloadOptionsFromFlags(const WorkloadFlags& f)
     if (!f.bytes.empty()) return absl::InvalidArgumentError("give --bytes or --messages, not both");
     o.bytes = f.messages * o.message_size;
   }
-  absl::StatusOr<Duration> t = ParseDuration(f.time);
-  if (!t.ok()) return bad("time", t.status());
-  if (t->ns() <= 0) return absl::InvalidArgumentError("--time must be positive");
-  o.time_ns = t->ns();
+  if (f.time.empty()) {
+    // Default: 10 s, except that messages counted with --messages/--bytes are not cut.
+    o.time_ns = (o.workload == Workload::kMessages && o.bytes > 0) ? int64_t{3600} * 1'000'000'000
+                                                                    : 10'000'000'000;
+  } else {
+    absl::StatusOr<Duration> t = ParseDuration(f.time);
+    if (!t.ok()) return bad("time", t.status());
+    if (t->ns() <= 0) return absl::InvalidArgumentError("--time must be positive");
+    o.time_ns = t->ns();
+  }
   absl::StatusOr<Duration> om = ParseDuration(f.omit);
   if (!om.ok()) return bad("omit", om.status());
   o.omit_ns = std::max<int64_t>(0, om->ns());
@@ -253,13 +259,14 @@ absl::Status SendMessages(ByteStream& s, const WorkloadOptions& o, uint64_t* sub
   const double gap_ns = static_cast<double>(o.message_size) * 8e9 / (o.rate_bps * o.load);
   const uint64_t cap = std::max<uint64_t>(uint64_t{256} << 20, 4 * o.message_size);
   const int64_t t0 = MonotonicNs();
-  const int64_t end_ns = o.bytes > 0 ? 0 : t0 + o.time_ns;
+  // Submission stops after --messages (bytes) or --time, whichever comes first.
+  const int64_t end_ns = t0 + o.time_ns;
 
   std::thread scheduler([&] {
     uint64_t k = 0, sub = 0;
     while (!stop.load()) {
       const int64_t now = MonotonicNs();
-      if ((end_ns != 0 && now >= end_ns) || (o.bytes > 0 && sub >= o.bytes)) break;
+      if (now >= end_ns || (o.bytes > 0 && sub >= o.bytes)) break;
       if (s.deadline_ns() != 0 && now >= s.deadline_ns()) break;
       const int64_t due = t0 + static_cast<int64_t>(static_cast<double>(k) * gap_ns);
       if (due > now) {
@@ -268,7 +275,9 @@ absl::Status SendMessages(ByteStream& s, const WorkloadOptions& o, uint64_t* sub
         continue;
       }
       std::unique_lock<std::mutex> l(mu);
-      if (queued_bytes >= cap) {
+      // Outstanding = submitted and not yet acknowledged: still queued here, or in the
+      // transport's send buffer.
+      if (queued_bytes + static_cast<uint64_t>(std::max<int64_t>(0, s.UnackedBytes())) >= cap) {
         // The stream cannot keep up with the offered load: wait (counted), as
         // longhaul-perf does, instead of queueing without bound.
         ++late_submissions;
@@ -438,6 +447,9 @@ absl::StatusOr<nlohmann::json> RunClient(ByteStream& s, const WorkloadOptions& o
                          static_cast<double>(o.message_size + packets * s.HeaderBytesPerPacket()) *
                              8 / o.rate_bps;
     end["late_submissions"] = late;
+    // An open-loop load the stream could not carry: completion times grow without bound
+    // and are not comparable.
+    end["unstable"] = late > 0;
   }
   end["sender_stats"] = s.Stats();
   end["receiver_stats"] = r["stats"];

@@ -65,6 +65,9 @@ class ByteStream {
   virtual double MinRttSeconds() = 0;
   virtual int64_t PayloadPerPacket() = 0;
   virtual int64_t HeaderBytesPerPacket() = 0;
+  // Bytes handed to the transport and not yet acknowledged by the peer (the messages
+  // workload counts them as outstanding, as longhaul-perf does); 0 if unknown.
+  virtual int64_t UnackedBytes() = 0;
 
  private:
   int64_t deadline_ns_ = 0;
@@ -77,8 +80,8 @@ std::string WorkloadName(Workload w);
 struct WorkloadOptions {
   Workload workload = Workload::kBulk;
   uint64_t message_size = 1 << 20;  // bytes per frame (bulk, transfer) or per message
-  uint64_t bytes = 0;               // transfer: bytes; messages: stop after this many (0: time)
-  int64_t time_ns = 10'000'000'000;  // bulk, messages without bytes: sending time
+  uint64_t bytes = 0;               // transfer: bytes; messages: stop after this many
+  int64_t time_ns = 10'000'000'000;  // bulk: sending time; messages: submission time bound
   int64_t omit_ns = 0;              // bulk: seconds sent before the measured --time
   double rate_bps = 1e9;            // link rate (messages schedule, ideal completion)
   double load = 0.5;                // messages: offered load as a fraction of rate_bps
@@ -91,7 +94,8 @@ struct WorkloadOptions {
 // workload bulk|messages|transfer, sizes like 4MiB, durations like 30 or 500ms, rates
 // like 1gbit; `messages` > 0 sets bytes = messages x message_size. Errors name the flag.
 struct WorkloadFlags {
-  std::string workload = "bulk", message_size = "1MiB", bytes = "", time = "10", omit = "0";
+  // time "": 10 s (messages with a count: no time bound).
+  std::string workload = "bulk", message_size = "1MiB", bytes = "", time = "", omit = "0";
   std::string rate = "1gbit", timeout = "0";
   double load = 0.5;
   uint64_t messages = 0;

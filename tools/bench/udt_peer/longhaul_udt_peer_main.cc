@@ -45,7 +45,7 @@ DEFINE_string(workload, "bulk", "bulk, messages or transfer");
 DEFINE_string(message_size, "1MiB", "message size (messages) or send() size (bulk, transfer)");
 DEFINE_string(bytes, "", "bytes to send (transfer; messages: instead of --time)");
 DEFINE_uint64(messages, 0, "messages: how many to send (sets --bytes)");
-DEFINE_string(time, "10", "seconds to send (bulk: after --omit)");
+DEFINE_string(time, "", "seconds to send (bulk: after --omit; messages: at most); default 10, no bound for messages with --messages/--bytes");
 DEFINE_string(omit, "0", "bulk: seconds at the start left out of the goodput (iperf3 -O)");
 DEFINE_string(rate, "1gbit", "link rate: window sizing, messages schedule, ideal completion");
 DEFINE_double(load, 0.5, "messages: offered load as a fraction of --rate");
@@ -146,6 +146,14 @@ class UdtStream : public ByteStream {
   }
   int64_t PayloadPerPacket() override { return FLAGS_mss - kIpUdpHeaderBytes - kUdtHeaderBytes; }
   int64_t HeaderBytesPerPacket() override { return kIpUdpHeaderBytes + kUdtHeaderBytes; }
+  // UDT_SNDDATA is the sender buffer's occupancy in packets (sent-unacknowledged or
+  // unsent).
+  int64_t UnackedBytes() override {
+    int pkts = 0;
+    int len = sizeof(pkts);
+    if (UDT::getsockopt(s_, 0, UDT_SNDDATA, &pkts, &len) == UDT::ERROR) return 0;
+    return static_cast<int64_t>(pkts) * PayloadPerPacket();
+  }
 
   void set_options(nlohmann::json o) { options_ = std::move(o); }
 
