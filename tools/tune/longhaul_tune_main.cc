@@ -156,6 +156,7 @@ nlohmann::json CandidateJson(const tuner::Candidate& c, tuner::Objective o) {
     }
     s["fec_repair_packets"] = c.sim_fec_repair_packets;
     s["wall_s"] = c.sim_wall_s;
+    s["model_for_this_run"] = PredictionJson(c.check_prediction, o);
     if (!c.check_note.empty()) s["note"] = c.check_note;
     j["simulated"] = s;
   }
@@ -168,7 +169,8 @@ std::string PredictedLine(const tuner::Candidate& c, tuner::Objective o) {
                            c.prediction.mct_p99_s * 1e3, c.prediction.mct_mean_s * 1e3,
                            c.prediction.mct_ideal_s * 1e3, Rate(c.prediction.steady_goodput_bps));
   }
-  return absl::StrFormat("goodput %s (model; limited by %s)", Rate(c.prediction.goodput_bps),
+  return absl::StrFormat("goodput %s (model, %s; limited by %s)", Rate(c.prediction.goodput_bps),
+                         c.prediction.transfer_s > 0 ? "this transfer size" : "an unbounded transfer",
                          c.prediction.limit);
 }
 
@@ -176,14 +178,19 @@ std::string CheckedLine(const tuner::TuneResult& r) {
   if (!r.check_skipped.empty()) return absl::StrCat("none (", r.check_skipped, ")");
   const tuner::Candidate& c = r.chosen;
   if (!c.checked || !c.check_completed) {
-    return absl::StrCat("the choice did not complete its simulator run",
-                        c.check_note.empty() ? "" : absl::StrCat(": ", c.check_note));
+    return absl::StrCat("the model's choice was not measured",
+                        c.check_note.empty() ? "" : absl::StrCat(" (", c.check_note, ")"),
+                        c.timed_out ? "; it stands (a run cut by the time budget is no evidence "
+                                      "against it)"
+                                    : "");
   }
   std::string what =
       r.objective == tuner::Objective::kMct
-          ? absl::StrFormat("mct p99 %.3f ms, mean %.3f ms", c.sim_mct_p99_s * 1e3,
-                            c.sim_mct_mean_s * 1e3)
-          : absl::StrFormat("goodput %s", Rate(c.sim_goodput_bps));
+          ? absl::StrFormat("mct p99 %.3f ms, mean %.3f ms (model for that run: p99 %.3f ms)",
+                            c.sim_mct_p99_s * 1e3, c.sim_mct_mean_s * 1e3,
+                            c.check_prediction.mct_p99_s * 1e3)
+          : absl::StrFormat("goodput %s (model for that run: %s)", Rate(c.sim_goodput_bps),
+                            Rate(c.check_prediction.goodput_bps));
   return absl::StrFormat("%s in the simulator (%s on %s; best of %d candidates)%s", what,
                          r.check_workload, r.check_link, r.checked.size(),
                          c.check_note.empty() ? "" : absl::StrCat("; ", c.check_note));

@@ -373,9 +373,17 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
     so.max_virtual_time = Duration::Seconds(10 * span + 100 * link.rtt.seconds() + 10);
   }
   c->checked = true;
+  Workload w = opt.workload;
+  if (so.workload == sim::Workload::kBulk) {
+    w.bulk_bytes = so.bytes;
+  } else {
+    w.messages = so.messages;
+  }
+  c->check_prediction = Predict(link, c->config, w);
   absl::StatusOr<CheckOutcome> r = RunIsolated(so, budget_s + 30);
   if (!r.ok()) {
     c->check_note = std::string(r.status().message());
+    c->timed_out = absl::IsDeadlineExceeded(r.status());
     return;
   }
   c->sim_wall_s = r->wall_s;
@@ -384,6 +392,7 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
   c->sim_mct_p99_s = r->mct_p99_s;
   c->sim_mct_mean_s = r->mct_mean_s;
   c->check_completed = r->intact && r->done;
+  c->timed_out = std::string(r->stop_reason) == "max_wall_time";
   if (!c->check_completed) {
     c->check_note = absl::StrCat("run ended: ", r->stop_reason,
                                  r->error[0] ? absl::StrCat(" (", r->error, ")") : "");
@@ -399,8 +408,8 @@ double Candidate::measured_score() const { return sim_mct_p99_s > 0 ? -sim_mct_p
 ByteCount CheckBytes(const LinkEstimate& link, ByteCount segment) {
   const double bdp = static_cast<double>(link.BdpBytes());
   const double seg = static_cast<double>(std::max<ByteCount>(segment, 64));
-  double bytes = std::max(8 * bdp, 200e3 * seg);
-  bytes = std::min(bytes, 1.2e6 * seg);
+  double bytes = std::max(6 * bdp, 200e3 * seg);
+  bytes = std::min(bytes, 0.8e6 * seg);
   return RoundUp(static_cast<ByteCount>(bytes), kMiB);
 }
 
@@ -498,6 +507,7 @@ absl::StatusOr<TuneResult> Tune(const LinkEstimate& link, const SearchOptions& o
       const double left = opt.check_budget.seconds() - (WallSeconds() - c0);
       if (left <= 0.05) {
         c.check_note = "not run: check budget used up";
+        c.timed_out = true;
         continue;
       }
       // An even share of what is left, so one slow run cannot starve the others.
@@ -532,7 +542,11 @@ absl::StatusOr<TuneResult> Tune(const LinkEstimate& link, const SearchOptions& o
       tolerance = std::max(tolerance, 0.02);
     }
     res.measure_tolerance = tolerance;
-    if (best != nullptr) {
+    // A check cut short by the wall-time budget says nothing against its candidate: if
+    // the model's choice could not be measured in time, it stands.
+    const bool model_unmeasured =
+        !picks[0].check_completed && picks[0].timed_out;
+    if (best != nullptr && !model_unmeasured) {
       // The check overrules the model only by more than its noise: the model's choice
       // (picks[0]) stands when it measured within the tolerance of the best; otherwise
       // the cheapest of the candidates within the tolerance of the best.

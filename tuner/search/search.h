@@ -15,7 +15,8 @@
 //     the best with it) are run in the simulator (sim::RunScenario) on the fitted link
 //     (LinkEstimate::ToLinkSpec) with the objective's workload, bounded by a wall-time
 //     budget. The check overrules the model only by more than its noise: the model's
-//     choice stands if it measured within a tolerance of the best; otherwise the cheapest
+//     choice stands if it measured within a tolerance of the best, or if its run was cut
+//     by the wall-time budget (no evidence against it); otherwise the cheapest
 //     candidate within the tolerance of the best is chosen. The tolerance is at least
 //     `measure_tolerance`; for goodput on a lossy link, one repair round trip (1.75 RTT)
 //     over the run's transfer time, which a single loss near the end costs; for mct 2 %.
@@ -69,12 +70,16 @@ struct Candidate {
   // Simulator check (when checked).
   bool checked = false;
   bool check_completed = false;  // the run delivered everything intact within its bounds
+  bool timed_out = false;        // the run (or its turn) was cut by the wall-time budget
   double sim_goodput_bps = 0;
   double sim_mct_p99_s = 0;
   double sim_mct_mean_s = 0;
   double sim_wall_s = 0;
   uint64_t sim_fec_repair_packets = 0;
   std::string check_note;        // why a check did not complete, or FEC inactive
+  // The model's prediction for the check's own workload (a finite transfer, or the
+  // check's message count), to compare with the simulator's result.
+  Prediction check_prediction;
   double measured_score() const;  // larger is better (goodput, or -p99)
 };
 
@@ -94,8 +99,8 @@ struct TuneResult {
   HostAdvice host;
 };
 
-// Bulk bytes per check run for a link: enough for >= 8 RTTs of transfer and 200k
-// packets, at most 1.2M packets (a few CPU seconds at ~0.3-1M packets/s).
+// Bulk bytes per check run for a link: enough for >= 6 RTTs of transfer and 200k
+// packets, at most 0.8M packets (a few CPU seconds at ~0.3-1M packets/s).
 ByteCount CheckBytes(const LinkEstimate& link, ByteCount segment);
 // Messages per check run: about 300k packets in total, 100..2000 messages.
 uint64_t CheckMessages(ByteCount message_size, ByteCount segment);
