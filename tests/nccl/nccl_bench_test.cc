@@ -41,9 +41,9 @@ void CheckResult(const std::string& out, int status, int sizes) {
 TEST(NcclBench, TwoRanksOnLoopbackVerifyEverySize) {
   int status = 0;
   std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                            " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=8"
-                            " --slice_bytes=256KiB --iters=2 --timeout=120s --json",
-                        &status);
+                                   " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=8"
+                                   " --slice_bytes=256KiB --iters=2 --timeout=120s --json",
+                               &status);
   // 4, 32, 256, 2K, 16K, 128K and 1M bytes: one float (empty chunks: zero-byte messages)
   // up to several slices per chunk.
   CheckResult(out, status, 7);
@@ -52,11 +52,11 @@ TEST(NcclBench, TwoRanksOnLoopbackVerifyEverySize) {
 TEST(NcclBench, FourRanksInTwoDataCentresThroughTheEmulator) {
   int status = 0;
   std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                            " --ranks=4 --link=rate=500mbit,rtt=10ms,loss=1e-3"
-                            " --emu=" LONGHAUL_EMU_BIN
-                            " --min_bytes=1KiB --max_bytes=1MiB --step_factor=32"
-                            " --slice_bytes=128KiB --iters=2 --timeout=180s --json",
-                        &status);
+                                   " --ranks=4 --link=rate=500mbit,rtt=10ms,loss=1e-3"
+                                   " --emu=" LONGHAUL_EMU_BIN
+                                   " --min_bytes=1KiB --max_bytes=1MiB --step_factor=32"
+                                   " --slice_bytes=128KiB --iters=2 --timeout=180s --json",
+                               &status);
   CheckResult(out, status, 3);
   nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_TRUE(j.is_object());
@@ -65,19 +65,20 @@ TEST(NcclBench, FourRanksInTwoDataCentresThroughTheEmulator) {
 
 TEST(NcclBench, MissingEmulatorIsAClearError) {
   int status = 0;
-  std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                            " --ranks=2 --link=rate=1gbit,rtt=1ms --emu=/nonexistent/longhaul-emu"
-                            " --json 2>&1",
-                        &status);
+  std::string out =
+      RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
+                     " --ranks=2 --link=rate=1gbit,rtt=1ms --emu=/nonexistent/longhaul-emu"
+                     " --json 2>&1",
+                 &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("longhaul-emu not found"), std::string::npos) << out;
 }
 
 TEST(NcclBench, MissingPluginIsAClearError) {
   int status = 0;
-  std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                            " --ranks=2 --plugin=/nonexistent/libnccl-net-x.so 2>&1",
-                        &status);
+  std::string out = RunCommand(
+      std::string(LONGHAUL_NCCL_BENCH) + " --ranks=2 --plugin=/nonexistent/libnccl-net-x.so 2>&1",
+      &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("plugin not usable"), std::string::npos) << out;
 }

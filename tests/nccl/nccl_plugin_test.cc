@@ -350,7 +350,8 @@ TEST_F(PluginTest, TooManyRequestsAndBadRegistration) {
   EXPECT_EQ(extra, nullptr);
   std::vector<void*> recvs;
   std::vector<std::vector<char>> rbufs(LH_NCCL_NET_MAX_REQUESTS + 1, std::vector<char>(8));
-  for (int i = 0; i < LH_NCCL_NET_MAX_REQUESTS; ++i) recvs.push_back(Recv(c.recv, rbufs[i].data(), 8, 1));
+  for (int i = 0; i < LH_NCCL_NET_MAX_REQUESTS; ++i)
+    recvs.push_back(Recv(c.recv, rbufs[i].data(), 8, 1));
   EXPECT_EQ(net_->irecv(c.recv, 1, nullptr, nullptr, nullptr, nullptr, nullptr, &extra),
             ncclInternalError);
   void* d[1] = {rbufs.back().data()};
@@ -396,6 +397,107 @@ TEST_F(PluginTest, SendLargerThanPostedReceiveIsInvalidUsageAndTheCommGoesOn) {
   EXPECT_EQ(memcmp(got.data(), next.data(), 16), 0);
   Close(ctx, &c);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+TEST_F(PluginTest, InterfaceListMatchingNothingFailsInitListingInterfaces) {
+  setenv("NCCL_LONGHAUL_IFNAME", "=no-such-if0", 1);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v12_t config{-1};
+  EXPECT_EQ(net_->init(&ctx, 1, &config, TestLogger, nullptr), ncclInvalidUsage);
+  EXPECT_TRUE(WarnedAbout("NCCL_LONGHAUL_IFNAME==no-such-if0 matches no interface"));
+  EXPECT_TRUE(WarnedAbout("lo (127.0.0.1)"));
+  setenv("NCCL_LONGHAUL_IFNAME", "lo", 1);
+}
+
+TEST_F(PluginTest, HandleCodecRejectsDamage) {
+  char buf[kHandleBytes];
+  PluginHandle h{"127.0.0.1", 4242, 7, 9, 1 << 20};
+  ASSERT_TRUE(EncodeHandle(h, buf).ok());
+  absl::StatusOr<PluginHandle> back = DecodeHandle(buf);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->port, 4242);
+  EXPECT_EQ(back->instance, 7u);
+  EXPECT_EQ(back->listen_id, 9u);
+  ASSERT_TRUE(RedirectHandle(buf, "127.0.0.1", 5000).ok());
+  EXPECT_EQ(DecodeHandle(buf)->port, 5000);
+  EXPECT_EQ(DecodeHandle(buf)->listen_id, 9u);
+  char bad[kHandleBytes];
+  memcpy(bad, buf, sizeof(bad));
+  bad[0] ^= 1;  // magic
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  bad[4] = 9;  // version
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  memset(bad + 32, 'x', 48);  // address not terminated
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  bad[6] = bad[7] = 0;  // port 0
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  EXPECT_FALSE(EncodeHandle(PluginHandle{std::string(60, '1'), 1, 0, 0, 1}, buf).ok());
+}
+
+// v9, v10 and v11 tables: connect, one message each way through the adapters.
+TEST_F(PluginTest, V9V10V11TablesCarryMessages) {
+  auto* v9 = static_cast<const ncclNet_v9_t*>(dlsym(plugin_.library, "ncclNetPlugin_v9"));
+  auto* v10 = static_cast<const ncclNet_v10_t*>(dlsym(plugin_.library, "ncclNetPlugin_v10"));
+  auto* v11 = static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11"));
+  ASSERT_TRUE(v9 && v10 && v11);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v11_t config{-1};
+  ASSERT_EQ(v11->init(&ctx, 5, &config, TestLogger, nullptr), ncclSuccess);
+  ASSERT_EQ(v10->init(TestLogger, nullptr), ncclSuccess);  // one more user, no context
+  for (int version : {9, 10, 11}) {
+    char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+    void *listen = nullptr, *send = nullptr, *recv = nullptr;
+    if (version == 11) {
+      ASSERT_EQ(v11->listen(ctx, 0, handle, &listen), ncclSuccess);
+    } else {
+      ASSERT_EQ(v9->listen(0, handle, &listen), ncclSuccess);
+    }
+    ncclNetCommConfig_v10_t cc{-1};
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while ((!send || !recv) && Clock::now() < deadline) {
+      if (!send) {
+        ncclResult_t r = version == 9    ? v9->connect(0, handle, &send, nullptr)
+                         : version == 10 ? v10->connect(0, &cc, handle, &send, nullptr)
+                                         : v11->connect(ctx, 0, handle, &send, nullptr);
+        ASSERT_EQ(r, ncclSuccess);
+      }
+      if (!recv) {
+        ASSERT_EQ(v9->accept(listen, &recv, nullptr), ncclSuccess);
+      }
+    }
+    ASSERT_TRUE(send && recv) << version;
+    uint64_t out = 0x5150 + version, in = 0;
+    void* d[1] = {&in};
+    size_t s[1] = {sizeof(in)};
+    int t[1] = {3};
+    void *rreq = nullptr, *sreq = nullptr;
+    if (version == 9) {
+      ASSERT_EQ(v9->irecv(recv, 1, d, s, t, nullptr, &rreq), ncclSuccess);
+      while (!sreq) {
+        ASSERT_EQ(v9->isend(send, &out, sizeof(out), 3, nullptr, &sreq), ncclSuccess);
+      }
+    } else {
+      ASSERT_EQ(v10->irecv(recv, 1, d, s, t, nullptr, nullptr, &rreq), ncclSuccess);
+      while (!sreq) {
+        ASSERT_EQ(v10->isend(send, &out, sizeof(out), 3, nullptr, nullptr, &sreq), ncclSuccess);
+      }
+    }
+    int size = 0;
+    ASSERT_EQ(WaitDone(net_, rreq, &size), ncclSuccess);
+    EXPECT_EQ(size, 8);
+    EXPECT_EQ(in, out);
+    ASSERT_EQ(WaitDone(net_, sreq, nullptr), ncclSuccess);
+    EXPECT_EQ(v9->closeSend(send), ncclSuccess);
+    EXPECT_EQ(v9->closeRecv(recv), ncclSuccess);
+    EXPECT_EQ(v9->closeListen(listen), ncclSuccess);
+  }
+  EXPECT_EQ(v11->finalize(ctx), ncclSuccess);
+  // v10 has no finalize; finalize(NULL) drops a user that has no context.
+  EXPECT_EQ(v11->finalize(nullptr), ncclSuccess);
+  EXPECT_NE(v11->finalize(nullptr), ncclSuccess);  // no user left
 }
 
 // ---- semantics ----
@@ -706,7 +808,8 @@ TEST_F(PluginTest, OlderVersionTablesWork) {
   void* rreq = nullptr;
   void* sreq = nullptr;
   ASSERT_EQ(v8->irecv(recv, 1, d, s, t, nullptr, &rreq), ncclSuccess);
-  while (sreq == nullptr) ASSERT_EQ(v8->isend(send, out, sizeof(out), 0, nullptr, &sreq), ncclSuccess);
+  while (sreq == nullptr)
+    ASSERT_EQ(v8->isend(send, out, sizeof(out), 0, nullptr, &sreq), ncclSuccess);
   int done = 0, size = 0;
   const auto d2 = Clock::now() + std::chrono::seconds(20);
   while (!done && Clock::now() < d2) ASSERT_EQ(v8->test(rreq, &done, &size), ncclSuccess);
@@ -763,7 +866,7 @@ TEST_F(PluginTest, PeerGoneInPlaceSendFailsAndCloseReturns) {
   }
   ASSERT_NE(send, nullptr);
   char b = 0;
-  ASSERT_EQ(read(sv[0], &b, 1), 1);  // accepted
+  ASSERT_EQ(read(sv[0], &b, 1), 1);   // accepted
   ASSERT_EQ(write(sv[0], &b, 1), 1);  // die now
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);

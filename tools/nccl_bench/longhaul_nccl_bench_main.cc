@@ -152,7 +152,11 @@ class Ring {
  public:
   Ring(const ncclNet_v12_t* net, void* send, void* recv, int rank, int n, size_t slice_bytes,
        int recv_ahead)
-      : net_(net), send_(send), recv_(recv), rank_(rank), n_(n),
+      : net_(net),
+        send_(send),
+        recv_(recv),
+        rank_(rank),
+        n_(n),
         slice_elems_(std::max<size_t>(1, slice_bytes / sizeof(float))),
         ahead_(std::clamp(recv_ahead, 1, 32)) {}
 
@@ -202,9 +206,9 @@ class Ring {
     };
     while (next_proc < total || next_send < total || sreq_head < sreq.size()) {
       if (Clock::now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrCat(
-            "allreduce of ", count, " floats did not finish in time (", next_proc, "/", total,
-            " receives, ", next_send, "/", total, " sends)"));
+        return absl::DeadlineExceededError(
+            absl::StrCat("allreduce of ", count, " floats did not finish in time (", next_proc, "/",
+                         total, " receives, ", next_send, "/", total, " sends)"));
       }
       bool progress = false;
       // Post receives ahead.
@@ -226,13 +230,14 @@ class Ring {
       while (next_proc < next_post) {
         int done = 0, size = 0;
         ncclResult_t r = net_->test(rreq[next_proc], &done, &size);
-        if (r != ncclSuccess) return absl::InternalError(absl::StrCat("test(recv): ncclResult ", r));
+        if (r != ncclSuccess)
+          return absl::InternalError(absl::StrCat("test(recv): ncclResult ", r));
         if (!done) break;
         size_t b, len;
         range(next_proc, false, &b, &len);
         if (static_cast<size_t>(size) != len * sizeof(float)) {
-          return absl::InternalError(absl::StrCat("received ", size, " bytes, expected ",
-                                                  len * sizeof(float)));
+          return absl::InternalError(
+              absl::StrCat("received ", size, " bytes, expected ", len * sizeof(float)));
         }
         if (next_proc / nslices < static_cast<size_t>(n_ - 1)) {
           const float* t = tmp_[next_proc % ahead_].data();
@@ -261,7 +266,8 @@ class Ring {
       while (sreq_head < sreq.size()) {
         int done = 0;
         ncclResult_t r = net_->test(sreq[sreq_head], &done, nullptr);
-        if (r != ncclSuccess) return absl::InternalError(absl::StrCat("test(send): ncclResult ", r));
+        if (r != ncclSuccess)
+          return absl::InternalError(absl::StrCat("test(send): ncclResult ", r));
         if (!done) break;
         ++sreq_head;
         progress = true;
@@ -321,14 +327,15 @@ int RankMain(const std::string& plugin_path, Clock::time_point deadline) {
   if (!p.ok()) return RankFail(fd, std::string(p.status().message()));
   if (p->version < 11) {
     return RankFail(fd, absl::StrCat(p->path, " exports only ", p->symbol,
-                                      "; this benchmark drives the v11/v12 API"));
+                                     "; this benchmark drives the v11/v12 API"));
   }
   // v11 and v12 have the same function list; only getProperties' struct differs.
   const ncclNet_v12_t* net = static_cast<const ncclNet_v12_t*>(p->table);
   void* ctx = nullptr;
   ncclNetCommConfig_v12_t config{LH_NCCL_NET_TRAFFIC_CLASS_UNDEF};
   if (ncclResult_t r = net->init(&ctx, 0x10c0, &config, RankLogger, nullptr); r != ncclSuccess) {
-    return RankFail(fd, absl::StrCat("plugin init failed (ncclResult ", r, "); see its warning above"));
+    return RankFail(fd,
+                    absl::StrCat("plugin init failed (ncclResult ", r, "); see its warning above"));
   }
   int ndev = 0;
   if (net->devices(&ndev) != ncclSuccess || ndev < 1) return RankFail(fd, "plugin has no device");
@@ -342,7 +349,8 @@ int RankMain(const std::string& plugin_path, Clock::time_point deadline) {
     hello.latency_us = props.latency;
   }
   void* listen = nullptr;
-  if (net->listen(ctx, 0, hello.handle, &listen) != ncclSuccess) return RankFail(fd, "listen failed");
+  if (net->listen(ctx, 0, hello.handle, &listen) != ncclSuccess)
+    return RankFail(fd, "listen failed");
   if (!SendMsg(fd, &hello, sizeof(hello))) return 1;
   PeerMsg peer;
   if (RecvMsg(fd, &peer, sizeof(peer), deadline) != sizeof(peer) || peer.type != kPeer) {
@@ -363,7 +371,8 @@ int RankMain(const std::string& plugin_path, Clock::time_point deadline) {
       nanosleep(&ts, nullptr);
     }
   }
-  if (send == nullptr || recv == nullptr) return RankFail(fd, "ring connection not established in 60 s");
+  if (send == nullptr || recv == nullptr)
+    return RankFail(fd, "ring connection not established in 60 s");
   net->closeListen(listen);
   absl::StatusOr<ByteCount> max_bytes = ParseByteCount(FLAGS_max_bytes);
   absl::StatusOr<ByteCount> slice = ParseByteCount(FLAGS_slice_bytes);
@@ -381,13 +390,15 @@ int RankMain(const std::string& plugin_path, Clock::time_point deadline) {
     if (run.type != kRun) return RankFail(fd, "unexpected control message");
     const size_t count = run.bytes / sizeof(float);
     for (int i = 0; i < run.warmup; ++i) {
-      if (absl::Status s = ring.Run(count, deadline); !s.ok()) return RankFail(fd, std::string(s.message()));
+      if (absl::Status s = ring.Run(count, deadline); !s.ok())
+        return RankFail(fd, std::string(s.message()));
     }
     auto result = std::make_unique<ResultMsg>();
     result->iters = std::min(run.iters, kMaxIters);
     for (int i = 0; i < result->iters; ++i) {
       auto t0 = Clock::now();
-      if (absl::Status s = ring.Run(count, deadline); !s.ok()) return RankFail(fd, std::string(s.message()));
+      if (absl::Status s = ring.Run(count, deadline); !s.ok())
+        return RankFail(fd, std::string(s.message()));
       result->iter_us[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     }
     if (FLAGS_check) {
@@ -477,7 +488,8 @@ int Recommend() {
   } else if (!FLAGS_link.empty()) {
     absl::StatusOr<sim::LinkSpec> s = sim::ParseLinkSpec(FLAGS_link);
     if (!s.ok()) {
-      fprintf(stderr, "longhaul-nccl-bench: --link: %s\n", std::string(s.status().message()).c_str());
+      fprintf(stderr, "longhaul-nccl-bench: --link: %s\n",
+              std::string(s.status().message()).c_str());
       return 2;
     }
     rate = s->rate;
@@ -613,11 +625,13 @@ absl::StatusOr<uint16_t> Parent::StartEmulator(const std::string& emu, const std
   if (tfd >= 0) close(tfd);
   e.err_path = tmpl;
   const auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - Clock::now());
-  std::vector<std::string> args = {
-      emu, absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
-      absl::StrCat("--forward=", target.address, ":", target.port), "--json",
-      absl::StrCat("--max_time=", left.count() + 30, "s"),
-      absl::StrCat("--seed=", edge_from + 1)};
+  std::vector<std::string> args = {emu,
+                                   absl::StrCat("--link=", link),
+                                   "--listen=127.0.0.1:0",
+                                   absl::StrCat("--forward=", target.address, ":", target.port),
+                                   "--json",
+                                   absl::StrCat("--max_time=", left.count() + 30, "s"),
+                                   absl::StrCat("--seed=", edge_from + 1)};
   absl::StatusOr<pid_t> pid = Spawn(args, &e.out_fd, e.err_path);
   if (!pid.ok()) return pid.status();
   e.pid = *pid;
@@ -646,8 +660,8 @@ absl::StatusOr<uint16_t> Parent::StartEmulator(const std::string& emu, const std
   }
   std::ifstream f(me.err_path);
   std::string err((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return absl::UnavailableError(absl::StrCat("longhaul-emu for edge ", me.edge,
-                                             " did not become ready: ", err));
+  return absl::UnavailableError(
+      absl::StrCat("longhaul-emu for edge ", me.edge, " did not become ready: ", err));
 }
 
 int Parent::Run(int argc, char** argv) {
@@ -668,7 +682,8 @@ int Parent::Run(int argc, char** argv) {
   }
   if (FLAGS_step_factor < 2) return Fail("--step_factor must be >= 2");
   if (FLAGS_iters < 1 || FLAGS_iters > kMaxIters) return Fail("--iters must be in [1, 1000]");
-  if (FLAGS_warmup_iters < 0 || FLAGS_warmup_iters > 100) return Fail("--warmup_iters must be in [0, 100]");
+  if (FLAGS_warmup_iters < 0 || FLAGS_warmup_iters > 100)
+    return Fail("--warmup_iters must be in [0, 100]");
   if (FLAGS_recv_ahead < 1 || FLAGS_recv_ahead > 32) return Fail("--recv_ahead must be in [1, 32]");
   const auto deadline = Clock::now() + std::chrono::nanoseconds(timeout->ns());
 
@@ -714,10 +729,13 @@ int Parent::Run(int argc, char** argv) {
       const double bdp = spec.rate.BytesPerSecond() * spec.rtt.seconds();
       const uint64_t mib = uint64_t{1} << 20;
       auto mib_up = [&](double b) { return (static_cast<uint64_t>(b) + mib - 1) / mib; };
-      setenv("NCCL_LONGHAUL_WINDOW", absl::StrCat(std::max<uint64_t>(4, mib_up(1.5 * bdp)), "MiB").c_str(), 0);
-      setenv("NCCL_LONGHAUL_RECV_WINDOW", absl::StrCat(std::max<uint64_t>(8, mib_up(3 * bdp)), "MiB").c_str(), 0);
+      setenv("NCCL_LONGHAUL_WINDOW",
+             absl::StrCat(std::max<uint64_t>(4, mib_up(1.5 * bdp)), "MiB").c_str(), 0);
+      setenv("NCCL_LONGHAUL_RECV_WINDOW",
+             absl::StrCat(std::max<uint64_t>(8, mib_up(3 * bdp)), "MiB").c_str(), 0);
       setenv("NCCL_LONGHAUL_CREDIT",
-             absl::StrCat(std::max<uint64_t>(16, mib_up(2 * bdp + 8.0 * *slice)), "MiB").c_str(), 0);
+             absl::StrCat(std::max<uint64_t>(16, mib_up(2 * bdp + 8.0 * *slice)), "MiB").c_str(),
+             0);
     } else {
       // Loopback: no link to pace for; BBR capped at 40 Gbit/s, datagrams that fill the
       // loopback MTU (65536), and the driver sleeps instead of spinning for pacing
@@ -735,7 +753,8 @@ int Parent::Run(int argc, char** argv) {
   std::sort(env_shown.begin(), env_shown.end());
 
   // Ranks.
-  const std::string self = SelfDir() + "/" + std::string(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
+  const std::string self =
+      SelfDir() + "/" + std::string(strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0]);
   std::string self_exe;
   {
     char buf[4096];
@@ -755,14 +774,17 @@ int Parent::Run(int argc, char** argv) {
     // The child's end must survive exec: dup it without CLOEXEC.
     int child_fd = dup(sv[1]);
     close(sv[1]);
-    std::vector<std::string> args = {
-        self_exe, absl::StrCat("--rank=", r), absl::StrCat("--ctrl_fd=", child_fd),
-        absl::StrCat("--ranks=", n), absl::StrCat("--plugin=", plugin),
-        absl::StrCat("--max_bytes=", *max_b), absl::StrCat("--slice_bytes=", *slice),
-        absl::StrCat("--recv_ahead=", FLAGS_recv_ahead),
-        absl::StrCat("--idle_nap_us=", FLAGS_idle_nap_us),
-        absl::StrCat("--check=", FLAGS_check ? "true" : "false"),
-        absl::StrCat("--timeout=", FLAGS_timeout)};
+    std::vector<std::string> args = {self_exe,
+                                     absl::StrCat("--rank=", r),
+                                     absl::StrCat("--ctrl_fd=", child_fd),
+                                     absl::StrCat("--ranks=", n),
+                                     absl::StrCat("--plugin=", plugin),
+                                     absl::StrCat("--max_bytes=", *max_b),
+                                     absl::StrCat("--slice_bytes=", *slice),
+                                     absl::StrCat("--recv_ahead=", FLAGS_recv_ahead),
+                                     absl::StrCat("--idle_nap_us=", FLAGS_idle_nap_us),
+                                     absl::StrCat("--check=", FLAGS_check ? "true" : "false"),
+                                     absl::StrCat("--timeout=", FLAGS_timeout)};
     absl::StatusOr<pid_t> pid = Spawn(args, nullptr, children_[r].stderr_path);
     close(child_fd);
     if (!pid.ok()) {
@@ -826,7 +848,8 @@ int Parent::Run(int argc, char** argv) {
   {
     std::vector<std::unique_ptr<ResultMsg>> got;
     if (std::string e = gather(&got, sizeof(HelloMsg), kHello); !e.empty()) return Fail(e);
-    for (int r = 0; r < n; ++r) memcpy(static_cast<void*>(&hellos[r]), got[r].get(), sizeof(HelloMsg));
+    for (int r = 0; r < n; ++r)
+      memcpy(static_cast<void*>(&hellos[r]), got[r].get(), sizeof(HelloMsg));
   }
   const int half = n / 2;
   auto dc = [&](int r) { return r < half ? 0 : 1; };
@@ -854,8 +877,8 @@ int Parent::Run(int argc, char** argv) {
   // Header.
   const std::string load_before = LoadAverage();
   if (!FLAGS_json) {
-    printf("# longhaul-nccl-bench: %d ranks, data centres: ranks 0-%d | %d-%d\n", n, half - 1,
-           half, n - 1);
+    printf("# longhaul-nccl-bench: %d ranks, data centres: ranks 0-%d | %d-%d\n", n, half - 1, half,
+           n - 1);
     if (FLAGS_link.empty()) {
       printf("# link: none (direct loopback)\n");
     } else {
@@ -870,10 +893,10 @@ int Parent::Run(int argc, char** argv) {
            FormatByteCount(*slice).c_str(), FLAGS_recv_ahead, FLAGS_warmup_iters, FLAGS_iters,
            load_before.c_str());
     printf("#\n");
-    printf("#%12s %12s %8s %6s %6s %12s %8s %8s %7s %12s %12s\n", "size", "count", "type",
-           "redop", "root", "time", "algbw", "busbw", "#wrong", "p50", "p99");
-    printf("#%12s %12s %8s %6s %6s %12s %8s %8s %7s %12s %12s\n", "(B)", "(elements)", "", "",
-           "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
+    printf("#%12s %12s %8s %6s %6s %12s %8s %8s %7s %12s %12s\n", "size", "count", "type", "redop",
+           "root", "time", "algbw", "busbw", "#wrong", "p50", "p99");
+    printf("#%12s %12s %8s %6s %6s %12s %8s %8s %7s %12s %12s\n", "(B)", "(elements)", "", "", "",
+           "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)");
     fflush(stdout);
   }
   nlohmann::json results = nlohmann::json::array();
@@ -918,10 +941,17 @@ int Parent::Run(int argc, char** argv) {
              busbw, static_cast<long long>(wrong), p50, p99);
       fflush(stdout);
     }
-    results.push_back({{"size", run.bytes}, {"count", count}, {"type", "float"},
-                       {"redop", "sum"}, {"time_us", mean}, {"algbw_GBps", algbw},
-                       {"busbw_GBps", busbw}, {"wrong", wrong}, {"p50_us", p50},
-                       {"p99_us", p99}, {"p99_over_p50", p50 > 0 ? p99 / p50 : 0},
+    results.push_back({{"size", run.bytes},
+                       {"count", count},
+                       {"type", "float"},
+                       {"redop", "sum"},
+                       {"time_us", mean},
+                       {"algbw_GBps", algbw},
+                       {"busbw_GBps", busbw},
+                       {"wrong", wrong},
+                       {"p50_us", p50},
+                       {"p99_us", p99},
+                       {"p99_over_p50", p50 > 0 ? p99 / p50 : 0},
                        {"iter_us", iter}});
     if (bytes > *max_b / FLAGS_step_factor) break;
   }
@@ -936,7 +966,7 @@ int Parent::Run(int argc, char** argv) {
     j["ranks"] = n;
     j["data_centres"] = {{"a", {0, half - 1}}, {"b", {half, n - 1}}};
     j["link"] = FLAGS_link.empty() ? nlohmann::json(nullptr)
-                                  : nlohmann::json::parse(spec.ToJson(), nullptr, false);
+                                   : nlohmann::json::parse(spec.ToJson(), nullptr, false);
     j["emulated_edges"] = crossing;
     j["plugin"] = plugin;
     j["plugin_version"] = hellos[0].version;

@@ -192,8 +192,7 @@ ncclResult_t IsendV8(void* comm, void* data, int size, int tag, void*, void** re
 ncclResult_t IsendV9(void* comm, void* data, size_t size, int tag, void*, void** request) {
   return Result("isend", Isend(comm, data, size, tag, request));
 }
-ncclResult_t IsendV10(void* comm, void* data, size_t size, int tag, void*, void*,
-                      void** request) {
+ncclResult_t IsendV10(void* comm, void* data, size_t size, int tag, void*, void*, void** request) {
   return Result("isend", Isend(comm, data, size, tag, request));
 }
 ncclResult_t IrecvV8(void* comm, int n, void** data, int* sizes, int* tags, void**,
@@ -216,8 +215,8 @@ ncclResult_t IrecvV9(void* comm, int n, void** data, size_t* sizes, int* tags, v
                      void** request) {
   return Result("irecv", Irecv(comm, n, data, sizes, tags, request));
 }
-ncclResult_t IrecvV10(void* comm, int n, void** data, size_t* sizes, int* tags, void**,
-                      void**, void** request) {
+ncclResult_t IrecvV10(void* comm, int n, void** data, size_t* sizes, int* tags, void**, void**,
+                      void** request) {
   return Result("irecv", Irecv(comm, n, data, sizes, tags, request));
 }
 // Host memory needs no flush: a NULL request means "nothing to wait for".
@@ -246,40 +245,38 @@ using namespace longhaul::nccl;  // NOLINT: the tables below name the adapters
 extern "C" {
 
 __attribute__((visibility("default"))) ncclNet_v12_t ncclNetPlugin_v12 = {
-    kPluginName,     InitV12,         DevicesImpl,     GetPropertiesV12, ListenCtx,
-    ConnectCtx,      AcceptImpl,      RegMrImpl,       RegMrDmaBufImpl,  DeregMrImpl,
-    IsendV10,        IrecvV10,        IflushImpl,      TestImpl,         CloseSendImpl,
-    CloseRecvImpl,   CloseListenImpl, nullptr,         nullptr,          nullptr,
-    FinalizeCtx,     nullptr,
+    kPluginName, InitV12,   DevicesImpl,     GetPropertiesV12, ListenCtx,       ConnectCtx,
+    AcceptImpl,  RegMrImpl, RegMrDmaBufImpl, DeregMrImpl,      IsendV10,        IrecvV10,
+    IflushImpl,  TestImpl,  CloseSendImpl,   CloseRecvImpl,    CloseListenImpl, nullptr,
+    nullptr,     nullptr,   FinalizeCtx,     nullptr,
 };
 
 __attribute__((visibility("default"))) ncclNet_v11_t ncclNetPlugin_v11 = {
-    kPluginName,     InitV11,         DevicesImpl,     GetPropertiesV11, ListenCtx,
-    ConnectCtx,      AcceptImpl,      RegMrImpl,       RegMrDmaBufImpl,  DeregMrImpl,
-    IsendV10,        IrecvV10,        IflushImpl,      TestImpl,         CloseSendImpl,
-    CloseRecvImpl,   CloseListenImpl, nullptr,         nullptr,          nullptr,
-    FinalizeCtx,     nullptr,
+    kPluginName, InitV11,   DevicesImpl,     GetPropertiesV11, ListenCtx,       ConnectCtx,
+    AcceptImpl,  RegMrImpl, RegMrDmaBufImpl, DeregMrImpl,      IsendV10,        IrecvV10,
+    IflushImpl,  TestImpl,  CloseSendImpl,   CloseRecvImpl,    CloseListenImpl, nullptr,
+    nullptr,     nullptr,   FinalizeCtx,     nullptr,
 };
 
 __attribute__((visibility("default"))) ncclNet_v10_t ncclNetPlugin_v10 = {
-    kPluginName,   InitV10,         DevicesImpl, GetPropertiesV9, ListenNoCtx, ConnectV10,
-    AcceptImpl,    RegMrImpl,       RegMrDmaBufImpl, DeregMrImpl, IsendV10,    IrecvV10,
-    IflushImpl,    TestImpl,        CloseSendImpl,   CloseRecvImpl, CloseListenImpl,
-    nullptr,       nullptr,         nullptr,
+    kPluginName,   InitV10,         DevicesImpl, GetPropertiesV9, ListenNoCtx,
+    ConnectV10,    AcceptImpl,      RegMrImpl,   RegMrDmaBufImpl, DeregMrImpl,
+    IsendV10,      IrecvV10,        IflushImpl,  TestImpl,        CloseSendImpl,
+    CloseRecvImpl, CloseListenImpl, nullptr,     nullptr,         nullptr,
 };
 
 __attribute__((visibility("default"))) ncclNet_v9_t ncclNetPlugin_v9 = {
-    kPluginName,   InitNoCtx,       DevicesImpl, GetPropertiesV9, ListenNoCtx, ConnectV8,
-    AcceptImpl,    RegMrImpl,       RegMrDmaBufImpl, DeregMrImpl, IsendV9,     IrecvV9,
-    IflushImpl,    TestImpl,        CloseSendImpl,   CloseRecvImpl, CloseListenImpl,
-    nullptr,       nullptr,         nullptr,
+    kPluginName,   InitNoCtx,       DevicesImpl, GetPropertiesV9, ListenNoCtx,
+    ConnectV8,     AcceptImpl,      RegMrImpl,   RegMrDmaBufImpl, DeregMrImpl,
+    IsendV9,       IrecvV9,         IflushImpl,  TestImpl,        CloseSendImpl,
+    CloseRecvImpl, CloseListenImpl, nullptr,     nullptr,         nullptr,
 };
 
 __attribute__((visibility("default"))) ncclNet_v8_t ncclNetPlugin_v8 = {
-    kPluginName,   InitNoCtx,       DevicesImpl, GetPropertiesV8, ListenNoCtx, ConnectV8,
-    AcceptImpl,    RegMrImpl,       RegMrDmaBufImpl, DeregMrImpl, IsendV8,     IrecvV8,
-    IflushImpl,    TestImpl,        CloseSendImpl,   CloseRecvImpl, CloseListenImpl,
-    nullptr,       nullptr,
+    kPluginName,   InitNoCtx,       DevicesImpl, GetPropertiesV8, ListenNoCtx,
+    ConnectV8,     AcceptImpl,      RegMrImpl,   RegMrDmaBufImpl, DeregMrImpl,
+    IsendV8,       IrecvV8,         IflushImpl,  TestImpl,        CloseSendImpl,
+    CloseRecvImpl, CloseListenImpl, nullptr,     nullptr,
 };
 
 }  // extern "C"

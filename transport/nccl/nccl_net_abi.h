@@ -107,16 +107,15 @@ typedef struct {
   ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
   ncclResult_t (*connect)(int dev, void* handle, void** sendComm,
                           ncclNetDeviceHandle_v8_t** sendDevComm);
-  ncclResult_t (*accept)(void* listenComm, void** recvComm,
-                         ncclNetDeviceHandle_v8_t** recvDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v8_t** recvDevComm);
   ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
   ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
                               int fd, void** mhandle);
   ncclResult_t (*deregMr)(void* comm, void* mhandle);
   ncclResult_t (*isend)(void* sendComm, void* data, int size, int tag, void* mhandle,
                         void** request);
-  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags,
-                        void** mhandles, void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, int* sizes, int* tags, void** mhandles,
+                        void** request);
   ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles,
                          void** request);
   ncclResult_t (*test)(void* request, int* done, int* sizes);
@@ -163,8 +162,7 @@ typedef struct {
   ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
   ncclResult_t (*connect)(int dev, void* handle, void** sendComm,
                           ncclNetDeviceHandle_v9_t** sendDevComm);
-  ncclResult_t (*accept)(void* listenComm, void** recvComm,
-                         ncclNetDeviceHandle_v9_t** recvDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v9_t** recvDevComm);
   ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
   ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset,
                               int fd, void** mhandle);
@@ -195,8 +193,8 @@ typedef struct {
   ncclResult_t (*devices)(int* ndev);
   ncclResult_t (*getProperties)(int dev, ncclNetProperties_v10_t* props);
   ncclResult_t (*listen)(int dev, void* handle, void** listenComm);
-  ncclResult_t (*connect)(int dev, ncclNetCommConfig_v10_t* config, void* handle,
-                          void** sendComm, ncclNetDeviceHandle_v10_t** sendDevComm);
+  ncclResult_t (*connect)(int dev, ncclNetCommConfig_v10_t* config, void* handle, void** sendComm,
+                          ncclNetDeviceHandle_v10_t** sendDevComm);
   ncclResult_t (*accept)(void* listenComm, void** recvComm,
                          ncclNetDeviceHandle_v10_t** recvDevComm);
   ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);

@@ -1,9 +1,9 @@
 #include "transport/nccl/net_plugin.h"
 
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -64,11 +64,11 @@ void LogV(ncclDebugLogLevel level, unsigned long flags, const char* fmt, va_list
 constexpr uint32_t kFrameMagic = 0x464e484c;  // "LHNF"
 constexpr uint8_t kFrameVersion = 1;
 enum class FrameKind : uint8_t {
-  kOpen = 1,    // sender -> receiver: a send comm `comm` opens to listen comm `value`
-  kData = 2,    // sender -> receiver: `value` payload bytes with `tag` follow
-  kCredit = 3,  // receiver -> sender: comm `comm` has consumed `value` bytes in total
-  kClose = 4,   // sender -> receiver: send comm `comm` closed
-  kReject = 5,  // receiver -> sender: no listen comm `value` (closed): comm is refused
+  kOpen = 1,      // sender -> receiver: a send comm `comm` opens to listen comm `value`
+  kData = 2,      // sender -> receiver: `value` payload bytes with `tag` follow
+  kCredit = 3,    // receiver -> sender: comm `comm` has consumed `value` bytes in total
+  kClose = 4,     // sender -> receiver: send comm `comm` closed
+  kReject = 5,    // receiver -> sender: no listen comm `value` (closed): comm is refused
   kDataHead = 6,  // sender -> receiver: the next message is `value` payload bytes with
                   // `tag` (large messages, sent in place from NCCL's buffer)
 };
@@ -299,9 +299,8 @@ class Link : public std::enable_shared_from_this<Link> {
       case State::kFailed:
         return status_;
       case State::kClosed:
-        return absl::AbortedError(
-            absl::StrCat("longhaul connection ", key_, " closed: ",
-                         status_.ok() ? "by the peer" : status_.ToString()));
+        return absl::AbortedError(absl::StrCat("longhaul connection ", key_, " closed: ",
+                                               status_.ok() ? "by the peer" : status_.ToString()));
     }
     return absl::InternalError("bad link state");
   }
@@ -391,8 +390,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
     absl::StatusOr<uint16_t> port = endpoint_->Listen(devices[dev].address, settings.port, lo);
     if (!port.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", dev_name, " (",
-                                                 devices[dev].address, "): ",
-                                                 port.status().message()));
+                                                 devices[dev].address,
+                                                 "): ", port.status().message()));
     }
     ports_[dev] = *port;
     LogInfo("device %d (%s) listens on UDP %s:%u", dev, dev_name.c_str(),
@@ -465,8 +464,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
       if (c.ok()) {
         link_raw->SetReady(*c);
       } else {
-        link_raw->SetFailed(absl::UnavailableError(absl::StrCat(
-            "connect to ", address, ":", port, " failed: ", c.status().message())));
+        link_raw->SetFailed(absl::UnavailableError(
+            absl::StrCat("connect to ", address, ":", port, " failed: ", c.status().message())));
       }
     });
     return link;
@@ -564,7 +563,8 @@ absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, ui
   if (!id.ok()) {
     std::lock_guard<std::mutex> l(mu_);
     --pending_sends_;
-    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
+    return absl::AbortedError(
+        absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
   }
   return absl::OkStatus();
 }
@@ -582,7 +582,8 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
   if (!id.ok()) {
     std::lock_guard<std::mutex> l(mu_);
     --pending_sends_;
-    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
+    return absl::AbortedError(
+        absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
   }
   return absl::OkStatus();
 }
@@ -590,8 +591,10 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
 absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
                                std::shared_ptr<ZeroCopyWait> wait) {
   auto head = std::shared_ptr<uint8_t>(new uint8_t[kHeaderBytes], std::default_delete<uint8_t[]>());
-  FrameHeader h{kFrameMagic, static_cast<uint8_t>(FrameKind::kDataHead), kFrameVersion, 0, comm,
-                tag, size, 0};
+  FrameHeader h{kFrameMagic,   static_cast<uint8_t>(FrameKind::kDataHead),
+                kFrameVersion, 0,
+                comm,          tag,
+                size,          0};
   std::memcpy(head.get(), &h, kHeaderBytes);
   // Both messages under the lock: no other comm's message may come between them, and the
   // payload's id is registered before its completion can be delivered.
@@ -599,13 +602,15 @@ absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t 
   if (absl::Status s = StatusLocked(); !s.ok()) return s;
   absl::StatusOr<uint64_t> id = conn_->Send(SendBuffer{head.get(), kHeaderBytes, head}, 0);
   if (!id.ok()) {
-    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
+    return absl::AbortedError(
+        absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
   }
   ++pending_sends_;
   absl::StatusOr<uint64_t> pid =
       conn_->Send(SendBuffer{static_cast<const uint8_t*>(data), size, nullptr}, 0);
   if (!pid.ok()) {
-    return absl::AbortedError(absl::StrCat("longhaul connection ", key_, ": ", pid.status().message()));
+    return absl::AbortedError(
+        absl::StrCat("longhaul connection ", key_, ": ", pid.status().message()));
   }
   ++pending_sends_;
   in_place_[*pid] = std::move(wait);
@@ -849,8 +854,7 @@ const char* Env(const char* name) {
 // Plugin settings that are not profile keys.
 bool IsPluginKey(const std::string& key) {
   return key == "IFNAME" || key == "PROFILE" || key == "CREDIT" || key == "PORT" ||
-         key == "LINGER" || key == "CONNECT_TIMEOUT" || key == "SPIN" ||
-         key == "COPY_MAX";
+         key == "LINGER" || key == "CONNECT_TIMEOUT" || key == "SPIN" || key == "COPY_MAX";
 }
 
 absl::StatusOr<Settings> ReadSettings() {
@@ -895,14 +899,14 @@ absl::StatusOr<Settings> ReadSettings() {
   }
   // Credit: twice the path's bandwidth-delay product, within [16 MiB, 1 GiB].
   const double bdp = s.config.rate.BytesPerSecond() * s.config.initial_rtt.seconds();
-  s.credit = std::clamp<uint64_t>(static_cast<uint64_t>(2 * bdp), uint64_t{16} << 20,
-                                  uint64_t{1} << 30);
+  s.credit =
+      std::clamp<uint64_t>(static_cast<uint64_t>(2 * bdp), uint64_t{16} << 20, uint64_t{1} << 30);
   if (const char* c = Env("NCCL_LONGHAUL_CREDIT")) {
     absl::StatusOr<ByteCount> b = ParseByteCount(c);
     if (!b.ok() || *b < 65536 || *b > (ByteCount{64} << 30)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "NCCL_LONGHAUL_CREDIT=", c, ": expected a size in [64KiB, 64GiB]",
-          b.ok() ? "" : absl::StrCat(" (", b.status().message(), ")")));
+      return absl::FailedPreconditionError(
+          absl::StrCat("NCCL_LONGHAUL_CREDIT=", c, ": expected a size in [64KiB, 64GiB]",
+                       b.ok() ? "" : absl::StrCat(" (", b.status().message(), ")")));
     }
     s.credit = *b;
   }
@@ -917,8 +921,8 @@ absl::StatusOr<Settings> ReadSettings() {
   if (const char* c = Env("NCCL_LONGHAUL_CONNECT_TIMEOUT")) {
     absl::StatusOr<Duration> d = ParseDuration(c);
     if (!d.ok() || *d < Duration::Milliseconds(100) || *d > Duration::Seconds(600)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "NCCL_LONGHAUL_CONNECT_TIMEOUT=", c, ": expected a duration in [100ms, 600s]"));
+      return absl::FailedPreconditionError(absl::StrCat("NCCL_LONGHAUL_CONNECT_TIMEOUT=", c,
+                                                        ": expected a duration in [100ms, 600s]"));
     }
     s.connect_timeout = *d;
   }
@@ -1111,9 +1115,9 @@ void Progress(RecvComm* c) {
       }
     }
     if (slot < 0) {
-      r->error = absl::OutOfRangeError(absl::StrCat(
-          "a message with tag ", in.tag, " matches no open buffer of the grouped receive (",
-          r->n, " buffers)"));
+      r->error = absl::OutOfRangeError(
+          absl::StrCat("a message with tag ", in.tag,
+                       " matches no open buffer of the grouped receive (", r->n, " buffers)"));
     } else if (in.size > r->capacity[slot]) {
       r->error = absl::OutOfRangeError(
           absl::StrCat("message of ", in.size, " bytes is larger than the posted receive of ",
@@ -1187,8 +1191,7 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
     }
     LogInfo("using %s; rate %s, cc %s, fec %s, segment %llu, credit %s per comm%s%s", names.c_str(),
             FormatBandwidth(rt->settings.config.rate).c_str(),
-            CongestionControlName(rt->settings.config.cc),
-            FecModeName(rt->settings.config.fec),
+            CongestionControlName(rt->settings.config.cc), FecModeName(rt->settings.config.fec),
             static_cast<unsigned long long>(rt->settings.config.segment),
             FormatByteCount(rt->settings.credit).c_str(),
             rt->settings.profile_path.empty() ? "" : ", profile ",
@@ -1210,7 +1213,8 @@ absl::Status Finalize(void* ctx) {
     std::lock_guard<std::mutex> l(g_mu);
     if (ctx != nullptr) {
       auto* c = static_cast<Context*>(ctx);
-      if (c->magic != kCtxMagic) return absl::InvalidArgumentError("finalize: not a plugin context");
+      if (c->magic != kCtxMagic)
+        return absl::InvalidArgumentError("finalize: not a plugin context");
       c->magic = kDeadMagic;
       delete c;
     }
@@ -1246,9 +1250,8 @@ absl::StatusOr<DeviceProperties> GetProperties(int dev) {
   std::shared_ptr<Runtime> rt = CurrentRuntime();
   if (!rt) return absl::InvalidArgumentError("getProperties: the plugin is not initialized");
   if (dev < 0 || dev >= static_cast<int>(rt->devices.size())) {
-    return absl::InvalidArgumentError(absl::StrCat("getProperties: device ", dev,
-                                                   " does not exist (", rt->devices.size(),
-                                                   " devices)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "getProperties: device ", dev, " does not exist (", rt->devices.size(), " devices)"));
   }
   return rt->devices[dev];
 }
@@ -1316,7 +1319,8 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
   auto state = std::make_shared<SendState>();
   state->credit = h->credit;
   (*link)->AddSender(state);
-  if (absl::Status s = (*link)->SendControl(FrameKind::kOpen, state->id, h->listen_id, rt->instance);
+  if (absl::Status s =
+          (*link)->SendControl(FrameKind::kOpen, state->id, h->listen_id, rt->instance);
       !s.ok()) {
     (*link)->RemoveSender(state->id);
     return s;
@@ -1391,8 +1395,8 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
   }
   if (data == nullptr && size > 0) return absl::InvalidArgumentError("isend: NULL data");
   if (size > kMaxP2pBytes) {
-    return absl::OutOfRangeError(absl::StrCat("isend: ", size, " bytes exceed maxP2pBytes (",
-                                              kMaxP2pBytes, ")"));
+    return absl::OutOfRangeError(
+        absl::StrCat("isend: ", size, " bytes exceed maxP2pBytes (", kMaxP2pBytes, ")"));
   }
   if (c->state->rejected.load()) {
     return absl::AbortedError("isend: the peer refused this comm (its listen comm was closed)");
@@ -1401,8 +1405,8 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
   std::lock_guard<std::mutex> l(c->mu);
   Request* r = FreeSlot(c->requests);
   if (r == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "isend: ", kMaxRequests, " requests are already in flight on this comm"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("isend: ", kMaxRequests, " requests are already in flight on this comm"));
   }
   const uint64_t charge = size + kMessageOverhead;
   const uint64_t outstanding = c->sent - std::min(c->sent, c->state->peer_consumed.load());
@@ -1423,8 +1427,10 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
     return absl::OkStatus();
   }
   std::shared_ptr<uint8_t> buf = c->rt->pool.Get(kHeaderBytes + size);
-  FrameHeader h{kFrameMagic, static_cast<uint8_t>(FrameKind::kData), kFrameVersion, 0,
-                c->state->id, tag, size, 0};
+  FrameHeader h{kFrameMagic,   static_cast<uint8_t>(FrameKind::kData),
+                kFrameVersion, 0,
+                c->state->id,  tag,
+                size,          0};
   std::memcpy(buf.get(), &h, kHeaderBytes);
   if (size > 0) std::memcpy(buf.get() + kHeaderBytes, data, size);
   if (absl::Status s = c->link->SendData(std::move(buf), kHeaderBytes + size); !s.ok()) return s;
@@ -1459,8 +1465,8 @@ absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
   std::lock_guard<std::mutex> l(c->mu);
   Request* r = FreeSlot(c->requests);
   if (r == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "irecv: ", kMaxRequests, " requests are already in flight on this comm"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("irecv: ", kMaxRequests, " requests are already in flight on this comm"));
   }
   r->kind = Request::Kind::kRecv;
   r->n = n;
@@ -1491,8 +1497,8 @@ absl::Status Test(void* request, int* done, int* sizes) {
       if (st == 2) {
         ResetRequest(r);
         *done = 1;
-        return absl::AbortedError(absl::StrCat("isend did not complete: ",
-                                               c->link->status().message()));
+        return absl::AbortedError(
+            absl::StrCat("isend did not complete: ", c->link->status().message()));
       }
     }
     *done = 1;

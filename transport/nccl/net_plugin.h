@@ -44,8 +44,8 @@
 namespace longhaul::nccl {
 
 inline constexpr int kMaxRequests = LH_NCCL_NET_MAX_REQUESTS;  // per comm
-inline constexpr int kMaxRecvs = 8;                             // grouped receive limit
-inline constexpr size_t kMaxP2pBytes = LH_NCCL_MAX_NET_SIZE;     // 1 GiB per message
+inline constexpr int kMaxRecvs = 8;                            // grouped receive limit
+inline constexpr size_t kMaxP2pBytes = LH_NCCL_MAX_NET_SIZE;   // 1 GiB per message
 inline constexpr int kMaxComms = 65536;
 
 // What getProperties reports for a device.

@@ -48,14 +48,13 @@ absl::StatusOr<PluginHandle> DecodeHandle(const void* in) {
   Wire w;
   std::memcpy(&w, in, sizeof(w));
   if (w.magic != kHandleMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not a longhaul handle (magic 0x", absl::Hex(w.magic), ", expected 0x",
-        absl::Hex(kHandleMagic), "): was it written by another plugin's listen?"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a longhaul handle (magic 0x", absl::Hex(w.magic), ", expected 0x",
+                     absl::Hex(kHandleMagic), "): was it written by another plugin's listen?"));
   }
   if (w.version != kHandleVersion) {
-    return absl::InvalidArgumentError(absl::StrCat("handle version ", w.version,
-                                                   " is not supported (this plugin: ",
-                                                   kHandleVersion, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "handle version ", w.version, " is not supported (this plugin: ", kHandleVersion, ")"));
   }
   if (memchr(w.address, 0, sizeof(w.address)) == nullptr || w.address[0] == 0) {
     return absl::InvalidArgumentError("handle: address is empty or not terminated");
