@@ -11,7 +11,7 @@
 //     arrived), then probes at 1.25 x the best
 //     delivery rate seen, and declares the pipe full once the best delivery rate grew by
 //     less than 25 % for 3 trains in a row (BBR's full-pipe rule: bbr_full_bw_thresh
-//     5/4, bbr_full_bw_cnt 3). A train the sender could not send at >= 90 % of its
+//     5/4, bbr_full_bw_cnt 3). A train the sender could not send at >= 80 % of its
 //     target (a busy host) proves nothing and is repeated; 3 such trains in a row end
 //     the search ("sender limited", the estimate a lower bound). It also stops at
 //     max_rate or max_trains.
@@ -72,7 +72,7 @@ struct RateSearchOptions {
   double probe_gain = 1.25;       // after saturation: target = probe_gain x best delivery
   double saturation = 0.93;       // saturated when delivered < saturation x send rate
   double loss_saturation = 0.9;   // ... or fewer than this fraction of packets arrived
-  double sender_shortfall = 0.9;  // a train is short: the sender reached < this x target
+  double sender_shortfall = 0.8;  // a train is short: the sender reached < this x target
   double full_pipe_growth = 1.25; // BBR: the best grew by less than this...
   int full_pipe_rounds = 3;       // ...for this many trains in a row
   int max_trains = 24;
