@@ -433,13 +433,17 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
 
   // The client link to `address:port` of instance `instance`, created (and its
   // handshake started on a helper thread) if there is none.
-  absl::StatusOr<std::shared_ptr<Link>> ClientLink(const PluginHandle& h) {
+  // When the link is ready, `sender` is attached to it (under the runtime's lock, so a
+  // closing comm cannot retire the link in between).
+  absl::StatusOr<std::shared_ptr<Link>> ClientLink(const PluginHandle& h,
+                                                   const std::shared_ptr<SendState>& sender) {
     std::lock_guard<std::mutex> l(mu_);
     if (absl::Status s = EnsureEndpointLocked(); !s.ok()) return s;
     const std::string key = absl::StrCat(h.address, ":", h.port, "/", absl::Hex(h.instance));
     auto it = client_links_.find(key);
     if (it != client_links_.end()) {
       Link::State st = it->second->state();
+      if (st == Link::State::kReady) it->second->AddSender(sender);
       if (st == Link::State::kConnecting || st == Link::State::kReady) return it->second;
       // Failed or closed: the caller sees this link's error once; a later call retries.
       std::shared_ptr<Link> dead = it->second;
@@ -471,12 +475,17 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
     return link;
   }
 
-  // A link no comm uses any more: new connects to that peer make a new one.
-  void ForgetClientLink(const std::shared_ptr<Link>& link) {
+  // A send comm on `link` closed. Under the runtime's lock, so no connect can pick the
+  // link while its last comm leaves: a link no comm uses is forgotten (new connects to
+  // that peer make a new one) and closes once its data is acknowledged.
+  void ReleaseSender(const std::shared_ptr<Link>& link, uint32_t id) {
     std::lock_guard<std::mutex> l(mu_);
+    link->RemoveSender(id);
+    if (!link->idle()) return;
     auto it = client_links_.find(link->key());
     if (it != client_links_.end() && it->second == link) client_links_.erase(it);
   }
+
 
   // Waits until `pred` holds (re-checked at every progress notification) or `timeout`.
   template <typename Pred>
@@ -1305,24 +1314,21 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
   absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
   if (!h.ok()) return absl::InvalidArgumentError(absl::StrCat("connect: ", h.status().message()));
   if (h->credit == 0) return absl::InvalidArgumentError("connect: handle grants no credit");
-  absl::StatusOr<std::shared_ptr<Link>> link = rt->ClientLink(*h);
-  if (!link.ok()) return link.status();
-  switch ((*link)->state()) {
-    case Link::State::kConnecting:
-      return absl::OkStatus();  // not yet: NCCL calls again
-    case Link::State::kFailed:
-    case Link::State::kClosed:
-      return (*link)->status();
-    case Link::State::kReady:
-      break;
-  }
   auto state = std::make_shared<SendState>();
   state->credit = h->credit;
-  (*link)->AddSender(state);
+  absl::StatusOr<std::shared_ptr<Link>> link = rt->ClientLink(*h, state);
+  if (!link.ok()) return link.status();
+  if (state->id == 0) {  // not attached: the link was not ready yet
+    const Link::State st = (*link)->state();
+    if (st == Link::State::kConnecting || st == Link::State::kReady) {
+      return absl::OkStatus();  // NULL comm: NCCL calls again
+    }
+    return (*link)->status();
+  }
   if (absl::Status s =
           (*link)->SendControl(FrameKind::kOpen, state->id, h->listen_id, rt->instance);
       !s.ok()) {
-    (*link)->RemoveSender(state->id);
+    rt->ReleaseSender(*link, state->id);
     return s;
   }
   auto* sc = new SendComm;
@@ -1554,8 +1560,7 @@ absl::Status CloseSend(void* send_comm) {
   if (c->link->state() == Link::State::kReady) {
     c->link->SendControl(FrameKind::kClose, c->state->id, 0, 0).IgnoreError();
   }
-  c->link->RemoveSender(c->state->id);
-  if (c->link->idle()) c->rt->ForgetClientLink(c->link);
+  c->rt->ReleaseSender(c->link, c->state->id);
   delete c;
   return absl::OkStatus();
 }
