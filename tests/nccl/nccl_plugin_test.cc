@@ -581,7 +581,9 @@ void PluginTest::MessageMatrix() {
       ASSERT_EQ(WaitDone(net_, r, &rsize), ncclSuccess) << send_size << " into " << recv_size;
       EXPECT_EQ(ssize, static_cast<int>(send_size));
       EXPECT_EQ(rsize, static_cast<int>(send_size)) << "receive sizes are maxima";
-      ASSERT_EQ(memcmp(in.data(), out.data(), send_size), 0) << send_size;
+      if (send_size > 0) {
+        ASSERT_EQ(memcmp(in.data(), out.data(), send_size), 0) << send_size;
+      }
       // Nothing written past the message.
       for (size_t i = send_size; i < in.size(); ++i) ASSERT_EQ(in[i], 0xee) << i;
     }
