@@ -7,6 +7,8 @@
 // linkage in C++ and not be exported.
 
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "transport/nccl/nccl_net_abi.h"
 #include "transport/nccl/net_plugin.h"
@@ -31,6 +33,7 @@ struct DeviceStrings {
   char pci[512];
 };
 DeviceStrings g_strings[64];
+std::mutex g_strings_mu;  // getProperties runs on several NCCL threads
 
 // Common properties; each version copies what it has.
 ncclResult_t FillCommon(int dev, ncclNetProperties_v12_t* p) {
@@ -39,8 +42,17 @@ ncclResult_t FillCommon(int dev, ncclNetProperties_v12_t* p) {
   if (!d.ok()) return Result("getProperties", d.status());
   std::memset(p, 0, sizeof(*p));
   const int slot = dev % 64;
-  snprintf(g_strings[slot].name, sizeof(g_strings[slot].name), "%s", d->name.c_str());
-  snprintf(g_strings[slot].pci, sizeof(g_strings[slot].pci), "%s", d->pci_path.c_str());
+  {
+    // Rewritten only when the device changed (a re-initialised runtime), so pointers that
+    // NCCL holds keep reading the same text.
+    std::lock_guard<std::mutex> l(g_strings_mu);
+    if (d->name != g_strings[slot].name) {
+      snprintf(g_strings[slot].name, sizeof(g_strings[slot].name), "%s", d->name.c_str());
+    }
+    if (d->pci_path != g_strings[slot].pci) {
+      snprintf(g_strings[slot].pci, sizeof(g_strings[slot].pci), "%s", d->pci_path.c_str());
+    }
+  }
   p->name = g_strings[slot].name;
   p->pciPath = d->pci_path.empty() ? nullptr : g_strings[slot].pci;
   p->guid = d->guid;
