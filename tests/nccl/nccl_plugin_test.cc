@@ -18,6 +18,7 @@
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -731,6 +732,94 @@ TEST_F(PluginTest, ThirtyTwoInFlightTestedInAnyOrder) {
   }
   for (int i = 0; i < kN; ++i) EXPECT_EQ(memcmp(in[i].data(), out[i].data(), 5000), 0) << i;
   Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+// NCCL's threads at once: four comms on one connection, each driven by its own thread
+// (sends and receives of varied sizes, up to 8 in flight, verified), while another thread
+// calls getProperties and regMr/deregMr as NCCL's service thread does.
+TEST_F(PluginTest, CommsDrivenFromSeveralThreadsShareOneConnection) {
+  void* ctx = nullptr;
+  Init(&ctx);
+  constexpr int kComms = 4;
+  std::vector<Comms> comms(kComms);
+  for (Comms& c : comms) Connect(ctx, &c);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::thread service([&] {
+    for (int i = 0; i < 100000 && !stop.load(); ++i) {
+      ncclNetProperties_v12_t props;
+      if (net_->getProperties(0, &props) != ncclSuccess) ++failures;
+      void* mh = nullptr;
+      char b[16];
+      if (net_->regMr(comms[i % kComms].recv, b, sizeof(b), LH_NCCL_PTR_HOST, &mh) != ncclSuccess ||
+          net_->deregMr(comms[i % kComms].recv, mh) != ncclSuccess) {
+        ++failures;
+      }
+    }
+  });
+  auto drive = [&](int k) {
+    constexpr int kMessages = 200;
+    std::vector<std::vector<uint8_t>> out(8), in(8);
+    void* sreq[8] = {};
+    void* rreq[8] = {};
+    size_t sizes[8] = {};
+    int sent = 0, received = 0;
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (received < kMessages && Clock::now() < deadline) {
+      // Keep up to 8 receives and 8 sends posted; slot i holds message (m % 8).
+      for (int i = 0; i < 8; ++i) {
+        if (rreq[i] == nullptr && sent < kMessages && sreq[i] == nullptr && sent % 8 == i) {
+          sizes[i] = (static_cast<size_t>(sent) * 7919 + k * 104729) % (256 << 10);
+          out[i].resize(sizes[i]);
+          Fill(&out[i], 1000 * k + sent);
+          in[i].assign((256 << 10) + 1, 0);
+          void* d[1] = {in[i].data()};
+          size_t cap[1] = {in[i].size()};
+          int t[1] = {k};
+          if (net_->irecv(comms[k].recv, 1, d, cap, t, nullptr, nullptr, &rreq[i]) != ncclSuccess) {
+            ++failures;
+            return;
+          }
+          while (sreq[i] == nullptr && Clock::now() < deadline) {
+            if (net_->isend(comms[k].send, out[i].data(), sizes[i], k, nullptr, nullptr,
+                            &sreq[i]) != ncclSuccess) {
+              ++failures;
+              return;
+            }
+          }
+          ++sent;
+        }
+      }
+      for (int i = 0; i < 8; ++i) {
+        int done = 0, size = 0;
+        if (sreq[i] != nullptr) {
+          if (net_->test(sreq[i], &done, &size) != ncclSuccess) ++failures;
+          if (done) sreq[i] = nullptr;
+        }
+        if (rreq[i] != nullptr && sreq[i] == nullptr) {
+          done = 0;
+          if (net_->test(rreq[i], &done, &size) != ncclSuccess) ++failures;
+          if (done) {
+            if (static_cast<size_t>(size) != sizes[i] ||
+                (sizes[i] > 0 && memcmp(in[i].data(), out[i].data(), sizes[i]) != 0)) {
+              ++failures;
+            }
+            rreq[i] = nullptr;
+            ++received;
+          }
+        }
+      }
+    }
+    if (received != kMessages) ++failures;
+  };
+  std::vector<std::thread> threads;
+  for (int k = 0; k < kComms; ++k) threads.emplace_back(drive, k);
+  for (std::thread& t : threads) t.join();
+  stop.store(true);
+  service.join();
+  EXPECT_EQ(failures.load(), 0);
+  for (Comms& c : comms) Close(ctx, &c);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }
 
