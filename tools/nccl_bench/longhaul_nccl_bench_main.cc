@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -696,6 +697,10 @@ int Parent::Run(int argc, char** argv) {
     if (!p.ok()) return Fail(absl::StrCat("plugin not usable: ", p.status().message()));
     plugin = p->path;
     UnloadNetPlugin(&*p);
+    if (plugin.find('/') != std::string::npos) {
+      char real[PATH_MAX];
+      if (realpath(plugin.c_str(), real) != nullptr) plugin = real;
+    }
   }
   // The link and the emulator.
   std::string emu;
