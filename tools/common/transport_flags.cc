@@ -40,6 +40,9 @@ DEFINE_uint32(flows, longhaul::TransportConfig().flows, "UDP flows (source ports
 DEFINE_string(cc, DefaultOf("cc"), "Congestion control: fixed (pace at --rate) or bbr.");
 DEFINE_string(rate, DefaultOf("rate"),
               "Pacing rate for cc=fixed, cap for bbr (10gbit, 800mbit; 0: no cap).");
+DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
+              "cc=bbr: per-round loss rate above which loss is congestion even without "
+              "queueing delay (0.03, 3%); set it above the path's random loss.");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,
@@ -83,6 +86,7 @@ constexpr const char* kTransportFlags[] = {
     "flows",
     "cc",
     "rate",
+    "cc_loss_threshold",
     "ecn",
     "pacing_burst",
     "tail_protect",
@@ -106,6 +110,9 @@ constexpr const char* kTransportFlags[] = {
 std::string FlagValueText(const char* name) {
   if (std::string(name) == "reorder_rtt_fraction") {
     return absl::StrFormat("%.17g", FLAGS_reorder_rtt_fraction);
+  }
+  if (std::string(name) == "cc_loss_threshold") {
+    return absl::StrFormat("%.17g", FLAGS_cc_loss_threshold);
   }
   if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
   if (std::string(name) == "tail_protect") return FLAGS_tail_protect ? "true" : "false";
@@ -158,6 +165,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["tail_protect"] = config.tail_protect;
   j["reorder_packets"] = config.reorder_packets;
   j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;
+  j["cc_loss_threshold"] = config.cc_loss_threshold;
   j["ack_every"] = config.ack_every;
   j["max_ack_ranges"] = config.max_ack_ranges;
   j["fec_k"] = config.fec_k;

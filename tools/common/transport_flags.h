@@ -3,7 +3,8 @@
 //
 //   --profile=FILE                     profile file (transport/core/profile/profile.h)
 //   --segment, --window, --recv_window sizes (8KiB, 1GiB)    --mtu  IP MTU, sets segment
-//   --rate (10gbit)  --cc (fixed|bbr)  --pacing_burst (100us)  --ecn / --noecn
+//   --rate (10gbit)  --cc (fixed|bbr)  --cc_loss_threshold (0.03)  --pacing_burst (100us)
+//   --ecn / --noecn
 //   --flows  --max_inflight_messages
 //   --fec (off|K,M|auto)  --fec_interleave  --fec_flush (1ms)
 //   --reorder_packets  --reorder_rtt_fraction  --initial_rtt  --min_pto  --max_pto
@@ -35,7 +36,8 @@ bool TransportFlagWasSet(const char* name);
 // Every profile key with its canonical value, plus numeric forms for programs:
 // segment_bytes, window_bytes, recv_window_bytes, max_datagram_bytes, rate_bps and
 // <duration>_ns for every duration. Integer keys are JSON numbers, ecn a boolean,
-// reorder_rtt_fraction a number; the other keys keep their profile text ("1GiB").
+// reorder_rtt_fraction and cc_loss_threshold numbers; the other keys keep their profile
+// text ("1GiB").
 nlohmann::json TransportConfigToJson(const TransportConfig& config);
 
 // Common start of a tool's main(): sets the usage text, parses the flags (removing them

@@ -43,6 +43,9 @@ DEFINE_int32(connections, 1, "connection pairs sharing the bottleneck");
 DEFINE_string(stagger, "0", "start of connection i is i x stagger (e.g. 100ms)");
 DEFINE_string(max_virtual_time, "600s", "stop after this much simulated time");
 DEFINE_string(max_wall_time, "600s", "stop after this much real time");
+DEFINE_string(sample_interval, "0",
+              "time series: per-interval goodput, losses, congestion-control state and queue "
+              "(e.g. 100ms; 0: none)");
 DEFINE_bool(json, false, "print one JSON object instead of the summary");
 DECLARE_string(profile);
 
@@ -244,6 +247,37 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
   j["link_reverse"] = LinkCountersJson(r.reverse);
   j["sender_stats"] = StatsJson(r.sender_total);
   j["receiver_stats"] = StatsJson(r.receiver_total);
+  if (!r.series.empty()) {
+    nlohmann::json series = nlohmann::json::array();
+    for (const sim::IntervalSample& x : r.series) {
+      nlohmann::json xj;
+      xj["t_s"] = x.t_s;
+      xj["goodput_bps"] = x.goodput_bps;
+      xj["avg_queue_bytes"] = x.avg_queue_bytes;
+      xj["offered"] = x.offered;
+      xj["dropped_queue"] = x.dropped_queue;
+      xj["dropped_loss"] = x.dropped_loss;
+      xj["ce_marked"] = x.ce_marked;
+      nlohmann::json cs = nlohmann::json::array();
+      for (const sim::ConnectionSample& c : x.connections) {
+        nlohmann::json cj;
+        cj["goodput_bps"] = c.goodput_bps;
+        cj["packets_sent"] = c.packets_sent;
+        cj["packets_lost"] = c.packets_lost;
+        cj["cc_mode"] = c.cc_mode;
+        cj["cc_bandwidth_bps"] = c.cc_bandwidth_bps;
+        cj["pacing_rate_bps"] = c.pacing_rate_bps;
+        cj["cwnd_bytes"] = c.cwnd;
+        cj["bytes_in_flight"] = c.bytes_in_flight;
+        cj["srtt_s"] = c.srtt_s;
+        cs.push_back(cj);
+      }
+      xj["connections"] = cs;
+      series.push_back(xj);
+    }
+    j["sample_interval_s"] = r.sample_interval_s;
+    j["series"] = series;
+  }
   if (opt.connections > 1) {
     nlohmann::json conns = nlohmann::json::array();
     for (const sim::ConnectionResult& c : r.connections) {
@@ -304,6 +338,20 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
     for (const auto& c : r.connections) std::cout << " " << Gbps(c.goodput_bps);
     std::cout << absl::StrFormat("; Jain fairness %.4f\n", r.jain_fairness);
   }
+  if (!r.series.empty()) {
+    std::cout << "series    t_s  goodput_gbit  queue_MB  q_drops  loss_drops  ce  | per connection: "
+                 "goodput_gbit mode bw_gbit\n";
+    for (const sim::IntervalSample& x : r.series) {
+      std::cout << absl::StrFormat("  %8.3f  %8.3f  %8.2f  %7d  %7d  %7d  |", x.t_s,
+                                   x.goodput_bps / 1e9, x.avg_queue_bytes / 1e6, x.dropped_queue,
+                                   x.dropped_loss, x.ce_marked);
+      for (const sim::ConnectionSample& c : x.connections) {
+        std::cout << absl::StrFormat("  %.3f %s %.3f", c.goodput_bps / 1e9, c.cc_mode,
+                                     c.cc_bandwidth_bps / 1e9);
+      }
+      std::cout << "\n";
+    }
+  }
   std::cout << absl::StrFormat(
       "sim       %d packets in %.3f s wall (%.3g packets/s), %.3f s cpu (%.3g packets/s)\n",
       r.sim_packets, r.wall_s, r.sim_packets_per_wall_s, r.cpu_s, r.sim_packets_per_cpu_s);
@@ -328,6 +376,11 @@ int Main(int argc, char** argv) {
   if (config.cc == CongestionControl::kFixed && !TransportFlagWasSet("rate") && !profile_rate) {
     config.rate = opt.link.rate;
   }
+  // For cc=bbr the rate is only a cap: without --rate (or a profile's) there is none, and
+  // the controller finds the link's rate itself.
+  if (config.cc == CongestionControl::kBbr && !TransportFlagWasSet("rate") && !profile_rate) {
+    config.rate = Bandwidth::Zero();
+  }
   if (!TransportFlagWasSet("segment") && !TransportFlagWasSet("mtu") && !profile_segment) {
     config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
   }
@@ -351,6 +404,8 @@ int Main(int argc, char** argv) {
   opt.stagger = OrUsage(ParseDuration(FLAGS_stagger), "stagger");
   opt.max_virtual_time = OrUsage(ParseDuration(FLAGS_max_virtual_time), "max_virtual_time");
   opt.max_wall_time = OrUsage(ParseDuration(FLAGS_max_wall_time), "max_wall_time");
+  opt.sample_interval = OrUsage(ParseDuration(FLAGS_sample_interval), "sample_interval");
+  if (opt.sample_interval < Duration::Zero()) UsageError("--sample_interval must be >= 0");
   if (opt.workload == sim::Workload::kBulk && opt.bytes == 0) UsageError("--bytes must be > 0");
   if (opt.chunk == 0) UsageError("--chunk must be > 0");
   if (opt.workload == sim::Workload::kMessages && opt.messages == 0) {
@@ -387,6 +442,7 @@ int Main(int argc, char** argv) {
     w["stagger_s"] = opt.stagger.seconds();
     w["max_virtual_time_s"] = opt.max_virtual_time.seconds();
     w["max_wall_time_s"] = opt.max_wall_time.seconds();
+    w["sample_interval_s"] = opt.sample_interval.seconds();
     j["scenario"] = w;
     j["result"] = ResultJson(opt, *r);
     std::cout << j.dump(2) << "\n";

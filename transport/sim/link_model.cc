@@ -174,6 +174,14 @@ Verdict LinkDirection::Offer(Time now, size_t bytes, bool ect) {
   return v;
 }
 
+double LinkDirection::QueueByteSeconds(Time now) const {
+  if (first_offer_ps_ < 0) return 0;
+  const int64_t now_ps = std::max(now.ns() * 1000, last_offer_ps_);
+  const double d0 = static_cast<double>(std::max<int64_t>(0, busy_until_ps_ - last_offer_ps_));
+  const double d1 = static_cast<double>(std::max<int64_t>(0, busy_until_ps_ - now_ps));
+  return (queue_integral_ + bytes_per_ps_ * (d0 * d0 - d1 * d1) * 0.5) * 1e-12;
+}
+
 LinkCounters LinkDirection::Finish(Time now) const {
   LinkCounters c = counters_;
   if (first_offer_ps_ < 0) return c;

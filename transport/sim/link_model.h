@@ -93,6 +93,9 @@ class LinkDirection {
   // Time the bottleneck becomes idle (not before now for an idle link).
   Time BusyUntil() const { return Time::FromNanoseconds(busy_until_ps_ / 1000); }
 
+  // Integral of the backlog over time up to `now` (>= the last Offer time), in byte x
+  // seconds: the difference between two instants over their distance is the mean queue.
+  double QueueByteSeconds(Time now) const;
   // Counters, with avg_queue_bytes integrated up to `now` (>= the last Offer time).
   LinkCounters Finish(Time now) const;
   // Counters without bringing the time-weighted average up to date.

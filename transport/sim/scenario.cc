@@ -313,6 +313,15 @@ const char* WorkloadName(Workload w) {
   return w == Workload::kBulk ? "bulk" : "messages";
 }
 
+double JainFairness(const std::vector<double>& rates) {
+  double sum = 0, sum_sq = 0;
+  for (double x : rates) {
+    sum += x;
+    sum_sq += x * x;
+  }
+  return sum_sq > 0 ? sum * sum / (static_cast<double>(rates.size()) * sum_sq) : 1;
+}
+
 void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
   a->packets_sent += b.packets_sent;
   a->data_packets_sent += b.data_packets_sent;
@@ -452,7 +461,61 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
     sim.AddPair(nodes[2 * i].get(), nodes[2 * i + 1].get());
   }
 
-  auto done = [&] { return finished == n; };
+  // Time series: sampled at the first event at or after each interval boundary (events
+  // are microseconds apart while data flows, so the skew is negligible).
+  struct SeriesState {
+    ByteCount delivered = 0;
+    uint64_t sent = 0, lost = 0;
+  };
+  std::vector<SeriesState> series_prev(n);
+  LinkCounters link_prev;
+  double queue_prev = 0;
+  std::vector<IntervalSample> series;
+  const Duration interval_d = opt.sample_interval;
+  Time next_sample = interval_d > Duration::Zero() ? Time::Zero() + interval_d : Time::Infinite();
+  auto take_sample = [&](Time at) {
+    IntervalSample x;
+    x.t_s = at.seconds();
+    const double secs = interval_d.seconds();
+    const Time now = sim.now();
+    const LinkCounters& lc = sim.forward().counters();
+    const double queue = sim.forward().QueueByteSeconds(now);
+    x.avg_queue_bytes = (queue - queue_prev) / secs;
+    queue_prev = queue;
+    x.offered = lc.offered - link_prev.offered;
+    x.dropped_queue = lc.dropped_queue - link_prev.dropped_queue;
+    x.dropped_loss = lc.dropped_loss - link_prev.dropped_loss;
+    x.ce_marked = lc.ce_marked - link_prev.ce_marked;
+    link_prev = lc;
+    for (int i = 0; i < n; ++i) {
+      const Connection& snd = nodes[2 * i]->conn();
+      const ConnectionStats& ss = snd.stats();
+      const ConnectionStats& rs = nodes[2 * i + 1]->conn().stats();
+      ConnectionSample c;
+      c.goodput_bps =
+          static_cast<double>(rs.data_bytes_received - series_prev[i].delivered) * 8 / secs;
+      c.packets_sent = ss.packets_sent - series_prev[i].sent;
+      c.packets_lost = ss.packets_lost - series_prev[i].lost;
+      series_prev[i] = {rs.data_bytes_received, ss.packets_sent, ss.packets_lost};
+      const ConnectionDebugState d = snd.debug_state();
+      c.cc_mode = d.cc_mode;
+      c.cc_bandwidth_bps = d.cc_bandwidth_estimate.bps();
+      c.pacing_rate_bps = d.pacing_rate.bps();
+      c.cwnd = d.congestion_window;
+      c.bytes_in_flight = d.bytes_in_flight;
+      c.srtt_s = d.srtt.seconds();
+      x.goodput_bps += c.goodput_bps;
+      x.connections.push_back(std::move(c));
+    }
+    series.push_back(std::move(x));
+  };
+  auto done = [&] {
+    while (sim.now() >= next_sample) {
+      take_sample(next_sample);
+      next_sample += interval_d;
+    }
+    return finished == n;
+  };
   const auto wall_start = std::chrono::steady_clock::now();
   const double cpu_start = ProcessCpuSeconds();
   const StopReason reason =
@@ -511,6 +574,8 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
     r.goodput_bps = static_cast<double>(r.bytes_delivered) * 8 / r.transfer_s;
   }
   r.jain_fairness = sum_sq > 0 ? sum * sum / (n * sum_sq) : 1;
+  r.sample_interval_s = interval_d.seconds();
+  r.series = std::move(series);
   if (opt.workload == Workload::kMessages) {
     r.has_message_times = true;
     const TransportConfig& c = opt.sender_config;

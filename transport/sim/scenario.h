@@ -17,7 +17,10 @@
 // bounded by the windows, not by the transfer size.
 //
 // Every run is bounded by max_virtual_time and max_wall_time and reports which bound (if
-// any) stopped it. Thread-safety: RunScenario is reentrant (no shared state).
+// any) stopped it. With sample_interval > 0 the result also has a time series: per
+// interval, each connection's delivered rate, losses and congestion-controller state, and
+// the bottleneck's mean queue (for "reaches 95% within 20 RTTs", convergence and rate-step
+// tests). Thread-safety: RunScenario is reentrant (no shared state).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +61,33 @@ struct ScenarioOptions {
   Duration stagger;  // pair i starts at i x stagger
   Duration max_virtual_time = Duration::Seconds(600);
   Duration max_wall_time = Duration::Seconds(600);
+  // Time series: one IntervalSample per interval (zero: none).
+  Duration sample_interval;
+};
+
+// One connection during one interval of the time series.
+struct ConnectionSample {
+  double goodput_bps = 0;        // new message bytes the receiver got x 8 / interval
+  uint64_t packets_sent = 0;     // sender datagrams in the interval
+  uint64_t packets_lost = 0;     // declared lost by the sender in the interval
+  // The sender's state at the end of the interval.
+  std::string cc_mode;
+  double cc_bandwidth_bps = 0;   // the controller's bottleneck-bandwidth estimate
+  double pacing_rate_bps = 0;
+  ByteCount cwnd = 0;
+  ByteCount bytes_in_flight = 0;
+  double srtt_s = 0;
+};
+
+struct IntervalSample {
+  double t_s = 0;                  // end of the interval (virtual time)
+  double goodput_bps = 0;          // all connections
+  double avg_queue_bytes = 0;      // forward bottleneck, time-weighted over the interval
+  uint64_t offered = 0;            // forward bottleneck datagrams in the interval
+  uint64_t dropped_queue = 0;
+  uint64_t dropped_loss = 0;
+  uint64_t ce_marked = 0;
+  std::vector<ConnectionSample> connections;
 };
 
 struct MessageTimes {
@@ -110,6 +140,8 @@ struct ScenarioResult {
   ConnectionStats receiver_total;
   std::vector<ConnectionResult> connections;
   double jain_fairness = 1;         // of per-connection goodput
+  double sample_interval_s = 0;
+  std::vector<IntervalSample> series;  // with ScenarioOptions::sample_interval
   SimulatorCounters sim;
   uint64_t trace_hash = 0;
   std::string error;                // first connection error, if any
@@ -118,6 +150,10 @@ struct ScenarioResult {
 // Runs one scenario. InvalidArgument for bad options (config, sizes, counts); otherwise
 // the result, whether or not the transfer completed (see stop_reason / completed).
 absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& options);
+
+// Jain's fairness index of `rates`: (sum x)^2 / (n sum x^2), 1 = equal; 1 for no rates or
+// all zero.
+double JainFairness(const std::vector<double>& rates);
 
 // Adds every counter of `s` into `into`.
 void AddConnectionStats(ConnectionStats* into, const ConnectionStats& s);

@@ -170,9 +170,10 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   EXPECT_THAT(
       keys, ::testing::ElementsAre(
                 "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc", "rate",
-                "ecn", "pacing_burst", "tail_protect", "reorder_packets", "reorder_rtt_fraction", "initial_rtt",
-                "min_pto", "max_pto", "ack_every", "max_ack_delay", "max_ack_ranges", "fec",
-                "fec_k", "fec_m", "fec_interleave", "fec_flush", "idle_timeout", "keepalive"));
+                "cc_loss_threshold", "ecn", "pacing_burst", "tail_protect", "reorder_packets",
+                "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
+                "max_ack_delay", "max_ack_ranges", "fec", "fec_k", "fec_m", "fec_interleave",
+                "fec_flush", "idle_timeout", "keepalive"));
   std::vector<std::string> all = ProfileKeys();
   keys.push_back("mtu");
   EXPECT_EQ(all, keys);

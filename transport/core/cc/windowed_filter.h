@@ -33,13 +33,6 @@ class WindowedFilter {
     has_sample_ = true;
   }
 
-  // Multiplies every remembered sample by `factor` (a model correction that keeps what
-  // the window remembers relative to now).
-  template <typename F>
-  void Scale(F&& scale) {
-    for (Sample& x : s_) x.value = scale(x.value);
-  }
-
   // Adds a sample; `time` must not decrease between calls.
   void Update(const T& value, int64_t time) {
     const Sample v{value, time};
