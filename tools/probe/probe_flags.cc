@@ -120,6 +120,8 @@ nlohmann::json ProbeReportToJson(const tuner::ProbeReport& r) {
   j["rate"]["saturated"] = r.rate_saturated;
   j["rate"]["max_delivery_bps"] = r.max_delivery_bps;
   j["rate"]["train_payload_bytes"] = r.train_payload_bytes;
+  j["rate"]["short_trains"] = r.short_trains;
+  j["rate"]["host_limited"] = r.host_limited;
   j["pmtu"]["pmtu_bytes"] = r.pmtu;
   j["pmtu"]["rounds"] = r.pmtu_rounds;
   j["pmtu"]["local_mtu_bytes"] = r.local_mtu;

@@ -49,9 +49,6 @@ RateSearch::RateSearch(const RateSearchOptions& options)
 
 bool RateSearch::Saturated(const TrainResult& t) const {
   if (t.delivery_rate.IsZero()) return false;
-  // A train the sender could not send at (close to) its target says nothing about the
-  // path: a busy host stretches the train and the receiver sees the stretch.
-  if (Short(t)) return false;
   // The path delivered clearly less than the sender put in: by rate (the bottleneck
   // spaced the packets), or by count (the queue overflowed).
   const bool rate_sat =
@@ -100,11 +97,12 @@ void RateSearch::OnTrain(const TrainResult& t) {
   }
   if (done_) return;
 
-  // A short train is repeated at the same target; otherwise grow (startup) or probe
-  // above the best delivery rate.
-  Bandwidth next = Short(t)                ? t.target_rate
-                   : saturated_trains_ > 0 ? best_.Scaled(opt_.probe_gain)
-                                           : t.target_rate.Scaled(opt_.growth);
+  // A short, unsaturated train is repeated at the same target; after a saturated train
+  // probe above the best delivery rate; otherwise keep doubling (an early train that
+  // looked saturated by noise does not stop the ramp).
+  Bandwidth next = saturated            ? best_.Scaled(opt_.probe_gain)
+                   : Short(t)           ? t.target_rate
+                                        : t.target_rate.Scaled(opt_.growth);
   if (next > opt_.max_rate) {
     if (t.target_rate >= opt_.max_rate) {
       done_ = true;
@@ -119,7 +117,9 @@ void RateSearch::OnTrain(const TrainResult& t) {
 Bandwidth RateSearch::Estimate() const {
   std::vector<double> sat;
   for (const TrainResult& t : trains_) {
-    if (Saturated(t)) sat.push_back(t.delivery_rate.bps());
+    if (Saturated(t) && t.delivery_rate.bps() >= 0.9 * best_.bps()) {
+      sat.push_back(t.delivery_rate.bps());
+    }
   }
   if (sat.empty()) return best_;
   std::sort(sat.begin(), sat.end());

@@ -1,23 +1,23 @@
 // Bottleneck-rate estimation from packet trains (reference B4, "the BBR approach"):
 //
-//   * A train is a burst of packets paced at a target rate. The receiver timestamps the
-//     first and last arrival and counts bytes; its delivery rate is
-//       (wire bytes after the first packet) x 8 / (last arrival - first arrival).
-//     Above the bottleneck rate the bottleneck spaces the packets, so the delivery rate
-//     is the bottleneck rate whatever the target (until the queue overflows, and even
-//     then the survivors are spaced at the bottleneck rate).
-//   * RateSearch plans trains at geometrically rising rates (x2) until a train is
-//     saturated (delivered < 93 % of the rate it was sent at, or < 90 % of its packets
-//     arrived), then probes at 1.25 x the best
-//     delivery rate seen, and declares the pipe full once the best delivery rate grew by
-//     less than 25 % for 3 trains in a row (BBR's full-pipe rule: bbr_full_bw_thresh
-//     5/4, bbr_full_bw_cnt 3). A train the sender could not send at >= 80 % of its
-//     target (a busy host) proves nothing and is repeated; 3 such trains in a row end
-//     the search ("sender limited", the estimate a lower bound). It also stops at
-//     max_rate or max_trains.
-//   * The estimate is the median delivery rate of the saturated trains (robust to a
-//     stretched or compressed train on a busy host); the max over all trains (BBR's max
-//     filter) is reported too.
+//   * A train is a burst of packets paced at a target rate; the receiver reports its
+//     delivery rate (TrainReceipt below). Above the bottleneck rate the bottleneck spaces
+//     the packets, so the delivery rate is the bottleneck rate whatever the target
+//     (until the queue overflows, and even then the survivors are spaced at it).
+//   * A train is saturated when the path delivered clearly less than the sender put in:
+//     delivered < 95 % of the rate it was actually sent at, or < 95 % of its packets
+//     arrived. A train the sender could not send at >= 80 % of its target (a busy host)
+//     and that is not saturated proves nothing: it is repeated, and 3 such trains in a
+//     row end the search ("sender limited", the estimate a lower bound).
+//   * RateSearch plans the trains like BBR's startup: x2 after a train that was not
+//     saturated, 1.25 x the best delivery rate after one that was, and declares the pipe
+//     full once the best delivery rate grew by less than 25 % for 3 trains in a row
+//     (bbr_full_bw_thresh 5/4, bbr_full_bw_cnt 3) after some train saturated. It also
+//     stops at max_rate or max_trains.
+//   * The estimate is the median delivery rate of the saturated trains that delivered
+//     at least 90 % of the best delivery rate: robust to one stretched or compressed
+//     train, and to an early train that looked saturated only because of noise. The max
+//     over all trains (BBR's max filter) is reported too.
 //
 // Rates count wire bytes: UDP payload + IP/UDP headers, like the link model's `rate`.
 // Pure state machine, no clock; not thread-safe (one owner).
@@ -70,8 +70,8 @@ struct RateSearchOptions {
   Bandwidth max_rate = Bandwidth::Gbps(400);
   double growth = 2.0;            // startup: next target = growth x target
   double probe_gain = 1.25;       // after saturation: target = probe_gain x best delivery
-  double saturation = 0.93;       // saturated when delivered < saturation x send rate
-  double loss_saturation = 0.9;   // ... or fewer than this fraction of packets arrived
+  double saturation = 0.95;       // saturated when delivered < saturation x send rate
+  double loss_saturation = 0.95;  // ... or fewer than this fraction of packets arrived
   double sender_shortfall = 0.8;  // a train is short: the sender reached < this x target
   double full_pipe_growth = 1.25; // BBR: the best grew by less than this...
   int full_pipe_rounds = 3;       // ...for this many trains in a row

@@ -234,10 +234,12 @@ class Prober {
     // queue is not overrun by it.
     const int64_t kLookaheadNs = std::clamp<int64_t>(
         static_cast<int64_t>(std::max(32768.0, wire) * 8e9 / std::max(rate.bps(), 1.0)), 50000,
-        200000);
-    // Behind by more than this (the host was busy elsewhere), the schedule moves
-    // instead of catching up.
-    constexpr int64_t kMaxLagNs = 1000000;
+        1000000);
+    // Behind by more than this (the host was busy elsewhere: a sleeping thread can wait
+    // milliseconds for a CPU), the schedule moves instead of catching up; up to it, the
+    // sender catches up in one burst of at most 64 KiB (or 1 ms at the rate).
+    const int64_t kMaxLagNs = std::max<int64_t>(
+        1000000, static_cast<int64_t>(65536.0 * 8e9 / std::max(rate.bps(), 1.0)));
     std::vector<std::vector<uint8_t>> pkts;
     std::vector<std::span<const uint8_t>> views;
     int64_t t0 = probe::NowRealtimeNs() + 100000;
@@ -429,6 +431,19 @@ class Prober {
     if (!search.saturated()) {
       report_.notes.push_back(absl::StrCat("no train saturated the path (", report_.rate_stop_reason,
                                            "): the rate is a lower bound"));
+    }
+    // A sender that keeps falling short of its train rates is on a busy host: its trains
+    // are stretched and the receiver sees the stretch, so the rate may read low.
+    int short_trains = 0;
+    for (const TrainResult& t : report_.trains) {
+      short_trains += t.send_rate.bps() < 0.9 * t.target_rate.bps();
+    }
+    report_.short_trains = short_trains;
+    if (short_trains >= std::max<int>(2, static_cast<int>(report_.trains.size()) / 3)) {
+      report_.host_limited = true;
+      report_.notes.push_back(absl::StrFormat(
+          "the sender fell short of %d of %d train rates (a busy host): the rate may read low",
+          short_trains, report_.trains.size()));
     }
     Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()),
                              report_.rate_stop_reason, report_.trains.size()));

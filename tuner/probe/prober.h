@@ -65,6 +65,8 @@ struct ProbeReport {
   std::string rate_stop_reason;
   bool rate_saturated = false;
   double max_delivery_bps = 0;
+  int short_trains = 0;           // trains sent at < 90 % of their target rate
+  bool host_limited = false;      // so many that the host, not the path, set the pace
   uint32_t train_payload_bytes = 0;
   LossEstimate loss;
   ReorderEstimate reorder;

@@ -91,10 +91,11 @@ TEST_P(ProbeAccuracyTest, EstimatesMatchTheEmulatedLink) {
   std::printf("  rate search: %s\n", r->rate_stop_reason.c_str());
   for (const std::string& n : r->notes) std::printf("  note: %s\n", n.c_str());
   if ((*fin)["own_drops"].get<uint64_t>() > 0 || r->responder_drops > 0 ||
-      r->rate_stop_reason == "sender limited") {
+      r->rate_stop_reason == "sender limited" || r->host_limited) {
     GTEST_SKIP() << "the host could not keep up (emulator own drops "
                  << (*fin)["own_drops"] << ", responder socket drops " << r->responder_drops
-                 << ", rate search " << r->rate_stop_reason << "): not a measurement of the link";
+                 << ", rate search " << r->rate_stop_reason << ", " << r->short_trains
+                 << " short trains): not a measurement of the link";
   }
 
   // The probe stays within its budget (a bound on its own deadline handling, with
