@@ -1206,6 +1206,12 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
             rt->settings.profile_path.empty() ? "" : ", profile ",
             rt->settings.profile_path.c_str());
   }
+  if (g_users == 0 && g_rt->settings.profile_path.empty() && !g_rt->settings.rate_given) {
+    LogWarn("no NCCL_LONGHAUL_PROFILE or NCCL_LONGHAUL_RATE: every peer connection is paced at "
+            "the default %s; measure the link with longhaul-tune and set "
+            "NCCL_LONGHAUL_PROFILE (docs/nccl.md)",
+            FormatBandwidth(g_rt->settings.config.rate).c_str());
+  }
   ++g_users;
   if (ctx != nullptr) {
     auto* c = new Context;
