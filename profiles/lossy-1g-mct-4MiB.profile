@@ -1,11 +1,11 @@
 # longhaul tuned profile
 # command: longhaul-tune --link=lossy-1g --objective=mct --message_size=4MiB --out=profiles/lossy-1g-mct-4MiB.profile
 # version: longhaul 0.1.0
-# date: 2026-11-29T21:47:00Z
+# date: 2026-11-29T22:02:31Z
 # link: rate=1gbit rtt=58.000ms (p50 59.000ms, p99 59.859ms) loss=0.01 burst=1 mtu=9000 [link rate=1gbit,rtt=58ms,jitter=1ms,loss=0.01]
 # objective: mct (p99 completion of 4MiB messages at load 0.5)
-# predicted: mct p99 68.224 ms, mean 68.151 ms (ideal 62.955 ms), goodput 879.9 Mbit/s (model)
-# checked: mct p99 67.782 ms, mean 67.303 ms (model for that run: p99 68.224 ms) in the simulator (messages 635 x 4MiB at load 0.5 on rate=1gbit,rtt=58ms,jitter=1ms,loss=0.01,queue=7250000,seed=1; best of 3 candidates)
+# predicted: mct p99 68.224 ms, mean 68.150 ms (ideal 62.955 ms), goodput 879.9 Mbit/s (model)
+# checked: mct p99 67.869 ms, mean 67.403 ms (model for that run: p99 68.224 ms) in the simulator (messages 635 x 4MiB at load 0.5 on rate=1gbit,rtt=58ms,jitter=1ms,loss=0.01,queue=7250000,seed=1; best of 3 candidates)
 # host: net.core.rmem_max >= 20971520, net.core.wmem_max >= 11534336, IP MTU >= 9000
 segment=8894
 window=11MiB
@@ -16,7 +16,7 @@ cc=fixed
 rate=1gbit
 cc_loss_threshold=0.03
 ecn=true
-pacing_burst=100us
+pacing_burst=1ms
 tail_protect=true
 reorder_packets=16
 reorder_rtt_fraction=0.125
@@ -30,7 +30,7 @@ fec=32,4
 fec_k=32
 fec_m=4
 fec_interleave=1
-fec_flush=2900us
+fec_flush=1ms
 idle_timeout=30s
 keepalive=5s
 # end of longhaul tuned profile (26 keys)

@@ -169,13 +169,12 @@ Prediction Predict(const LinkEstimate& link, const TransportConfig& cfg, const W
   const bool fec = g.k > 0;
   const double depth = std::max<uint32_t>(cfg.fec_interleave, 1);
   if (fec) {
-    // A group (D blocks) closes when full or fec_flush after its first data packet: at
-    // low rates the deadline comes first and blocks close with fewer data shards (the
-    // same m parity). A closed group's parity goes out before the next group's first
-    // data packet, so the deadline only counts data packets.
+    // A group (D blocks) closes when full, when the sender runs out of data, or when no
+    // data packet followed the last one within fec_flush. While data flows faster than
+    // that the blocks fill; a path so slow that packets are further apart than the flush
+    // deadline closes a group after every packet (m parity per data packet).
     const double t_data = g.wire * 8 / std::min(P, C);
-    const double fill = std::floor(cfg.fec_flush.seconds() / t_data) + 1;
-    g.k = std::clamp(std::ceil(fill / depth), 1.0, static_cast<double>(cfg.fec_k));
+    if (t_data >= cfg.fec_flush.seconds()) g.k = 1;
   }
   // The connection sends no tail-protection copies while FEC is on.
   const bool tail_on = cfg.tail_protect && !fec;

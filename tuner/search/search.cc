@@ -184,18 +184,14 @@ class Searcher {
       c.fec_k = f.k;
       c.fec_m = f.m;
       c.fec_interleave = f.depth;
-      // Let a group fill before the flush deadline closes it short (a short block pays
-      // the same m parity for fewer data packets): 1.25 x the time to send D x k data
-      // packets at the link rate, in 100 us steps, but not beyond half an RTT (the
-      // deadline also delays loss detection of protected packets).
+      // The flush deadline closes a group when no data packet followed the last one in
+      // time: it must exceed the packet spacing at the link rate (2 x, in 100 us steps),
+      // or every packet would close a block of one. Not more: it also delays the loss
+      // detection of protected packets.
       const double t_data = static_cast<double>(DataPacketWireBytes(c, link_.overhead)) * 8 /
                             std::max(link_.rate.bps(), 1.0);
-      const double fill_us = 1.25 * f.depth * f.k * t_data * 1e6;
-      const int64_t want_us = static_cast<int64_t>(std::ceil(fill_us / 100) * 100);
-      const int64_t cap_us = std::max<int64_t>(opt_.base.fec_flush.ns() / 1000,
-                                               link_.rtt.ns() / 2000);
-      c.fec_flush = std::max(opt_.base.fec_flush,
-                             Duration::Microseconds(std::min(want_us, cap_us)));
+      const int64_t want_us = static_cast<int64_t>(std::ceil(2 * t_data * 1e6 / 100) * 100);
+      c.fec_flush = std::max(opt_.base.fec_flush, Duration::Microseconds(want_us));
     }
     // Loss detection must tolerate the measured reordering (reference B5: 1.5 x).
     const double rtt = std::max(link_.rtt.seconds(), 1e-6);

@@ -65,10 +65,10 @@ TEST(ModelTest, BulkGoodputMatchesTheSimulator) {
       {"rate=1gbit,rtt=58ms,loss=1e-3", "", "8MiB", true, "64MiB"},
       {"rate=1gbit,rtt=100ms,jitter=1ms,loss=1e-4", "", "", true, "128MiB"},
       {"rate=5gbit,rtt=10ms,loss=5e-3,burst=4", "", "", true, "256MiB"},
-      // FEC: full blocks, blocks cut short by the flush deadline, interleaving, and a
-      // receive window that FEC keeps from stalling.
+      // FEC: full blocks, blocks closed after every packet on a path slower than the
+      // flush deadline, interleaving, and a receive window that FEC keeps from stalling.
       {"rate=1gbit,rtt=58ms,loss=1e-3", "", "", true, "128MiB", "32,4", 1, "5ms"},
-      {"rate=1gbit,rtt=58ms,loss=1e-3", "", "", true, "128MiB", "32,4", 1, ""},
+      {"rate=100mbit,rtt=58ms,loss=1e-3", "", "", true, "16MiB", "32,4", 1, "500us"},
       {"rate=2gbit,rtt=20ms,loss=1e-2,burst=4", "", "", true, "128MiB", "32,4", 8, "20ms"},
       {"rate=1gbit,rtt=58ms,loss=1e-3", "", "8MiB", true, "64MiB", "16,2", 1, "5ms"},
   };
@@ -121,6 +121,8 @@ TEST(ModelTest, MessageCompletionTimeMatchesTheSimulator) {
   const std::vector<MctCase> cases = {
       {"rate=1gbit,rtt=58ms", "1MiB", true, 0.5},
       {"rate=1gbit,rtt=58ms,loss=1e-3", "1MiB", false, 0.5},
+      {"rate=1gbit,rtt=58ms,loss=1e-3", "1MiB", true, 0.5},
+      {"rate=1gbit,rtt=20ms,loss=1e-3", "4MiB", true, 0.8},
       {"rate=1gbit,rtt=58ms,loss=1e-4", "256KiB", false, 0.5},
       {"rate=1gbit,rtt=20ms,loss=1e-2", "64KiB", true, 0.3},
       {"rate=1gbit,rtt=20ms,loss=1e-2", "64KiB", false, 0.3},
