@@ -48,7 +48,7 @@ DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,
             "When idle, re-send the newest unacknowledged packets (each once) so tail losses "
             "are repaired without a detection round trip.");
-DEFINE_string(pacing_burst, DefaultOf("pacing_burst"), "Largest back-to-back burst (100us).");
+DEFINE_string(pacing_burst, DefaultOf("pacing_burst"), "Largest catch-up burst when the sender wakes late (1ms); none after idle.");
 DEFINE_uint32(reorder_packets, longhaul::TransportConfig().reorder_packets,
               "Packets reordering threshold for loss detection.");
 DEFINE_double(reorder_rtt_fraction, longhaul::TransportConfig().reorder_rtt_fraction,

@@ -60,8 +60,10 @@ struct TransportConfig {
   // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
   // the congestion controller.
   bool ecn = true;
-  // Largest burst the pacer releases back to back when the driver wakes late.
-  Duration pacing_burst = Duration::Microseconds(100);
+  // Largest burst the pacer releases back to back when the driver wakes late (catching
+  // up on missed slots; the average rate is unchanged). 1 ms covers the wake-up latency
+  // of a busy host without turning windows into bursts.
+  Duration pacing_burst = Duration::Milliseconds(1);
 
   // ---- loss detection (RFC 8985 / RFC 9002 style) ----
   // A packet is lost once this many later packets are acknowledged...
@@ -95,7 +97,9 @@ struct TransportConfig {
   uint32_t fec_m = 4;   // parity packets per block
   // Blocks filled round-robin: a burst of b losses costs each block about b / D shards.
   uint32_t fec_interleave = 8;
-  // A block that is not full is closed after this long so small messages never wait.
+  // An FEC group that received no data packet for this long is closed (its blocks
+  // shortened) so a stalled sender's last packets do not wait for parity; a sender with
+  // nothing left to send closes it at once.
   Duration fec_flush = Duration::Milliseconds(1);
 
   // ---- connection lifetime ----

@@ -221,7 +221,10 @@ class ConnectionImpl {
     fec_tx_.SetBacklogged(send_.stream_end() - send_.next_unsent() >= cfg_.window / 2);
     // Nothing more to send right now: close the open FEC group so its parity goes out
     // now instead of waiting for the flush deadline.
-    if (!data_ready) fec_tx_.Flush();
+    if (!data_ready) {
+      fec_tx_.Flush();
+      if (!fec_tx_.has_repair()) pacer_idle_ = true;
+    }
     const bool send_repair = !probe && fec_tx_.has_repair() && paced_ok;
     if (send_repair) send_data = false;
     uint64_t copy_start = 0, copy_units = 0;
@@ -359,9 +362,10 @@ class ConnectionImpl {
           *ack_eliciting = true;
           absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
           if (!fresh.ok()) {
+            const bool resources = absl::IsFailedPrecondition(fresh.status()) ||
+                                   absl::IsResourceExhausted(fresh.status());
             ProtocolViolation(std::string(fresh.status().message()),
-                              absl::IsFailedPrecondition(fresh.status()) ? CloseCode::kFlowControl
-                                                                         : CloseCode::kProtocolViolation);
+                              resources ? CloseCode::kFlowControl : CloseCode::kProtocolViolation);
             return false;
           }
           stats_.data_bytes_received += *fresh;
@@ -452,6 +456,11 @@ class ConnectionImpl {
   void Pace(Time now, ByteCount bytes) {
     const int64_t now_ps = now.ns() * 1000;
     const int64_t burst_ps = cfg_.pacing_burst.ns() * 1000;
+    // Credit for missed slots only while busy: after an idle spell pacing restarts now.
+    if (pacer_idle_) {
+      next_send_ps_ = std::max(next_send_ps_, now_ps);
+      pacer_idle_ = false;
+    }
     if (next_send_ps_ < now_ps - burst_ps) next_send_ps_ = now_ps - burst_ps;
     const double rate = cc_->PacingRate().bps();
     if (rate > 0) {
@@ -880,19 +889,22 @@ class ConnectionImpl {
     // Every message still pending learns that it will not complete.
     absl::Status cancelled = absl::CancelledError(
         close_status_.ok() ? "connection closed" : std::string(close_status_.message()));
+    // Complete what was fully acknowledged, then cancel the rest, each with its tag and
+    // size so the application can release its buffers.
+    CompleteSends();
     SendMessage m;
-    while (send_.pending_messages() > 0) {
-      // Complete the ones that were fully acknowledged, cancel the rest.
-      if (send_.PopCompleted(&m)) continue;
-      break;
-    }
-    for (uint64_t id = first_pending_id(); id < send_.next_message_id(); ++id) {
+    while (send_.PopPending(&m)) {
       Event e;
       e.type = Event::Type::kSendComplete;
-      e.message_id = id;
+      e.message_id = m.id;
+      e.tag = m.tag;
+      e.size = m.size;
       e.status = cancelled;
       events_.push_back(std::move(e));
     }
+    // Posted receive buffers that will not be filled are handed back.
+    Event r;
+    while (recv_.PopCancelledPost(cancelled, &r)) events_.push_back(std::move(r));
     Event c;
     c.type = Event::Type::kClosed;
     c.status = close_status_;
@@ -943,6 +955,7 @@ class ConnectionImpl {
 
   // Pacing and liveness.
   int64_t next_send_ps_ = 0;
+  bool pacer_idle_ = true;  // nothing was ready to send: no catch-up credit
   Time last_receive_time_;
   Time last_eliciting_sent_;
   bool ping_pending_ = false;

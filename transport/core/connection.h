@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 
@@ -57,6 +58,14 @@ class OwnedBuffer {
   OwnedBuffer() = default;
   explicit OwnedBuffer(ByteCount capacity)
       : data_(capacity ? new uint8_t[capacity] : nullptr), capacity_(capacity) {}
+  // Like the constructor, but an empty buffer (operator bool false) when memory is short.
+  static OwnedBuffer TryAllocate(ByteCount capacity) {
+    OwnedBuffer b;
+    if (capacity == 0) return b;
+    b.data_.reset(new (std::nothrow) uint8_t[capacity]);
+    if (b.data_) b.capacity_ = capacity;
+    return b;
+  }
   uint8_t* data() { return data_.get(); }
   const uint8_t* data() const { return data_.get(); }
   ByteCount size() const { return size_; }

@@ -576,6 +576,69 @@ TEST(ConnectionTest, VanishedPeerIsReportedAfterIdleTimeout) {
   EXPECT_EQ(ev[ev.size() - 2].status.code(), absl::StatusCode::kCancelled);
 }
 
+TEST(ConnectionTest, CloseHandsBackPendingSendsAndPostedReceivesWithTheirTags) {
+  TransportConfig c = TestConfig();
+  c.idle_timeout = Duration::Seconds(1);
+  ConnectionPair p(c, c);
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.drop = true;  // nothing gets through
+    return v;
+  });
+  auto m = Pattern(5000, 1);
+  ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 77).ok());
+  ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), 10}, 78).ok());
+  std::vector<uint8_t> rbuf(100);
+  ASSERT_TRUE(p.a().PostReceive(rbuf.data(), rbuf.size(), 99).ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a().closed(); }, Duration::Seconds(5)));
+  auto& ev = p.a_events();
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_EQ(ev[0].type, Event::Type::kSendComplete);
+  EXPECT_EQ(ev[0].tag, 77u);
+  EXPECT_EQ(ev[0].size, 5000u);
+  EXPECT_EQ(ev[0].status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(ev[1].tag, 78u);
+  EXPECT_EQ(ev[1].size, 10u);
+  EXPECT_EQ(ev[2].type, Event::Type::kReceiveComplete);
+  EXPECT_EQ(ev[2].tag, 99u);
+  EXPECT_EQ(ev[2].data, rbuf.data());
+  EXPECT_EQ(ev[2].status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(ev[3].type, Event::Type::kClosed);
+}
+
+TEST(ConnectionTest, AnnouncedHugeMessageWithoutAPostedBufferClosesCleanly) {
+  // A peer announcing a 16 TiB message must not make the receiver allocate it.
+  TransportConfig c = TestConfig();
+  Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
+  std::vector<uint8_t> buf(c.MaxDatagramSize());
+  wire::PacketWriter w(buf.data(), buf.size());
+  w.WriteHeader(wire::PacketHeader{wire::PacketType::kOneRtt, 0, 1, 0});
+  uint8_t payload[16] = {};
+  wire::DataFrame d;
+  d.message_id = 0;
+  d.message_length = ByteCount{1} << 44;
+  d.offset = 0;
+  d.length = sizeof(payload);
+  d.payload = payload;
+  ASSERT_NE(w.WriteData(d), nullptr);
+  size_t n = w.Finish();
+  conn.OnDatagram(Time::FromNanoseconds(5), std::span<const uint8_t>(buf.data(), n));
+  std::vector<uint8_t> out(c.MaxDatagramSize());
+  EXPECT_GT(conn.PollTransmit(Time::FromNanoseconds(6), out.data(), out.size()), 0u);  // CLOSE
+  EXPECT_TRUE(conn.closed());
+  Event e;
+  bool saw_close = false;
+  while (conn.PollEvent(&e)) {
+    if (e.type == Event::Type::kClosed) {
+      saw_close = true;
+      EXPECT_NE(std::string(e.status.message()).find("needs a posted receive buffer"),
+                std::string::npos)
+          << e.status;
+    }
+  }
+  EXPECT_TRUE(saw_close);
+}
+
 TEST(ConnectionTest, GarbageDatagramsAreCountedAndIgnored) {
   TransportConfig c = TestConfig();
   Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));

@@ -187,7 +187,7 @@ TEST(ProfileKeysTest, CanonicalValuesOfTheDefaults) {
   EXPECT_EQ(kv["recv_window"], "4GiB");
   EXPECT_EQ(kv["cc"], "fixed");
   EXPECT_EQ(kv["rate"], "1gbit");
-  EXPECT_EQ(kv["pacing_burst"], "100us");
+  EXPECT_EQ(kv["pacing_burst"], "1ms");
   EXPECT_EQ(kv["reorder_rtt_fraction"], "0.125");
   EXPECT_EQ(kv["initial_rtt"], "100ms");
   EXPECT_EQ(kv["max_pto"], "10s");

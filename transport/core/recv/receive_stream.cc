@@ -32,7 +32,7 @@ OwnedBuffer ReceiveStream::Allocate(ByteCount size) {
       return b;
     }
   }
-  return OwnedBuffer(size);
+  return OwnedBuffer::TryAllocate(size);
 }
 
 void ReceiveStream::ReturnBuffer(OwnedBuffer b) {
@@ -83,8 +83,22 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
         m.in_posted = true;
       }
     } else if (m.size > 0) {
+      // No posted buffer: transport-owned memory, bounded so a peer cannot make the
+      // receiver allocate without limit (announcing a huge message costs it nothing).
+      if (owned_outstanding_ + m.size > OwnedLimit()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "message ", f.message_id, " of ", m.size,
+            " bytes needs a posted receive buffer: transport-owned memory for undelivered "
+            "messages is limited to max(2 x recv_window, 1 GiB) (",
+            OwnedLimit(), " bytes), ", owned_outstanding_, " in use"));
+      }
       m.owned = Allocate(m.size);
+      if (!m.owned) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cannot allocate ", m.size, " bytes for message ", f.message_id));
+      }
       m.dest = m.owned.data();
+      owned_outstanding_ += m.size;
     }
   } else if (m.base != f.stream_base || m.size != f.message_length) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -138,10 +152,29 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   return m.size == 0 ? 0 : fresh;
 }
 
+bool ReceiveStream::PopCancelledPost(const absl::Status& why, Event* e) {
+  while (!posted_.empty()) {
+    Posted p = posted_.front();
+    posted_.pop_front();
+    const uint64_t id = next_id_++;
+    if (!messages_.empty()) messages_.pop_front();
+    if (!p.valid) continue;
+    *e = Event{};
+    e->type = Event::Type::kReceiveComplete;
+    e->message_id = id;
+    e->tag = p.tag;
+    e->data = p.data;
+    e->status = why;
+    return true;
+  }
+  return false;
+}
+
 bool ReceiveStream::PopDelivered(Event* e) {
   if (messages_.empty() || !messages_.front().complete) return false;
   Message m = std::move(messages_.front());
   messages_.pop_front();
+  if (m.owned) owned_outstanding_ -= m.size;
   Posted p;
   if (!posted_.empty()) {
     p = posted_.front();

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <deque>
 #include <vector>
 
@@ -35,6 +36,9 @@ class ReceiveStream {
 
   // Next in-order complete message; false if none.
   bool PopDelivered(Event* e);
+  // On close: the next posted buffer that will not be filled, as a Cancelled completion
+  // carrying its tag (and `data` pointing at the buffer); false when none is left.
+  bool PopCancelledPost(const absl::Status& why, Event* e);
 
   // Flow-control credit to advertise: the sender may send units below this. It is the
   // in-order frontier (every unit below it has arrived) plus the receive window, so the
@@ -69,6 +73,11 @@ class ReceiveStream {
   Message& Slot(uint64_t id);
   uint64_t Frontier() const;
   OwnedBuffer Allocate(ByteCount size);
+  // Transport-owned bytes held for messages not yet delivered, and the bound on them.
+  ByteCount owned_outstanding_ = 0;
+  ByteCount OwnedLimit() const {
+    return std::max<ByteCount>(2 * recv_window_, ByteCount{1} << 30);
+  }
 
   ByteCount recv_window_;
   uint64_t max_messages_;

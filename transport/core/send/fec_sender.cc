@@ -68,6 +68,7 @@ wire::FecSourceFrame FecSender::NextSource(Time now) {
     group_open_ = true;
     group_opened_ = now;
   }
+  last_source_ = now;
   if (encoders_.size() < depth_) {
     while (encoders_.size() < depth_) {
       encoders_.push_back(std::make_unique<fec::BlockEncoder>(&codec_, &pool_));

@@ -51,8 +51,10 @@ class FecSender {
   void AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag);
   // Closes the open group early (shortened blocks); their parity is queued.
   void Flush();
-  // When the open group must be flushed (Infinite if none is open).
-  Time flush_deadline() const { return group_open_ ? group_opened_ + flush_after_ : Time::Infinite(); }
+  // When the open group must be flushed: fec_flush after its last data packet (Infinite if
+  // none is open). While data flows the blocks fill; a sender that stalls (window,
+  // receive credit) closes them after fec_flush.
+  Time flush_deadline() const { return group_open_ ? last_source_ + flush_after_ : Time::Infinite(); }
 
   bool has_repair() const { return !repairs_.empty(); }
   // Writes the next queued repair frame; false if none (or it does not fit).
@@ -105,6 +107,7 @@ class FecSender {
   std::vector<std::shared_ptr<fec::ParityShards>> closing_;  // full blocks of the group
   bool group_open_ = false;
   Time group_opened_;
+  Time last_source_;  // when the newest data packet joined the open group
   std::deque<Repair> repairs_;
   uint64_t repair_packets_sent_ = 0;
 

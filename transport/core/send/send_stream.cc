@@ -109,6 +109,15 @@ uint64_t SendStream::Ack(uint64_t start, uint64_t units) {
   return added;
 }
 
+bool SendStream::PopPending(SendMessage* out) {
+  if (messages_.empty()) return false;
+  *out = std::move(messages_.front());
+  messages_.pop_front();
+  ++first_id_;
+  pending_bytes_ -= out->size;
+  return true;
+}
+
 bool SendStream::PopCompleted(SendMessage* out) {
   if (messages_.empty()) return false;
   const SendMessage& m = messages_.front();

@@ -71,6 +71,8 @@ class SendStream {
   uint64_t Ack(uint64_t start, uint64_t units);
   // Pops the next message whose every unit is acknowledged; false if none.
   bool PopCompleted(SendMessage* out);
+  // Pops the oldest pending message whether or not it was acknowledged (connection close).
+  bool PopPending(SendMessage* out);
   bool IsAcked(uint64_t start, uint64_t units) const {
     return start + units <= cum_acked_ || acked_.ContainsRange(start, start + units);
   }
