@@ -200,7 +200,9 @@ KeySpec U32Key(const char* name, uint32_t TransportConfig::*field) {
 }
 
 const std::vector<KeySpec>& Keys() {
-  static const std::vector<KeySpec>* const kKeys = new std::vector<KeySpec>{
+  // A plain static (destroyed at exit or when a plugin holding this code is unloaded),
+  // so repeated dlopen/dlclose of the NCCL plugin does not leak it.
+  static const std::vector<KeySpec> kKeys{
       SizeKey("segment", &TransportConfig::segment),
       SizeKey("window", &TransportConfig::window),
       SizeKey("recv_window", &TransportConfig::recv_window),
@@ -259,7 +261,7 @@ const std::vector<KeySpec>& Keys() {
                  absl::string_view v) { return SetMtu(k, v, c); },
               nullptr},
   };
-  return *kKeys;
+  return kKeys;
 }
 
 }  // namespace
