@@ -32,8 +32,16 @@ PEER_STYLE = {
 LOSS_ORDER = ["0", "1e-4", "1e-3", "1e-2", "bursty"]
 
 
+VARIANT_COLORS = ["#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"]
+
+
 def style(peer):
-    return PEER_STYLE.get(peer, (peer, None, "x", "-"))
+    """(label, color, marker, line style); longhaul_NAME variants get their own colors."""
+    if peer in PEER_STYLE:
+        return PEER_STYLE[peer]
+    k = sum(ord(c) for c in peer) % len(VARIANT_COLORS)
+    label = "longhaul " + peer[len("longhaul_"):] if peer.startswith("longhaul_") else peer
+    return (label, VARIANT_COLORS[k], "x", "-.")
 
 
 def link_title(result):
