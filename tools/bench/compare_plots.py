@@ -117,6 +117,8 @@ def draw_cdf(ax, res):
     ideal = None
     for peer, e in res.items():
         name, color, marker, ls = style(peer)
+        if e.get("unstable"):
+            name += " (unstable: load not carried)"
         if e.get("mct_ideal_s") and peer == "longhaul":
             ideal = e["mct_ideal_s"] * 1e3
         cdf = e.get("mct_cdf")
@@ -142,7 +144,7 @@ def plot_goodput_vs_loss(runs, path):
     rtts = sorted({condition(r)[0] for r in bulk})
     if not rtts:
         return False
-    fig, axes = plt.subplots(1, len(rtts), figsize=(4.2 * len(rtts), 4.2), sharey=True,
+    fig, axes = plt.subplots(1, len(rtts), figsize=(max(9.0, 4.4 * len(rtts)), 4.4), sharey=True,
                              squeeze=False)
     for ax, rtt in zip(axes[0], rtts):
         by_peer = {}
@@ -182,7 +184,8 @@ def plot_mct_cdf(runs, path):
     n = len(msgs)
     cols = min(3, n)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(9.0, 4.6 * cols), 3.9 * rows),
+                             squeeze=False)
     for k, r in enumerate(msgs):
         ax = axes[k // cols][k % cols]
         draw_cdf(ax, r.get("results", {}))
@@ -206,7 +209,7 @@ def plot_transfer(runs, path):
     rtts = sorted({condition(r)[0] for r in tr})
     if not rtts:
         return False
-    fig, axes = plt.subplots(1, len(rtts), figsize=(4.2 * len(rtts), 4.2), sharey=True,
+    fig, axes = plt.subplots(1, len(rtts), figsize=(max(9.0, 4.4 * len(rtts)), 4.4), sharey=True,
                              squeeze=False)
     for ax, rtt in zip(axes[0], rtts):
         by_peer = {}
