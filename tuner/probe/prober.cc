@@ -54,8 +54,9 @@ class Prober {
     if (absl::Status s = Hello(); !s.ok()) return s;
     if (absl::Status s = RttPhase(); !s.ok()) return s;
     if (absl::Status s = RatePhase(); !s.ok()) return s;
-    if (opt_.pmtu) {
-      if (absl::Status s = PmtuPhase(); !s.ok()) return s;
+    if (opt_.pmtu && !pmtu_done_) {
+      const double pace = std::max(0.5 * rate_.bps(), 1e6);
+      if (absl::Status s = PmtuPhase(pace, PhaseEnd(0.7)); !s.ok()) return s;
     }
     if (absl::Status s = LossPhase(); !s.ok()) return s;
     SendMessage(Header(ProbeType::kBye, 0), 0).IgnoreError();
@@ -377,7 +378,20 @@ class Prober {
         continue;
       }
       if ((*rep)->packets == 0) {
-        // Nothing arrived although echoes do: datagrams too big for the path.
+        // Nothing arrived although echoes do: datagrams too big for the path. Find the
+        // path MTU now (paced at the start rate) and size the trains to it.
+        if (opt_.pmtu && !pmtu_done_) {
+          Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; searching the "
+                                   "path MTU first", payload, train));
+          if (absl::Status s = PmtuPhase(opt_.start_rate.bps() * 0.5, PhaseEnd(0.35)); !s.ok()) {
+            return s;
+          }
+          if (report_.pmtu >= 96) {
+            sizes = {std::min<uint32_t>(report_.pmtu, 9000) - kIpUdpOverhead};
+            size_index = 0;
+            continue;
+          }
+        }
         if (size_index + 1 < sizes.size()) {
           ++size_index;
           Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; trying %d bytes",
@@ -439,7 +453,7 @@ class Prober {
       short_trains += t.send_rate.bps() < 0.9 * t.target_rate.bps();
     }
     report_.short_trains = short_trains;
-    if (short_trains >= std::max<int>(2, static_cast<int>(report_.trains.size()) / 3)) {
+    if (short_trains >= std::max<int>(2, static_cast<int>(report_.trains.size()) / 2)) {
       report_.host_limited = true;
       report_.notes.push_back(absl::StrFormat(
           "the sender fell short of %d of %d train rates (a busy host): the rate may read low",
@@ -450,15 +464,16 @@ class Prober {
     return absl::OkStatus();
   }
 
-  absl::Status PmtuPhase() {
+  // Searches the path MTU with DF-set echoes paced at `pace_bps`, until `phase_end`.
+  absl::Status PmtuPhase(double pace_bps, int64_t phase_end) {
+    pmtu_done_ = true;
     PmtuSearchOptions po;
     const uint32_t local = report_.local_mtu ? report_.local_mtu : 1500;
     po.max_size = std::min<uint32_t>(opt_.max_mtu ? opt_.max_mtu : local,
                                      probe::kMaxDatagram + kIpUdpOverhead);
     po.min_size = std::min<uint32_t>(576, po.max_size);
     PmtuSearch search(po);
-    const double pace_bps = std::max(0.5 * rate_.bps(), 1e6);
-    const int64_t phase_end = PhaseEnd(0.7);
+    pace_bps = std::max(pace_bps, 1e6);
     while (!search.done()) {
       std::vector<uint32_t> sizes = search.NextRound();
       if (sizes.empty()) break;
@@ -517,8 +532,9 @@ class Prober {
 
   absl::Status LossPhase() {
     // Time to let stragglers land and fetch the report (two tries) before the deadline.
+    // A busy responder may first have to drain a socket buffer's worth of the train.
     const Duration reserve = RttP99() * 5 + (report_.rtt_idle.p99 - report_.rtt_idle.min) +
-                             Duration::Milliseconds(150);
+                             Duration::Milliseconds(600);
     const int64_t now = probe::NowRealtimeNs();
     const double seconds = (deadline_ns_ - now - reserve.ns()) * 1e-9;
     if (seconds < 0.2) {
@@ -554,7 +570,7 @@ class Prober {
     SleepUntilNs(probe::NowRealtimeNs() + Duration::Milliseconds(20).ns() +
                  (report_.rtt_idle.p99 - report_.rtt_idle.min).ns());
     absl::StatusOr<std::optional<probe::TrainReport>> rep =
-        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(50));
+        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(150));
     if (!rep.ok()) return rep.status();
     if (!rep->has_value()) {
       report_.notes.push_back("the loss-phase report did not arrive: loss unknown");
@@ -650,6 +666,7 @@ class Prober {
   Bandwidth rate_;
   double rate_rel_error_ = 0;
   bool have_loss_ = false;
+  bool pmtu_done_ = false;
 };
 
 }  // namespace

@@ -5,8 +5,10 @@
 //  1. hello      the responder answers (3 tries, 1 s apart) or the probe fails
 //  2. rtt        small echoes at a fixed spacing: min / p50 / p99 RTT of the idle path
 //  3. rate       trains at rising rates (tuner/estimate/rate.h: x2 until saturated,
-//                then 1.25 x the best, BBR's full-pipe rule); the responder times the
-//                arrivals (kernel timestamps) and reports each train's delivery rate
+//                then 1.25 x the best, BBR's full-pipe rule) of 9000-byte packets; the
+//                responder times the arrivals (kernel timestamps) and reports each
+//                train's delivery rate. If nothing of a train arrives (the path's MTU is
+//                smaller), the path-MTU search runs first and the trains use its size
 //  4. pmtu       DF-set echoes of a ladder of sizes (tuner/estimate/pmtu_search.h),
 //                paced at half the measured rate so the bottleneck queue never drops
 //                them for being queued behind each other

@@ -113,8 +113,10 @@ TEST_P(ProbeAccuracyTest, EstimatesMatchTheEmulatedLink) {
   EXPECT_EQ(e.mtu, spec->mtu);
   if (spec->reorder > 0) {
     EXPECT_NEAR(e.reorder, spec->reorder, 0.5 * spec->reorder);
-    EXPECT_NEAR(e.reorder_late.seconds(), spec->reorder_delay.seconds(),
-                0.2 * spec->reorder_delay.seconds());
+    // The lateness is a maximum: never below the hold-back delay (less the spacing of a
+    // few packets), but a host hiccup while the held-back packet is released adds to it.
+    EXPECT_GE(e.reorder_late.seconds(), 0.8 * spec->reorder_delay.seconds());
+    EXPECT_LE(e.reorder_late.seconds(), spec->reorder_delay.seconds() + 0.010);
   } else {
     EXPECT_EQ(r->reorder.reordered, 0u);
   }
@@ -128,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"rate=500mbit,rtt=20ms,loss=5e-3,burst=4", 4},
                       Case{"rate=200mbit,rtt=100ms,loss=1e-2,burst=2,mtu=1500", 2},
                       Case{"rate=800mbit,rtt=10ms,loss=2e-4,reorder=1e-3,reorder_delay=2ms", 1},
-                      Case{"rate=1500mbit,rtt=40ms,jitter=500us,loss=1e-2,mtu=4000", 1}));
+                      Case{"rate=1500mbit,rtt=40ms,jitter=500us,loss=1e-2,mtu=8000", 1}));
 
 }  // namespace
 }  // namespace longhaul::tuner
