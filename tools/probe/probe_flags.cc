@@ -146,6 +146,7 @@ nlohmann::json ProbeReportToJson(const tuner::ProbeReport& r) {
   j["reorder"]["max_late_ns"] = r.reorder.max_late.ns();
   j["duplicates"] = r.duplicates;
   j["responder_drops"] = r.responder_drops;
+  j["host_timer_late_p99_ns"] = r.timer_late_p99.ns();
   j["elapsed_s"] = r.elapsed_s;
   j["wire_bytes_sent"] = r.wire_bytes_sent;
   j["packets_sent"] = r.packets_sent;
@@ -166,6 +167,8 @@ std::string ProbeReportText(const tuner::ProbeReport& r) {
   absl::StrAppendFormat(&s, "loss       %s\n", r.loss.ToString());
   absl::StrAppendFormat(&s, "reorder    %s\n", r.reorder.ToString());
   absl::StrAppendFormat(&s, "path MTU   %d (local interface %d)\n", r.pmtu, r.local_mtu);
+  absl::StrAppendFormat(&s, "host       sender wake-ups late by up to %.3f ms (p99)\n",
+                        r.timer_late_p99.milliseconds());
   absl::StrAppendFormat(&s, "link spec  %s\n", e.ToLinkSpec().ToString());
   absl::StrAppendFormat(&s, "probe      %.2f s, %s sent in %d datagrams\n", r.elapsed_s,
                         FormatByteCount(r.wire_bytes_sent), r.packets_sent);

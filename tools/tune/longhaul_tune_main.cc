@@ -109,6 +109,7 @@ nlohmann::json EstimateJson(const tuner::LinkEstimate& e) {
   j["rate_rel_error"] = e.rate_rel_error;
   j["loss_rel_error"] = e.loss_rel_error;
   j["fitted_link"] = e.ToLinkSpec().ToString();
+  j["host_timer_late_ns"] = e.host_timer_late.ns();
   return j;
 }
 

@@ -30,6 +30,9 @@ struct LinkEstimate {
   // Relative 95 % half-widths of the measured rate and loss (0 for a given spec).
   double rate_rel_error = 0.0;
   double loss_rel_error = 0.0;
+  // Not the path's but the probing host's: how late its sleeping sender woke (p99); 0
+  // if not measured. The search sizes the pacing burst from it.
+  Duration host_timer_late;
   std::string source;        // "link rate=..." or "probe of HOST:PORT"
 
   // rate x rtt, bytes.

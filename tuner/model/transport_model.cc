@@ -293,8 +293,11 @@ Prediction Predict(const LinkEstimate& link, const TransportConfig& cfg, const W
   // of what it carries only when they survive, so at most C x S / w_data of new data.
   gs = std::min(gs, C / (8 * w_data) * S);
   pr.steady_goodput_bps = gs * 8;
-  pr.window_needed = static_cast<ByteCount>(
-      std::ceil(send_limit / (8 * w_data) * d_data * rtt_eff99 + max_dgram));
+  // What the window must hold: rate x (RTT + repair time) (config.h). In flight proper
+  // is rate x RTT; the repair time is headroom for the data waiting on a repair, which
+  // an application that bounds its submissions by the window (longhaul-perf) needs.
+  pr.window_needed = static_cast<ByteCount>(std::ceil(
+      send_limit / (8 * w_data) * d_data * (rtt_eff99 + (p > 0 ? det : 0.0)) + max_dgram));
   pr.recv_window_needed = static_cast<ByteCount>(
       std::ceil(stream_rate(send_limit) * (rtt_eff99 + (p > 0 ? (fec && pr.block_failure < 1e-9
                                                                       ? t_fec

@@ -76,7 +76,7 @@ struct Prediction {
   double rtt_effective_s = 0;     // median RTT with queueing and ACK delay
   double repair_s = 0;            // a selective-repeat repair (detection + one way)
   double tail_s = 0;              // expected extra time at the end of a bulk transfer
-  ByteCount window_needed = 0;    // datagram bytes in flight at the sending rate (p99 RTT)
+  ByteCount window_needed = 0;    // rate x (p99 RTT + repair time), datagram bytes
   ByteCount recv_window_needed = 0;  // message bytes to ride out one repair
   // ---- messages ----
   bool stable = true;             // the offered load can be served

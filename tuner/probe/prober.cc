@@ -261,7 +261,13 @@ class Prober {
         if (due - now > 200000) {
           if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
         }
-        SleepUntilNs(due - kLookaheadNs / 2);
+        const int64_t wake = due - kLookaheadNs / 2;
+        SleepUntilNs(wake);
+        // How late this host wakes a sleeping sender (the search sizes the pacing burst
+        // from it).
+        if (timer_late_ns_.size() < 200000) {
+          timer_late_ns_.push_back(std::max<int64_t>(0, probe::NowRealtimeNs() - wake));
+        }
         continue;
       }
       pkts.clear();
@@ -633,6 +639,16 @@ class Prober {
       e.reorder_late = report_.reorder.max_late;
     }
     e.mtu = report_.pmtu ? report_.pmtu : 1500;
+    if (!timer_late_ns_.empty()) {
+      std::vector<Duration> late;
+      late.reserve(timer_late_ns_.size());
+      for (int64_t ns : timer_late_ns_) late.push_back(Duration::Nanoseconds(ns));
+      absl::StatusOr<Duration> p99 = RttPercentile(late, 0.99);
+      if (p99.ok()) {
+        report_.timer_late_p99 = *p99;
+        e.host_timer_late = *p99;
+      }
+    }
     e.overhead = kIpUdpOverhead;
     report_.elapsed_s = Elapsed();
     Progress(absl::StrFormat("done in %.2f s, %s sent: %s", report_.elapsed_s,
@@ -667,6 +683,7 @@ class Prober {
   double rate_rel_error_ = 0;
   bool have_loss_ = false;
   bool pmtu_done_ = false;
+  std::vector<int64_t> timer_late_ns_;
 };
 
 }  // namespace

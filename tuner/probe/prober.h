@@ -77,6 +77,7 @@ struct ProbeReport {
   double loss_phase_rate_bps = 0;
   double loss_phase_s = 0;
   uint32_t loss_phase_payload_bytes = 0;
+  Duration timer_late_p99;        // how late the sender's sleeps ended (host load), p99
   double elapsed_s = 0;
   ByteCount wire_bytes_sent = 0;
   uint64_t packets_sent = 0;

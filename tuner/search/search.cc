@@ -206,6 +206,15 @@ class Searcher {
     // Start from the measured RTT rather than a guess (rounded up to a millisecond).
     const int64_t rtt_ms = static_cast<int64_t>(std::ceil(link_.rtt_p50.seconds() * 1e3));
     c.initial_rtt = Duration::Milliseconds(std::max<int64_t>(rtt_ms, 1));
+    // Pacing burst: a sender whose thread wakes late (a busy host waits milliseconds for
+    // a CPU) catches up by at most this much, and every wait beyond it is rate lost for
+    // good. Allow 2 ms (or 2 x the prober's measured timer lateness, p99), but at most
+    // 5 % of the bottleneck queue's time, so the catch-up burst never fills the queue.
+    const double queue_s = static_cast<double>(link_.QueueBytes()) * 8 / std::max(link_.rate.bps(), 1.0);
+    const double want_s = std::max(2e-3, 2 * link_.host_timer_late.seconds());
+    const double burst_s = std::min(want_s, 0.05 * queue_s);
+    c.pacing_burst = std::max(opt_.base.pacing_burst,
+                              Duration::Microseconds(static_cast<int64_t>(burst_s * 1e5) * 10));
     // Windows from what the flight needs at this point, with unbounded windows.
     TransportConfig unbounded = c;
     unbounded.window = unbounded.recv_window = TransportConfig::kMaxWindow;
