@@ -161,8 +161,8 @@ TEST(BbrSimTest, FourConnectionsTwoSecondsApartConvergeWithinFiveSeconds) {
 // goodput follows it, without sustained loss (< 1% of the offered datagrams from 10 round
 // trips after the drop on).
 TEST(BbrSimTest, RateStepIsFollowedWithinTenRoundTrips) {
-  ScenarioOptions o = Options("rate=10gbit,rtt=58ms", 100 * kGiB, Duration::Seconds(6),
-                              Duration::Milliseconds(29));
+  ScenarioOptions o =
+      Options("rate=10gbit,rtt=58ms", 100 * kGiB, Duration::Seconds(6), Duration::Milliseconds(29));
   absl::StatusOr<LinkSchedule> s = ParseLinkSchedule("2s:rate=5gbit,4s:rate=10gbit");
   ASSERT_TRUE(s.ok()) << s.status();
   o.schedule = *s;

@@ -28,6 +28,9 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
   // arrives in steps; like BBR's send quanta, the window gets room for a few of them.
   ack_allowance_ = std::min<ByteCount>(2 * config.ack_every, 256) * max_datagram_;
   cwnd_ = std::min<ByteCount>(params_.initial_cwnd_packets * max_datagram_, window_limit_);
+  // ECN alpha starts at ecn_alpha_init = 0, not DCTCP's 1: startup's exit answers the
+  // first marks (loss_beta), and a first cut of alpha/2 = 50% for a handful of marks would
+  // halve a long fat pipe for many round trips.
   // Before any RTT sample: the initial window over the assumed RTT, at startup gain.
   pacing_rate_ = Bandwidth::FromBytesAndDuration(cwnd_, initial_rtt_).Scaled(pacing_gain_);
 }
@@ -115,12 +118,14 @@ void BbrController::OnLoss(const LossEvent& loss, const RttEstimator& rtt) {
   bytes_in_flight_ = loss.bytes_in_flight;
   round_lost_ += loss.bytes_lost;
   round_lost_packets_ += loss.packets_lost;
-  if (min_rtt_.IsInfinite() || !rtt.has_sample() || mode_ == Mode::kStartup) return;
+  if (min_rtt_.IsInfinite() || !rtt.has_sample()) return;
+  if (mode_ == Mode::kStartup || mode_ == Mode::kDrain) return;
   // Drop-tail loss happens at a full queue; the ACK that revealed the loss was for a
   // packet sent just after the lost one, so its RTT shows that queue. Random loss on an
   // empty queue comes without queueing delay. (Not in startup: a new flow on a busy link
   // sees the queue and the overflow losses of the others; it leaves startup on its own
-  // loss rate or when its bandwidth stops growing, not at a fraction of its share.)
+  // loss rate or when its bandwidth stops growing, not at a fraction of its share. Not in
+  // drain: the queue is startup's own and is going away.)
   const Duration queue_delay = rtt.latest() - min_rtt_;
   const Duration threshold = min_rtt_.Scaled(params_.queue_delay_fraction) + ack_delay_;
   if (queue_delay > threshold && loss.largest_lost_sent_time > last_congestion_time_) {
@@ -230,6 +235,10 @@ void BbrController::UpdateMinRtt(Time now, Duration rtt) {
   if (rtt <= min_rtt_ || expired) {
     min_rtt_ = rtt;
     min_rtt_stamp_ = now;
+  } else if (rtt <= min_rtt_.Scaled(1 + params_.min_rtt_tolerance)) {
+    // The queue was empty again (within a hair of the minimum, ACK-delay jitter aside):
+    // the minimum is still the path's, no need to drain a long fat pipe to learn it.
+    min_rtt_stamp_ = now;
   }
   if (expired && mode_ != Mode::kProbeRtt) EnterProbeRtt(now);
 }
@@ -326,7 +335,12 @@ void BbrController::UpdateMode(const AckEvent& ack) {
   }
   // Drain ends once the queue startup built is gone (checked after the switch so that a
   // startup that ends on this ACK can end its drain at once).
-  if (mode_ == Mode::kDrain && bytes_in_flight_ <= Bdp()) EnterProbeBw(now, Phase::kCruise);
+  if (mode_ == Mode::kDrain && bytes_in_flight_ <= Bdp()) {
+    // Packets sent until now may still meet the rest of startup's queue: their losses are
+    // not a new congestion.
+    last_congestion_time_ = now;
+    EnterProbeBw(now, Phase::kCruise);
+  }
 }
 
 void BbrController::EnterDrain(Time now) {
@@ -428,6 +442,10 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
   // Restart the model from what the path delivered lately, times the reduction: the max
   // filter would otherwise hold a rate the path no longer has (a rate step down, a new
   // competitor) for bw_window_rounds and keep the queue full all that time.
+  static constexpr const char* kSignalNames[] = {"loss_with_queue", "loss_rate", "standing_queue",
+                                                 "ecn"};
+  VLOG(1) << "bbr " << this << " t=" << now.seconds() << " " << ModeName()
+          << " congestion: " << kSignalNames[static_cast<int>(signal)] << " x" << factor;
   const Bandwidth bw = max_bw_.Get();
   Bandwidth latest = RecentDeliveryRate(now);
   if (latest.IsZero() || latest > bw) latest = bw;

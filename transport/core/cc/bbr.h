@@ -15,8 +15,8 @@
 //   PROBE_BW   a cycle DOWN (0.75) -> CRUISE (1.0, 2-4 rounds) -> UP (>= 1.25); UP goes
 //              on while the bandwidth keeps growing, faster (1.5) on an empty queue,
 //              so a link whose rate went up is filled within a few rounds
-//   PROBE_RTT  after 10 s without a new min RTT: cwnd 0.5 x BDP (not BBRv1's 4 packets:
-//              a 725 MB pipe stays half full) for max(200 ms, one round)
+//   PROBE_RTT  after 10 s without an RTT sample within 1% of min RTT: cwnd 0.5 x BDP (not
+//              BBRv1's 4 packets: a 725 MB pipe stays half full) for max(200 ms, a round)
 //
 // Congestion response, the long-haul part. Loss alone says nothing on a long lossy
 // path, so random loss does not cut the rate. These are congestion, answered once per
@@ -78,6 +78,7 @@ struct BbrParams {
   // Model.
   uint32_t bw_window_rounds = 10;
   Duration min_rtt_window = Duration::Seconds(10);
+  double min_rtt_tolerance = 0.01;  // a sample this close to min RTT refreshes it
   Duration probe_rtt_duration = Duration::Milliseconds(200);
   double probe_rtt_cwnd_gain = 0.5;
   double pacing_margin = 0.01;  // pace this fraction below the estimate
@@ -92,7 +93,7 @@ struct BbrParams {
   double standing_queue_drain_gain = 0.5;
   double standing_queue_drain_rtts = 2;  // longest drain, in min RTTs
   double ecn_gain = 1.0 / 16;            // DCTCP g
-  double ecn_alpha_init = 1.0;           // DCTCP starts conservative (RFC 8257)
+  double ecn_alpha_init = 0;             // DCTCP starts at 1; see bbr.cc
 };
 
 class BbrController : public CongestionController {
