@@ -125,9 +125,11 @@ TEST(BbrSimTest, RandomLossOfOnePercentKeepsNinetyPercentOfTheLink) {
 }
 
 // N connections started 2 s apart: the Jain index of their goodput over the second that
-// ends 5 s after the last one started. Three seeds: each >= `min_each`, the median
-// >= 0.95 (docs/congestion-control.md has the distribution over more seeds).
-void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_each) {
+// ends 5 s after the last one started, for the first three seeds (not hand-picked):
+// each >= `min_each`, the median >= `min_median` (docs/congestion-control.md has the
+// distribution over eight seeds).
+void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_each,
+                       double min_median) {
   const double last_start = 2.0 * (n - 1);
   std::vector<double> jains;
   for (uint64_t seed : seeds) {
@@ -146,15 +148,20 @@ void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_eac
         << "seed " << seed;
   }
   std::sort(jains.begin(), jains.end());
-  EXPECT_GE(jains[jains.size() / 2], 0.95);
+  EXPECT_GE(jains[jains.size() / 2], min_median);
 }
 
 TEST(BbrSimTest, TwoConnectionsTwoSecondsApartConvergeWithinFiveSeconds) {
-  ExpectConvergence(2, {1, 4, 6}, 0.9);
+  // The target band: Jain >= 0.95 within 5 s (seeds 1-3 measure 0.964, 0.953, 0.969).
+  ExpectConvergence(2, {1, 2, 3}, 0.95, 0.95);
 }
 
-TEST(BbrSimTest, FourConnectionsTwoSecondsApartConvergeWithinFiveSeconds) {
-  ExpectConvergence(4, {3, 4, 6}, 0.9);
+TEST(BbrSimTest, FourConnectionsTwoSecondsApartConvergeSlowerThanTheTarget) {
+  // The target (Jain >= 0.95 within 5 s of the last start) is NOT met for four
+  // connections: seeds 1-3 measure 0.820, 0.897, 0.954 (median 0.915 over eight seeds;
+  // most reach 0.95 after 7 s or more). This asserts the measured band so a regression
+  // shows; docs/congestion-control.md explains the gap.
+  ExpectConvergence(4, {1, 2, 3}, 0.8, 0.88);
 }
 
 // The link's rate steps 10 -> 5 -> 10 Gbit/s: within 10 round trips of each step the
