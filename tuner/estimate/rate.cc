@@ -66,7 +66,10 @@ void RateSearch::OnTrain(const TrainResult& t) {
   if (done_) return;
   trains_.push_back(t);
   const Bandwidth delivered = t.delivery_rate;
-  best_ = std::max(best_, delivered);
+  // A train cannot arrive faster than it was sent (beyond the fit's noise): one that
+  // did was compressed on the way (a relay or host that stalled, then released a burst)
+  // and does not count for the best rate.
+  if (!(delivered.bps() > 1.05 * t.send_rate.bps())) best_ = std::max(best_, delivered);
   const bool saturated = Saturated(t);
   if (saturated) ++saturated_trains_;
   // The sender itself could not reach the target (CPU, socket buffers): consecutive
@@ -85,7 +88,24 @@ void RateSearch::OnTrain(const TrainResult& t) {
     ++full_bw_count_;
   }
 
-  if (saturated_trains_ > 0 && full_bw_count_ >= opt_.full_pipe_rounds) {
+  // Full pipe: BBR's rule, and two saturated trains that agree within 10 % (one
+  // stretched train on a busy host must not end the search on its own).
+  bool agreed = false;
+  if (saturated_trains_ >= 2) {
+    double a = 0, b = 0;  // the two fastest saturated deliveries
+    for (const TrainResult& x : trains_) {
+      if (!Saturated(x)) continue;
+      const double v = x.delivery_rate.bps();
+      if (v > a) {
+        b = a;
+        a = v;
+      } else if (v > b) {
+        b = v;
+      }
+    }
+    agreed = b >= 0.9 * a;
+  }
+  if (agreed && full_bw_count_ >= opt_.full_pipe_rounds) {
     done_ = true;
     stop_reason_ = "full pipe";
   } else if (sender_limited_ >= 3) {
@@ -116,10 +136,12 @@ void RateSearch::OnTrain(const TrainResult& t) {
 
 Bandwidth RateSearch::Estimate() const {
   std::vector<double> sat;
+  double top = 0;
   for (const TrainResult& t : trains_) {
-    if (Saturated(t) && t.delivery_rate.bps() >= 0.9 * best_.bps()) {
-      sat.push_back(t.delivery_rate.bps());
-    }
+    if (Saturated(t)) top = std::max(top, t.delivery_rate.bps());
+  }
+  for (const TrainResult& t : trains_) {
+    if (Saturated(t) && t.delivery_rate.bps() >= 0.7 * top) sat.push_back(t.delivery_rate.bps());
   }
   if (sat.empty()) return best_;
   std::sort(sat.begin(), sat.end());

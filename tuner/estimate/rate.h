@@ -12,12 +12,15 @@
 //   * RateSearch plans the trains like BBR's startup: x2 after a train that was not
 //     saturated, 1.25 x the best delivery rate after one that was, and declares the pipe
 //     full once the best delivery rate grew by less than 25 % for 3 trains in a row
-//     (bbr_full_bw_thresh 5/4, bbr_full_bw_cnt 3) after some train saturated. It also
-//     stops at max_rate or max_trains.
-//   * The estimate is the median delivery rate of the saturated trains that delivered
-//     at least 90 % of the best delivery rate: robust to one stretched or compressed
-//     train, and to an early train that looked saturated only because of noise. The max
-//     over all trains (BBR's max filter) is reported too.
+//     (bbr_full_bw_thresh 5/4, bbr_full_bw_cnt 3) and the two fastest saturated trains
+//     agree within 10 % (one stretched train must not end the search). It also stops at
+//     max_rate or max_trains.
+//   * The estimate is the median delivery rate of the saturated trains, leaving out
+//     those below 70 % of the fastest saturated one: robust to one stretched or
+//     compressed train, and to an early train that looked saturated only because of
+//     noise. The max over all trains (BBR's max filter) is reported too; a train that
+//     arrived > 5 % faster than it was sent (compressed by a stalled relay or host) does
+//     not count for it.
 //
 // Rates count wire bytes: UDP payload + IP/UDP headers, like the link model's `rate`.
 // Pure state machine, no clock; not thread-safe (one owner).

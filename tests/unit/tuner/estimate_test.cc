@@ -357,6 +357,35 @@ TEST(RateTest, SearchStopsAtMaxRateAndWhenTheSenderCannotKeepUp) {
   EXPECT_FALSE(slow_sender.saturated());
 }
 
+TEST(RateTest, EstimateResistsStretchedAndCompressedTrains) {
+  // A 100 Mbit/s bottleneck seen through a noisy host: an early train that looked
+  // saturated (stretched), one compressed train (arrived faster than it was sent), then
+  // saturated trains at the true rate.
+  RateSearch s;
+  auto train = [](double target, double sent, double delivered) {
+    TrainResult t;
+    t.target_rate = Bandwidth::Mbps(target);
+    t.send_rate = Bandwidth::Mbps(sent);
+    t.delivery_rate = Bandwidth::Mbps(delivered);
+    t.packets_sent = t.packets_received = 100;
+    return t;
+  };
+  s.OnTrain(train(50, 50, 50));
+  s.OnTrain(train(100, 100, 88));   // stretched: looks saturated at 88
+  EXPECT_NEAR(s.NextRate().bps(), 1.25 * 88e6, 1e3);
+  s.OnTrain(train(110, 110, 109));  // not saturated: the ramp resumes (x2)
+  EXPECT_NEAR(s.NextRate().bps(), 220e6, 1e3);
+  s.OnTrain(train(220, 180, 230));  // compressed: faster than sent, not the best
+  EXPECT_LT(s.MaxDelivery().bps(), 200e6);
+  s.OnTrain(train(220, 220, 100));
+  s.OnTrain(train(137, 137, 100.5));
+  s.OnTrain(train(137, 137, 99.5));
+  s.OnTrain(train(137, 137, 100));
+  ASSERT_TRUE(s.done());
+  EXPECT_EQ(s.stop_reason(), "full pipe");
+  EXPECT_NEAR(s.Estimate().bps(), 100e6, 1e6);
+}
+
 // ---- PMTU ----
 
 // Runs the search against a path that confirms sizes <= mtu (with `loss` per probe).
