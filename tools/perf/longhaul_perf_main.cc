@@ -45,6 +45,9 @@ DEFINE_string(timeout, "0",
               "client: abort the test after this long (0: --time + 60s, or 1h with --bytes)");
 DEFINE_bool(one_off, false, "server: serve one test, then exit with its status (-1)");
 DEFINE_string(max_test_duration, "3600s", "server: longest test it runs (longer ones are ended)");
+DEFINE_bool(answer_probes, true,
+            "server: answer longhaul-probe/longhaul-tune --target on the same port "
+            "(the tuner's probe protocol)");
 DEFINE_int32(max_connections, 256, "server: most connections at once (more are refused)");
 DEFINE_string(socket_buffer, "0",
               "SO_RCVBUF/SO_SNDBUF to ask for (0: window/4 within [4MiB, 256MiB])");
@@ -68,6 +71,7 @@ bool OurFlag(const gflags::CommandLineFlagInfo& f) {
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
+               "                     [--answer_probes=true]\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
@@ -208,6 +212,7 @@ int Main(int argc, char** argv) {
     o.endpoint = EndpointFromFlags();
     o.json = FLAGS_json;
     o.one_off = FLAGS_one_off;
+    o.answer_probes = FLAGS_answer_probes;
     o.max_duration_s = SecondsFlag(FLAGS_max_test_duration, "max_test_duration");
     if (!(o.max_duration_s > 0)) UsageError("--max_test_duration must be > 0");
     return RunServer(o);

@@ -23,6 +23,7 @@
 #include "transport/api/endpoint.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
+#include "tuner/probe/responder.h"
 
 namespace longhaul::perf {
 namespace {
@@ -100,6 +101,22 @@ int RunServer(const ServerOptions& o) {
     std::lock_guard<std::mutex> l(mu);
     fresh.push_back(std::move(s));
   };
+  // The tuner's probes share the port: their first byte (0xB7) is not longhaul's version.
+  // The responder lives on the driver thread, which is the only caller of the handler.
+  auto responder = std::make_shared<tuner::probe::ProbeResponder>();
+  if (o.answer_probes) {
+    lo.on_foreign_datagram = [responder, last_expire = int64_t{0}](
+                                 const ForeignDatagram& f,
+                                 std::vector<std::vector<uint8_t>>* replies) mutable {
+      if (!tuner::probe::IsProbeDatagram(f.data)) return;
+      responder->Handle(f.from, f.data, f.kernel_time_ns != 0 ? f.kernel_time_ns : f.now_ns,
+                        replies, f.now_ns);
+      if (f.now_ns - last_expire > 1'000'000'000) {
+        responder->Expire(f.now_ns);
+        last_expire = f.now_ns;
+      }
+    };
+  }
   absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, lo);
   if (!port.ok()) {
     std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "

@@ -39,6 +39,9 @@ struct ServerOptions {
   bool json = false;
   bool one_off = false;
   double max_duration_s = 3600;
+  // Answer the tuner's probes (longhaul-probe / longhaul-tune --target) on the same UDP
+  // port, so a link can be measured against any longhaul-perf server.
+  bool answer_probes = true;
 };
 
 // Runs a test; returns the exit status (0: every byte delivered and verified, 1: an

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "transport/api/connection_handle.h"
@@ -58,6 +60,22 @@ using HelloPolicy = std::function<absl::StatusOr<TransportConfig>(const HelloInf
 // its data is processed (the place to SetCallback or PostReceive without a race).
 using AcceptCallback = std::function<void(std::shared_ptr<ConnectionHandle>)>;
 
+// A datagram that reached a listening socket but is not longhaul's: its first byte is not
+// the protocol version (wire::kVersion, 0x01). Another protocol can share the server's
+// port this way; longhaul-perf's server answers the tuner's probes (first byte 0xB7).
+struct ForeignDatagram {
+  std::span<const uint8_t> data;  // valid during the call only
+  std::string from;               // the sender, "198.18.0.1:40001" (the reply goes there)
+  int64_t kernel_time_ns = 0;     // CLOCK_REALTIME kernel receive time, 0 when unknown
+  int64_t now_ns = 0;             // CLOCK_REALTIME when the driver handles it
+};
+// Runs on the driver thread; must not block. Datagrams appended to `replies` are sent to
+// the datagram's source from the listening socket, as they are: the handler is
+// responsible for not amplifying (the probe responder answers with fewer bytes than it
+// received, except for one report per train).
+using ForeignDatagramHandler =
+    std::function<void(const ForeignDatagram&, std::vector<std::vector<uint8_t>>* replies)>;
+
 struct ListenOptions {
   TransportConfig config;  // for accepted connections (unless the policy says otherwise)
   HelloPolicy policy;      // optional
@@ -65,6 +83,9 @@ struct ListenOptions {
   // `backlog`; more are rejected as busy).
   AcceptCallback on_accept;
   uint32_t backlog = 128;
+  // Optional; without it such datagrams are dropped and counted as undecodable. With it
+  // the socket also asks for kernel receive timestamps (SO_TIMESTAMPNS).
+  ForeignDatagramHandler on_foreign_datagram;
 };
 
 struct ConnectOptions {
@@ -97,6 +118,8 @@ struct EndpointStats {
   uint64_t receive_truncated = 0;
   uint64_t undecodable = 0;         // not a longhaul datagram (bad length, version or type)
   uint64_t unknown_connection = 0;  // 1-RTT packets for no connection of ours
+  uint64_t foreign_datagrams = 0;   // given to ListenOptions::on_foreign_datagram
+  uint64_t foreign_replies = 0;     // datagrams it sent back
   // handshake (server side)
   uint64_t hellos_received = 0;
   uint64_t short_initials = 0;  // Initials below 1200 bytes (dropped)

@@ -896,12 +896,6 @@ absl::StatusOr<Settings> ReadSettings() {
     if (lower == "rate") s.rate_given = true;
     if (lower == "initial_rtt") s.rtt_given = true;
   }
-  // Tail protection stays off unless NCCL_LONGHAUL_TAIL_PROTECT asks for it: the core
-  // writes a pending ACK before a tail copy, and a copy of a full packet then overflows
-  // its datagram (a CHECK failure in Connection::EmitRun). Plugin connections carry
-  // credits back to the sender, so their senders often have an ACK pending. Losses at the
-  // tail are still repaired by FEC or by the normal loss detection.
-  if (Env("NCCL_LONGHAUL_TAIL_PROTECT") == nullptr) s.config.tail_protect = false;
   if (absl::Status st = s.config.Validate(); !st.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("longhaul configuration from the environment: ", st.message()));

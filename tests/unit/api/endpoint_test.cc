@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -353,6 +354,55 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   // And the server still serves a normal client.
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   EXPECT_TRUE(cep->Connect("127.0.0.1", srv.port, Client()).ok());
+}
+
+// Datagrams of another protocol (first byte not longhaul's version) go to the listen's
+// handler with a kernel receive time, its replies go back to the sender, and the same
+// port still serves longhaul clients. Without a handler they are dropped as undecodable.
+TEST(Endpoint, ForeignDatagramsReachTheListenHandlerAndItsRepliesTheSender) {
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> kernel_ns{0};
+  ListenOptions lo;
+  lo.config = TestConfig();
+  lo.on_foreign_datagram = [&](const ForeignDatagram& f,
+                               std::vector<std::vector<uint8_t>>* replies) {
+    ++calls;
+    kernel_ns.store(f.kernel_time_ns);
+    std::vector<uint8_t> r(f.data.begin(), f.data.end());
+    std::reverse(r.begin(), r.end());
+    replies->push_back(std::move(r));
+    EXPECT_NE(f.from.find("127.0.0.1:"), std::string::npos) << f.from;
+  };
+  Server srv = StartServer(std::move(lo));
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(srv.port);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const uint8_t probe[] = {0xB7, 1, 2, 3};
+  const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  ASSERT_EQ(send(fd, probe, sizeof(probe), 0), static_cast<ssize_t>(sizeof(probe)));
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  uint8_t buf[64];
+  ASSERT_EQ(recv(fd, buf, sizeof(buf), 0), 4);
+  EXPECT_EQ(buf[0], 3);
+  EXPECT_EQ(buf[3], 0xB7);
+  EXPECT_EQ(calls.load(), 1);
+  // SO_TIMESTAMPNS: a CLOCK_REALTIME time at or after the send.
+  EXPECT_GE(kernel_ns.load(), before);
+  EXPECT_LT(kernel_ns.load(), before + 60'000'000'000);
+  EndpointStats st = srv.ep->stats();
+  EXPECT_EQ(st.foreign_datagrams, 1u);
+  EXPECT_EQ(st.foreign_replies, 1u);
+  EXPECT_EQ(st.undecodable, 0u);
+  close(fd);
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  EXPECT_TRUE(cep->Connect("127.0.0.1", srv.port, Client()).ok());
+  EXPECT_EQ(calls.load(), 1);  // longhaul's own packets never reach the handler
 }
 
 TEST(Endpoint, VanishedPeerIsReportedAsUnreachable) {

@@ -141,6 +141,7 @@ class UdpDriverImpl {
       so.recv_buffer = so.send_buffer = SocketBufferFor(opt_, lo.config);
       so.gso = opt_.gso;
       so.gro = opt_.gro;
+      so.rx_timestamps = static_cast<bool>(lo.on_foreign_datagram);
       absl::StatusOr<uint32_t> id = OpenSocket(bind, SocketAddress(), so);
       if (!id.ok()) {
         result = id.status();
@@ -537,6 +538,9 @@ class UdpDriverImpl {
   void OnDatagram(uint32_t socket_id, const RxDatagram& d, const SocketAddress& src, Time now) {
     ++counters_.datagrams_received;
     counters_.bytes_received += d.data.size();
+    if (!d.data.empty() && d.data[0] != wire::kVersion && OnForeignDatagram(socket_id, d, src)) {
+      return;
+    }
     absl::StatusOr<wire::PacketHeader> h = wire::PeekHeader(d.data);
     if (!h.ok()) {
       ++counters_.undecodable;
@@ -568,6 +572,39 @@ class UdpDriverImpl {
       return;
     }
     OnHandshakePacket(socket_id, d.data, src, now);
+  }
+
+  // A datagram of another protocol on a listening socket with a handler: the handler's
+  // replies go back to the source. False when there is no handler (dropped as undecodable).
+  bool OnForeignDatagram(uint32_t socket_id, const RxDatagram& d, const SocketAddress& src) {
+    Socket* s = FindSocket(socket_id);
+    if (s == nullptr || !s->listening || !s->listen->on_foreign_datagram) return false;
+    ++counters_.foreign_datagrams;
+    ForeignDatagram f;
+    f.data = d.data;
+    f.from = src.ToString();
+    f.kernel_time_ns = d.kernel_time_ns;
+    f.now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    foreign_replies_.clear();
+    s->listen->on_foreign_datagram(f, &foreign_replies_);
+    for (const std::vector<uint8_t>& r : foreign_replies_) {
+      if (r.empty() || r.size() > 65507) continue;
+      TxDatagram t;
+      t.data = r.data();
+      t.len = static_cast<uint32_t>(r.size());
+      t.dest = &src;
+      SendResult sr = s->udp->Send(std::span<const TxDatagram>(&t, 1));
+      counters_.datagrams_sent += sr.sent;
+      counters_.bytes_sent += sr.sent ? r.size() : 0;
+      counters_.foreign_replies += sr.sent;
+      if (!sr.error.ok()) {
+        rate_log_.Warn("foreign-reply", Now(),
+                       absl::StrCat("reply to ", f.from, " not sent: ", sr.error.message()));
+      }
+    }
+    return true;
   }
 
   void OnHandshakePacket(uint32_t socket_id, std::span<const uint8_t> d, const SocketAddress& src,
@@ -1420,6 +1457,7 @@ class UdpDriverImpl {
   std::deque<std::shared_ptr<ConnectionHandle>> accept_queue_;
 
   EndpointStats counters_;
+  std::vector<std::vector<uint8_t>> foreign_replies_;  // OnForeignDatagram's scratch
   SocketInfo last_socket_info_;
   uint64_t closed_send_syscalls_ = 0;
   uint64_t closed_recv_syscalls_ = 0;

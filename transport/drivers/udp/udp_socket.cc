@@ -6,6 +6,7 @@
 #include <netinet/udp.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -177,6 +178,10 @@ absl::Status UdpSocket::Configure(const SocketOptions& o) {
   if (o.gro) {
     info_.gro = setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
   }
+  if (o.rx_timestamps && setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0) {
+    LOG(WARNING) << "SO_TIMESTAMPNS refused on " << local_.ToString() << " (" << ErrnoText(errno)
+                 << "); receive times are read times";
+  }
   return absl::OkStatus();
 }
 
@@ -326,6 +331,7 @@ RecvResult UdpSocket::Receive(RxBatch* b) {
       continue;
     }
     int gso_size = 0;
+    int64_t kernel_ns = 0;
     Ecn ecn = Ecn::kNotEct;
     for (cmsghdr* c = CMSG_FIRSTHDR(const_cast<msghdr*>(&h)); c != nullptr;
          c = CMSG_NXTHDR(const_cast<msghdr*>(&h), c)) {
@@ -339,6 +345,10 @@ RecvResult UdpSocket::Receive(RxBatch* b) {
         int tclass = 0;
         std::memcpy(&tclass, CMSG_DATA(c), sizeof(int));
         ecn = EcnFromTos(tclass);
+      } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec ts{};
+        std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+        kernel_ns = static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
       }
     }
     b->sources_[i] =
@@ -349,7 +359,7 @@ RecvResult UdpSocket::Receive(RxBatch* b) {
     for (size_t s = 0; s < segs.count(); ++s) {
       GroSegment g = segs[s];
       b->datagrams_.push_back(RxDatagram{std::span<const uint8_t>(base + g.offset, g.length), ecn,
-                                         static_cast<uint32_t>(i)});
+                                         static_cast<uint32_t>(i), kernel_ns});
     }
   }
   r.datagrams = b->datagrams_.size();

@@ -37,6 +37,8 @@ struct SocketOptions {
   ByteCount send_buffer = 32 << 20;  // SO_SNDBUF asked for
   bool gso = true;                   // use UDP_SEGMENT if the kernel has it
   bool gro = true;                   // use UDP_GRO if the kernel has it
+  // SO_TIMESTAMPNS: kernel receive times on received datagrams (RxDatagram::kernel_time_ns).
+  bool rx_timestamps = false;
 };
 
 // What the kernel granted.
@@ -82,6 +84,9 @@ struct RxDatagram {
   std::span<const uint8_t> data;
   Ecn ecn = Ecn::kNotEct;
   uint32_t source = 0;  // index into RxBatch::sources()
+  // CLOCK_REALTIME receive time from the kernel (SocketOptions::rx_timestamps), else 0.
+  // The datagrams of one GRO buffer share it.
+  int64_t kernel_time_ns = 0;
 };
 
 class RxBatch {
