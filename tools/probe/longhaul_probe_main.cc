@@ -43,6 +43,7 @@ int Main(int argc, char** argv) {
            "responder, or runs one.\n"
            "usage: longhaul-probe --target=HOST:PORT [--json] [--duration=10s] [--max_bytes=1GiB]\n"
            "       longhaul-probe --server=ADDR:PORT [--server_duration=D]\n"
+           "A longhaul-perf server answers probes on its own port too (--target=HOST:5201).\n"
            "docs/tuning.md describes the phases, the protocol and the estimators.");
   if (argc > 1) UsageError(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_target.empty() == FLAGS_server.empty()) {
