@@ -137,13 +137,15 @@ bool PerfStream::sender() const { return opt_.is_client != opt_.request.reverse;
 uint64_t PerfStream::OutstandingLimit() const {
   // Enough submitted to keep the window full through loss repair: four bandwidth-delay
   // products at the test's rate (RTT from the connection, at least 10 ms) plus 16 MiB,
-  // within the connection's window.
+  // or the connection's window if that is smaller; plus two messages, so that data is
+  // queued behind a full window whenever acknowledgements open it (a message counts as
+  // outstanding until its last byte is acknowledged, while the window opens packet by
+  // packet). Submitted messages reference the shared pattern: no memory per byte.
   const ConnectionDebugState d = handle_->debug_state();
   const double rtt_s = std::max(0.010, d.srtt.seconds());
   const double bdp = opt_.request.rate_bps / 8 * rtt_s;
   const uint64_t want = static_cast<uint64_t>(4 * bdp) + (uint64_t{16} << 20);
-  return std::max<uint64_t>(std::min<uint64_t>(want, handle_->config().window),
-                            opt_.request.message_size);
+  return std::min<uint64_t>(want, handle_->config().window) + 2 * opt_.request.message_size;
 }
 
 void PerfStream::PumpLocked() {
