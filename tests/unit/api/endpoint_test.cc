@@ -57,6 +57,21 @@ Server StartServer(ListenOptions lo = {}, EndpointOptions eo = {}) {
   return s;
 }
 
+// A plain UDP socket connected to 127.0.0.1:port (-1 on failure), for raw datagrams.
+int RawSocketTo(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 std::unique_ptr<Endpoint> NewEndpoint() {
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create({});
   EXPECT_TRUE(ep.ok());
@@ -288,12 +303,8 @@ TEST(Endpoint, PolicySeesAppDataAndCanReject) {
 // small Retry comes back), a Hello with a forged cookie (dropped, nothing comes back).
 TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   Server srv = StartServer();
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(srv.port);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const int fd = RawSocketTo(srv.port);
+  ASSERT_GE(fd, 0);
   auto receive = [&](int ms) -> std::vector<uint8_t> {
     pollfd p{fd, POLLIN, 0};
     if (poll(&p, 1, ms) <= 0) return {};
@@ -374,12 +385,8 @@ TEST(Endpoint, ForeignDatagramsReachTheListenHandlerAndItsRepliesTheSender) {
     EXPECT_NE(f.from.find("127.0.0.1:"), std::string::npos) << f.from;
   };
   Server srv = StartServer(std::move(lo));
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(srv.port);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const int fd = RawSocketTo(srv.port);
+  ASSERT_GE(fd, 0);
   const uint8_t probe[] = {0xB7, 1, 2, 3};
   const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
