@@ -29,6 +29,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"
 #include "tools/emu/emu_json.h"
 #include "transport/base/parse.h"
 #include "transport/emu/netns.h"
@@ -79,9 +80,7 @@ namespace {
 constexpr int kUsageError = 2;
 int g_stop_fd = -1;
 
-bool OurFlag(const gflags::CommandLineFlagInfo& f) {
-  return absl::StrContains(f.filename, "tools/emu/");
-}
+const std::vector<std::string> kFlagDirs = {"tools/emu/"};
 
 void PrintHelp() {
   std::cout << "longhaul-emu: a user-space netem; the simulator's link model in real time\n\n"
@@ -101,28 +100,7 @@ void PrintHelp() {
                "Sizes take units (64KiB, 1GiB), durations too (300us, 58ms, 2s), rates bits/s\n"
                "(800mbit, 100gbit). Exit status: 0 stopped (signal or --max_time), 1 runtime\n"
                "failure, 2 bad flags or spec. docs/emulator.md has the details.\n\nflags:\n";
-  std::vector<gflags::CommandLineFlagInfo> flags;
-  gflags::GetAllFlags(&flags);
-  for (const auto& f : flags) {
-    if (!OurFlag(f)) continue;
-    // "--name" then the description wrapped at 80 columns under a 22-column indent.
-    const std::string text = absl::StrCat(
-        f.description, " (default: ", f.default_value.empty() ? "unset" : f.default_value, ")");
-    std::string line = absl::StrFormat("  --%-17s", f.name);
-    if (line.size() > 21) {
-      std::cout << line << "\n";
-      line = std::string(21, ' ');
-    }
-    for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-      if (line.size() > 21 && line.size() + 1 + word.size() > 80) {
-        std::cout << line << "\n";
-        line = std::string(21, ' ');
-      }
-      if (line.size() > 21) line += ' ';
-      line += std::string(word);
-    }
-    std::cout << line << "\n";
-  }
+  PrintToolFlags(std::cout, kFlagDirs);
   std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
   std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "");
   for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
@@ -137,50 +115,15 @@ void PrintHelp() {
   std::exit(kUsageError);
 }
 
-// --name=value, --name value and --[no]bool, with exit status 2 and a message naming the
-// flag on errors (gflags itself would exit 1).
+// --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
 void ParseFlags(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
-      PrintHelp();
-      std::exit(0);
-    }
-    if (arg.size() < 2 || arg[0] != '-')
-      UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
-    std::string name = body, value;
-    bool has_value = false;
-    if (size_t eq = body.find('='); eq != std::string::npos) {
-      name = body.substr(0, eq);
-      value = body.substr(eq + 1);
-      has_value = true;
-    }
-    gflags::CommandLineFlagInfo info;
-    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
-    if (!known && !has_value && absl::StartsWith(name, "no")) {
-      gflags::CommandLineFlagInfo neg;
-      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
-        name = name.substr(2);
-        value = "false";
-        has_value = true;
-        known = true;
-        info = neg;
-      }
-    }
-    if (!known) UsageError(absl::StrCat("unknown flag '--", name, "'"));
-    if (!has_value) {
-      if (info.type == "bool") {
-        value = "true";
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
-      }
-    }
-    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
-      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
-    }
+  ToolFlagOptions o;
+  o.dirs = kFlagDirs;
+  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
+  if (!a.ok()) UsageError(std::string(a.status().message()));
+  if (*a == ToolFlagAction::kHelp) {
+    PrintHelp();
+    std::exit(0);
   }
 }
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
 #include "tools/perf/perf_tool.h"
@@ -63,10 +64,7 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-bool OurFlag(const gflags::CommandLineFlagInfo& f) {
-  return absl::StrContains(f.filename, "tools/perf/") ||
-         absl::StrContains(f.filename, "tools/common/");
-}
+const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/"};
 
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
@@ -82,13 +80,7 @@ void PrintHelp() {
                "link's rate. Exit status: 0 every byte arrived and was verified, 1 errors\n"
                "(connection, corruption, incomplete), 2 bad flags. docs/perf.md has the output\n"
                "and JSON fields.\n\nflags:\n";
-  std::vector<gflags::CommandLineFlagInfo> flags;
-  gflags::GetAllFlags(&flags);
-  for (const auto& f : flags) {
-    if (!OurFlag(f)) continue;
-    std::cout << absl::StrFormat("  --%-22s %s (default: %s)\n", f.name, f.description,
-                                 f.default_value.empty() ? "unset" : f.default_value);
-  }
+  PrintToolFlags(std::cout, kFlagDirs);
 }
 
 [[noreturn]] void UsageError(const std::string& msg) {
@@ -108,60 +100,22 @@ const char* LongName(const std::string& s) {
   return nullptr;
 }
 
+// --name=value, --name value, --[no]bool and iperf3's short forms; exit status 2 and a
+// message naming the flag.
 void ParseFlags(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
-      PrintHelp();
-      std::exit(0);
-    }
-    if (arg == "--version" || arg == "-v") {
-      std::cout << kPerfVersion << "\n";
-      std::exit(0);
-    }
-    if (arg.size() < 2 || arg[0] != '-')
-      UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-    const bool long_form = arg[1] == '-';
-    std::string body = arg.substr(long_form ? 2 : 1);
-    std::string name = body, value;
-    bool has_value = false;
-    if (size_t eq = body.find('='); eq != std::string::npos) {
-      name = body.substr(0, eq);
-      value = body.substr(eq + 1);
-      has_value = true;
-    }
-    if (!long_form) {
-      if (const char* l = LongName(name)) name = l;
-    }
-    gflags::CommandLineFlagInfo info;
-    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
-    if (!known && !has_value && absl::StartsWith(name, "no")) {
-      gflags::CommandLineFlagInfo neg;
-      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
-        name = name.substr(2);
-        value = "false";
-        has_value = true;
-        known = true;
-        info = neg;
-      }
-    }
-    if (!known || !OurFlag(info)) {
-      if (!(known && (name == "v" || name == "vmodule" || name == "logtostderr"))) {
-        UsageError(absl::StrCat("unknown flag '", arg, "'"));
-      }
-    }
-    if (!has_value) {
-      if (info.type == "bool") {
-        value = "true";
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
-      }
-    }
-    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
-      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
-    }
+  ToolFlagOptions o;
+  o.dirs = kFlagDirs;
+  o.short_name = LongName;
+  o.version_flag = true;
+  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
+  if (!a.ok()) UsageError(std::string(a.status().message()));
+  if (*a == ToolFlagAction::kHelp) {
+    PrintHelp();
+    std::exit(0);
+  }
+  if (*a == ToolFlagAction::kVersion) {
+    std::cout << kPerfVersion << "\n";
+    std::exit(0);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "transport/core/profile/profile.h"
 #include "transport/base/parse.h"
@@ -54,10 +55,7 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-bool OurFlag(const gflags::CommandLineFlagInfo& f) {
-  return absl::StrContains(f.filename, "tools/sim/") ||
-         absl::StrContains(f.filename, "tools/common/");
-}
+const std::vector<std::string> kFlagDirs = {"tools/sim/", "tools/common/"};
 
 void PrintHelp() {
   std::cout << "longhaul-sim: longhaul connections over a simulated link, in virtual time\n\n"
@@ -69,13 +67,7 @@ void PrintHelp() {
                "rates bits/s (800mbit, 100gbit). Exit status: 0 delivered intact, 1 not\n"
                "(bound hit, data lost or corrupted), 2 bad flags. docs/simulator.md has the\n"
                "link-spec keys and the JSON fields.\n\nflags:\n";
-  std::vector<gflags::CommandLineFlagInfo> flags;
-  gflags::GetAllFlags(&flags);
-  for (const auto& f : flags) {
-    if (!OurFlag(f)) continue;
-    std::cout << absl::StrFormat("  --%-22s %s (default: %s)\n", f.name, f.description,
-                                 f.default_value.empty() ? "unset" : f.default_value);
-  }
+  PrintToolFlags(std::cout, kFlagDirs);
   std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
   std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "") ;
   for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
@@ -90,49 +82,15 @@ void PrintHelp() {
   std::exit(kUsageError);
 }
 
-// Parses --name=value, --name value and --[no]bool without gflags' own exit(1) on
-// errors, so bad flags give exit status 2 with a message naming the flag.
+// --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
 void ParseFlags(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
-      PrintHelp();
-      std::exit(0);
-    }
-    if (arg.size() < 2 || arg[0] != '-') UsageError(absl::StrCat("unexpected argument '", arg, "'"));
-    std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
-    std::string name = body, value;
-    bool has_value = false;
-    if (size_t eq = body.find('='); eq != std::string::npos) {
-      name = body.substr(0, eq);
-      value = body.substr(eq + 1);
-      has_value = true;
-    }
-    gflags::CommandLineFlagInfo info;
-    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
-    if (!known && !has_value && absl::StartsWith(name, "no")) {
-      gflags::CommandLineFlagInfo neg;
-      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
-        name = name.substr(2);
-        value = "false";
-        has_value = true;
-        known = true;
-        info = neg;
-      }
-    }
-    if (!known) UsageError(absl::StrCat("unknown flag '--", name, "'"));
-    if (!has_value) {
-      if (info.type == "bool") {
-        value = "true";
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        UsageError(absl::StrCat("flag '--", name, "' needs a value"));
-      }
-    }
-    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
-      UsageError(absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
-    }
+  ToolFlagOptions o;
+  o.dirs = kFlagDirs;
+  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
+  if (!a.ok()) UsageError(std::string(a.status().message()));
+  if (*a == ToolFlagAction::kHelp) {
+    PrintHelp();
+    std::exit(0);
   }
 }
 

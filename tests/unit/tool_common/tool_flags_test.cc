@@ -1,0 +1,91 @@
+// ParseToolFlags: the command-line parsing the tools share (tools/common/tool_flags.h).
+#include "tools/common/tool_flags.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gflags/gflags.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+DEFINE_int32(tf_port, 5201, "a port");
+DEFINE_bool(tf_json, false, "print JSON");
+DEFINE_string(tf_name, "", "a name that is long enough to wrap the help line past eighty "
+                           "columns so the wrapping is exercised");
+
+namespace longhaul {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<ToolFlagAction> Parse(std::vector<std::string> args) {
+  ToolFlagOptions o;
+  o.dirs = {"tests/unit/tool_common/"};
+  o.short_name = [](const std::string& s) -> const char* { return s == "p" ? "tf_port" : nullptr; };
+  o.version_flag = true;
+  args.insert(args.begin(), "tool");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return ParseToolFlags(static_cast<int>(argv.size()), argv.data(), o);
+}
+
+class ToolFlagsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FLAGS_tf_port = 5201;
+    FLAGS_tf_json = false;
+    FLAGS_tf_name = "";
+  }
+};
+
+TEST_F(ToolFlagsTest, AcceptsTheUsualForms) {
+  ASSERT_EQ(*Parse({"--tf_port=7", "--tf_json", "--tf_name", "x y"}), ToolFlagAction::kRun);
+  EXPECT_EQ(FLAGS_tf_port, 7);
+  EXPECT_TRUE(FLAGS_tf_json);
+  EXPECT_EQ(FLAGS_tf_name, "x y");
+  ASSERT_EQ(*Parse({"--notf_json", "-p", "9"}), ToolFlagAction::kRun);
+  EXPECT_FALSE(FLAGS_tf_json);
+  EXPECT_EQ(FLAGS_tf_port, 9);
+  ASSERT_EQ(*Parse({"--tf_json=false", "-p=11"}), ToolFlagAction::kRun);
+  EXPECT_EQ(FLAGS_tf_port, 11);
+}
+
+TEST_F(ToolFlagsTest, HelpAndVersion) {
+  EXPECT_EQ(*Parse({"--tf_port=1", "--help"}), ToolFlagAction::kHelp);
+  EXPECT_EQ(*Parse({"-h"}), ToolFlagAction::kHelp);
+  EXPECT_EQ(*Parse({"--version"}), ToolFlagAction::kVersion);
+}
+
+TEST_F(ToolFlagsTest, ErrorsNameTheProblem) {
+  auto message = [](std::vector<std::string> args) {
+    absl::StatusOr<ToolFlagAction> r = Parse(std::move(args));
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    return std::string(r.status().message());
+  };
+  EXPECT_EQ(message({"--frobnicate"}), "unknown flag '--frobnicate'");
+  EXPECT_EQ(message({"-x"}), "unknown flag '-x'");
+  EXPECT_EQ(message({"--tf_port"}), "flag '--tf_port' needs a value");
+  EXPECT_THAT(message({"--tf_port=many"}), HasSubstr("bad value 'many' for --tf_port"));
+  EXPECT_EQ(message({"stray"}), "unexpected argument 'stray'");
+  // gflags' own flags are not the tool's.
+  EXPECT_EQ(message({"--flagfile=/etc/passwd"}), "unknown flag '--flagfile'");
+  EXPECT_EQ(message({"--notf_port"}), "unknown flag '--notf_port'");
+  // A failed parse leaves earlier flags set but never a half-parsed value.
+  EXPECT_EQ(FLAGS_tf_port, 5201);
+}
+
+TEST_F(ToolFlagsTest, HelpListsOnlyTheToolsFlagsWrapped) {
+  std::ostringstream out;
+  PrintToolFlags(out, {"tests/unit/tool_common/"});
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("--tf_port"));
+  EXPECT_THAT(text, HasSubstr("(default: 5201)"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("--flagfile")));
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
+}
+
+}  // namespace
+}  // namespace longhaul

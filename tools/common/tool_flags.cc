@@ -1,0 +1,100 @@
+#include "tools/common/tool_flags.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
+namespace longhaul {
+
+bool IsToolFlag(const gflags::CommandLineFlagInfo& f, const std::vector<std::string>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(),
+                     [&](const std::string& d) { return absl::StrContains(f.filename, d); });
+}
+
+absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolFlagOptions& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
+      return ToolFlagAction::kHelp;
+    }
+    if (o.version_flag && (arg == "--version" || arg == "-v")) return ToolFlagAction::kVersion;
+    if (arg.size() < 2 || arg[0] != '-') {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    const bool long_form = arg[1] == '-';
+    const std::string body = arg.substr(long_form ? 2 : 1);
+    std::string name = body, value;
+    bool has_value = false;
+    if (size_t eq = body.find('='); eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+      has_value = true;
+    }
+    const std::string as_typed = absl::StrCat(long_form ? "--" : "-", name);
+    if (!long_form && o.short_name) {
+      if (const char* l = o.short_name(name)) name = l;
+    }
+    gflags::CommandLineFlagInfo info;
+    bool known = gflags::GetCommandLineFlagInfo(name.c_str(), &info);
+    if (!known && !has_value && absl::StartsWith(name, "no")) {
+      gflags::CommandLineFlagInfo neg;
+      if (gflags::GetCommandLineFlagInfo(name.substr(2).c_str(), &neg) && neg.type == "bool") {
+        name = name.substr(2);
+        value = "false";
+        has_value = true;
+        known = true;
+        info = neg;
+      }
+    }
+    const bool allowed =
+        known && (IsToolFlag(info, o.dirs) || std::find(o.always_allowed.begin(),
+                                                        o.always_allowed.end(),
+                                                        name) != o.always_allowed.end());
+    if (!allowed) return absl::InvalidArgumentError(absl::StrCat("unknown flag '", as_typed, "'"));
+    if (!has_value) {
+      if (info.type == "bool") {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("flag '--", name, "' needs a value"));
+      }
+    }
+    if (gflags::SetCommandLineOption(name.c_str(), value.c_str()).empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad value '", value, "' for --", name, " (a ", info.type, ")"));
+    }
+  }
+  return ToolFlagAction::kRun;
+}
+
+void PrintToolFlags(std::ostream& out, const std::vector<std::string>& dirs) {
+  constexpr size_t kIndent = 21, kWidth = 80;
+  std::vector<gflags::CommandLineFlagInfo> flags;
+  gflags::GetAllFlags(&flags);
+  for (const auto& f : flags) {
+    if (!IsToolFlag(f, dirs)) continue;
+    const std::string text = absl::StrCat(
+        f.description, " (default: ", f.default_value.empty() ? "unset" : f.default_value, ")");
+    std::string line = absl::StrFormat("  --%-17s", f.name);
+    if (line.size() > kIndent) {
+      out << line << "\n";
+      line = std::string(kIndent, ' ');
+    }
+    for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+      if (line.size() > kIndent && line.size() + 1 + word.size() > kWidth) {
+        out << line << "\n";
+        line = std::string(kIndent, ' ');
+      }
+      if (line.size() > kIndent) line += ' ';
+      line += std::string(word);
+    }
+    out << line << "\n";
+  }
+}
+
+}  // namespace longhaul

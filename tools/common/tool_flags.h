@@ -1,0 +1,42 @@
+// Command-line parsing shared by the tools' main()s: gflags holds the flags, but a bad
+// command line must end with exit status 2 and a message naming the flag, not gflags'
+// own exit(1). Tool-layer code; not thread-safe (call from main()).
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "gflags/gflags.h"
+
+namespace longhaul {
+
+struct ToolFlagOptions {
+  // Source directories whose flags belong to the tool ("tools/perf/"); flags defined
+  // elsewhere (gflags' and glog's own) are refused, except `always_allowed`.
+  std::vector<std::string> dirs;
+  std::vector<std::string> always_allowed = {"v", "vmodule", "logtostderr", "minloglevel",
+                                             "stderrthreshold", "log_dir"};
+  // Single-dash short forms ("s" -> "server"); may be empty.
+  std::function<const char*(const std::string&)> short_name;
+  bool version_flag = false;  // --version / -v ask for the version
+};
+
+enum class ToolFlagAction { kRun, kHelp, kVersion };
+
+// Parses argv[1..]: --name=value, --name value, --bool, --nobool, -x (short forms).
+// Returns what to do, or InvalidArgument naming the problem ("unknown flag '--frob'",
+// "flag '--time' needs a value", "bad value 'x' for --port (a int32)", "unexpected
+// argument 'foo'").
+absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolFlagOptions& o);
+
+// True when the flag was defined in one of `dirs`.
+bool IsToolFlag(const gflags::CommandLineFlagInfo& f, const std::vector<std::string>& dirs);
+
+// The tool's flags as help lines: "  --name   description (default: value)", wrapped at
+// 80 columns under a 21-column indent.
+void PrintToolFlags(std::ostream& out, const std::vector<std::string>& dirs);
+
+}  // namespace longhaul
