@@ -1,6 +1,8 @@
 #include "tools/common/tool_flags.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -70,6 +72,23 @@ absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolF
     }
   }
   return ToolFlagAction::kRun;
+}
+
+void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
+                          const std::function<void()>& print_help, const char* version) {
+  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
+  if (!a.ok()) {
+    std::cerr << tool << ": " << a.status().message() << "\n(see " << tool << " --help)\n";
+    std::exit(2);
+  }
+  if (*a == ToolFlagAction::kHelp) {
+    print_help();
+    std::exit(0);
+  }
+  if (*a == ToolFlagAction::kVersion) {
+    std::cout << version << "\n";
+    std::exit(0);
+  }
 }
 
 void PrintToolFlags(std::ostream& out, const std::vector<std::string>& dirs) {

@@ -32,6 +32,12 @@ enum class ToolFlagAction { kRun, kHelp, kVersion };
 // argument 'foo'").
 absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolFlagOptions& o);
 
+// ParseToolFlags for a tool's main(): on a bad command line prints "TOOL: message" and
+// "(see TOOL --help)" to stderr and exits with status 2; --help calls `print_help` and
+// exits 0; --version (with o.version_flag) prints `version` and exits 0.
+void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
+                          const std::function<void()>& print_help, const char* version = "");
+
 // True when the flag was defined in one of `dirs`.
 bool IsToolFlag(const gflags::CommandLineFlagInfo& f, const std::vector<std::string>& dirs);
 

@@ -119,12 +119,7 @@ void PrintHelp() {
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
-  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
-  if (!a.ok()) UsageError(std::string(a.status().message()));
-  if (*a == ToolFlagAction::kHelp) {
-    PrintHelp();
-    std::exit(0);
-  }
+  ParseToolFlagsOrExit(argc, argv, o, "longhaul-emu", PrintHelp);
 }
 
 template <typename T>

@@ -100,23 +100,13 @@ const char* LongName(const std::string& s) {
   return nullptr;
 }
 
-// --name=value, --name value, --[no]bool and iperf3's short forms; exit status 2 and a
-// message naming the flag.
+// --name=value, --name value, --[no]bool and iperf3's short forms; exit status 2 and a message naming the flag.
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
   o.short_name = LongName;
   o.version_flag = true;
-  absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
-  if (!a.ok()) UsageError(std::string(a.status().message()));
-  if (*a == ToolFlagAction::kHelp) {
-    PrintHelp();
-    std::exit(0);
-  }
-  if (*a == ToolFlagAction::kVersion) {
-    std::cout << kPerfVersion << "\n";
-    std::exit(0);
-  }
+  ParseToolFlagsOrExit(argc, argv, o, "longhaul-perf", PrintHelp, kPerfVersion);
 }
 
 // Seconds from "10", "2.5" or a duration ("500ms", "1m").
