@@ -101,13 +101,7 @@ void PrintHelp() {
                "(800mbit, 100gbit). Exit status: 0 stopped (signal or --max_time), 1 runtime\n"
                "failure, 2 bad flags or spec. docs/emulator.md has the details.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
-  std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
-  std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "");
-  for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
-  std::cout << "\nlink keys: ";
-  const auto& keys = sim::LinkSpecKeys();
-  for (size_t i = 0; i < keys.size(); ++i) std::cout << (i ? ", " : "") << keys[i];
-  std::cout << "\n";
+  std::cout << "\n" << sim::LinkSpecHelp();
 }
 
 [[noreturn]] void UsageError(const std::string& msg) {

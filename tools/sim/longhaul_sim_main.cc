@@ -68,13 +68,7 @@ void PrintHelp() {
                "(bound hit, data lost or corrupted), 2 bad flags. docs/simulator.md has the\n"
                "link-spec keys and the JSON fields.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
-  std::vector<std::string> names = sim::ListNamedLinks(sim::DefaultLinkSearchDirs());
-  std::cout << "\nnamed links: " << (names.empty() ? "(none found)" : "") ;
-  for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << names[i];
-  std::cout << "\nlink keys: ";
-  const auto& keys = sim::LinkSpecKeys();
-  for (size_t i = 0; i < keys.size(); ++i) std::cout << (i ? ", " : "") << keys[i];
-  std::cout << "\n";
+  std::cout << "\n" << sim::LinkSpecHelp();
 }
 
 [[noreturn]] void UsageError(const std::string& msg) {

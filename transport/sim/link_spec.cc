@@ -288,6 +288,12 @@ std::vector<std::string> ListNamedLinks(absl::Span<const std::string> search_dir
   return names;
 }
 
+std::string LinkSpecHelp() {
+  const std::vector<std::string> names = ListNamedLinks(DefaultLinkSearchDirs());
+  return absl::StrCat("named links: ", names.empty() ? "(none found)" : absl::StrJoin(names, ", "),
+                      "\nlink keys: ", absl::StrJoin(LinkSpecKeys(), ", "), "\n");
+}
+
 std::string LinkSpec::ToString() const {
   std::vector<std::string> parts;
   parts.push_back(absl::StrCat("rate=", FormatRate(rate)));

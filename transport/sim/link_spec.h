@@ -117,6 +117,10 @@ std::vector<std::string> DefaultLinkSearchDirs();
 // Names of the specs found in `search_dirs` (sorted, unique), for --help and errors.
 std::vector<std::string> ListNamedLinks(absl::Span<const std::string> search_dirs);
 
+// Two lines for a tool's --help: "named links: a, b, ..." (DefaultLinkSearchDirs()) and
+// "link keys: rate, rtt, ...".
+std::string LinkSpecHelp();
+
 // ---- schedules ----
 
 struct LinkScheduleStep {

@@ -217,5 +217,12 @@ TEST(LinkScheduleTest, Errors) {
   EXPECT_THAT(err("2s"), HasSubstr("not TIME:key=value"));
 }
 
+TEST(LinkSpecTest, HelpNamesTheLinksAndTheKeys) {
+  const std::string help = LinkSpecHelp();
+  EXPECT_THAT(help, HasSubstr("named links: "));
+  EXPECT_THAT(help, HasSubstr("tokyo-singapore"));
+  EXPECT_THAT(help, HasSubstr("\nlink keys: rate, rtt,"));
+}
+
 }  // namespace
 }  // namespace longhaul::sim
