@@ -97,4 +97,29 @@ size_t EmuDirection::DropPending() {
   return all.size();
 }
 
+DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed) {
+  DirectionSeeds d;
+  uint64_t s = seed;
+  d.forward_seed = SplitMix64(s);
+  d.reverse_seed = SplitMix64(s);
+  d.forward_spec = spec;
+  d.reverse_spec = spec;
+  if (d.reverse_spec.seed.has_value()) *d.reverse_spec.seed ^= 0x5bd1e995u;
+  return d;
+}
+
+int64_t LinkSchedule::next_at() const {
+  return next_ < times_.size() ? start_ns_ + times_[next_].ns()
+                               : std::numeric_limits<int64_t>::max();
+}
+
+void LinkSchedule::ApplyDue(int64_t now_ns, EmuDirection* forward, EmuDirection* reverse) {
+  while (now_ns >= next_at()) {
+    const DirectionSeeds seeds = DeriveDirectionSeeds(specs_[next_], seed_);
+    forward->Reconfigure(seeds.forward_spec, now_ns);
+    reverse->Reconfigure(seeds.reverse_spec, now_ns);
+    ++next_;
+  }
+}
+
 }  // namespace longhaul::emu

@@ -27,6 +27,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
 
 #include "transport/base/units.h"
 #include "transport/emu/packet_pool.h"
@@ -117,6 +120,39 @@ class EmuDirection {
   PayloadKind kind_;
   EmuCounters counters_;
   int64_t last_ns_ = 0;
+};
+
+// Seeds of the two directions from a run's seed, as the simulator derives them (so a
+// spec and seed mean the same link in both); a spec's own seed key also differs between
+// directions. Returns {forward spec, reverse spec, forward seed, reverse seed}.
+struct DirectionSeeds {
+  sim::LinkSpec forward_spec, reverse_spec;
+  uint64_t forward_seed = 0, reverse_seed = 0;
+};
+DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed);
+
+// A run's link schedule (--link_schedule): specs that take effect at times after the run
+// starts, applied to both directions at once, as in the simulator.
+class LinkSchedule {
+ public:
+  LinkSchedule(std::vector<Duration> times, std::vector<sim::LinkSpec> specs, uint64_t seed)
+      : times_(std::move(times)), specs_(std::move(specs)), seed_(seed) {}
+  // The run starts at `start_ns` (loop clock): the first step is next.
+  void Start(int64_t start_ns) {
+    start_ns_ = start_ns;
+    next_ = 0;
+  }
+  // When the next step is due; INT64_MAX when none is left.
+  int64_t next_at() const;
+  // Applies every step due at `now_ns` to both directions.
+  void ApplyDue(int64_t now_ns, EmuDirection* forward, EmuDirection* reverse);
+
+ private:
+  std::vector<Duration> times_;
+  std::vector<sim::LinkSpec> specs_;
+  uint64_t seed_;
+  int64_t start_ns_ = 0;
+  size_t next_ = 0;
 };
 
 }  // namespace longhaul::emu

@@ -191,13 +191,8 @@ absl::Status TunBridge::Run() {
   now_ns_ = Now();
   const int64_t interval = options_.stats_interval.ns();
   int64_t next_stats = interval > 0 ? now_ns_ + interval : kNever;
-  run_start_ns_ = now_ns_;
-  next_step_ = 0;
-  auto next_step_at = [&]() {
-    return next_step_ < options_.schedule_times.size()
-               ? run_start_ns_ + options_.schedule_times[next_step_].ns()
-               : kNever;
-  };
+  LinkSchedule schedule(options_.schedule_times, options_.schedule_specs, options_.seed);
+  schedule.Start(now_ns_);
   const int64_t end = options_.max_time.ns() > 0 ? now_ns_ + options_.max_time.ns() : kNever;
   epoll_event events[8];
   bool stop = false;
@@ -206,21 +201,14 @@ absl::Status TunBridge::Run() {
     ReleaseDue(now);
     now_ns_ = now;
     if (now >= end) break;
-    while (now >= next_step_at()) {
-      // Both directions change together, as in the simulator.
-      const sim::LinkSpec& spec = options_.schedule_specs[next_step_];
-      const DirectionSeeds seeds = DeriveDirectionSeeds(spec, options_.seed);
-      forward_.Reconfigure(seeds.forward_spec, now);
-      reverse_.Reconfigure(seeds.reverse_spec, now);
-      ++next_step_;
-    }
+    schedule.ApplyDue(now, &forward_, &reverse_);
     if (now >= next_stats) {
       SampleDeviceDrops();
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
     int64_t deadline = std::min(
-        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
+        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, schedule.next_at()});
     deadline = WakeTarget(deadline, now);
     const int n =
         EpollWaitUntil(epoll_fd_, events, 8, deadline == kNever ? kNever : deadline + epoch_ns_);

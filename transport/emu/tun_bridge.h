@@ -99,8 +99,6 @@ class TunBridge {
   int64_t epoch_ns_ = 0;
   int64_t now_ns_ = 0;
   uint64_t wakeups_ = 0;
-  size_t next_step_ = 0;      // next schedule step
-  int64_t run_start_ns_ = 0;  // loop time Run() started
   bool shut_down_ = false;
 };
 

@@ -31,17 +31,6 @@ constexpr size_t kControlBytes = 96;  // IP_TOS + SCM_TIMESTAMPNS
 
 }  // namespace
 
-DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed) {
-  DirectionSeeds d;
-  uint64_t s = seed;
-  d.forward_seed = SplitMix64(s);
-  d.reverse_seed = SplitMix64(s);
-  d.forward_spec = spec;
-  d.reverse_spec = spec;
-  if (d.reverse_spec.seed.has_value()) *d.reverse_spec.seed ^= 0x5bd1e995u;
-  return d;
-}
-
 size_t UdpSlotBytes(const sim::LinkSpec& spec) {
   const int64_t payload = static_cast<int64_t>(spec.mtu) - static_cast<int64_t>(spec.overhead);
   return static_cast<size_t>(std::clamp<int64_t>(payload, 64, 65535));
@@ -446,13 +435,8 @@ absl::Status UdpRelay::Run() {
   now_ns_ = Now();
   const int64_t interval = options_.stats_interval.ns();
   int64_t next_stats = interval > 0 ? now_ns_ + interval : kNever;
-  run_start_ns_ = now_ns_;
-  next_step_ = 0;
-  auto next_step_at = [&]() {
-    return next_step_ < options_.schedule_times.size()
-               ? run_start_ns_ + options_.schedule_times[next_step_].ns()
-               : kNever;
-  };
+  LinkSchedule schedule(options_.schedule_times, options_.schedule_specs, options_.seed);
+  schedule.Start(now_ns_);
   const int64_t end = options_.max_time.ns() > 0 ? now_ns_ + options_.max_time.ns() : kNever;
   epoll_event events[64];
   bool stop = false;
@@ -461,21 +445,14 @@ absl::Status UdpRelay::Run() {
     ReleaseDue(now);
     now_ns_ = now;
     if (now >= end) break;
-    while (now >= next_step_at()) {
-      // Both directions change together, as in the simulator.
-      const sim::LinkSpec& spec = options_.schedule_specs[next_step_];
-      const DirectionSeeds seeds = DeriveDirectionSeeds(spec, options_.seed);
-      forward_.Reconfigure(seeds.forward_spec, now);
-      reverse_.Reconfigure(seeds.reverse_spec, now);
-      ++next_step_;
-    }
+    schedule.ApplyDue(now, &forward_, &reverse_);
     if (now >= next_stats) {
       SampleSocketDrops();
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
     int64_t deadline = std::min(
-        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, next_step_at()});
+        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, schedule.next_at()});
     deadline = WakeTarget(deadline, now);
     const int n =
         EpollWaitUntil(epoll_fd_, events, 64, deadline == kNever ? kNever : deadline + epoch_ns_);

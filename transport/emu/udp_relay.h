@@ -126,20 +126,9 @@ class UdpRelay {
   int64_t epoch_ns_ = 0;
   int64_t now_ns_ = 0;  // time of the last loop iteration (for Stats())
   uint64_t wakeups_ = 0;
-  size_t next_step_ = 0;      // next schedule step
-  int64_t run_start_ns_ = 0;  // loop time Run() started
   uint64_t port_unreachable_ = 0;
   bool gso_ = true;
 };
-
-// Seeds of the two directions from a run's seed, as the simulator derives them (so a
-// spec and seed mean the same link in both); a spec's own seed key also differs between
-// directions. Returns {forward spec, reverse spec, forward seed, reverse seed}.
-struct DirectionSeeds {
-  sim::LinkSpec forward_spec, reverse_spec;
-  uint64_t forward_seed = 0, reverse_seed = 0;
-};
-DirectionSeeds DeriveDirectionSeeds(const sim::LinkSpec& spec, uint64_t seed);
 
 // The largest UDP payload a slot must hold for `spec` (mtu - overhead, at least 64,
 // at most 65535): longer datagrams are too big for the model anyway.
