@@ -393,7 +393,7 @@ class Prober {
             return s;
           }
           if (report_.pmtu >= 96) {
-            sizes = {std::min<uint32_t>(report_.pmtu, 9000) - kIpUdpOverhead};
+            sizes = {static_cast<uint32_t>(std::min<uint32_t>(report_.pmtu, 9000) - kIpUdpOverhead)};
             size_index = 0;
             continue;
           }

@@ -81,7 +81,8 @@ TEST_P(ProbeAccuracyTest, EstimatesMatchTheEmulatedLink) {
   std::printf("%-45s rate %.4g Mbit/s  rtt %.3f ms (p50 %.3f)  loss %.3g (%d bursts)  burst %.2f  "
               "mtu %d  reorder %.3g  %.2f s, %.1f MB\n",
               tc.spec, e.rate.bps() / 1e6, e.rtt.milliseconds(), e.rtt_p50.milliseconds(), e.loss,
-              r->loss.bursts, e.mean_burst, e.mtu, e.reorder, r->elapsed_s,
+              static_cast<int>(r->loss.bursts), e.mean_burst, static_cast<int>(e.mtu), e.reorder,
+              r->elapsed_s,
               r->wire_bytes_sent / 1e6);
   for (const TrainResult& t : r->trains) {
     std::printf("  train %.4g Mbit/s: sent %.4g, delivered %.4g Mbit/s, %d/%d arrived\n",

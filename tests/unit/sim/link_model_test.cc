@@ -122,7 +122,9 @@ TEST(LinkModelTest, EcnMarksAboveThresholdOnlyEct) {
     // Backlog before packet i is i*1000 bytes; ECT packets above 5000 get CE.
     Verdict v = link.Offer(Us(0), kDatagram, i % 2 == 0);
     if (v.ce_mark) (i % 2 == 0 ? marked_ect : marked_not)++;
-    if (i % 2 == 0) EXPECT_EQ(v.ce_mark, i * 1000 > 5000) << i;
+    if (i % 2 == 0) {
+      EXPECT_EQ(v.ce_mark, i * 1000 > 5000) << i;
+    }
   }
   EXPECT_EQ(marked_ect, 2);  // i = 6, 8
   EXPECT_EQ(marked_not, 0);

@@ -28,11 +28,13 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "tools/common/tool_flags.h"
 #include "transport/base/parse.h"
 
 DEFINE_bool(server, false, "run as the receiving server");
@@ -235,7 +237,8 @@ int RunClientMain(const WorkloadOptions& base) {
     std::cout << r->dump() << std::endl;
   } else {
     const nlohmann::json& e = (*r)["end"];
-    std::cout << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
+    std::cout
+        << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
               << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
   }
   return 0;
@@ -296,11 +299,16 @@ int RunServerMain() {
 }  // namespace longhaul::bench
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "longhaul-perf's workloads over one TCP connection (docs/comparison.md)\n"
+  const std::vector<std::string> dirs = {"tools/bench/"};
+  longhaul::ToolFlagOptions options;
+  options.dirs = dirs;
+  longhaul::ParseToolFlagsOrExit(argc, argv, options, "longhaul-tcp-peer", [&dirs] {
+    std::cout << "longhaul-perf's workloads over one TCP connection (docs/comparison.md)\n"
       "  longhaul-tcp-peer --server [--bind=ADDR] [--port=5302] [--one_off]\n"
-      "  longhaul-tcp-peer --client=HOST [--port=5302] [--cc=bbr|cubic] --workload=...");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+      "  longhaul-tcp-peer --client=HOST [--port=5302] [--cc=bbr|cubic] --workload=..."
+        << "\n\nflags:\n";
+    longhaul::PrintToolFlags(std::cout, dirs);
+  });
   using namespace longhaul::bench;
   if (FLAGS_server == !FLAGS_client.empty()) {
     std::cerr << "longhaul-tcp-peer: give exactly one of --server and --client=HOST" << std::endl;

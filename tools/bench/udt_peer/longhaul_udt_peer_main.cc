@@ -24,11 +24,13 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "tools/common/tool_flags.h"
 #include "transport/base/parse.h"
 
 DEFINE_bool(server, false, "run as the receiving server");
@@ -287,7 +289,8 @@ int RunClientMain(WorkloadOptions o, const Sizes& sizes) {
     std::cout << r->dump() << std::endl;
   } else {
     const nlohmann::json& e = (*r)["end"];
-    std::cout << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
+    std::cout
+        << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
               << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
   }
   return 0;
@@ -361,11 +364,16 @@ int RunServerMain(const Sizes& sizes) {
 }  // namespace longhaul::bench
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
-      "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)\n"
+  const std::vector<std::string> dirs = {"tools/bench/"};
+  longhaul::ToolFlagOptions options;
+  options.dirs = dirs;
+  longhaul::ParseToolFlagsOrExit(argc, argv, options, "longhaul-udt-peer", [&dirs] {
+    std::cout << "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)\n"
       "  longhaul-udt-peer --server [--bind=ADDR] [--port=5303] [--one_off]\n"
-      "  longhaul-udt-peer --client=HOST [--port=5303] [--rate=R --rtt=T] --workload=...");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+      "  longhaul-udt-peer --client=HOST [--port=5303] [--rate=R --rtt=T] --workload=..."
+        << "\n\nflags:\n";
+    longhaul::PrintToolFlags(std::cout, dirs);
+  });
   using namespace longhaul::bench;
   if (FLAGS_server == !FLAGS_client.empty()) {
     std::cerr << "longhaul-udt-peer: give exactly one of --server and --client=HOST" << std::endl;
