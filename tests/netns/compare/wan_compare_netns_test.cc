@@ -145,7 +145,9 @@ TEST_F(WanCompareNetnsTest, BulkEveryPeerRunsOrSaysWhy) {
   // Goodput cannot exceed the link.
   for (const char* peer : kPeers) {
     const Json& e = j["results"][peer];
-    if (e.contains("goodput_bps")) EXPECT_LT(e["goodput_bps"].get<double>(), 1.02e8) << peer;
+    if (e.contains("goodput_bps")) {
+      EXPECT_LT(e["goodput_bps"].get<double>(), 1.02e8) << peer;
+    }
   }
 }
 
