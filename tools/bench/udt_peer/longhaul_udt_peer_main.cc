@@ -29,30 +29,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
+#include "tools/bench/tcp_msg_peer/peer_flags.h"
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
-#include "tools/common/tool_flags.h"
 #include "transport/base/parse.h"
 
-DEFINE_bool(server, false, "run as the receiving server");
-DEFINE_string(client, "", "run as the sending client of the server at this IPv4 address");
-DEFINE_string(bind, "0.0.0.0", "server: address to listen on; client: local address");
 DEFINE_int32(port, 5303, "UDP port of the UDT server");
-DEFINE_bool(one_off, false, "server: serve one test, then exit with its status");
-DEFINE_string(accept_timeout, "120s", "server: give up when no client came within this long");
 DEFINE_int32(mss, 9000, "UDT_MSS: IP packet size of UDT's data packets (the link's MTU)");
 DEFINE_string(rtt, "58ms", "the link's round-trip time (sizes the window and buffers)");
 DEFINE_string(buffer, "0", "UDT_SNDBUF/UDT_RCVBUF (0: max(256MiB, 8 x BDP))");
 DEFINE_string(udp_buffer, "0", "UDP_SNDBUF/UDP_RCVBUF (0: max(64MiB, 2 x BDP))");
-DEFINE_string(workload, "bulk", "bulk, messages or transfer");
-DEFINE_string(message_size, "1MiB", "message size (messages) or send() size (bulk, transfer)");
-DEFINE_string(bytes, "", "bytes to send (transfer; messages: instead of --time)");
-DEFINE_uint64(messages, 0, "messages: how many to send (sets --bytes)");
-DEFINE_string(time, "", "seconds to send (bulk: after --omit; messages: at most); default 10, no bound for messages with --messages/--bytes");
-DEFINE_string(omit, "0", "bulk: seconds at the start left out of the goodput (iperf3 -O)");
-DEFINE_string(rate, "1gbit", "link rate: window sizing, messages schedule, ideal completion");
-DEFINE_double(load, 0.5, "messages: offered load as a fraction of --rate");
-DEFINE_string(timeout, "0", "client: abort after this long (0: time + 60 s, 1 h with --bytes)");
-DEFINE_bool(json, true, "print the result as one JSON object (else a summary line)");
 
 namespace longhaul::bench {
 namespace {
@@ -364,34 +349,14 @@ int RunServerMain(const Sizes& sizes) {
 }  // namespace longhaul::bench
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> dirs = {"tools/bench/"};
-  longhaul::ToolFlagOptions options;
-  options.dirs = dirs;
-  longhaul::ParseToolFlagsOrExit(argc, argv, options, "longhaul-udt-peer", [&dirs] {
-    std::cout << "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)\n"
-      "  longhaul-udt-peer --server [--bind=ADDR] [--port=5303] [--one_off]\n"
-      "  longhaul-udt-peer --client=HOST [--port=5303] [--rate=R --rtt=T] --workload=..."
-        << "\n\nflags:\n";
-    longhaul::PrintToolFlags(std::cout, dirs);
-  });
   using namespace longhaul::bench;
-  if (FLAGS_server == !FLAGS_client.empty()) {
-    std::cerr << "longhaul-udt-peer: give exactly one of --server and --client=HOST" << std::endl;
-    return 2;
-  }
+  ParsePeerFlags(argc, argv, "longhaul-udt-peer",
+                 "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)\n"
+                 "  longhaul-udt-peer --server [--bind=ADDR] [--port=5303] [--one_off]\n"
+                 "  longhaul-udt-peer --client=HOST [--port=5303] [--rate=R --rtt=T] --workload=...");
   absl::StatusOr<Sizes> sizes = ChooseSizes();
   if (!sizes.ok()) return Fail(sizes.status(), FLAGS_json && !FLAGS_server);
-  WorkloadFlags f;
-  f.workload = FLAGS_workload;
-  f.message_size = FLAGS_message_size;
-  f.bytes = FLAGS_bytes;
-  f.messages = FLAGS_messages;
-  f.time = FLAGS_time;
-  f.omit = FLAGS_omit;
-  f.rate = FLAGS_rate;
-  f.load = FLAGS_load;
-  f.timeout = FLAGS_timeout;
-  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(f);
+  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
   if (!FLAGS_server && !o.ok()) return Fail(o.status(), FLAGS_json);
   UDT::startup();
   const int rc = FLAGS_server ? RunServerMain(*sizes) : RunClientMain(*o, *sizes);

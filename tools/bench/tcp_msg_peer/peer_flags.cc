@@ -1,0 +1,59 @@
+#include "tools/bench/tcp_msg_peer/peer_flags.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <vector>
+
+#include "tools/common/tool_flags.h"
+
+DEFINE_bool(server, false, "run as the receiving server");
+DEFINE_string(client, "", "run as the sending client of the server at this IPv4 address");
+DEFINE_string(bind, "0.0.0.0", "server: address to listen on; client: local address");
+DEFINE_bool(one_off, false, "server: serve one test, then exit with its status");
+DEFINE_string(accept_timeout, "120s", "server: give up when no client came within this long");
+DEFINE_string(workload, "bulk", "bulk, messages or transfer");
+DEFINE_string(message_size, "1MiB", "message size (messages) or write size (bulk, transfer)");
+DEFINE_string(bytes, "", "bytes to send (transfer; messages: instead of --time)");
+DEFINE_uint64(messages, 0, "messages: how many to send (sets --bytes)");
+DEFINE_string(time, "",
+              "seconds to send (bulk: after --omit; messages: at most); default 10, no bound "
+              "for messages with --messages/--bytes");
+DEFINE_string(omit, "0", "bulk: seconds at the start left out of the goodput (iperf3 -O)");
+DEFINE_string(rate, "1gbit",
+              "link rate: the messages schedule, the ideal completion time (and UDT's window "
+              "sizing)");
+DEFINE_double(load, 0.5, "messages: offered load as a fraction of --rate");
+DEFINE_string(timeout, "0", "client: abort after this long (0: time + 60 s, 1 h with --bytes)");
+DEFINE_bool(json, true, "print the result as one JSON object (else a summary line)");
+
+namespace longhaul::bench {
+
+void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) {
+  const std::vector<std::string> dirs = {"tools/bench/"};
+  ToolFlagOptions options;
+  options.dirs = dirs;
+  ParseToolFlagsOrExit(argc, argv, options, tool, [&] {
+    std::cout << usage << "\n\nflags:\n";
+    PrintToolFlags(std::cout, dirs);
+  });
+  if (FLAGS_server == !FLAGS_client.empty()) {
+    std::cerr << tool << ": give exactly one of --server and --client=HOST" << std::endl;
+    std::exit(2);
+  }
+}
+
+WorkloadFlags WorkloadFlagsFromCommandLine() {
+  WorkloadFlags f;
+  f.workload = FLAGS_workload;
+  f.message_size = FLAGS_message_size;
+  f.bytes = FLAGS_bytes;
+  f.messages = FLAGS_messages;
+  f.time = FLAGS_time;
+  f.omit = FLAGS_omit;
+  f.rate = FLAGS_rate;
+  f.load = FLAGS_load;
+  f.timeout = FLAGS_timeout;
+  return f;
+}
+
+}  // namespace longhaul::bench
