@@ -188,6 +188,37 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   return j;
 }
 
+nlohmann::json ConnectionStatsToJson(const ConnectionStats& s) {
+  nlohmann::json j;
+  j["packets_sent"] = s.packets_sent;
+  j["data_packets_sent"] = s.data_packets_sent;
+  j["packets_retransmitted"] = s.packets_retransmitted;
+  j["packets_lost"] = s.packets_lost;
+  j["tail_protect_packets"] = s.tail_protect_packets;
+  j["spurious_losses"] = s.spurious_losses;
+  j["pto_count"] = s.pto_count;
+  j["bytes_sent"] = s.bytes_sent;
+  j["data_bytes_sent"] = s.data_bytes_sent;
+  j["data_bytes_retransmitted"] = s.data_bytes_retransmitted;
+  j["messages_sent"] = s.messages_sent;
+  j["acks_received"] = s.acks_received;
+  j["flow_control_blocked"] = s.flow_control_blocked;
+  j["packets_received"] = s.packets_received;
+  j["bytes_received"] = s.bytes_received;
+  j["data_bytes_received"] = s.data_bytes_received;
+  j["duplicate_data_bytes"] = s.duplicate_data_bytes;
+  j["messages_received"] = s.messages_received;
+  j["acks_sent"] = s.acks_sent;
+  j["checksum_failures"] = s.checksum_failures;
+  j["malformed_packets"] = s.malformed_packets;
+  j["ecn_ce_received"] = s.ecn_ce_received;
+  j["fec_repair_packets_sent"] = s.fec_repair_packets_sent;
+  j["fec_overhead_bytes"] = s.fec_overhead_bytes;
+  j["fec_recovered_packets"] = s.fec_recovered_packets;
+  j["fec_blocks_unrecoverable"] = s.fec_blocks_unrecoverable;
+  return j;
+}
+
 void InitTool(int* argc, char*** argv, const char* usage) {
   gflags::SetUsageMessage(usage);
   gflags::ParseCommandLineFlags(argc, argv, /*remove_flags=*/true);

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "transport/core/config.h"
+#include "transport/core/stats.h"
 
 namespace longhaul {
 
@@ -39,6 +40,10 @@ bool TransportFlagWasSet(const char* name);
 // reorder_rtt_fraction and cc_loss_threshold numbers; the other keys keep their profile
 // text ("1GiB").
 nlohmann::json TransportConfigToJson(const TransportConfig& config);
+
+// Every counter of a connection's ConnectionStats, named as the struct names them (the
+// tools' JSON: longhaul-perf's reports, longhaul-sim's result).
+nlohmann::json ConnectionStatsToJson(const ConnectionStats& stats);
 
 // Common start of a tool's main(): sets the usage text, parses the flags (removing them
 // from argv), and initialises glog with output to stderr (unless --logtostderr was

@@ -352,7 +352,7 @@ int RunClient(const ClientOptions& o) {
     fec_total += rst.fec_recovered_packets;
     corrupt += rc;
     auto add = [](ConnectionStats* t, const ConnectionStats& x) {
-      nlohmann::json a = StatsToJson(*t), b = StatsToJson(x);
+      nlohmann::json a = ConnectionStatsToJson(*t), b = ConnectionStatsToJson(x);
       for (auto& [k, v] : b.items()) a[k] = a[k].get<uint64_t>() + v.get<uint64_t>();
       *t = StatsFromJson(a);
     };
@@ -582,8 +582,8 @@ int RunClient(const ClientOptions& o) {
                        {"intact", ok && corrupt == 0}};
     lh["params"] = TransportConfigToJson(eff);
     if (!o.profile_path.empty()) lh["profile"] = o.profile_path;
-    lh["sender_stats"] = StatsToJson(snd_total);
-    lh["receiver_stats"] = StatsToJson(rcv_total);
+    lh["sender_stats"] = ConnectionStatsToJson(snd_total);
+    lh["receiver_stats"] = ConnectionStatsToJson(rcv_total);
     EndpointStats es = (*ep)->stats();
     lh["driver"] = {{"datagrams_sent", es.datagrams_sent},
                     {"datagrams_received", es.datagrams_received},

@@ -51,7 +51,6 @@ nlohmann::json RequestToJson(const TestRequest& r);
 // [64, 67108864]"). `max_time_s` bounds time_s.
 absl::StatusOr<TestRequest> RequestFromJson(const nlohmann::json& j, double max_time_s);
 
-nlohmann::json StatsToJson(const ConnectionStats& s);
 ConnectionStats StatsFromJson(const nlohmann::json& j);
 nlohmann::json DebugToJson(const ConnectionDebugState& d);
 

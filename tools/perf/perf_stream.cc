@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
+#include "tools/common/transport_flags.h"
 #include "transport/base/parse.h"
 
 namespace longhaul::perf {
@@ -504,7 +505,7 @@ nlohmann::json PerfStream::ReceiverResultLocked() const {
   r["seconds"] = first > 0 && last > first ? (last - first) * 1e-9 : 0.0;
   r["start_offset_s"] = first > 0 ? (first - start_ns_.load()) * 1e-9 : 0.0;
   if (with_header_) r["mct"] = MctToJson(Summarize(mct_s_));
-  r["stats"] = StatsToJson(handle_->stats());
+  r["stats"] = ConnectionStatsToJson(handle_->stats());
   r["debug"] = DebugToJson(handle_->debug_state());
   r["cpu"] = CpuJson(cpu_user0_, cpu_system0_);
   return r;
@@ -518,7 +519,7 @@ nlohmann::json PerfStream::SenderSummaryLocked() const {
   const int64_t first = first_send_ns_.load(), last = last_ack_ns_.load();
   s["seconds"] = first > 0 && last > first ? (last - first) * 1e-9 : 0.0;
   s["late_submissions"] = late_submissions_.load();
-  s["stats"] = StatsToJson(handle_->stats());
+  s["stats"] = ConnectionStatsToJson(handle_->stats());
   s["debug"] = DebugToJson(handle_->debug_state());
   s["cpu"] = CpuJson(cpu_user0_, cpu_system0_);
   return s;

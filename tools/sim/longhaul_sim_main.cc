@@ -103,37 +103,6 @@ T OrUsage(absl::StatusOr<T> v, const char* flag) {
   return *std::move(v);
 }
 
-nlohmann::json StatsJson(const ConnectionStats& s) {
-  nlohmann::json j;
-  j["packets_sent"] = s.packets_sent;
-  j["data_packets_sent"] = s.data_packets_sent;
-  j["packets_retransmitted"] = s.packets_retransmitted;
-  j["packets_lost"] = s.packets_lost;
-  j["spurious_losses"] = s.spurious_losses;
-  j["tail_protect_packets"] = s.tail_protect_packets;
-  j["pto_count"] = s.pto_count;
-  j["bytes_sent"] = s.bytes_sent;
-  j["data_bytes_sent"] = s.data_bytes_sent;
-  j["data_bytes_retransmitted"] = s.data_bytes_retransmitted;
-  j["messages_sent"] = s.messages_sent;
-  j["acks_received"] = s.acks_received;
-  j["flow_control_blocked"] = s.flow_control_blocked;
-  j["packets_received"] = s.packets_received;
-  j["bytes_received"] = s.bytes_received;
-  j["data_bytes_received"] = s.data_bytes_received;
-  j["duplicate_data_bytes"] = s.duplicate_data_bytes;
-  j["messages_received"] = s.messages_received;
-  j["acks_sent"] = s.acks_sent;
-  j["checksum_failures"] = s.checksum_failures;
-  j["malformed_packets"] = s.malformed_packets;
-  j["ecn_ce_received"] = s.ecn_ce_received;
-  j["fec_repair_packets_sent"] = s.fec_repair_packets_sent;
-  j["fec_overhead_bytes"] = s.fec_overhead_bytes;
-  j["fec_recovered_packets"] = s.fec_recovered_packets;
-  j["fec_blocks_unrecoverable"] = s.fec_blocks_unrecoverable;
-  return j;
-}
-
 nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
   nlohmann::json j;
   j["offered"] = c.offered;
@@ -192,8 +161,8 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
   }
   j["link_forward"] = LinkCountersJson(r.forward);
   j["link_reverse"] = LinkCountersJson(r.reverse);
-  j["sender_stats"] = StatsJson(r.sender_total);
-  j["receiver_stats"] = StatsJson(r.receiver_total);
+  j["sender_stats"] = ConnectionStatsToJson(r.sender_total);
+  j["receiver_stats"] = ConnectionStatsToJson(r.receiver_total);
   if (!r.series.empty()) {
     nlohmann::json series = nlohmann::json::array();
     for (const sim::IntervalSample& x : r.series) {
