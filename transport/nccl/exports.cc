@@ -243,12 +243,6 @@ ncclResult_t CloseSendImpl(void* comm) { return Result("closeSend", CloseSend(co
 ncclResult_t CloseRecvImpl(void* comm) { return Result("closeRecv", CloseRecv(comm)); }
 ncclResult_t CloseListenImpl(void* comm) { return Result("closeListen", CloseListen(comm)); }
 
-// Library unload (dlclose) or process exit: stop the driver thread if a user never
-// finalized (v8..v10 have no finalize).
-struct UnloadGuard {
-  ~UnloadGuard() { Shutdown(); }
-} g_unload_guard;
-
 }  // namespace
 }  // namespace longhaul::nccl
 

@@ -26,6 +26,20 @@
 // comm. Pointers are validated by a magic value; NULL and foreign objects give
 // InvalidArgument.
 //
+// Files (docs/nccl.md, section 3):
+//   net_plugin.cc    these operations' setup half (init .. accept, regMr, closes) and
+//                    StatusToNccl; data_path.cc the data path (isend, irecv, test)
+//   comms.h          the objects handed to NCCL (comms, requests, registrations)
+//   runtime.h        the process-wide runtime: endpoint, connections, listen comms
+//   link.h           one longhaul connection and its frame routing (driver thread)
+//   frames.h         the frame header inside longhaul messages
+//   buffer_pool.h    staging buffers of copied sends
+//   settings.h       the NCCL_LONGHAUL_* table, parsing and the docs' list
+//   devices.h        interfaces -> devices
+//   plugin_log.h     NCCL's logger
+//   plugin_handle.h  the 128-byte connection handle
+//   exports.cc       the ncclNetPlugin_v8..v12 tables (adapters onto this header)
+//
 // Errors (absl::Status, mapped by StatusToNccl): InvalidArgument (bad device, comm,
 // request or handle: NCCL misused the plugin), ResourceExhausted (more than 32 requests
 // in flight on a comm), OutOfRange (a message larger than the posted receive),
@@ -40,6 +54,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transport/nccl/nccl_net_abi.h"
+#include "transport/nccl/plugin_log.h"
 
 namespace longhaul::nccl {
 
@@ -57,12 +72,6 @@ struct DeviceProperties {
   float latency_us = 0;  // one-way: the profile's RTT / 2; 0 when no profile gives one
   uint64_t guid = 0;
 };
-
-// Sets the logger (may be NULL: warnings then go to stderr). Kept until unload.
-void SetLogger(ncclDebugLogger_t logger);
-// Logs through NCCL's logger (printf format).
-void LogWarn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void LogInfo(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Counts one user (communicator) of the runtime, creating it (reading the environment,
 // the profile and the interfaces) for the first. `ctx` (may be NULL) receives a context

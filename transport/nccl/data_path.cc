@@ -1,0 +1,231 @@
+// The NCCL data path: isend (copied into a pooled staging buffer and completed at once up
+// to copy_max, else sent in place and completed when acknowledged, both within the
+// receiver's credit), irecv (posted receives matched in order and by tag) and test.
+// Copies into NCCL's buffers and credit returns happen here, on NCCL's progress thread.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "transport/nccl/comms.h"
+#include "transport/nccl/frames.h"
+#include "transport/nccl/net_plugin.h"
+
+namespace longhaul::nccl {
+namespace {
+
+Request* FreeSlot(Request* requests) {
+  for (int i = 0; i < kMaxRequests; ++i) {
+    if (requests[i].kind == Request::Kind::kFree) return &requests[i];
+  }
+  return nullptr;
+}
+
+void ResetRequest(Request* r) {
+  void* comm = r->comm;
+  *r = Request{};
+  r->comm = comm;
+}
+
+// Moves arrived messages into the oldest posted receives; returns credit when due.
+// Called with comm->mu held.
+void Progress(RecvComm* c) {
+  std::shared_ptr<ConnectionHandle> conn = c->link->conn();
+  while (!c->posted.empty()) {
+    Incoming in;
+    {
+      std::lock_guard<std::mutex> l(c->state->mu);
+      if (c->state->queue.empty()) break;
+      in = std::move(c->state->queue.front());
+      c->state->queue.pop_front();
+    }
+    Request* r = c->posted.front();
+    int slot = -1;
+    for (int i = 0; i < r->n; ++i) {
+      if (!r->filled[i] && (r->n == 1 || r->tags[i] == in.tag)) {
+        slot = i;
+        break;
+      }
+    }
+    if (slot < 0) {
+      r->error = absl::OutOfRangeError(
+          absl::StrCat("a message with tag ", in.tag,
+                       " matches no open buffer of the grouped receive (", r->n, " buffers)"));
+    } else if (in.size > r->capacity[slot]) {
+      r->error = absl::OutOfRangeError(
+          absl::StrCat("message of ", in.size, " bytes is larger than the posted receive of ",
+                       r->capacity[slot], " bytes (tag ", in.tag, ")"));
+    } else {
+      if (in.size > 0) std::memcpy(r->data[slot], in.payload, in.size);
+      r->got[slot] = in.size;
+      r->filled[slot] = true;
+      ++r->nfilled;
+    }
+    c->consumed += in.size + kMessageOverhead;
+    if (conn && in.owned) conn->ReturnBuffer(std::move(in.owned));
+    if (!r->error.ok() || r->nfilled == r->n) {
+      r->done = true;
+      c->posted.pop_front();
+    }
+  }
+  if (c->consumed > c->reported) {
+    bool queue_empty;
+    {
+      std::lock_guard<std::mutex> l(c->state->mu);
+      queue_empty = c->state->queue.empty();
+    }
+    if (queue_empty || c->consumed - c->reported >= c->credit / 16) {
+      if (c->link->SendControl(FrameKind::kCredit, c->state->id, c->consumed, 0).ok()) {
+        c->reported = c->consumed;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void** request) {
+  if (request == nullptr) return absl::InvalidArgumentError("isend: NULL request");
+  *request = nullptr;
+  auto* c = static_cast<SendComm*>(send_comm);
+  if (c == nullptr || c->magic != kSendMagic) {
+    return absl::InvalidArgumentError("isend: not a send comm");
+  }
+  if (data == nullptr && size > 0) return absl::InvalidArgumentError("isend: NULL data");
+  if (size > kMaxP2pBytes) {
+    return absl::OutOfRangeError(
+        absl::StrCat("isend: ", size, " bytes exceed maxP2pBytes (", kMaxP2pBytes, ")"));
+  }
+  if (c->state->rejected.load()) {
+    return absl::AbortedError("isend: the peer refused this comm (its listen comm was closed)");
+  }
+  if (absl::Status s = c->link->status(); !s.ok()) return s;
+  std::lock_guard<std::mutex> l(c->mu);
+  Request* r = FreeSlot(c->requests);
+  if (r == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("isend: ", kMaxRequests, " requests are already in flight on this comm"));
+  }
+  const uint64_t charge = size + kMessageOverhead;
+  const uint64_t outstanding = c->sent - std::min(c->sent, c->state->peer_consumed.load());
+  if (outstanding > 0 && outstanding + charge > c->state->credit) {
+    return absl::OkStatus();  // back-pressure: NULL request, NCCL retries
+  }
+  if (size > c->rt->settings.copy_max) {
+    auto wait = std::make_shared<ZeroCopyWait>();
+    if (absl::Status s = c->link->SendInPlace(c->state->id, tag, data, size, wait); !s.ok()) {
+      return s;
+    }
+    c->sent += charge;
+    r->kind = Request::Kind::kSend;
+    r->done = false;  // NCCL's buffer is read until longhaul reports it acknowledged
+    r->in_place = std::move(wait);
+    r->send_size = size;
+    *request = r;
+    return absl::OkStatus();
+  }
+  std::shared_ptr<uint8_t> buf = c->rt->pool.Get(kFrameHeaderBytes + size);
+  EncodeFrameHeader(MakeFrameHeader(FrameKind::kData, c->state->id, tag, size, 0), buf.get());
+  if (size > 0) std::memcpy(buf.get() + kFrameHeaderBytes, data, size);
+  if (absl::Status s = c->link->SendData(std::move(buf), kFrameHeaderBytes + size); !s.ok()) {
+    return s;
+  }
+  c->sent += charge;
+  r->kind = Request::Kind::kSend;
+  r->done = true;  // the bytes are staged: NCCL may reuse its buffer
+  r->send_size = size;
+  *request = r;
+  return absl::OkStatus();
+}
+
+absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
+                   void** request) {
+  if (request == nullptr) return absl::InvalidArgumentError("irecv: NULL request");
+  *request = nullptr;
+  auto* c = static_cast<RecvComm*>(recv_comm);
+  if (c == nullptr || c->magic != kRecvMagic) {
+    return absl::InvalidArgumentError("irecv: not a recv comm");
+  }
+  if (n < 1 || n > kMaxRecvs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("irecv: n=", n, " is outside [1, maxRecvs=", kMaxRecvs, "]"));
+  }
+  if (data == nullptr || sizes == nullptr || tags == nullptr) {
+    return absl::InvalidArgumentError("irecv: NULL data, sizes or tags");
+  }
+  for (int i = 0; i < n; ++i) {
+    if (data[i] == nullptr && sizes[i] > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("irecv: NULL buffer ", i));
+    }
+  }
+  std::lock_guard<std::mutex> l(c->mu);
+  Request* r = FreeSlot(c->requests);
+  if (r == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("irecv: ", kMaxRequests, " requests are already in flight on this comm"));
+  }
+  r->kind = Request::Kind::kRecv;
+  r->n = n;
+  for (int i = 0; i < n; ++i) {
+    r->data[i] = data[i];
+    r->capacity[i] = sizes[i];
+    r->tags[i] = tags[i];
+  }
+  c->posted.push_back(r);
+  Progress(c);
+  *request = r;
+  return absl::OkStatus();
+}
+
+absl::Status Test(void* request, int* done, int* sizes) {
+  if (done == nullptr) return absl::InvalidArgumentError("test: NULL done");
+  *done = 0;
+  auto* r = static_cast<Request*>(request);
+  if (r == nullptr || r->magic != kRequestMagic || r->kind == Request::Kind::kFree) {
+    return absl::InvalidArgumentError("test: not a request in flight");
+  }
+  if (r->kind == Request::Kind::kSend) {
+    auto* c = static_cast<SendComm*>(r->comm);
+    std::lock_guard<std::mutex> l(c->mu);
+    if (r->in_place) {
+      const int st = r->in_place->state.load();
+      if (st == 0) return absl::OkStatus();  // still in flight
+      if (st == 2) {
+        ResetRequest(r);
+        *done = 1;
+        return absl::AbortedError(
+            absl::StrCat("isend did not complete: ", c->link->status().message()));
+      }
+    }
+    *done = 1;
+    if (sizes != nullptr) sizes[0] = static_cast<int>(r->send_size);
+    ResetRequest(r);
+    return absl::OkStatus();
+  }
+  auto* c = static_cast<RecvComm*>(r->comm);
+  std::lock_guard<std::mutex> l(c->mu);
+  Progress(c);
+  if (!r->done) {
+    absl::Status ls = c->link->status();
+    bool queue_empty;
+    {
+      std::lock_guard<std::mutex> q(c->state->mu);
+      queue_empty = c->state->queue.empty();
+    }
+    if (ls.ok() || !queue_empty) return absl::OkStatus();
+    // The connection is gone and nothing more can arrive: end the request.
+    c->posted.erase(std::remove(c->posted.begin(), c->posted.end(), r), c->posted.end());
+    ResetRequest(r);
+    *done = 1;
+    return absl::AbortedError(absl::StrCat("irecv cannot complete: ", ls.message()));
+  }
+  *done = 1;
+  absl::Status err = r->error;
+  if (err.ok() && sizes != nullptr) {
+    for (int i = 0; i < r->n; ++i) sizes[i] = static_cast<int>(r->got[i]);
+  }
+  ResetRequest(r);
+  return err;
+}
+}  // namespace longhaul::nccl

@@ -1,0 +1,175 @@
+// One longhaul connection of the plugin and the per-comm state its driver-thread
+// callbacks share with the NCCL-facing comms (comms.h).
+//
+// A Link is either the client side (this process's send comms to one remote plugin
+// instance, multiplexed by comm id) or the server side (the recv comms from one remote
+// instance). The driver thread calls OnEvent for the connection's completions, messages
+// and close; it routes frames (frames.h) to SendState (credits, rejects), RecvState
+// (messages queued for their irecv) and ListenState (comms waiting for accept), and
+// never waits for NCCL's threads.
+//
+// Ownership: the Runtime (runtime.h) holds every Link (shared_ptr) until Stop; comms hold
+// their Link; a Link holds its receivers, weak references to its senders and the
+// Runtime, and, while they are in flight, the completions of its in-place sends.
+//
+// Thread-safety: every public member may be called from any thread (one mutex per
+// Link); OnEvent only from the connection's driver thread. SendState and RecvState are
+// shared between one comm and the driver thread (atomics; RecvState::mu for the queue);
+// ListenState between the runtime, the driver thread and one listen comm (its mu).
+//
+// Errors: the connection's state as a status: Unavailable while connecting or when the
+// handshake failed, Aborted once closed ("longhaul connection <key> closed: ...") or when
+// longhaul refuses a message.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "absl/status/status.h"
+#include "transport/api/endpoint.h"
+#include "transport/nccl/frames.h"
+
+namespace longhaul::nccl {
+
+class Runtime;
+class Link;
+
+// Completion of a message sent in place (zero copy): set by the driver's callback when
+// longhaul reports the message acknowledged (or cancelled).
+struct ZeroCopyWait {
+  std::atomic<int> state{0};  // 0 in flight, 1 acknowledged, 2 cancelled / failed
+};
+
+// A message that arrived for a recv comm and waits for its irecv. `payload` points into
+// `owned` (the transport's receive buffer, handed back with ReturnBuffer when copied).
+struct Incoming {
+  OwnedBuffer owned;
+  const uint8_t* payload = nullptr;
+  size_t size = 0;
+  int tag = 0;
+};
+
+// A send comm's state that the driver thread updates.
+struct SendState {
+  uint32_t id = 0;                         // the comm's id on its link; 0: not attached
+  uint64_t credit = 0;                     // granted by the receiver (handle)
+  std::atomic<uint64_t> peer_consumed{0};  // cumulative, from kCredit frames
+  std::atomic<bool> rejected{false};       // a kReject came: the listen comm is gone
+};
+
+// A recv comm's state that the driver thread fills.
+struct RecvState {
+  uint32_t id = 0;  // the sender's comm id on the link
+  std::mutex mu;
+  std::deque<Incoming> queue;  // arrived, not yet matched to an irecv
+  bool peer_closed = false;
+};
+
+// A listen comm: the comms that opened to it (kOpen) and wait for accept.
+class ListenState {
+ public:
+  uint64_t id = 0;
+  int dev = 0;
+  std::mutex mu;
+  struct Pending {
+    std::shared_ptr<Link> link;
+    std::shared_ptr<RecvState> state;
+  };
+  std::deque<Pending> pending;
+  bool closed = false;
+};
+
+class Link : public std::enable_shared_from_this<Link> {
+ public:
+  enum class State { kConnecting, kReady, kFailed, kClosed };
+
+  // `key` names the connection in logs and errors (peer address, port and instance).
+  Link(bool client, std::string key, std::weak_ptr<Runtime> rt)
+      : client_(client), key_(std::move(key)), rt_(std::move(rt)) {}
+
+  bool client() const { return client_; }
+  const std::string& key() const { return key_; }
+
+  // Driver thread: one event of the connection.
+  void OnEvent(Event& e);
+
+  // Sends a header-only frame. Returns the connection's error if it cannot.
+  absl::Status SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance);
+  // Sends a data frame from a staging buffer that already holds header and payload.
+  absl::Status SendData(std::shared_ptr<uint8_t> buf, size_t bytes);
+  // Sends a kDataHead frame and, right behind it on the connection, `size` bytes at
+  // `data` in place; `wait` completes when longhaul reports them acknowledged.
+  absl::Status SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
+                           std::shared_ptr<ZeroCopyWait> wait);
+  // Aborts the connection (pending in-place sends are cancelled: longhaul stops reading
+  // their memory) and waits up to `timeout` for its end.
+  void AbortAndWait(const std::string& reason, Duration timeout);
+
+  absl::Status status() {
+    std::lock_guard<std::mutex> l(mu_);
+    return StatusLocked();
+  }
+  State state() {
+    std::lock_guard<std::mutex> l(mu_);
+    return state_;
+  }
+  std::shared_ptr<ConnectionHandle> conn() {
+    std::lock_guard<std::mutex> l(mu_);
+    return conn_;
+  }
+
+  void SetReady(std::shared_ptr<ConnectionHandle> conn);
+  void SetFailed(absl::Status s);
+
+  // Attaches a send comm: assigns and returns its id.
+  uint32_t AddSender(std::shared_ptr<SendState> s);
+  // A send comm closed. Closes the connection once no comm uses it and every message
+  // was acknowledged (from the driver's callback if messages are still in flight).
+  void RemoveSender(uint32_t id);
+  void AddReceiver(const std::shared_ptr<RecvState>& s);
+  void RemoveReceiver(uint32_t id);
+  // Messages handed to longhaul and not yet acknowledged.
+  uint64_t pending_sends() {
+    std::lock_guard<std::mutex> l(mu_);
+    return state_ == State::kReady ? pending_sends_ : 0;
+  }
+  bool idle() {
+    std::lock_guard<std::mutex> l(mu_);
+    return users_ == 0;
+  }
+
+  std::thread connect_thread;  // client: runs the blocking handshake
+
+ private:
+  absl::Status StatusLocked() const;
+  void HandleFrame(const FrameHeader& h, Event& e);
+  void HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload, size_t size);
+
+  const bool client_;
+  const std::string key_;
+  std::weak_ptr<Runtime> rt_;
+  std::mutex mu_;
+  State state_ = State::kConnecting;
+  absl::Status status_;
+  std::shared_ptr<ConnectionHandle> conn_;
+  std::unordered_map<uint32_t, std::weak_ptr<SendState>> senders_;
+  std::unordered_map<uint32_t, std::shared_ptr<RecvState>> receivers_;
+  uint32_t next_comm_id_ = 1;
+  int users_ = 0;
+  uint64_t pending_sends_ = 0;
+  bool close_when_idle_ = false;
+  bool reported_unknown_ = false;
+  std::unordered_map<uint64_t, std::shared_ptr<ZeroCopyWait>> in_place_;  // by message id
+  // Receiver: a kDataHead announced the next message.
+  bool expect_payload_ = false;
+  FrameHeader expected_{};
+};
+
+}  // namespace longhaul::nccl

@@ -1,0 +1,230 @@
+#include "transport/nccl/settings.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "transport/base/parse.h"
+#include "transport/core/profile/profile.h"
+
+extern char** environ;
+
+namespace longhaul::nccl {
+namespace {
+
+constexpr int64_t kKiB = int64_t{1} << 10;
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr int64_t kMs = 1000 * 1000;
+constexpr int64_t kSec = 1000 * kMs;
+
+// The table. Order: as docs/nccl.md lists them (and the order they are parsed in).
+constexpr SettingSpec kSpecs[] = {
+    {"IFNAME", SettingType::kInterfaceList, 0, 0, "",
+     "`NCCL_SOCKET_IFNAME`, else the first interface that is up and not loopback, else `lo`",
+     "devices: one per matching interface. NCCL's syntax: `eth,ib` prefixes, `=eth0` exact "
+     "names, `^docker` excludes",
+     &Settings::ifname},
+    {"PROFILE", SettingType::kPath, 0, 0, "",
+     "none (TransportConfig defaults: fixed-rate pacing at 1 Gbit/s; the plugin warns once "
+     "when neither a profile nor `NCCL_LONGHAUL_RATE` is given)",
+     "a longhaul profile (`LoadProfile`), e.g. written by `longhaul-tune`",
+     &Settings::profile_path},
+    {"CREDIT", SettingType::kSize, 64 * kKiB, 64 * kGiB, "",
+     "2 x rate x RTT of the profile, in [16 MiB, 1 GiB]",
+     "bytes of unmatched data a receiver buffers per comm (section 3)", &Settings::credit},
+    {"COPY_MAX", SettingType::kSize, 0, kGiB, "1MiB", "",
+     "sends up to this size are copied and complete at once; larger ones are sent in place "
+     "and complete when acknowledged",
+     &Settings::copy_max},
+    {"LINGER", SettingType::kDuration, 0, 600 * kSec, "5s", "",
+     "the last `finalize` (and `closeSend` with in-place data) waits this long for data in "
+     "flight to be acknowledged",
+     &Settings::linger},
+    {"CONNECT_TIMEOUT", SettingType::kDuration, 100 * kMs, 600 * kSec, "20s", "",
+     "handshake limit of one connection", &Settings::connect_timeout},
+    {"PORT", SettingType::kPort, 0, 65535, "0", "",
+     "UDP port each device listens on (0: any free port)", &Settings::port},
+    {"SPIN", SettingType::kDuration, 0, 10 * kMs, "20us", "",
+     "the driver thread polls instead of sleeping when a pacing deadline is this close (0: "
+     "always sleep)",
+     &Settings::spin},
+};
+
+// getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
+std::optional<std::string> Lookup(const char* const* envp, absl::string_view name) {
+  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    if (kv.size() > name.size() && kv[name.size()] == '=' && absl::StartsWith(kv, name)) {
+      absl::string_view v = kv.substr(name.size() + 1);
+      if (v.empty()) return std::nullopt;
+      return std::string(v);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string BoundText(const SettingSpec& spec, int64_t v) {
+  if (v == 0) return "0";
+  switch (spec.type) {
+    case SettingType::kSize:
+      return FormatByteCount(static_cast<ByteCount>(v));
+    case SettingType::kDuration:
+      return FormatDuration(Duration::Nanoseconds(v));
+    default:
+      return absl::StrCat(v);
+  }
+}
+
+absl::Status BadValue(const SettingSpec& spec, absl::string_view value,
+                      const absl::Status& parse_error) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(kSettingPrefix, spec.key, "=", value, ": expected a ", SettingTypeText(spec),
+                   parse_error.ok() ? "" : absl::StrCat(" (", parse_error.message(), ")")));
+}
+
+template <typename T>
+absl::Status Store(const SettingSpec& spec, T value, Settings* settings) {
+  T Settings::*const* field = std::get_if<T Settings::*>(&spec.field);
+  if (field == nullptr) {
+    return absl::InternalError(
+        absl::StrCat(kSettingPrefix, spec.key, ": the table's field does not match its type"));
+  }
+  settings->*(*field) = std::move(value);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Span<const SettingSpec> PluginSettingSpecs() { return kSpecs; }
+
+const SettingSpec* FindPluginSetting(absl::string_view key) {
+  for (const SettingSpec& s : kSpecs) {
+    if (s.key == key) return &s;
+  }
+  return nullptr;
+}
+
+std::string SettingTypeText(const SettingSpec& spec) {
+  const std::string range =
+      absl::StrCat(" in [", BoundText(spec, spec.min), ", ", BoundText(spec, spec.max), "]");
+  switch (spec.type) {
+    case SettingType::kInterfaceList:
+      return "interface list";
+    case SettingType::kPath:
+      return "path";
+    case SettingType::kSize:
+      return absl::StrCat("size", range);
+    case SettingType::kDuration:
+      return absl::StrCat("duration", range);
+    case SettingType::kPort:
+      return absl::StrCat("port", range);
+  }
+  return "?";
+}
+
+absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Settings* settings) {
+  switch (spec.type) {
+    case SettingType::kInterfaceList:
+    case SettingType::kPath:
+      return Store(spec, std::string(value), settings);
+    case SettingType::kSize: {
+      absl::StatusOr<ByteCount> b = ParseByteCount(value);
+      if (!b.ok()) return BadValue(spec, value, b.status());
+      if (*b < static_cast<ByteCount>(spec.min) || *b > static_cast<ByteCount>(spec.max)) {
+        return BadValue(spec, value, absl::OkStatus());
+      }
+      return Store(spec, uint64_t{*b}, settings);
+    }
+    case SettingType::kDuration: {
+      absl::StatusOr<Duration> d = ParseDuration(value);
+      if (!d.ok()) return BadValue(spec, value, d.status());
+      if (d->ns() < spec.min || d->ns() > spec.max) return BadValue(spec, value, absl::OkStatus());
+      return Store(spec, *d, settings);
+    }
+    case SettingType::kPort: {
+      int port = 0;
+      if (!absl::SimpleAtoi(value, &port) || port < spec.min || port > spec.max) {
+        return BadValue(spec, value, absl::OkStatus());
+      }
+      return Store(spec, static_cast<uint16_t>(port), settings);
+    }
+  }
+  return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));
+}
+
+uint64_t DefaultCredit(const TransportConfig& config) {
+  // Twice the path's bandwidth-delay product: a round trip of data plus a repair round.
+  const double bdp = config.rate.BytesPerSecond() * config.initial_rtt.seconds();
+  return std::clamp<uint64_t>(static_cast<uint64_t>(2 * bdp), uint64_t{16} << 20,
+                              uint64_t{1} << 30);
+}
+
+absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
+  Settings s;
+  bool credit_given = false;
+  for (const SettingSpec& spec : kSpecs) {
+    std::optional<std::string> v = Lookup(envp, absl::StrCat(kSettingPrefix, spec.key));
+    if (!v.has_value() && spec.default_value.empty()) continue;
+    const std::string value = v.has_value() ? *v : std::string(spec.default_value);
+    if (absl::Status st = ApplySetting(spec, value, &s); !st.ok()) return st;
+    if (spec.key == "CREDIT") credit_given = v.has_value();
+  }
+  if (!s.profile_path.empty()) {
+    absl::StatusOr<TransportConfig> c = LoadProfile(s.profile_path, s.config);
+    if (!c.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kSettingPrefix, "PROFILE: ", c.status().message()));
+    }
+    s.config = *c;
+    s.rate_given = true;
+    s.rtt_given = s.config.initial_rtt != TransportConfig{}.initial_rtt;
+  }
+  // NCCL_LONGHAUL_<KEY>=value overrides one profile key, in environment order.
+  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    if (!absl::StartsWith(kv, kSettingPrefix)) continue;
+    const size_t eq = kv.find('=');
+    if (eq == absl::string_view::npos) continue;
+    const std::string key(kv.substr(kSettingPrefix.size(), eq - kSettingPrefix.size()));
+    const std::string value(kv.substr(eq + 1));
+    if (FindPluginSetting(key) != nullptr) continue;
+    const std::string lower = absl::AsciiStrToLower(key);
+    if (absl::Status st = ApplyProfileKey(&s.config, lower, value); !st.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(kSettingPrefix, key, "=", value, ": ", st.message()));
+    }
+    if (lower == "rate") s.rate_given = true;
+    if (lower == "initial_rtt") s.rtt_given = true;
+  }
+  if (absl::Status st = s.config.Validate(); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("longhaul configuration from the environment: ", st.message()));
+  }
+  if (!credit_given) s.credit = DefaultCredit(s.config);
+  if (!s.ifname.empty()) {
+    s.ifname_variable = absl::StrCat(kSettingPrefix, "IFNAME");
+  } else if (std::optional<std::string> v = Lookup(envp, "NCCL_SOCKET_IFNAME")) {
+    s.ifname = *v;
+    s.ifname_variable = "NCCL_SOCKET_IFNAME";
+  }
+  return s;
+}
+
+absl::StatusOr<Settings> ReadSettingsFromEnvironment() { return ReadSettings(environ); }
+
+std::string PluginSettingsMarkdown() {
+  std::string out = "| variable | type | default | meaning |\n| --- | --- | --- | --- |\n";
+  for (const SettingSpec& s : kSpecs) {
+    const std::string def = !s.default_doc.empty() ? std::string(s.default_doc)
+                                                   : absl::StrCat("`", s.default_value, "`");
+    absl::StrAppend(&out, "| `", kSettingPrefix, s.key, "` | ", SettingTypeText(s), " | ", def,
+                    " | ", s.doc, " |\n");
+  }
+  return out;
+}
+
+}  // namespace longhaul::nccl
