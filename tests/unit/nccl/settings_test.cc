@@ -1,0 +1,375 @@
+#include "transport/nccl/settings.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "transport/api/endpoint.h"
+#include "transport/base/parse.h"
+
+namespace longhaul::nccl {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// An environment (NAME=VALUE strings, NULL-terminated) that ReadSettings reads like
+// `environ`.
+class Env {
+ public:
+  Env(std::initializer_list<std::string> entries) : entries_(entries) {}
+  const char* const* envp() {
+    ptrs_.clear();
+    for (const std::string& e : entries_) ptrs_.push_back(e.c_str());
+    ptrs_.push_back(nullptr);
+    return ptrs_.data();
+  }
+
+ private:
+  std::vector<std::string> entries_;
+  std::vector<const char*> ptrs_;
+};
+
+absl::StatusOr<Settings> Read(std::initializer_list<std::string> entries) {
+  Env env(entries);
+  return ReadSettings(env.envp());
+}
+
+Settings MustRead(std::initializer_list<std::string> entries) {
+  absl::StatusOr<Settings> s = Read(entries);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : Settings{};
+}
+
+std::string ReadError(std::initializer_list<std::string> entries) {
+  absl::StatusOr<Settings> s = Read(entries);
+  EXPECT_FALSE(s.ok());
+  if (s.ok()) return "";
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition) << s.status();
+  return std::string(s.status().message());
+}
+
+class TempProfile {
+ public:
+  explicit TempProfile(const std::string& text) {
+    char tmpl[] = "/tmp/nccl-settings-test-XXXXXX";
+    int fd = mkstemp(tmpl);
+    EXPECT_GE(fd, 0);
+    if (fd >= 0) close(fd);
+    path_ = tmpl;
+    std::ofstream(path_) << text;
+  }
+  ~TempProfile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(NcclSettingsTest, DefaultsWithAnEmptyEnvironment) {
+  const Settings s = MustRead({});
+  EXPECT_EQ(s.profile_path, "");
+  EXPECT_EQ(s.ifname, "");
+  EXPECT_EQ(s.ifname_variable, "");
+  EXPECT_EQ(s.copy_max, uint64_t{1} << 20);
+  EXPECT_EQ(s.linger, Duration::Seconds(5));
+  EXPECT_EQ(s.connect_timeout, Duration::Seconds(20));
+  EXPECT_EQ(s.spin, EndpointOptions{}.spin) << "the endpoint's default";
+  EXPECT_EQ(s.port, 0);
+  EXPECT_FALSE(s.rate_given);
+  EXPECT_FALSE(s.rtt_given);
+  // TransportConfig defaults (1 Gbit/s, 100 ms): 2 x BDP = 25 MB, inside [16 MiB, 1 GiB].
+  EXPECT_EQ(s.credit, 25000000u);
+  EXPECT_EQ(s.credit, DefaultCredit(TransportConfig{}));
+  EXPECT_EQ(s.config.rate.bps(), TransportConfig{}.rate.bps());
+}
+
+TEST(NcclSettingsTest, DefaultCreditIsTwoBdpsWithinBounds) {
+  TransportConfig c;
+  c.rate = Bandwidth::Gbps(1);
+  c.initial_rtt = Duration::Milliseconds(1);
+  EXPECT_EQ(DefaultCredit(c), uint64_t{16} << 20) << "floor";
+  c.rate = Bandwidth::Gbps(100);
+  c.initial_rtt = Duration::Milliseconds(150);
+  EXPECT_EQ(DefaultCredit(c), uint64_t{1} << 30) << "ceiling";
+  c.rate = Bandwidth::Gbps(10);
+  c.initial_rtt = Duration::Milliseconds(58);
+  EXPECT_EQ(DefaultCredit(c), 145000000u);
+}
+
+// One value per plugin key, and what it sets. The table and this list must agree: a key
+// added to the table without a test here fails EveryKeyOfTheTableIsCoveredHere.
+struct KeyCase {
+  std::string value;
+  std::function<void(const Settings&)> check;
+};
+
+std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
+  return {
+      {"IFNAME",
+       {"=eth0,ib",
+        [](const Settings& s) {
+          EXPECT_EQ(s.ifname, "=eth0,ib");
+          EXPECT_EQ(s.ifname_variable, "NCCL_LONGHAUL_IFNAME");
+        }}},
+      {"PROFILE",
+       {profile_path,
+        [profile_path](const Settings& s) {
+          EXPECT_EQ(s.profile_path, profile_path);
+          EXPECT_EQ(s.config.rate, Bandwidth::Gbps(2));
+          EXPECT_EQ(s.config.initial_rtt, Duration::Milliseconds(58));
+          EXPECT_TRUE(s.rate_given);
+          EXPECT_TRUE(s.rtt_given);
+          EXPECT_EQ(s.credit, 29000000u) << "2 x 250 MB/s x 58 ms";
+        }}},
+      {"CREDIT", {"3MiB", [](const Settings& s) { EXPECT_EQ(s.credit, uint64_t{3} << 20); }}},
+      {"COPY_MAX", {"0", [](const Settings& s) { EXPECT_EQ(s.copy_max, 0u); }}},
+      {"LINGER",
+       {"300ms", [](const Settings& s) { EXPECT_EQ(s.linger, Duration::Milliseconds(300)); }}},
+      {"CONNECT_TIMEOUT",
+       {"1s", [](const Settings& s) { EXPECT_EQ(s.connect_timeout, Duration::Seconds(1)); }}},
+      {"PORT", {"4242", [](const Settings& s) { EXPECT_EQ(s.port, 4242); }}},
+      {"SPIN", {"0", [](const Settings& s) { EXPECT_EQ(s.spin, Duration::Zero()); }}},
+  };
+}
+
+TEST(NcclSettingsTest, EveryKeyOfTheTableIsParsed) {
+  TempProfile profile("rate=2gbit\ninitial_rtt=58ms\n");
+  const auto cases = KeyCases(profile.path());
+  for (const SettingSpec& spec : PluginSettingSpecs()) {
+    SCOPED_TRACE(std::string(spec.key));
+    auto it = cases.find(std::string(spec.key));
+    ASSERT_NE(it, cases.end()) << "no test value for NCCL_LONGHAUL_" << spec.key;
+    const Settings s = MustRead({absl::StrCat("NCCL_LONGHAUL_", spec.key, "=", it->second.value)});
+    it->second.check(s);
+  }
+}
+
+TEST(NcclSettingsTest, EveryKeyOfTheTableIsCoveredHere) {
+  std::set<std::string> keys;
+  for (const SettingSpec& spec : PluginSettingSpecs()) {
+    EXPECT_TRUE(keys.insert(std::string(spec.key)).second) << "duplicate " << spec.key;
+    EXPECT_NE(FindPluginSetting(spec.key), nullptr);
+  }
+  std::set<std::string> tested;
+  for (const auto& [key, c] : KeyCases("")) tested.insert(key);
+  EXPECT_EQ(keys, tested);
+}
+
+TEST(NcclSettingsTest, EveryKeyAtOnce) {
+  TempProfile profile("rate=2gbit\ninitial_rtt=58ms\n");
+  const auto cases = KeyCases(profile.path());
+  std::vector<std::string> entries;
+  for (const auto& [key, c] : cases)
+    entries.push_back(absl::StrCat("NCCL_LONGHAUL_", key, "=", c.value));
+  std::vector<const char*> envp;
+  for (const std::string& e : entries) envp.push_back(e.c_str());
+  envp.push_back(nullptr);
+  absl::StatusOr<Settings> s = ReadSettings(envp.data());
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (const auto& [key, c] : cases) {
+    if (key == "PROFILE") {
+      EXPECT_EQ(s->profile_path, profile.path());  // its credit is overridden by CREDIT
+      continue;
+    }
+    SCOPED_TRACE(key);
+    c.check(*s);
+  }
+}
+
+TEST(NcclSettingsTest, EveryDefaultParsesAndEverySpecIsDocumented) {
+  for (const SettingSpec& spec : PluginSettingSpecs()) {
+    SCOPED_TRACE(std::string(spec.key));
+    EXPECT_FALSE(spec.doc.empty());
+    EXPECT_FALSE(spec.default_value.empty() && spec.default_doc.empty())
+        << "the docs need a default";
+    if (!spec.default_value.empty()) {
+      Settings s;
+      EXPECT_TRUE(ApplySetting(spec, spec.default_value, &s).ok());
+    }
+    EXPECT_LE(spec.min, spec.max);
+  }
+}
+
+// Bounds are inclusive, and one step outside is refused with the variable, the value and
+// the accepted range in the message.
+TEST(NcclSettingsTest, BoundsAreInclusiveAndOutsideIsRefusedNamingTheVariable) {
+  for (const SettingSpec& spec : PluginSettingSpecs()) {
+    if (spec.type != SettingType::kSize && spec.type != SettingType::kDuration &&
+        spec.type != SettingType::kPort) {
+      continue;
+    }
+    SCOPED_TRACE(std::string(spec.key));
+    auto text = [&](int64_t v) {
+      return spec.type == SettingType::kDuration ? absl::StrCat(v, "ns") : absl::StrCat(v);
+    };
+    const std::string var = absl::StrCat("NCCL_LONGHAUL_", spec.key);
+    Settings s;
+    EXPECT_TRUE(ApplySetting(spec, text(spec.min), &s).ok());
+    EXPECT_TRUE(ApplySetting(spec, text(spec.max), &s).ok());
+    for (int64_t outside : {spec.min - 1, spec.max + 1}) {
+      const std::string v = text(outside);
+      const std::string err = ReadError({absl::StrCat(var, "=", v)});
+      EXPECT_THAT(err, StartsWith(absl::StrCat(var, "=", v, ": expected a ")));
+      EXPECT_THAT(err, HasSubstr(SettingTypeText(spec)));
+    }
+  }
+}
+
+TEST(NcclSettingsTest, TheRangesAreTheDocumentedOnes) {
+  auto type_of = [](absl::string_view key) { return SettingTypeText(*FindPluginSetting(key)); };
+  EXPECT_EQ(type_of("CREDIT"), "size in [64KiB, 64GiB]");
+  EXPECT_EQ(type_of("COPY_MAX"), "size in [0, 1GiB]");
+  EXPECT_EQ(type_of("LINGER"), "duration in [0, 600s]");
+  EXPECT_EQ(type_of("CONNECT_TIMEOUT"), "duration in [100ms, 600s]");
+  EXPECT_EQ(type_of("SPIN"), "duration in [0, 10ms]");
+  EXPECT_EQ(type_of("PORT"), "port in [0, 65535]");
+  EXPECT_EQ(type_of("IFNAME"), "interface list");
+  EXPECT_EQ(type_of("PROFILE"), "path");
+}
+
+TEST(NcclSettingsTest, BadValuesNameTheVariableAndTheReason) {
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_CREDIT=1k"}),
+            "NCCL_LONGHAUL_CREDIT=1k: expected a size in [64KiB, 64GiB]");
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_CREDIT=lots"}),
+              StartsWith("NCCL_LONGHAUL_CREDIT=lots: expected a size in [64KiB, 64GiB] ("));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_COPY_MAX=2GiB"}),
+              StartsWith("NCCL_LONGHAUL_COPY_MAX=2GiB: expected a size in [0, 1GiB]"));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_LINGER=soon"}),
+              StartsWith("NCCL_LONGHAUL_LINGER=soon: expected a duration in [0, 600s] ("));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_LINGER=-1s"}),
+              StartsWith("NCCL_LONGHAUL_LINGER=-1s: expected a duration"));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms"}),
+              StartsWith("NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms: expected a duration in [100ms, "));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_SPIN=1s"}),
+              StartsWith("NCCL_LONGHAUL_SPIN=1s: expected a duration in [0, 10ms]"));
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=70000"}),
+            "NCCL_LONGHAUL_PORT=70000: expected a port in [0, 65535]");
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=http"}),
+            "NCCL_LONGHAUL_PORT=http: expected a port in [0, 65535]");
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=-1"}),
+            "NCCL_LONGHAUL_PORT=-1: expected a port in [0, 65535]");
+}
+
+TEST(NcclSettingsTest, AnEmptyValueIsUnsetAndTheFirstOfANameCounts) {
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_LINGER="}).linger, Duration::Seconds(5));
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_IFNAME="}).ifname, "");
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_LINGER=1s", "NCCL_LONGHAUL_LINGER=2s"}).linger,
+            Duration::Seconds(1));
+  // A variable whose name only starts like a key is another variable.
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_PORTS=1"}), StartsWith("NCCL_LONGHAUL_PORTS=1: "));
+  EXPECT_EQ(MustRead({"OTHER=1", "NCCL_LONGHAUL", "NCCL_LONGHAUL_PORT=9"}).port, 9);
+}
+
+TEST(NcclSettingsTest, UnknownKeysAreRefusedNamingTheVariable) {
+  const std::string err = ReadError({"NCCL_LONGHAUL_BOGUS=1"});
+  EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_BOGUS=1: unknown key 'bogus' (known keys: "));
+  EXPECT_THAT(err, HasSubstr("window"));
+  // Plugin keys are upper case; a lower-case one is an (unknown) profile key.
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_credit=1MiB"}),
+              StartsWith("NCCL_LONGHAUL_credit=1MiB: unknown key 'credit'"));
+}
+
+TEST(NcclSettingsTest, ProfileKeysApplyInEnvironmentOrder) {
+  Settings s = MustRead({"NCCL_LONGHAUL_RATE=1gbit", "NCCL_LONGHAUL_RATE=3gbit"});
+  EXPECT_EQ(s.config.rate, Bandwidth::Gbps(3));
+  EXPECT_TRUE(s.rate_given);
+  EXPECT_FALSE(s.rtt_given);
+  s = MustRead(
+      {"NCCL_LONGHAUL_INITIAL_RTT=58ms", "NCCL_LONGHAUL_FEC=auto", "NCCL_LONGHAUL_MTU=9000"});
+  EXPECT_TRUE(s.rtt_given);
+  EXPECT_FALSE(s.rate_given);
+  EXPECT_EQ(s.config.initial_rtt, Duration::Milliseconds(58));
+  EXPECT_EQ(s.config.fec, FecMode::kAuto);
+  EXPECT_EQ(s.credit, DefaultCredit(s.config));
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_FEC=bogus"}),
+              StartsWith("NCCL_LONGHAUL_FEC=bogus: bad value 'bogus' for 'fec'"));
+}
+
+TEST(NcclSettingsTest, KeysOverrideTheProfile) {
+  TempProfile profile("rate=2gbit\nfec=off\n");
+  const Settings s =
+      MustRead({"NCCL_LONGHAUL_FEC=auto", absl::StrCat("NCCL_LONGHAUL_PROFILE=", profile.path())});
+  EXPECT_EQ(s.config.rate, Bandwidth::Gbps(2));
+  EXPECT_EQ(s.config.fec, FecMode::kAuto) << "the key, though listed before the profile";
+  EXPECT_TRUE(s.rate_given);
+  EXPECT_FALSE(s.rtt_given) << "the profile kept the default RTT";
+}
+
+TEST(NcclSettingsTest, ABadProfileNamesTheVariable) {
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_PROFILE=/nonexistent/x.profile"}),
+              StartsWith("NCCL_LONGHAUL_PROFILE: "));
+  TempProfile bad("window=12x\n");
+  const std::string err = ReadError({absl::StrCat("NCCL_LONGHAUL_PROFILE=", bad.path())});
+  EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_PROFILE: "));
+  EXPECT_THAT(err, HasSubstr("window"));
+}
+
+TEST(NcclSettingsTest, AnInvalidConfigurationIsRefused) {
+  // Fixed-rate pacing needs a rate.
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_CC=fixed", "NCCL_LONGHAUL_RATE=0"}),
+              StartsWith("longhaul configuration from the environment: "));
+}
+
+TEST(NcclSettingsTest, InterfaceListFallsBackToNcclSocketIfname) {
+  Settings s = MustRead({"NCCL_SOCKET_IFNAME=^docker"});
+  EXPECT_EQ(s.ifname, "^docker");
+  EXPECT_EQ(s.ifname_variable, "NCCL_SOCKET_IFNAME");
+  s = MustRead({"NCCL_SOCKET_IFNAME=^docker", "NCCL_LONGHAUL_IFNAME=eth"});
+  EXPECT_EQ(s.ifname, "eth");
+  EXPECT_EQ(s.ifname_variable, "NCCL_LONGHAUL_IFNAME");
+  s = MustRead({"NCCL_SOCKET_IFNAME="});
+  EXPECT_EQ(s.ifname, "");
+  EXPECT_EQ(s.ifname_variable, "");
+}
+
+// docs/nccl.md lists the settings as PluginSettingsMarkdown() renders them, between two
+// marker lines. On a mismatch, paste the block the failure prints into the docs.
+TEST(NcclSettingsTest, DocsListTheTable) {
+  const std::string path = std::string(LONGHAUL_SOURCE_DIR) + "/docs/nccl.md";
+  std::ifstream f(path);
+  ASSERT_TRUE(f) << path;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string doc = ss.str();
+  const std::string begin_marker = "<!-- settings table: begin";
+  const std::string end_marker = "<!-- settings table: end -->";
+  const size_t b = doc.find(begin_marker);
+  ASSERT_NE(b, std::string::npos) << path << " has no line starting " << begin_marker;
+  const size_t body = doc.find('\n', b);
+  ASSERT_NE(body, std::string::npos);
+  const size_t e = doc.find(end_marker, body);
+  ASSERT_NE(e, std::string::npos) << path << " has no " << end_marker;
+  // Blank lines around the table do not count (markdown wants one before the comment).
+  const absl::string_view listed =
+      absl::StripAsciiWhitespace(absl::string_view(doc).substr(body + 1, e - body - 1));
+  EXPECT_EQ(listed, absl::StripAsciiWhitespace(PluginSettingsMarkdown()))
+      << "docs/nccl.md's settings table differs from the code's; the block should read:\n"
+      << PluginSettingsMarkdown();
+}
+
+TEST(NcclSettingsTest, MarkdownHasOneRowPerSetting) {
+  const std::string md = PluginSettingsMarkdown();
+  EXPECT_THAT(md, StartsWith("| variable | type | default | meaning |\n| --- |"));
+  size_t rows = 0;
+  for (char c : md) rows += c == '\n';
+  EXPECT_EQ(rows, 2 + PluginSettingSpecs().size());
+  for (const SettingSpec& spec : PluginSettingSpecs()) {
+    EXPECT_THAT(md, HasSubstr(absl::StrCat("| `NCCL_LONGHAUL_", spec.key, "` | ")));
+  }
+  EXPECT_THAT(md, HasSubstr("| `NCCL_LONGHAUL_LINGER` | duration in [0, 600s] | `5s` | "));
+}
+
+}  // namespace
+}  // namespace longhaul::nccl
