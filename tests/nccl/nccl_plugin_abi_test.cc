@@ -1,0 +1,339 @@
+// The plugin's C ABI as NCCL sees it: the exported tables and their mandatory slots, the
+// properties of every version filled to their exact layout, the handle, error paths
+// (bad configuration, devices, handles, objects, too many requests, a send larger than
+// its receive) and the v9..v11 adapters carrying messages. nccl_plugin_fixture.h has
+// the harness.
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/nccl/nccl_plugin_fixture.h"
+#include "transport/nccl/plugin_handle.h"
+
+namespace longhaul::nccl::plugin_test {
+namespace {
+
+// ---- exports and layouts ----
+
+TEST_F(PluginTest, ExportsEveryVersionWithTheMandatorySlots) {
+  const char* names[] = {"ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclNetPlugin_v10",
+                         "ncclNetPlugin_v11", "ncclNetPlugin_v12"};
+  for (const char* n : names) {
+    void* t = dlsym(plugin_.library, n);
+    ASSERT_NE(t, nullptr) << n;
+    // Every table starts with the name; the first slots are never NULL.
+    const void* const* slots = static_cast<const void* const*>(t);
+    EXPECT_STREQ(static_cast<const char*>(slots[0]), "longhaul") << n;
+    for (int i = 1; i <= 16; ++i) EXPECT_NE(slots[i], nullptr) << n << " slot " << i;
+  }
+  EXPECT_NE(net_->finalize, nullptr);
+  auto* v11 = static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11"));
+  EXPECT_NE(v11->finalize, nullptr);
+  EXPECT_EQ(net_->getDeviceMr, nullptr);
+  EXPECT_EQ(net_->irecvConsumed, nullptr);
+  EXPECT_EQ(net_->makeVDevice, nullptr);
+  EXPECT_EQ(net_->setNetAttr, nullptr);
+  EXPECT_EQ(dlsym(plugin_.library, "ncclNetPlugin_v13"), nullptr);
+}
+
+TEST_F(PluginTest, PropertiesOfEveryVersionFillTheirLayoutExactly) {
+  setenv("NCCL_LONGHAUL_RATE", "2gbit", 1);
+  setenv("NCCL_LONGHAUL_INITIAL_RTT", "58ms", 1);
+  void* ctx = nullptr;
+  Init(&ctx);
+  // v12: 128 bytes, then guard bytes that must stay untouched.
+  struct {
+    ncclNetProperties_v12_t p;
+    uint8_t guard[32];
+  } v12;
+  memset(&v12, 0xab, sizeof(v12));
+  ASSERT_EQ(net_->getProperties(0, &v12.p), ncclSuccess);
+  EXPECT_STREQ(v12.p.name, "lo");
+  EXPECT_EQ(v12.p.pciPath, nullptr);  // loopback is virtual
+  EXPECT_EQ(v12.p.ptrSupport, LH_NCCL_PTR_HOST);
+  EXPECT_EQ(v12.p.speed, 2000);
+  EXPECT_FLOAT_EQ(v12.p.latency, 29000.0f);
+  EXPECT_EQ(v12.p.maxRecvs, 8);
+  EXPECT_GT(v12.p.maxComms, 0);
+  EXPECT_EQ(v12.p.netDeviceType, NCCL_NET_DEVICE_HOST);
+  EXPECT_EQ(v12.p.netDeviceVersion, 0);
+  EXPECT_EQ(v12.p.vProps.ndevs, 1);
+  EXPECT_EQ(v12.p.vProps.devs[0], 0);
+  EXPECT_EQ(v12.p.maxP2pBytes, size_t{1} << 30);
+  EXPECT_GT(v12.p.maxCollBytes, 0u);
+  EXPECT_EQ(v12.p.maxMultiRequestSize, 1);
+  EXPECT_EQ(v12.p.railId, -1);
+  EXPECT_EQ(v12.p.planeId, -1);
+  for (uint8_t g : v12.guard) EXPECT_EQ(g, 0xab);
+
+  auto* v11 = static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11"));
+  struct {
+    ncclNetProperties_v11_t p;
+    uint8_t guard[32];
+  } p11;
+  memset(&p11, 0xab, sizeof(p11));
+  ASSERT_EQ(v11->getProperties(0, &p11.p), ncclSuccess);
+  EXPECT_EQ(p11.p.speed, 2000);
+  EXPECT_EQ(p11.p.maxP2pBytes, size_t{1} << 30);
+  EXPECT_EQ(p11.p.maxMultiRequestSize, 1);
+  for (uint8_t g : p11.guard) EXPECT_EQ(g, 0xab);
+
+  auto* v9 = static_cast<const ncclNet_v9_t*>(dlsym(plugin_.library, "ncclNetPlugin_v9"));
+  struct {
+    ncclNetProperties_v9_t p;
+    uint8_t guard[32];
+  } p9;
+  memset(&p9, 0xab, sizeof(p9));
+  ASSERT_EQ(v9->getProperties(0, &p9.p), ncclSuccess);
+  EXPECT_EQ(p9.p.maxRecvs, 8);
+  EXPECT_EQ(p9.p.maxCollBytes, size_t{1} << 30);
+  for (uint8_t g : p9.guard) EXPECT_EQ(g, 0xab);
+
+  auto* v8 = static_cast<const ncclNet_v8_t*>(dlsym(plugin_.library, "ncclNetPlugin_v8"));
+  struct {
+    ncclNetProperties_v8_t p;
+    uint8_t guard[32];
+  } p8;
+  memset(&p8, 0xab, sizeof(p8));
+  ASSERT_EQ(v8->getProperties(0, &p8.p), ncclSuccess);
+  EXPECT_EQ(p8.p.speed, 2000);
+  EXPECT_EQ(p8.p.netDeviceVersion, 0);
+  for (uint8_t g : p8.guard) EXPECT_EQ(g, 0xab);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+TEST_F(PluginTest, HandleCarriesAddressPortAndCredit) {
+  setenv("NCCL_LONGHAUL_CREDIT", "3MiB", 1);
+  void* ctx = nullptr;
+  Init(&ctx);
+  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
+  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->address, "127.0.0.1");
+  EXPECT_NE(h->port, 0);
+  EXPECT_EQ(h->credit, 3u << 20);
+  EXPECT_EQ(net_->closeListen(listen), ncclSuccess);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+// ---- error paths ----
+
+TEST_F(PluginTest, BadProfileKeyFailsInitNamingTheVariable) {
+  setenv("NCCL_LONGHAUL_FEC", "bogus", 1);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v12_t config{-1};
+  EXPECT_EQ(net_->init(&ctx, 1, &config, TestLogger, nullptr), ncclInvalidUsage);
+  EXPECT_TRUE(WarnedAbout("NCCL_LONGHAUL_FEC=bogus"));
+}
+
+TEST_F(PluginTest, BadDeviceBadHandleAndBadObjects) {
+  void* ctx = nullptr;
+  Init(&ctx);
+  ncclNetProperties_v12_t props;
+  EXPECT_EQ(net_->getProperties(1, &props), ncclInternalError);
+  EXPECT_EQ(net_->getProperties(-1, &props), ncclInternalError);
+  char handle[LH_NCCL_NET_HANDLE_MAXSIZE] = {};
+  void* comm = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(net_->listen(ctx, 7, handle, &comm), ncclInternalError);
+  EXPECT_EQ(comm, nullptr);
+  // A handle that no listen wrote.
+  void* send = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(net_->connect(ctx, 0, handle, &send, nullptr), ncclInternalError);
+  EXPECT_EQ(send, nullptr);
+  EXPECT_TRUE(WarnedAbout("not a longhaul handle"));
+  EXPECT_EQ(net_->connect(ctx, 3, handle, &send, nullptr), ncclInternalError);
+  // Objects that are not ours.
+  uint64_t junk[64] = {};
+  void* req = nullptr;
+  int done = 0;
+  EXPECT_EQ(net_->test(nullptr, &done, nullptr), ncclInternalError);
+  EXPECT_EQ(net_->test(junk, &done, nullptr), ncclInternalError);
+  EXPECT_EQ(net_->isend(junk, junk, 8, 0, nullptr, nullptr, &req), ncclInternalError);
+  EXPECT_EQ(net_->isend(nullptr, junk, 8, 0, nullptr, nullptr, &req), ncclInternalError);
+  EXPECT_EQ(net_->closeSend(junk), ncclInternalError);
+  EXPECT_EQ(net_->closeRecv(nullptr), ncclInternalError);
+  EXPECT_EQ(net_->accept(junk, &comm, nullptr), ncclInternalError);
+  // iflush: host memory needs none; a NULL request means "done".
+  req = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(net_->iflush(nullptr, 1, nullptr, nullptr, nullptr, &req), ncclSuccess);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  // finalize without init
+  EXPECT_NE(net_->finalize(nullptr), ncclSuccess);
+}
+
+TEST_F(PluginTest, TooManyRequestsAndBadRegistration) {
+  void* ctx = nullptr;
+  Init(&ctx);
+  Comms c;
+  Connect(ctx, &c);
+  void* mh = nullptr;
+  char buf[64] = {};
+  EXPECT_EQ(net_->regMr(c.send, buf, sizeof(buf), LH_NCCL_PTR_CUDA, &mh), ncclInternalError);
+  ASSERT_EQ(net_->regMr(c.send, buf, sizeof(buf), LH_NCCL_PTR_HOST, &mh), ncclSuccess);
+  ASSERT_NE(mh, nullptr);
+  EXPECT_EQ(net_->deregMr(c.send, mh), ncclSuccess);
+
+  std::vector<void*> sends;
+  for (int i = 0; i < LH_NCCL_NET_MAX_REQUESTS; ++i) sends.push_back(Send(c.send, buf, 8, 1));
+  void* extra = nullptr;
+  EXPECT_EQ(net_->isend(c.send, buf, 8, 1, nullptr, nullptr, &extra), ncclInternalError);
+  EXPECT_EQ(extra, nullptr);
+  std::vector<void*> recvs;
+  std::vector<std::vector<char>> rbufs(LH_NCCL_NET_MAX_REQUESTS + 1, std::vector<char>(8));
+  for (int i = 0; i < LH_NCCL_NET_MAX_REQUESTS; ++i)
+    recvs.push_back(Recv(c.recv, rbufs[i].data(), 8, 1));
+  EXPECT_EQ(net_->irecv(c.recv, 1, nullptr, nullptr, nullptr, nullptr, nullptr, &extra),
+            ncclInternalError);
+  void* d[1] = {rbufs.back().data()};
+  size_t s[1] = {8};
+  int t[1] = {1};
+  EXPECT_EQ(net_->irecv(c.recv, 1, d, s, t, nullptr, nullptr, &extra), ncclInternalError);
+  // More buffers than maxRecvs in one grouped receive.
+  void* d9[9];
+  size_t s9[9];
+  int t9[9];
+  for (int i = 0; i < 9; ++i) {
+    d9[i] = buf;
+    s9[i] = 8;
+    t9[i] = i;
+  }
+  EXPECT_EQ(net_->irecv(c.recv, 9, d9, s9, t9, nullptr, nullptr, &extra), ncclInternalError);
+  for (void* r : sends) EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
+  for (void* r : recvs) EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
+  Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+TEST_F(PluginTest, SendLargerThanPostedReceiveIsInvalidUsageAndTheCommGoesOn) {
+  void* ctx = nullptr;
+  Init(&ctx);
+  Comms c;
+  Connect(ctx, &c);
+  std::vector<uint8_t> big(2000), small(1000), next(16), got(64);
+  Fill(&big, 1);
+  Fill(&next, 2);
+  void* r = Recv(c.recv, small.data(), small.size(), 0);
+  void* s = Send(c.send, big.data(), big.size(), 0);
+  EXPECT_EQ(WaitDone(net_, s, nullptr), ncclSuccess);
+  int size = -1;
+  EXPECT_EQ(WaitDone(net_, r, &size), ncclInvalidUsage);
+  EXPECT_TRUE(WarnedAbout("larger than the posted receive"));
+  // The next message matches the next receive.
+  r = Recv(c.recv, got.data(), got.size(), 0);
+  s = Send(c.send, next.data(), next.size(), 0);
+  EXPECT_EQ(WaitDone(net_, s, nullptr), ncclSuccess);
+  ASSERT_EQ(WaitDone(net_, r, &size), ncclSuccess);
+  EXPECT_EQ(size, 16);
+  EXPECT_EQ(memcmp(got.data(), next.data(), 16), 0);
+  Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+TEST_F(PluginTest, InterfaceListMatchingNothingFailsInitListingInterfaces) {
+  setenv("NCCL_LONGHAUL_IFNAME", "=no-such-if0", 1);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v12_t config{-1};
+  EXPECT_EQ(net_->init(&ctx, 1, &config, TestLogger, nullptr), ncclInvalidUsage);
+  EXPECT_TRUE(WarnedAbout("NCCL_LONGHAUL_IFNAME==no-such-if0 matches no interface"));
+  EXPECT_TRUE(WarnedAbout("lo (127.0.0.1)"));
+  setenv("NCCL_LONGHAUL_IFNAME", "lo", 1);
+}
+
+TEST_F(PluginTest, HandleCodecRejectsDamage) {
+  char buf[kHandleBytes];
+  PluginHandle h{"127.0.0.1", 4242, 7, 9, 1 << 20};
+  ASSERT_TRUE(EncodeHandle(h, buf).ok());
+  absl::StatusOr<PluginHandle> back = DecodeHandle(buf);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->port, 4242);
+  EXPECT_EQ(back->instance, 7u);
+  EXPECT_EQ(back->listen_id, 9u);
+  ASSERT_TRUE(RedirectHandle(buf, "127.0.0.1", 5000).ok());
+  EXPECT_EQ(DecodeHandle(buf)->port, 5000);
+  EXPECT_EQ(DecodeHandle(buf)->listen_id, 9u);
+  char bad[kHandleBytes];
+  memcpy(bad, buf, sizeof(bad));
+  bad[0] ^= 1;  // magic
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  bad[4] = 9;  // version
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  memset(bad + 32, 'x', 48);  // address not terminated
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  memcpy(bad, buf, sizeof(bad));
+  bad[6] = bad[7] = 0;  // port 0
+  EXPECT_FALSE(DecodeHandle(bad).ok());
+  EXPECT_FALSE(EncodeHandle(PluginHandle{std::string(60, '1'), 1, 0, 0, 1}, buf).ok());
+}
+
+// v9, v10 and v11 tables: connect, one message each way through the adapters.
+TEST_F(PluginTest, V9V10V11TablesCarryMessages) {
+  auto* v9 = static_cast<const ncclNet_v9_t*>(dlsym(plugin_.library, "ncclNetPlugin_v9"));
+  auto* v10 = static_cast<const ncclNet_v10_t*>(dlsym(plugin_.library, "ncclNetPlugin_v10"));
+  auto* v11 = static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11"));
+  ASSERT_TRUE(v9 && v10 && v11);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v11_t config{-1};
+  ASSERT_EQ(v11->init(&ctx, 5, &config, TestLogger, nullptr), ncclSuccess);
+  ASSERT_EQ(v10->init(TestLogger, nullptr), ncclSuccess);  // one more user, no context
+  for (int version : {9, 10, 11}) {
+    char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+    void *listen = nullptr, *send = nullptr, *recv = nullptr;
+    if (version == 11) {
+      ASSERT_EQ(v11->listen(ctx, 0, handle, &listen), ncclSuccess);
+    } else {
+      ASSERT_EQ(v9->listen(0, handle, &listen), ncclSuccess);
+    }
+    ncclNetCommConfig_v10_t cc{-1};
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while ((!send || !recv) && Clock::now() < deadline) {
+      if (!send) {
+        ncclResult_t r = version == 9    ? v9->connect(0, handle, &send, nullptr)
+                         : version == 10 ? v10->connect(0, &cc, handle, &send, nullptr)
+                                         : v11->connect(ctx, 0, handle, &send, nullptr);
+        ASSERT_EQ(r, ncclSuccess);
+      }
+      if (!recv) {
+        ASSERT_EQ(v9->accept(listen, &recv, nullptr), ncclSuccess);
+      }
+    }
+    ASSERT_TRUE(send && recv) << version;
+    uint64_t out = 0x5150 + version, in = 0;
+    void* d[1] = {&in};
+    size_t s[1] = {sizeof(in)};
+    int t[1] = {3};
+    void *rreq = nullptr, *sreq = nullptr;
+    if (version == 9) {
+      ASSERT_EQ(v9->irecv(recv, 1, d, s, t, nullptr, &rreq), ncclSuccess);
+      while (!sreq) {
+        ASSERT_EQ(v9->isend(send, &out, sizeof(out), 3, nullptr, &sreq), ncclSuccess);
+      }
+    } else {
+      ASSERT_EQ(v10->irecv(recv, 1, d, s, t, nullptr, nullptr, &rreq), ncclSuccess);
+      while (!sreq) {
+        ASSERT_EQ(v10->isend(send, &out, sizeof(out), 3, nullptr, nullptr, &sreq), ncclSuccess);
+      }
+    }
+    int size = 0;
+    ASSERT_EQ(WaitDone(net_, rreq, &size), ncclSuccess);
+    EXPECT_EQ(size, 8);
+    EXPECT_EQ(in, out);
+    ASSERT_EQ(WaitDone(net_, sreq, nullptr), ncclSuccess);
+    EXPECT_EQ(v9->closeSend(send), ncclSuccess);
+    EXPECT_EQ(v9->closeRecv(recv), ncclSuccess);
+    EXPECT_EQ(v9->closeListen(listen), ncclSuccess);
+  }
+  EXPECT_EQ(v11->finalize(ctx), ncclSuccess);
+  // v10 has no finalize; finalize(NULL) drops a user that has no context.
+  EXPECT_EQ(v11->finalize(nullptr), ncclSuccess);
+  EXPECT_NE(v11->finalize(nullptr), ncclSuccess);  // no user left
+}
+
+}  // namespace
+}  // namespace longhaul::nccl::plugin_test

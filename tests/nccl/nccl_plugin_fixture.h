@@ -1,0 +1,138 @@
+// The fixture of the NCCL plugin tests (label nccl): the plugin loaded as NCCL loads it
+// (dlopen(RTLD_NOW | RTLD_LOCAL), dlsym of the newest table; LONGHAUL_NCCL_PLUGIN is its
+// path), with helpers that drive it as NCCL's proxy threads and aws-ofi-nccl's functional
+// tests do: init / devices / listen, connect and accept retried until non-NULL, isend
+// retried while NULL, test polled. Traffic stays on loopback (NCCL_LONGHAUL_IFNAME=lo).
+// Every wait is bounded.
+//
+// The test files: nccl_plugin_abi_test.cc (exports, layouts, handles, error paths, the
+// v9..v11 adapters), nccl_plugin_data_test.cc (semantics of the data path),
+// nccl_plugin_lifecycle_test.cc (closes, init/finalize/unload, a vanished peer, two
+// processes). They link into one binary, nccl_plugin_test, and run in that order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tools/nccl_bench/plugin_loader.h"
+#include "transport/nccl/nccl_net_abi.h"
+
+namespace longhaul::nccl::plugin_test {
+
+using Clock = std::chrono::steady_clock;
+
+// NCCL's logger for the plugin: keeps every warning (thread-safe).
+void TestLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+                const char* fmt, ...);
+// Whether a warning so far contains `text`.
+bool WarnedAbout(const std::string& text);
+
+// Threads of this process (/proc/self/task); -1 if unreadable.
+int ThreadCount();
+
+// Polls test() until done or the deadline; returns the last result (ncclInProgress on
+// timeout).
+ncclResult_t WaitDone(const ncclNet_v12_t* net, void* req, int* sizes,
+                      std::chrono::seconds timeout = std::chrono::seconds(30));
+
+// Deterministic bytes from `seed` (xorshift).
+void Fill(std::vector<uint8_t>* v, uint32_t seed);
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("NCCL_LONGHAUL_IFNAME", "lo", 1);
+    setenv("NCCL_LONGHAUL_RATE", "5gbit", 1);
+    absl::StatusOr<LoadedPlugin> p = LoadNetPlugin(LONGHAUL_NCCL_PLUGIN);
+    ASSERT_TRUE(p.ok()) << p.status();
+    plugin_ = *p;
+    ASSERT_EQ(plugin_.version, 12);
+    net_ = plugin_.v12;
+    ASSERT_NE(net_, nullptr);
+  }
+  void TearDown() override {
+    UnloadNetPlugin(&plugin_);
+    unsetenv("NCCL_LONGHAUL_RATE");
+    unsetenv("NCCL_LONGHAUL_INITIAL_RTT");
+    unsetenv("NCCL_LONGHAUL_FEC");
+    unsetenv("NCCL_LONGHAUL_CREDIT");
+    unsetenv("NCCL_LONGHAUL_COPY_MAX");
+  }
+
+  void Init(void** ctx) {
+    ncclNetCommConfig_v12_t config{-1};
+    ASSERT_EQ(net_->init(ctx, 42, &config, TestLogger, nullptr), ncclSuccess);
+    int ndev = 0;
+    ASSERT_EQ(net_->devices(&ndev), ncclSuccess);
+    ASSERT_EQ(ndev, 1);
+  }
+
+  struct Comms {
+    void* listen = nullptr;
+    void* send = nullptr;
+    void* recv = nullptr;
+    int connect_nulls = 0;
+  };
+  // listen, then connect and accept retried until both are non-NULL (bounded).
+  void Connect(void* ctx, Comms* c) {
+    char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+    ASSERT_EQ(net_->listen(ctx, 0, handle, &c->listen), ncclSuccess);
+    ASSERT_NE(c->listen, nullptr);
+    ncclNetDeviceHandle_v12_t* dev_handle = nullptr;
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while ((c->send == nullptr || c->recv == nullptr) && Clock::now() < deadline) {
+      if (c->send == nullptr) {
+        ASSERT_EQ(net_->connect(ctx, 0, handle, &c->send, &dev_handle), ncclSuccess);
+        if (c->send == nullptr) ++c->connect_nulls;
+      }
+      if (c->recv == nullptr) {
+        ASSERT_EQ(net_->accept(c->listen, &c->recv, &dev_handle), ncclSuccess);
+      }
+    }
+    ASSERT_NE(c->send, nullptr);
+    ASSERT_NE(c->recv, nullptr);
+  }
+  void Close(void* ctx, Comms* c) {
+    if (c->send) {
+      EXPECT_EQ(net_->closeSend(c->send), ncclSuccess);
+    }
+    if (c->recv) {
+      EXPECT_EQ(net_->closeRecv(c->recv), ncclSuccess);
+    }
+    if (c->listen) {
+      EXPECT_EQ(net_->closeListen(c->listen), ncclSuccess);
+    }
+    *c = Comms{};
+  }
+  // isend retried while NULL (bounded).
+  void* Send(void* comm, void* data, size_t size, int tag) {
+    void* req = nullptr;
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (req == nullptr && Clock::now() < deadline) {
+      EXPECT_EQ(net_->isend(comm, data, size, tag, nullptr, nullptr, &req), ncclSuccess);
+    }
+    EXPECT_NE(req, nullptr);
+    return req;
+  }
+  void* Recv(void* comm, void* data, size_t size, int tag) {
+    void* req = nullptr;
+    void* d[1] = {data};
+    size_t s[1] = {size};
+    int t[1] = {tag};
+    EXPECT_EQ(net_->irecv(comm, 1, d, s, t, nullptr, nullptr, &req), ncclSuccess);
+    EXPECT_NE(req, nullptr);
+    return req;
+  }
+
+  void MessageMatrix();
+
+  LoadedPlugin plugin_;
+  const ncclNet_v12_t* net_ = nullptr;
+};
+
+}  // namespace longhaul::nccl::plugin_test
