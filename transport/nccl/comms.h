@@ -1,7 +1,7 @@
 // The objects the plugin hands to NCCL as opaque pointers: listen, send and recv comms,
 // requests, memory registrations and (v11+) contexts. Each starts with a magic value
-// (the first 4 bytes) so that every entry point can tell its own objects from NULL,
-// foreign or closed ones (a closed object's magic is kDeadMagic until it is freed).
+// (the first 4 bytes) so that every entry point can tell its own objects from NULL and
+// foreign ones (a close sets the magic to kDeadMagic before freeing the object).
 //
 // Ownership: created by listen/connect/accept/regMr/init and deleted by the matching
 // close/deregMr/finalize; each comm owns its kMaxRequests request slots (a request

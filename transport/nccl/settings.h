@@ -33,7 +33,9 @@ namespace longhaul::nccl {
 
 inline constexpr absl::string_view kSettingPrefix = "NCCL_LONGHAUL_";
 
-// What the plugin runs with: the transport configuration and its own settings.
+// What the plugin runs with: the transport configuration and its own settings. The
+// defaults are the table's (ReadSettings applies them); a value-initialised Settings is
+// not a usable configuration.
 struct Settings {
   TransportConfig config;       // TransportConfig defaults, the profile, then the keys
   std::string profile_path;     // NCCL_LONGHAUL_PROFILE; empty: none
