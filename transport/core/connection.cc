@@ -17,6 +17,8 @@
 // A late ACK of a packet declared lost marks the loss spurious and widens the reorder
 // thresholds (RACK's reo_wnd_mult).
 
+#include "transport/core/connection.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -24,12 +26,12 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/core/cc/congestion_controller.h"
-#include "transport/core/connection.h"
 #include "transport/core/loss/rtt_estimator.h"
 #include "transport/core/recv/ack_tracker.h"
 #include "transport/core/recv/fec_receiver.h"
 #include "transport/core/recv/receive_stream.h"
 #include "transport/core/send/fec_sender.h"
+#include "transport/core/send/pacer.h"
 #include "transport/core/send/send_stream.h"
 #include "transport/core/send/sent_packet_table.h"
 #include "transport/wire/packet.h"
@@ -37,9 +39,6 @@
 namespace longhaul {
 namespace {
 
-// Bytes on the wire per datagram besides the UDP payload (IPv4 + UDP headers); pacing
-// counts them so a rate equal to the link's rate does not overfill it.
-constexpr ByteCount kWireOverhead = 28;
 // Timer granularity assumed for loss and probe timers.
 constexpr Duration kGranularity = Duration::Microseconds(100);
 // FEC_REPAIR frame header at its largest (type, 8-byte block id, index, k, m, length).
@@ -63,6 +62,7 @@ class ConnectionImpl {
         fec_rx_(config.MaxDatagramSize()),
         reorder_packets_(config.reorder_packets),
         reorder_fraction_(config.reorder_rtt_fraction),
+        pacer_(config.pacing_burst),
         last_receive_time_(now),
         last_eliciting_sent_(now),
         delivered_time_(now),
@@ -172,7 +172,7 @@ class ConnectionImpl {
     if ((HasDataToSend() || fec_tx_.has_repair() ||
          (TailProtectionOn() && !tail_candidates_.empty())) &&
         WindowAllows()) {
-      t = std::min(t, ReleaseTime());
+      t = std::min(t, pacer_.ReleaseTime());
     }
     return t;
   }
@@ -202,7 +202,7 @@ class ConnectionImpl {
 
     const bool probe = probes_pending_ > 0;
     const bool data_ready = HasDataToSend();
-    const bool paced_ok = WindowAllows() && now >= ReleaseTime();
+    const bool paced_ok = WindowAllows() && pacer_.CanSend(now);
     const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
     if (fc_blocked && !fc_blocked_) ++stats_.flow_control_blocked;
     fc_blocked_ = fc_blocked;
@@ -223,7 +223,7 @@ class ConnectionImpl {
     // now instead of waiting for the flush deadline.
     if (!data_ready) {
       fec_tx_.Flush();
-      if (!fec_tx_.has_repair()) pacer_idle_ = true;
+      if (!fec_tx_.has_repair()) pacer_.OnIdle();
     }
     const bool send_repair = !probe && fec_tx_.has_repair() && paced_ok;
     if (send_repair) send_data = false;
@@ -289,7 +289,9 @@ class ConnectionImpl {
       bytes_in_flight_ += n;
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
-      if (p.stream_units > 0 || probe || p.fec_repair) Pace(now, n);
+      if (p.stream_units > 0 || probe || p.fec_repair) {
+        pacer_.OnPacketSent(now, n, cc_->PacingRate());
+      }
       if (p.fec_repair) {
         ++stats_.fec_repair_packets_sent;
         stats_.fec_overhead_bytes += n;
@@ -447,25 +449,6 @@ class ConnectionImpl {
   bool WindowAllows() const {
     ByteCount window = std::min<ByteCount>(cfg_.window, cc_->CongestionWindow());
     return bytes_in_flight_ + max_datagram_ <= window;
-  }
-
-  // Pacing in picoseconds so rates that do not divide a nanosecond stay exact.
-  Time ReleaseTime() const {
-    return Time::FromNanoseconds((next_send_ps_ + 999) / 1000);
-  }
-  void Pace(Time now, ByteCount bytes) {
-    const int64_t now_ps = now.ns() * 1000;
-    const int64_t burst_ps = cfg_.pacing_burst.ns() * 1000;
-    // Credit for missed slots only while busy: after an idle spell pacing restarts now.
-    if (pacer_idle_) {
-      next_send_ps_ = std::max(next_send_ps_, now_ps);
-      pacer_idle_ = false;
-    }
-    if (next_send_ps_ < now_ps - burst_ps) next_send_ps_ = now_ps - burst_ps;
-    const double rate = cc_->PacingRate().bps();
-    if (rate > 0) {
-      next_send_ps_ += static_cast<int64_t>(static_cast<double>(bytes + kWireOverhead) * 8e12 / rate);
-    }
   }
 
   Duration PtoPeriod() const {
@@ -954,8 +937,7 @@ class ConnectionImpl {
   double peer_mean_burst_ = 0;
 
   // Pacing and liveness.
-  int64_t next_send_ps_ = 0;
-  bool pacer_idle_ = true;  // nothing was ready to send: no catch-up credit
+  Pacer pacer_;
   Time last_receive_time_;
   Time last_eliciting_sent_;
   bool ping_pending_ = false;
