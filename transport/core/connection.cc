@@ -9,13 +9,10 @@
 // Corrupt datagrams are dropped and so look like loss; malformed frames from a packet
 // with a valid checksum close the connection (protocol violation).
 //
-// Loss detection: packets are lost once reorder_packets later packets are acknowledged
-// or once a later packet is acknowledged and (1 + reorder_rtt_fraction) x RTT has passed
-// since they were sent (RFC 9002 section 6.1, RACK). Both tests are monotone in the
-// packet number, so lost packets are always a prefix of the outstanding ones below the
-// largest acknowledged, and one walk from the oldest outstanding packet finds them all.
-// A late ACK of a packet declared lost marks the loss spurious and widens the reorder
-// thresholds (RACK's reo_wnd_mult).
+// Components: the pacer (send/pacer.h) spaces paced packets at the controller's rate;
+// the loss detector (loss/loss_detector.h) declares packets lost (RACK time and reorder
+// thresholds) and runs the probe timer; this file keeps the packet bookkeeping around
+// them (bytes in flight, what to resend, what the controller is told).
 
 #include "transport/core/connection.h"
 
@@ -26,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/core/cc/congestion_controller.h"
+#include "transport/core/loss/loss_detector.h"
 #include "transport/core/loss/rtt_estimator.h"
 #include "transport/core/recv/ack_tracker.h"
 #include "transport/core/recv/fec_receiver.h"
@@ -39,12 +37,8 @@
 namespace longhaul {
 namespace {
 
-// Timer granularity assumed for loss and probe timers.
-constexpr Duration kGranularity = Duration::Microseconds(100);
 // FEC_REPAIR frame header at its largest (type, 8-byte block id, index, k, m, length).
 constexpr uint64_t kRepairFrameOverhead = 1 + 8 + 3 + 4;
-// Upper bound of the adaptive packet-reorder threshold.
-constexpr uint32_t kMaxReorderPackets = 1u << 16;
 
 }  // namespace
 
@@ -60,8 +54,7 @@ class ConnectionImpl {
         recv_(config.recv_window, config.max_inflight_messages),
         fec_tx_(config, config.MaxDatagramSize()),
         fec_rx_(config.MaxDatagramSize()),
-        reorder_packets_(config.reorder_packets),
-        reorder_fraction_(config.reorder_rtt_fraction),
+        loss_(config),
         pacer_(config.pacing_burst),
         last_receive_time_(now),
         last_eliciting_sent_(now),
@@ -163,8 +156,8 @@ class ConnectionImpl {
   Time NextTimeout() const {
     if (state_ == State::kClosed) return Time::Infinite();
     if (state_ == State::kClosing) return Time::Zero();
-    Time t = std::min(acks_.ack_deadline(), loss_time_);
-    if (probes_pending_ > 0) return Time::Zero();
+    Time t = std::min(acks_.ack_deadline(), loss_.loss_time());
+    if (loss_.probes_pending() > 0) return Time::Zero();
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
@@ -186,7 +179,7 @@ class ConnectionImpl {
                  /*local_error=*/true);
       return;
     }
-    if (now >= loss_time_) DetectLosses(now);
+    if (now >= loss_.loss_time()) DetectLosses(now);
     if (bytes_in_flight_ > 0 && now >= PtoTime()) OnPto(now);
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
     if (now >= fec_tx_.flush_deadline()) fec_tx_.Flush();
@@ -200,7 +193,7 @@ class ConnectionImpl {
     if (state_ == State::kClosing) return BuildClose(now, buf, info);
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
 
-    const bool probe = probes_pending_ > 0;
+    const bool probe = loss_.probes_pending() > 0;
     const bool data_ready = HasDataToSend();
     const bool paced_ok = WindowAllows() && pacer_.CanSend(now);
     const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
@@ -260,7 +253,7 @@ class ConnectionImpl {
         rec.tail_copied = true;  // a copy is not copied again
         ++stats_.tail_protect_packets;
       }
-      if (probe) --probes_pending_;
+      if (probe) loss_.OnProbeSent();
     }
     if (!ack_eliciting && (ping_pending_ || probe)) {
       if (w.WritePing()) ack_eliciting = true;
@@ -324,9 +317,10 @@ class ConnectionImpl {
     d.pacing_rate = cc_->PacingRate();
     d.bytes_in_flight = bytes_in_flight_;
     d.congestion_window = cc_->CongestionWindow();
-    d.reorder_packets = reorder_packets_;
-    d.reorder_rtt_fraction = reorder_fraction_;
-    d.pto_backoff = pto_backoff_;
+    const LossDetectorDebugState l = loss_.debug_state();
+    d.reorder_packets = l.reorder_packets;
+    d.reorder_rtt_fraction = l.reorder_rtt_fraction;
+    d.pto_backoff = l.pto_backoff;
     CcDebugState c = cc_->DebugState();
     d.cc_mode = c.mode;
     d.cc_bandwidth_estimate = c.bandwidth_estimate;
@@ -451,18 +445,7 @@ class ConnectionImpl {
     return bytes_in_flight_ + max_datagram_ <= window;
   }
 
-  Duration PtoPeriod() const {
-    Duration base = rtt_.srtt() + std::max(rtt_.rttvar() * 4, kGranularity) + cfg_.max_ack_delay;
-    base = std::max(base, cfg_.min_pto);
-    for (uint32_t i = 0; i < pto_backoff_ && base < cfg_.max_pto; ++i) base = base * 2;
-    return std::min(base, cfg_.max_pto);
-  }
-  Time PtoTime() const { return last_eliciting_sent_ + PtoPeriod(); }
-
-  Duration LossDelay() const {
-    Duration rtt = std::max(rtt_.srtt(), rtt_.latest());
-    return std::max(rtt.Scaled(1.0 + reorder_fraction_), kGranularity);
-  }
+  Time PtoTime() const { return loss_.PtoTime(last_eliciting_sent_, rtt_); }
 
   void WriteAck(Time now, wire::PacketWriter* w) {
     wire::AckFrame ack;
@@ -676,7 +659,7 @@ class ConnectionImpl {
         if (p.lost) {
           // Declared lost earlier but it arrived: the reorder thresholds were too tight.
           ++stats_.spurious_losses;
-          OnSpuriousLoss();
+          loss_.OnSpuriousLoss();
         } else if (!p.finished) {
           sent_.Finish(x);
           if (p.in_flight) {
@@ -698,14 +681,8 @@ class ConnectionImpl {
       rtt_.OnSample(now - lp.sent_time, Duration::Microseconds(static_cast<int64_t>(
                                             std::min<uint64_t>(ack.ack_delay_us, 1u << 30))));
     }
-    if (!has_largest_acked_ || ack.largest > largest_acked_) {
-      largest_acked_ = ack.largest;
-      has_largest_acked_ = true;
-    }
-    if (any_new) {
-      delivered_time_ = now;
-      pto_backoff_ = 0;
-    }
+    loss_.OnAckReceived(ack.largest, any_new);
+    if (any_new) delivered_time_ = now;
     if (app_limited_until_ > 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
 
     DetectLosses(now);
@@ -718,7 +695,7 @@ class ConnectionImpl {
       ev.total_delivered = delivered_;
       ev.ce_delta = ce_delta;
       ev.ect_delta = ect_delta;
-      ev.largest_acked = largest_acked_;
+      ev.largest_acked = loss_.largest_acked();
       if (newest_found) {
         first_sent_time_ = newest.sent_time;
         Duration send_elapsed = newest.sent_time - newest.first_sent_time;
@@ -740,55 +717,30 @@ class ConnectionImpl {
   }
 
   void DetectLosses(Time now) {
-    loss_time_ = Time::Infinite();
-    if (!has_largest_acked_) return;
-    const Duration delay = LossDelay();
-    // FEC-protected packets get the time their block needs to be decoded: the block's
-    // span on the wire plus the flush deadline, in packets and in time.
-    const uint32_t span = fec_tx_.block_span();
-    const Duration fec_delay =
-        delay + cc_->PacingRate().TransferTime(static_cast<ByteCount>(span) * max_datagram_) +
-        cfg_.fec_flush;
     LossEvent ev;
     ev.now = now;
-    PacketNumber x = sent_.FindOutstanding(sent_.base());
-    while (x < largest_acked_) {
-      SentPacket& p = sent_.Get(x);
-      const uint64_t threshold = reorder_packets_ + (p.fec_member ? span : 0);
-      const Duration d = p.fec_member ? fec_delay : delay;
-      if (largest_acked_ - x >= threshold || p.sent_time + d <= now) {
-        p.lost = true;
-        sent_.Finish(x);
-        ++stats_.packets_lost;
-        if (p.in_flight) {
-          bytes_in_flight_ -= p.bytes;
-          ev.bytes_lost += p.bytes;
-        }
-        ++ev.packets_lost;
-        ev.largest_lost_sent_time = p.sent_time;
-        if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
-        x = sent_.FindOutstanding(x + 1);
-      } else {
-        loss_time_ = p.sent_time + d;
-        break;
+    const uint32_t span = fec_tx_.block_span();
+    const LossDetector::FecSpan fec{
+        span, cc_->PacingRate().TransferTime(static_cast<ByteCount>(span) * max_datagram_)};
+    loss_.DetectLosses(now, rtt_, fec, &sent_, [&](PacketNumber, SentPacket& p) {
+      ++stats_.packets_lost;
+      if (p.in_flight) {
+        bytes_in_flight_ -= p.bytes;
+        ev.bytes_lost += p.bytes;
       }
-    }
+      ++ev.packets_lost;
+      ev.largest_lost_sent_time = p.sent_time;
+      if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
+    });
     if (ev.packets_lost > 0) {
       ev.bytes_in_flight = bytes_in_flight_;
       cc_->OnLoss(ev, rtt_);
     }
   }
 
-  void OnSpuriousLoss() {
-    // Widen both reorder thresholds (RACK increases its window on DSACK).
-    reorder_packets_ = std::min(kMaxReorderPackets, reorder_packets_ * 2);
-    reorder_fraction_ = std::min(1.0, reorder_fraction_ + cfg_.reorder_rtt_fraction);
-  }
-
   void OnPto(Time now) {
     ++stats_.pto_count;
-    ++pto_backoff_;
-    probes_pending_ = 2;
+    loss_.OnPtoFired();
     // Resend the oldest outstanding data without declaring it lost: if the tail of a
     // flight was lost, nothing later will be acknowledged to reveal it.
     PacketNumber x = sent_.FindOutstanding(sent_.base());
@@ -815,7 +767,7 @@ class ConnectionImpl {
 
   void ReleaseOld(Time now) {
     // Keep lost packets a little while so a late ACK is recognised as spurious.
-    const Time horizon = now - (rtt_.srtt() + LossDelay());
+    const Time horizon = now - (rtt_.srtt() + loss_.LossDelay(rtt_));
     sent_.ReleaseFront([&](const SentPacket& p) {
       return p.acked || (p.lost && p.sent_time < horizon);
     });
@@ -920,13 +872,7 @@ class ConnectionImpl {
   absl::Status close_status_;
 
   // Loss detection.
-  PacketNumber largest_acked_ = 0;
-  bool has_largest_acked_ = false;
-  Time loss_time_ = Time::Infinite();
-  uint32_t pto_backoff_ = 0;
-  uint32_t probes_pending_ = 0;
-  uint32_t reorder_packets_;
-  double reorder_fraction_;
+  LossDetector loss_;
   ByteCount bytes_in_flight_ = 0;
 
   // Flow control and peer reports.
