@@ -11,8 +11,9 @@
 //
 // Components: the pacer (send/pacer.h) spaces paced packets at the controller's rate;
 // the loss detector (loss/loss_detector.h) declares packets lost (RACK time and reorder
-// thresholds) and runs the probe timer; this file keeps the packet bookkeeping around
-// them (bytes in flight, what to resend, what the controller is told).
+// thresholds) and runs the probe timer; the rate sampler (cc/rate_sampler.h) turns ACKs
+// into delivery-rate samples for the controller. This file keeps the packet bookkeeping
+// around them (bytes in flight, what to resend, what the controller is told).
 
 #include "transport/core/connection.h"
 
@@ -23,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/core/cc/congestion_controller.h"
+#include "transport/core/cc/rate_sampler.h"
 #include "transport/core/loss/loss_detector.h"
 #include "transport/core/loss/rtt_estimator.h"
 #include "transport/core/recv/ack_tracker.h"
@@ -58,8 +60,7 @@ class ConnectionImpl {
         pacer_(config.pacing_burst),
         last_receive_time_(now),
         last_eliciting_sent_(now),
-        delivered_time_(now),
-        first_sent_time_(now) {
+        rate_(now) {
     absl::Status valid = config.Validate();
     CHECK(valid.ok()) << "invalid TransportConfig: " << valid;
     peer_max_stream_ = ids.peer_recv_window ? ids.peer_recv_window : config.recv_window;
@@ -205,9 +206,8 @@ class ConnectionImpl {
     } else if (data_ready && paced_ok) {
       send_data = true;
     } else if (!data_ready && send_.next_unsent() >= send_.stream_end()) {
-      // Nothing to send: mark the delivery-rate state app-limited.
-      app_limited_until_ = delivered_ + bytes_in_flight_;
-      if (app_limited_until_ == 0) app_limited_until_ = 1;
+      // Nothing to send: the delivery-rate samples are app-limited.
+      rate_.OnAppLimited(bytes_in_flight_);
     }
     // A sender with far more queued than a round trip carries optimises goodput (FEC
     // pauses in auto mode); see FecSender::SetBacklogged.
@@ -270,15 +270,8 @@ class ConnectionImpl {
     p.skip = pn + 1;
     p.skip_unacked = pn + 1;
     if (ack_eliciting) {
-      if (bytes_in_flight_ == 0) {
-        first_sent_time_ = now;
-        delivered_time_ = now;
-      }
       p.in_flight = true;
-      p.delivered = delivered_;
-      p.delivered_time = delivered_time_;
-      p.first_sent_time = first_sent_time_;
-      p.is_app_limited = app_limited_until_ > 0;
+      rate_.OnPacketSent(now, bytes_in_flight_, &p);
       bytes_in_flight_ += n;
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
@@ -644,8 +637,7 @@ class ConnectionImpl {
     ByteCount bytes_acked = 0;
     bool largest_newly_acked = false;
     bool any_new = false;
-    bool newest_found = false;
-    SentPacket newest{};  // most recently sent newly acknowledged packet
+    rate_.BeginAck();
     wire::AckRangeIterator it(ack);
     wire::AckRange r;
     while (it.Next(&r)) {
@@ -656,6 +648,7 @@ class ConnectionImpl {
         sent_.MarkAcked(x);
         any_new = true;
         if (x == ack.largest) largest_newly_acked = p.ack_eliciting;
+        bool delivered = false;
         if (p.lost) {
           // Declared lost earlier but it arrived: the reorder thresholds were too tight.
           ++stats_.spurious_losses;
@@ -665,14 +658,11 @@ class ConnectionImpl {
           if (p.in_flight) {
             bytes_in_flight_ -= p.bytes;
             bytes_acked += p.bytes;
-            delivered_ += p.bytes;
+            delivered = true;
           }
         }
         if (p.stream_units > 0) send_.Ack(p.stream_start, p.stream_units);
-        if (!newest_found && p.in_flight) {
-          newest = p;
-          newest_found = true;
-        }
+        if (p.in_flight) rate_.OnPacketAcked(p, delivered);
         x = sent_.FindUnacked(x + 1);
       }
     }
@@ -682,8 +672,7 @@ class ConnectionImpl {
                                             std::min<uint64_t>(ack.ack_delay_us, 1u << 30))));
     }
     loss_.OnAckReceived(ack.largest, any_new);
-    if (any_new) delivered_time_ = now;
-    if (app_limited_until_ > 0 && delivered_ >= app_limited_until_) app_limited_until_ = 0;
+    rate_.EndAck(now, any_new);
 
     DetectLosses(now);
 
@@ -692,23 +681,11 @@ class ConnectionImpl {
       ev.now = now;
       ev.bytes_acked = bytes_acked;
       ev.bytes_in_flight = bytes_in_flight_;
-      ev.total_delivered = delivered_;
+      ev.total_delivered = rate_.delivered();
       ev.ce_delta = ce_delta;
       ev.ect_delta = ect_delta;
       ev.largest_acked = loss_.largest_acked();
-      if (newest_found) {
-        first_sent_time_ = newest.sent_time;
-        Duration send_elapsed = newest.sent_time - newest.first_sent_time;
-        Duration ack_elapsed = delivered_time_ - newest.delivered_time;
-        Duration interval = std::max(send_elapsed, ack_elapsed);
-        ev.sample.delivered = delivered_ - newest.delivered;
-        ev.sample.interval = interval;
-        ev.sample.rtt = now - newest.sent_time;
-        ev.sample.is_app_limited = newest.is_app_limited;
-        if (interval > Duration::Zero() && interval >= rtt_.min_rtt() / 2) {
-          ev.sample.delivery_rate = Bandwidth::FromBytesAndDuration(ev.sample.delivered, interval);
-        }
-      }
+      ev.sample = rate_.GenerateSample(now, rtt_.min_rtt());
       cc_->OnAck(ev, rtt_);
     }
     CompleteSends();
@@ -891,11 +868,7 @@ class ConnectionImpl {
   uint32_t next_flow_ = 0;
   std::deque<PacketNumber> tail_candidates_;  // data packets, oldest first (NextTailCopy)
 
-  // Delivery-rate estimation.
-  ByteCount delivered_ = 0;
-  Time delivered_time_;
-  Time first_sent_time_;
-  ByteCount app_limited_until_ = 0;
+  RateSampler rate_;  // delivery-rate samples for the controller
 };
 
 // ---- Connection: forwards to the implementation ----

@@ -11,22 +11,12 @@
 #include <memory>
 
 #include "transport/base/units.h"
+#include "transport/core/cc/rate_sampler.h"
 #include "transport/core/config.h"
 
 namespace longhaul {
 
 class RttEstimator;
-
-// A delivery-rate sample (after draft-cheng-iccrg-delivery-rate-estimation), taken from
-// the most recently sent packet acknowledged by one ACK.
-struct RateSample {
-  Bandwidth delivery_rate;      // zero if no valid sample
-  ByteCount delivered = 0;      // bytes delivered over the sample interval
-  Duration interval;            // sample interval
-  Duration rtt;                 // RTT of the packet the sample came from
-  bool is_app_limited = false;  // the sender had nothing to send at the time
-  ByteCount prior_in_flight = 0;
-};
 
 struct AckEvent {
   Time now;
@@ -36,7 +26,7 @@ struct AckEvent {
   uint64_t ce_delta = 0;             // new CE marks the peer reported
   uint64_t ect_delta = 0;            // new ECT(0) packets the peer reported
   PacketNumber largest_acked = 0;
-  RateSample sample;
+  RateSample sample;  // cc/rate_sampler.h
 };
 
 struct LossEvent {
