@@ -34,6 +34,7 @@
 #include "transport/core/send/pacer.h"
 #include "transport/core/send/send_stream.h"
 #include "transport/core/send/sent_packet_table.h"
+#include "transport/core/send/tail_protector.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {
@@ -164,7 +165,7 @@ class ConnectionImpl {
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
     t = std::min(t, fec_tx_.flush_deadline());
     if ((HasDataToSend() || fec_tx_.has_repair() ||
-         (TailProtectionOn() && !tail_candidates_.empty())) &&
+         (TailProtectionOn() && tail_.has_candidates())) &&
         WindowAllows()) {
       t = std::min(t, pacer_.ReleaseTime());
     }
@@ -222,7 +223,7 @@ class ConnectionImpl {
     if (send_repair) send_data = false;
     uint64_t copy_start = 0, copy_units = 0;
     if (!send_data && !send_repair && !data_ready && paced_ok && TailProtectionOn() &&
-        NextTailCopy(now, &copy_start, &copy_units)) {
+        tail_.NextCopy(now, rtt_.srtt(), send_, &sent_, &copy_start, &copy_units)) {
       send_data = true;
     }
     const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
@@ -282,7 +283,10 @@ class ConnectionImpl {
         ++stats_.fec_repair_packets_sent;
         stats_.fec_overhead_bytes += n;
       }
-      if (p.stream_units > 0 && copy_units == 0) OnDataPacketSent(now, pn);
+      // A new original or repair data packet is the newest tail-protection candidate.
+      if (p.stream_units > 0 && copy_units == 0 && TailProtectionOn()) {
+        tail_.OnDataPacketSent(now, pn, rtt_.srtt(), &sent_);
+      }
     } else {
       sent_.Finish(pn);
       sent_.MarkAcked(pn);  // never acknowledged, never lost: out of both walks
@@ -558,45 +562,8 @@ class ConnectionImpl {
     return true;
   }
 
-  // Picks the newest outstanding data packet sent within the last RTT that has no copy
-  // yet. Candidates form a stack of data packets in send order: the newest is taken
-  // first, each is examined once, and entries older than an RTT are trimmed from the
-  // bottom, so the cost is O(1) amortised per data packet sent.
-  bool NextTailCopy(Time now, uint64_t* start, uint64_t* units) {
-    const Time oldest = now - rtt_.srtt();
-    while (!tail_candidates_.empty()) {
-      const PacketNumber pn = tail_candidates_.back();
-      tail_candidates_.pop_back();
-      if (pn < sent_.base()) continue;
-      SentPacket& p = sent_.Get(pn);
-      if (p.sent_time < oldest) {
-        tail_candidates_.clear();  // everything below is older still
-        return false;
-      }
-      if (p.finished || p.tail_copied) continue;
-      if (send_.IsAcked(p.stream_start, p.stream_units)) continue;
-      p.tail_copied = true;
-      *start = p.stream_start;
-      *units = p.stream_units;
-      return true;
-    }
-    return false;
-  }
-
-  // A new original or repair data packet was sent: it is the newest tail candidate.
   // Tail protection runs when enabled and FEC is not protecting (parity covers tails).
   bool TailProtectionOn() const { return cfg_.tail_protect && !fec_tx_.active(); }
-
-  void OnDataPacketSent(Time now, PacketNumber pn) {
-    if (!TailProtectionOn()) return;
-    const Time oldest = now - rtt_.srtt();
-    while (!tail_candidates_.empty()) {
-      const PacketNumber front = tail_candidates_.front();
-      if (front >= sent_.base() && sent_.Get(front).sent_time >= oldest) break;
-      tail_candidates_.pop_front();
-    }
-    tail_candidates_.push_back(pn);
-  }
 
   size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
     wire::PacketWriter w(buf, max_datagram_);
@@ -866,7 +833,7 @@ class ConnectionImpl {
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
   uint32_t next_flow_ = 0;
-  std::deque<PacketNumber> tail_candidates_;  // data packets, oldest first (NextTailCopy)
+  TailProtector tail_;
 
   RateSampler rate_;  // delivery-rate samples for the controller
 };
