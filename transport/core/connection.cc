@@ -12,8 +12,10 @@
 // Components: the pacer (send/pacer.h) spaces paced packets at the controller's rate;
 // the loss detector (loss/loss_detector.h) declares packets lost (RACK time and reorder
 // thresholds) and runs the probe timer; the rate sampler (cc/rate_sampler.h) turns ACKs
-// into delivery-rate samples for the controller. This file keeps the packet bookkeeping
-// around them (bytes in flight, what to resend, what the controller is told).
+// into delivery-rate samples for the controller; the data writer (send/data_writer.h)
+// fills packets with DATA frames; the tail protector (send/tail_protector.h) picks what
+// idle slots re-send. This file keeps the packet bookkeeping around them (bytes in
+// flight, what to resend, what the controller is told) and the frames' dispatch.
 
 #include "transport/core/connection.h"
 
@@ -30,6 +32,7 @@
 #include "transport/core/recv/ack_tracker.h"
 #include "transport/core/recv/fec_receiver.h"
 #include "transport/core/recv/receive_stream.h"
+#include "transport/core/send/data_writer.h"
 #include "transport/core/send/fec_sender.h"
 #include "transport/core/send/pacer.h"
 #include "transport/core/send/send_stream.h"
@@ -40,8 +43,6 @@
 namespace longhaul {
 namespace {
 
-// FEC_REPAIR frame header at its largest (type, 8-byte block id, index, k, m, length).
-constexpr uint64_t kRepairFrameOverhead = 1 + 8 + 3 + 4;
 
 }  // namespace
 
@@ -248,11 +249,16 @@ class ConnectionImpl {
     if (acks_.ack_pending() && acks_.has_packets()) WriteAck(now, &w);
 
     if (send_data) {
-      ack_eliciting = copy_units > 0 ? WriteRange(&w, &rec, copy_start, copy_units)
-                                     : WriteData(now, pn, &w, &rec);
       if (copy_units > 0) {
+        ack_eliciting = WriteDataCopy(send_, copy_start, copy_units, &w, &rec);
+        if (ack_eliciting) ++stats_.data_packets_sent;
         rec.tail_copied = true;  // a copy is not copied again
         ++stats_.tail_protect_packets;
+      } else {
+        const DataLimits limits{segment_, max_datagram_, peer_max_stream_,
+                                cfg_.max_inflight_messages};
+        ack_eliciting = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, &w, &rec);
+        if (ack_eliciting) CountDataPacket(rec);
       }
       if (probe) loss_.OnProbeSent();
     }
@@ -427,15 +433,7 @@ class ConnectionImpl {
     if (state_ != State::kOpen) return false;
     if (send_.has_retransmissions()) return true;
     return send_.has_unsent() && send_.next_unsent() < peer_max_stream_ &&
-           NextUnsentMessageAllowed();
-  }
-  bool NextUnsentMessageAllowed() const {
-    // Message-count flow control: ids below first pending + max_inflight_messages.
-    const SendMessage& m = send_.MessageAt(send_.next_unsent());
-    return m.id < first_pending_id() + cfg_.max_inflight_messages;
-  }
-  uint64_t first_pending_id() const {
-    return send_.next_message_id() - send_.pending_messages();
+           send_.NextUnsentMessageAllowed(cfg_.max_inflight_messages);
   }
   bool WindowAllows() const {
     ByteCount window = std::min<ByteCount>(cfg_.window, cc_->CongestionWindow());
@@ -458,108 +456,14 @@ class ConnectionImpl {
     ++stats_.acks_sent;
   }
 
-  // Writes the units [start, start + units) as one DATA frame per message piece.
-  void EmitRun(wire::PacketWriter* w, uint64_t start, uint64_t units) {
-    uint64_t u = start, left = units;
-    while (left > 0) {
-      MessagePiece piece = send_.PieceAt(u, left);
-      wire::DataFrame df;
-      df.flags = piece.last ? wire::kDataFlagLast : 0;
-      df.message_id = piece.message->id;
-      df.message_length = piece.message->size;
-      df.offset = piece.offset;
-      df.stream_base = piece.message->base;
-      df.length = piece.length;
-      df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
-      uint8_t* wrote = w->WriteData(df);
-      CHECK(wrote != nullptr || piece.length == 0) << "DATA frame did not fit";
-      u += piece.units;
-      left -= piece.units;
-    }
-  }
-
-  // Fills the packet with data: one contiguous run of stream units, repairs first.
-  // Returns true if any DATA frame was written.
-  bool WriteData(Time now, PacketNumber pn, wire::PacketWriter* w, SentPacket* rec) {
-    uint64_t start = 0, units = 0;
-    bool retx = false;
-    // Room for payload: what remains minus a full-width frame header.
-    auto room = [&]() -> uint64_t {
-      size_t r = w->remaining();
-      return r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
-    };
-    const bool fec = fec_tx_.active() && w->remaining() > wire::kFecSourceFrameSize + 64;
-    // With FEC the frames after the tag become a shard that must fit a repair packet.
-    auto fec_room = [&]() -> uint64_t {
-      uint64_t r = room();
-      if (!fec) return r;
-      r = r > wire::kFecSourceFrameSize ? r - wire::kFecSourceFrameSize : 0;
-      const uint64_t shard_budget = max_datagram_ - wire::kPacketOverhead - kRepairFrameOverhead -
-                                    8 - wire::kMaxDataFrameHeaderSize;
-      return std::min(r, shard_budget);
-    };
-    uint64_t max_units = std::min<uint64_t>(fec_room(), segment_);
-    if (max_units == 0) return false;
-    if (send_.TakeRetransmission(max_units, &start, &units)) {
-      retx = true;
-    } else if (!(send_.has_unsent() && NextUnsentMessageAllowed() &&
-                 send_.TakeUnsent(max_units, peer_max_stream_, &start, &units))) {
-      return false;
-    }
-    uint8_t* tag_end = nullptr;
-    if (fec) {
-      wire::FecSourceFrame tag = fec_tx_.NextSource(now);
-      CHECK(w->WriteFecSource(tag));
-      tag_end = w->cursor();
-      rec->fec_member = true;
-      rec->fec_block = tag.block_id;
-      rec->fec_index = tag.index;
-    }
-    uint64_t run_start = start, run_units = 0;
-    uint64_t budget = std::min<uint64_t>(segment_, fec ? max_units : segment_);
-    while (true) {
-      EmitRun(w, start, units);
-      run_units += units;
-      budget -= std::min(budget, units);
-      // Small messages: keep filling with the next contiguous new units.
-      if (retx || budget == 0) break;
-      uint64_t more = std::min<uint64_t>(fec ? room() : room(), budget);
-      if (more < 64 || !send_.has_unsent() || send_.next_unsent() != start + units ||
-          !NextUnsentMessageAllowed()) {
-        break;
-      }
-      uint64_t s2, u2;
-      if (!send_.TakeUnsent(more, peer_max_stream_, &s2, &u2)) break;
-      start = s2;
-      units = u2;
-    }
-    if (fec) fec_tx_.AddShard(pn, std::span<const uint8_t>(tag_end, w->cursor() - tag_end));
-    rec->stream_start = run_start;
-    rec->stream_units = static_cast<uint32_t>(run_units);
-    rec->retransmission = retx;
+  void CountDataPacket(const SentPacket& rec) {
     ++stats_.data_packets_sent;
-    if (retx) {
+    if (rec.retransmission) {
       ++stats_.packets_retransmitted;
-      stats_.data_bytes_retransmitted += run_units;
+      stats_.data_bytes_retransmitted += rec.stream_units;
     } else {
-      stats_.data_bytes_sent += run_units;
+      stats_.data_bytes_sent += rec.stream_units;
     }
-    return true;
-  }
-
-  // Writes the given unit range (a tail-protection copy) as DATA frames.
-  bool WriteRange(wire::PacketWriter* w, SentPacket* rec, uint64_t start, uint64_t units) {
-    // The original packet had no ACK in front of its data; this one may: copy what fits.
-    const size_t r = w->remaining();
-    const uint64_t room = r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
-    if (units > room) units = room;
-    if (units == 0) return false;
-    EmitRun(w, start, units);
-    rec->stream_start = start;
-    rec->stream_units = static_cast<uint32_t>(units);
-    rec->retransmission = true;
-    ++stats_.data_packets_sent;
-    return true;
   }
 
   // Tail protection runs when enabled and FEC is not protecting (parity covers tails).

@@ -54,6 +54,13 @@ class SendStream {
   ByteCount pending_bytes() const { return pending_bytes_; }
   uint64_t next_message_id() const { return next_id_; }
 
+  // Message-count flow control: whether the message holding next_unsent() may be sent
+  // when at most `max_inflight` messages may be outstanding (its id is below the first
+  // pending message's id + max_inflight). Requires has_unsent().
+  bool NextUnsentMessageAllowed(uint32_t max_inflight) const {
+    return MessageAt(next_unsent_).id < next_id_ - messages_.size() + max_inflight;
+  }
+
   // The message containing stream unit u (u < stream_end(), not yet completed).
   const SendMessage& MessageAt(uint64_t unit) const;
   // The piece of the message at `unit`, at most max_units long and not crossing the
