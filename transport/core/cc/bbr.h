@@ -120,9 +120,7 @@ class BbrController : public CongestionController {
   Duration min_rtt() const { return min_rtt_; }          // infinite before the first sample
   ByteCount Bdp(double gain = 1.0) const;
   double pacing_gain() const { return pacing_gain_; }
-  double cwnd_gain() const { return cwnd_gain_; }
   bool full_bw_reached() const { return full_bw_reached_; }
-  uint64_t round_count() const { return round_count_; }
   uint64_t congestion_events() const { return congestion_events_; }  // loss-driven
   uint64_t queue_drains() const { return queue_drains_; }            // standing queue
   uint64_t ecn_reductions() const { return ecn_reductions_; }
@@ -131,7 +129,6 @@ class BbrController : public CongestionController {
   double last_round_ce_fraction() const { return last_ce_fraction_; }
   // The gain the next UP phase would start with.
   double ProbeGain() const;
-  const BbrParams& params() const { return params_; }
 
  private:
   enum class Signal { kLossWithQueue, kLossRate, kStandingQueue, kEcn };

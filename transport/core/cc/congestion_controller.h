@@ -64,8 +64,6 @@ class CongestionController {
                             bool is_app_limited) = 0;
   virtual void OnAck(const AckEvent& ack, const RttEstimator& rtt) = 0;
   virtual void OnLoss(const LossEvent& loss, const RttEstimator& rtt) = 0;
-  // The sender had nothing to send (app-limited) at `now`.
-  virtual void OnAppLimited(Time now) {}
   virtual Bandwidth PacingRate() const = 0;
   virtual ByteCount CongestionWindow() const = 0;
   virtual CcDebugState DebugState() const = 0;

@@ -41,7 +41,6 @@ struct RateSample {
   Duration interval;            // sample interval
   Duration rtt;                 // RTT of the packet the sample came from
   bool is_app_limited = false;  // the sender had nothing to send at the time
-  ByteCount prior_in_flight = 0;
 };
 
 // The sampler's connection-wide state, for tests and debugging.

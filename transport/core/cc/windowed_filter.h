@@ -25,7 +25,6 @@ class WindowedFilter {
   const T& Get() const { return s_[0].value; }
   bool empty() const { return !has_sample_; }
   int64_t window() const { return window_; }
-  void set_window(int64_t window) { window_ = window; }
 
   // Forgets every sample and starts again from `value` at `time`.
   void Reset(const T& value, int64_t time) {

@@ -98,7 +98,6 @@ class BlockEncoder {
   uint64_t block_id() const { return block_id_; }
   int k() const { return k_; }
   int m() const { return m_; }
-  int data_shards_added() const { return added_count_; }
   // Current shard length of the block (largest shard added, rounded up to 64).
   size_t shard_length() const { return extent_; }
 

@@ -222,15 +222,4 @@ absl::Status FecCodec::Reconstruct(int k, int m, size_t len, const uint8_t* cons
   return absl::OkStatus();
 }
 
-void FecCodec::Clear() {
-  encode_lru_.clear();
-  decode_lru_.clear();
-  decode_index_.clear();
-  pinned_.clear();
-  stats_.decode_cache_entries = 0;
-  stats_.decode_cache_bytes = 0;
-  stats_.pinned_entries = 0;
-  stats_.pinned_bytes = 0;
-}
-
 }  // namespace longhaul::fec

@@ -103,8 +103,6 @@ class FecCodec {
 
   const FecCodecStats& stats() const { return stats_; }
   const FecCodecOptions& options() const { return options_; }
-  // Drops all cached and pinned tables (counters are kept).
-  void Clear();
 
  private:
   struct EncodeKey {

@@ -39,13 +39,4 @@ void ShardPool::Release(uint8_t* buffer) {
   free_.push_back(buffer);
 }
 
-void ShardPool::Reserve(size_t count) {
-  while (free_.size() < count && (max_buffers_ == 0 || allocated_ < max_buffers_)) {
-    auto* b = static_cast<uint8_t*>(std::aligned_alloc(kShardAlignment, capacity_));
-    CHECK(b != nullptr) << "out of memory allocating a " << capacity_ << "-byte shard";
-    ++allocated_;
-    free_.push_back(b);
-  }
-}
-
 }  // namespace longhaul::fec

@@ -34,12 +34,9 @@ class ShardPool {
   uint8_t* Acquire();
   // Returns a buffer obtained from Acquire() of this pool.
   void Release(uint8_t* buffer);
-  // Allocates buffers until `count` are free (or the limit is reached).
-  void Reserve(size_t count);
 
   size_t outstanding() const { return outstanding_; }  // lent out now
   size_t allocated() const { return allocated_; }      // ever allocated (lent + free)
-  size_t max_buffers() const { return max_buffers_; }
 
  private:
   size_t capacity_;

@@ -40,14 +40,11 @@ class AckTracker {
   }
 
   bool has_packets() const { return !ranges_.empty(); }
-  PacketNumber largest() const { return ranges_.back().high; }
   // Fills the ACK frame fields this tracker owns and the ranges (descending).
   void BuildAck(Time now, wire::AckFrame* ack, std::vector<wire::AckRange>* ranges) const;
   // Call after an ACK was sent.
   void OnAckSent();
 
-  uint64_t ecn_ce() const { return ce_; }
-  uint64_t ecn_ect0() const { return ect0_; }
   uint64_t packets_received() const { return received_; }
   // Gaps below the newest packet that stayed unfilled once `reorder_span` newer packets
   // arrived, counted once each; and runs of consecutive such packets.

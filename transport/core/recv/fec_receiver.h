@@ -57,7 +57,6 @@ class FecReceiver {
   void Expire(Time horizon);
 
   const FecReceiverStats& stats() const { return stats_; }
-  size_t open_blocks() const { return blocks_.size(); }
 
  private:
   struct Block {

@@ -46,7 +46,6 @@ class ReceiveStream {
   // than it.
   uint64_t max_stream() const { return Frontier() + recv_window_; }
   uint64_t posted_count() const;
-  uint64_t next_delivery_id() const { return next_id_; }
 
  private:
   struct Posted {

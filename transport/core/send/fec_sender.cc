@@ -145,7 +145,6 @@ bool FecSender::WriteRepair(wire::PacketWriter* w) {
   f.payload = r.parity->shard(r.index);
   if (w->WriteFecRepair(f) == nullptr) return false;
   repairs_.pop_front();
-  ++repair_packets_sent_;
   return true;
 }
 

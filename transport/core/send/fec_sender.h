@@ -71,10 +71,6 @@ class FecSender {
   // the repairs; an unbacklogged one optimises message completion time with FEC.
   void SetBacklogged(bool backlogged);
 
-  double loss_rate() const { return loss_rate_; }
-  double mean_burst() const { return mean_burst_; }
-  uint64_t repair_packets_sent() const { return repair_packets_sent_; }
-
  private:
   struct Repair {
     std::shared_ptr<fec::ParityShards> parity;
@@ -109,7 +105,6 @@ class FecSender {
   Time group_opened_;
   Time last_source_;  // when the newest data packet joined the open group
   std::deque<Repair> repairs_;
-  uint64_t repair_packets_sent_ = 0;
 
   // Loss estimate (auto).
   struct Snapshot {

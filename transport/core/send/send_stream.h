@@ -47,12 +47,10 @@ class SendStream {
 
   uint64_t stream_end() const { return end_; }
   uint64_t next_unsent() const { return next_unsent_; }
-  uint64_t cumulative_acked() const { return cum_acked_; }
   bool has_unsent() const { return next_unsent_ < end_; }
   bool has_retransmissions() const { return !retransmit_.empty(); }
   uint64_t pending_messages() const { return messages_.size(); }
   ByteCount pending_bytes() const { return pending_bytes_; }
-  uint64_t next_message_id() const { return next_id_; }
 
   // Message-count flow control: whether the message holding next_unsent() may be sent
   // when at most `max_inflight` messages may be outstanding (its id is below the first
