@@ -46,10 +46,6 @@ double GilbertFit::loss_rate() const {
   return p / (p + r) * (1.0 - h);
 }
 
-fec::GilbertModel GilbertFit::ToFecModel(double observed_mean_burst) const {
-  return fec::GilbertModel::FromLossAndBurst(loss_rate(), std::max(observed_mean_burst, 1.0));
-}
-
 GilbertFit FitGilbert2(const LossCounts& c) {
   GilbertFit f;
   if (c.lost == 0) return f;  // p = 0, r = 1

@@ -16,8 +16,6 @@
 #include <span>
 #include <string>
 
-#include "transport/core/fec/loss_model.h"
-
 namespace longhaul::tuner {
 
 // Sufficient statistics of a binary trace for the fits below.
@@ -62,11 +60,6 @@ struct GilbertFit {
 
   // Stationary loss rate p/(p+r) (1-h); 0 for a loss-free trace.
   double loss_rate() const;
-  // Mean time spent in Bad (1/r), packets.
-  double mean_bad_run() const { return r > 0 ? 1.0 / r : 0.0; }
-  // The chain for FEC sizing (fec::GilbertModel loses every packet in Bad, so h is folded
-  // in by keeping the loss rate and the observed mean burst).
-  fec::GilbertModel ToFecModel(double observed_mean_burst) const;
 };
 
 // p = n01 / n0x, r = n10 / n1x. A trace without loss gives p = 0, r = 1.
