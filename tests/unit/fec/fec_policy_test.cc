@@ -1,5 +1,9 @@
 #include "transport/core/fec/fec_policy.h"
 
+#include <iterator>
+#include <set>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "transport/core/fec/loss_model.h"
 
@@ -21,6 +25,17 @@ TEST(FecPolicyTest, CleanLinkIsOff) {
   d = ChooseFecParameters(Input(1e-7, 1));
   EXPECT_FALSE(d.enabled);
   EXPECT_EQ(d.reason, FecPolicyReason::kCleanLink);
+}
+
+TEST(FecPolicyTest, ReasonsHaveDistinctNames) {
+  const FecPolicyReason all[] = {FecPolicyReason::kCleanLink, FecPolicyReason::kNotNeeded,
+                                 FecPolicyReason::kMeetsTarget, FecPolicyReason::kBestEffort,
+                                 FecPolicyReason::kOverLimits};
+  std::set<std::string> names;
+  for (FecPolicyReason r : all) names.insert(FecPolicyReasonName(r));
+  EXPECT_EQ(names.size(), std::size(all));
+  EXPECT_EQ(names.count("?"), 0u);
+  EXPECT_STREQ(FecPolicyReasonName(FecPolicyReason::kMeetsTarget), "meets-target");
 }
 
 TEST(FecPolicyTest, OffWhenMessagesAlreadyMeetTheTarget) {

@@ -69,6 +69,8 @@ enum class FecPolicyReason {
   kBestEffort,   // nothing within the limits meets the target; most protective choice
   kOverLimits,   // no (k, m, D) fits the limits at all (e.g. a one-packet message): off
 };
+// A short name for logs ("clean-link", "meets-target", ...); the FecSender logs each
+// change of the auto policy's choice with it at VLOG(1).
 const char* FecPolicyReasonName(FecPolicyReason reason);
 
 struct FecPolicyDecision {

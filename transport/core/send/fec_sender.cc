@@ -188,6 +188,19 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   in.window_packets = window_packets;
   in.max_k = max_k_;
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
+  if (VLOG_IS_ON(1) &&
+      (d.enabled != decided_enabled_ ||
+       (d.enabled && (d.k != decided_k_ || d.m != decided_m_ || d.interleave != decided_depth_)))) {
+    // The policy's choice changed: say what it saw and why it chose what it did.
+    if (d.enabled) {
+      VLOG(1) << "FEC auto: loss " << loss_rate_ << ", mean burst " << mean_burst_ << " over "
+              << total << " packets: k=" << d.k << " m=" << d.m << " D=" << d.interleave << " ("
+              << fec::FecPolicyReasonName(d.reason) << ")";
+    } else {
+      VLOG(1) << "FEC auto: loss " << loss_rate_ << ", mean burst " << mean_burst_ << " over "
+              << total << " packets: off (" << fec::FecPolicyReasonName(d.reason) << ")";
+    }
+  }
   decided_enabled_ = d.enabled;
   if (d.enabled) {
     decided_k_ = d.k;
