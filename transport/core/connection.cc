@@ -51,7 +51,6 @@ class ConnectionImpl {
   ConnectionImpl(const TransportConfig& config, ConnectionIds ids, uint64_t seed, Time now)
       : cfg_(config),
         ids_(ids),
-        rng_(seed),
         rtt_(config.initial_rtt),
         cc_(MakeCongestionController(config, seed)),
         acks_(config.ack_every, config.max_ack_delay, config.max_ack_ranges),
@@ -696,7 +695,6 @@ class ConnectionImpl {
 
   TransportConfig cfg_;
   ConnectionIds ids_;
-  Rng rng_;
   ByteCount max_datagram_ = 0;  // for the current segment
   ByteCount segment_ = 0;       // current segment: config.segment, or less for the path MTU
 
