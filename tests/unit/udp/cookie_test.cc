@@ -19,15 +19,15 @@ TEST(SipHash, PaperVectors) {
   EXPECT_EQ(SipHash24(key, msg.data(), 8), 0x93f5f5799a932462ULL);
 }
 
-SocketAddress Addr(const char* ip, uint16_t port) {
-  absl::StatusOr<SocketAddress> a = SocketAddress::FromNumeric(ip, port);
+net::SocketAddress Addr(const char* ip, uint16_t port) {
+  absl::StatusOr<net::SocketAddress> a = net::SocketAddress::FromNumeric(ip, port);
   EXPECT_TRUE(a.ok());
   return *a;
 }
 
 TEST(Cookie, ValidForTheSameClientWithinTheLifetime) {
   CookieMinter m(SipKey{1, 2}, Duration::Seconds(10));
-  const SocketAddress a = Addr("127.0.0.1", 40000);
+  const net::SocketAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{5000} * 1000000000);
   std::vector<uint8_t> c = m.Mint(t0, a, 77, kProtocolVersion);
   ASSERT_EQ(c.size(), kCookieSize);
@@ -39,7 +39,7 @@ TEST(Cookie, ValidForTheSameClientWithinTheLifetime) {
 
 TEST(Cookie, BoundToAddressPortIdVersionAndSecret) {
   CookieMinter m(SipKey{1, 2}, Duration::Seconds(10));
-  const SocketAddress a = Addr("127.0.0.1", 40000);
+  const net::SocketAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0, a, 77, kProtocolVersion);
   EXPECT_EQ(m.Check(t0, c, Addr("127.0.0.2", 40000), 77, 1), CookieVerdict::kInvalid);
@@ -53,7 +53,7 @@ TEST(Cookie, BoundToAddressPortIdVersionAndSecret) {
 
 TEST(Cookie, ForgedAndTamperedCookiesAreInvalid) {
   CookieMinter m(CookieMinter::RandomSecret(), Duration::Seconds(10));
-  const SocketAddress a = Addr("127.0.0.1", 40000);
+  const net::SocketAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0, a, 5, kProtocolVersion);
   for (size_t i = 0; i < c.size(); ++i) {
@@ -77,7 +77,7 @@ TEST(Cookie, ForgedAndTamperedCookiesAreInvalid) {
 
 TEST(Cookie, FromTheFutureIsInvalid) {
   CookieMinter m(SipKey{9, 9}, Duration::Seconds(10));
-  const SocketAddress a = Addr("127.0.0.1", 1);
+  const net::SocketAddress a = Addr("127.0.0.1", 1);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0 + Duration::Seconds(60), a, 5, kProtocolVersion);
   EXPECT_EQ(m.Check(t0, c, a, 5, kProtocolVersion), CookieVerdict::kInvalid);

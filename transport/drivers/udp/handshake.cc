@@ -311,8 +311,8 @@ SipKey CookieMinter::RandomSecret() {
   return k;
 }
 
-uint64_t CookieMinter::Mac(uint64_t issued_ms, const SocketAddress& client, uint64_t client_cid,
-                           uint32_t version) const {
+uint64_t CookieMinter::Mac(uint64_t issued_ms, const net::SocketAddress& client,
+                           uint64_t client_cid, uint32_t version) const {
   uint8_t buf[1 + 8 + 18 + 8 + 4];
   size_t n = 0;
   buf[n++] = 1;
@@ -323,8 +323,8 @@ uint64_t CookieMinter::Mac(uint64_t issued_ms, const SocketAddress& client, uint
   return SipHash24(secret_, buf, n);
 }
 
-std::vector<uint8_t> CookieMinter::Mint(Time now, const SocketAddress& client, uint64_t client_cid,
-                                        uint32_t version) const {
+std::vector<uint8_t> CookieMinter::Mint(Time now, const net::SocketAddress& client,
+                                        uint64_t client_cid, uint32_t version) const {
   const uint64_t issued = static_cast<uint64_t>(std::max<int64_t>(0, now.ns() / 1000000));
   const uint64_t mac = Mac(issued, client, client_cid, version);
   std::vector<uint8_t> c(kCookieSize);
@@ -335,7 +335,7 @@ std::vector<uint8_t> CookieMinter::Mint(Time now, const SocketAddress& client, u
 }
 
 CookieVerdict CookieMinter::Check(Time now, std::span<const uint8_t> cookie,
-                                  const SocketAddress& client, uint64_t client_cid,
+                                  const net::SocketAddress& client, uint64_t client_cid,
                                   uint32_t version) const {
   if (cookie.size() != kCookieSize || cookie[0] != 1) return CookieVerdict::kInvalid;
   uint64_t issued = 0, mac = 0;

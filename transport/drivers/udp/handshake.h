@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "transport/base/units.h"
 #include "transport/drivers/udp/siphash.h"
-#include "transport/drivers/udp/socket_address.h"
+#include "transport/net/socket_address.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul::udp {
@@ -108,14 +108,14 @@ class CookieMinter {
   // A secret from std::random_device (one per server process).
   static SipKey RandomSecret();
 
-  std::vector<uint8_t> Mint(Time now, const SocketAddress& client, uint64_t client_cid,
+  std::vector<uint8_t> Mint(Time now, const net::SocketAddress& client, uint64_t client_cid,
                             uint32_t version) const;
-  CookieVerdict Check(Time now, std::span<const uint8_t> cookie, const SocketAddress& client,
+  CookieVerdict Check(Time now, std::span<const uint8_t> cookie, const net::SocketAddress& client,
                       uint64_t client_cid, uint32_t version) const;
   Duration lifetime() const { return lifetime_; }
 
  private:
-  uint64_t Mac(uint64_t issued_ms, const SocketAddress& client, uint64_t client_cid,
+  uint64_t Mac(uint64_t issued_ms, const net::SocketAddress& client, uint64_t client_cid,
                uint32_t version) const;
   SipKey secret_;
   Duration lifetime_;

@@ -35,7 +35,7 @@
 #include "transport/base/rng.h"
 #include "transport/core/connection.h"
 #include "transport/drivers/udp/handshake.h"
-#include "transport/drivers/udp/udp_socket.h"
+#include "transport/net/udp_socket.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul::udp {
@@ -122,7 +122,7 @@ class UdpDriverImpl {
     }
     rng_.Seed(seed);
     arena_.resize(static_cast<size_t>(std::max<uint32_t>(o.tx_batch, 1)) * kSlotSize);
-    rx_ = std::make_unique<RxBatch>(std::max<uint32_t>(o.rx_batch, 1));
+    rx_ = std::make_unique<net::RxBatch>(std::max<uint32_t>(o.rx_batch, 1));
   }
 
   void Start(UdpDriver* owner) {
@@ -133,16 +133,16 @@ class UdpDriverImpl {
 
   // ---- thread-safe entry points ----
 
-  absl::StatusOr<SocketAddress> Listen(const SocketAddress& bind, ListenOptions lo) {
+  absl::StatusOr<net::SocketAddress> Listen(const net::SocketAddress& bind, ListenOptions lo) {
     if (absl::Status s = lo.config.Validate(); !s.ok()) return s;
-    absl::StatusOr<SocketAddress> result = absl::CancelledError("endpoint is shut down");
+    absl::StatusOr<net::SocketAddress> result = absl::CancelledError("endpoint is shut down");
     RunOnDriver([&] {
-      SocketOptions so;
+      net::SocketOptions so;
       so.recv_buffer = so.send_buffer = SocketBufferFor(opt_, lo.config);
       so.gso = opt_.gso;
       so.gro = opt_.gro;
       so.rx_timestamps = static_cast<bool>(lo.on_foreign_datagram);
-      absl::StatusOr<uint32_t> id = OpenSocket(bind, SocketAddress(), so);
+      absl::StatusOr<uint32_t> id = OpenSocket(bind, net::SocketAddress(), so);
       if (!id.ok()) {
         result = id.status();
         return;
@@ -155,7 +155,7 @@ class UdpDriverImpl {
     return result;
   }
 
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const SocketAddress& server,
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const net::SocketAddress& server,
                                                             ConnectOptions co) {
     if (std::this_thread::get_id() == driver_thread_id_.load()) {
       return absl::FailedPreconditionError("Connect cannot be called from an event callback");
@@ -239,7 +239,7 @@ class UdpDriverImpl {
  private:
   struct Socket {
     uint32_t id = 0;
-    std::unique_ptr<UdpSocket> udp;
+    std::unique_ptr<net::UdpSocket> udp;
     bool listening = false;
     std::unique_ptr<ListenOptions> listen;
     bool read_armed = false;
@@ -249,7 +249,7 @@ class UdpDriverImpl {
     // Datagrams built but not taken by the kernel (socket buffer full).
     struct Held {
       std::vector<uint8_t> bytes;
-      SocketAddress dest;
+      net::SocketAddress dest;
       Ecn ecn;
     };
     std::deque<Held> backlog;
@@ -263,8 +263,8 @@ class UdpDriverImpl {
     std::unique_ptr<Connection> conn;
     std::shared_ptr<ConnectionHandle> handle;
     std::vector<uint32_t> sockets;          // client: one per flow; server: the listener
-    std::vector<SocketAddress> peer_addrs;  // server: client address per flow
-    SocketAddress peer;                     // handshake address
+    std::vector<net::SocketAddress> peer_addrs;  // server: client address per flow
+    net::SocketAddress peer;                     // handshake address
     Time next_timeout;
     Time last_publish;
     bool closed_seen = false;
@@ -284,7 +284,7 @@ class UdpDriverImpl {
 
   struct Pending {
     uint64_t cid = 0;
-    SocketAddress server;
+    net::SocketAddress server;
     std::vector<uint32_t> sockets;
     ConnectOptions opts;
     std::vector<uint8_t> cookie;
@@ -301,7 +301,7 @@ class UdpDriverImpl {
   struct TxSlot {
     uint32_t len = 0;
     uint32_t socket = 0;
-    const SocketAddress* dest = nullptr;
+    const net::SocketAddress* dest = nullptr;
     Ecn ecn = Ecn::kNotEct;
   };
 
@@ -413,14 +413,16 @@ class UdpDriverImpl {
 
   // ---- sockets ----
 
-  absl::StatusOr<uint32_t> OpenSocket(const SocketAddress& bind, const SocketAddress& connect_to,
-                                      const SocketOptions& so) {
-    absl::StatusOr<std::unique_ptr<UdpSocket>> u = UdpSocket::Open(io_, bind, connect_to, so);
+  absl::StatusOr<uint32_t> OpenSocket(const net::SocketAddress& bind,
+                                      const net::SocketAddress& connect_to,
+                                      const net::SocketOptions& so) {
+    absl::StatusOr<std::unique_ptr<net::UdpSocket>> u =
+        net::UdpSocket::Open(io_, bind, connect_to, so);
     if (!u.ok()) return u.status();
     auto s = std::make_unique<Socket>();
     s->id = next_socket_id_++;
     s->udp = *std::move(u);
-    const SocketInfo& info = s->udp->info();
+    const net::SocketInfo& info = s->udp->info();
     last_socket_info_ = info;
     if (info.recv_buffer_capped && !warned_rmem_) {
       warned_rmem_ = true;
@@ -490,7 +492,7 @@ class UdpDriverImpl {
     s.read_pending = false;
     const uint32_t id = s.id;
     for (int i = 0; i < kMaxReadBatchesPerTurn; ++i) {
-      RecvResult r = s.udp->Receive(rx_.get());
+      net::RecvResult r = s.udp->Receive(rx_.get());
       counters_.receive_truncated += r.truncated;
       if (!r.error.ok()) {
         OnSocketError(id, r.error);
@@ -498,7 +500,7 @@ class UdpDriverImpl {
       }
       if (r.messages == 0) return;
       const Time now = Now();
-      for (const RxDatagram& d : rx_->datagrams()) {
+      for (const net::RxDatagram& d : rx_->datagrams()) {
         OnDatagram(id, d, rx_->source(d.source), now);
       }
       if (FindSocket(id) == nullptr) return;     // closed while handling (failed handshake)
@@ -535,7 +537,8 @@ class UdpDriverImpl {
 
   // ---- receive path ----
 
-  void OnDatagram(uint32_t socket_id, const RxDatagram& d, const SocketAddress& src, Time now) {
+  void OnDatagram(uint32_t socket_id, const net::RxDatagram& d, const net::SocketAddress& src,
+                  Time now) {
     ++counters_.datagrams_received;
     counters_.bytes_received += d.data.size();
     if (!d.data.empty() && d.data[0] != wire::kVersion && OnForeignDatagram(socket_id, d, src)) {
@@ -576,7 +579,8 @@ class UdpDriverImpl {
 
   // A datagram of another protocol on a listening socket with a handler: the handler's
   // replies go back to the source. False when there is no handler (dropped as undecodable).
-  bool OnForeignDatagram(uint32_t socket_id, const RxDatagram& d, const SocketAddress& src) {
+  bool OnForeignDatagram(uint32_t socket_id, const net::RxDatagram& d,
+                         const net::SocketAddress& src) {
     Socket* s = FindSocket(socket_id);
     if (s == nullptr || !s->listening || !s->listen->on_foreign_datagram) return false;
     ++counters_.foreign_datagrams;
@@ -591,11 +595,11 @@ class UdpDriverImpl {
     s->listen->on_foreign_datagram(f, &foreign_replies_);
     for (const std::vector<uint8_t>& r : foreign_replies_) {
       if (r.empty() || r.size() > 65507) continue;
-      TxDatagram t;
+      net::TxDatagram t;
       t.data = r.data();
       t.len = static_cast<uint32_t>(r.size());
       t.dest = &src;
-      SendResult sr = s->udp->Send(std::span<const TxDatagram>(&t, 1));
+      net::SendResult sr = s->udp->Send(std::span<const net::TxDatagram>(&t, 1));
       counters_.datagrams_sent += sr.sent;
       counters_.bytes_sent += sr.sent ? r.size() : 0;
       counters_.foreign_replies += sr.sent;
@@ -607,8 +611,8 @@ class UdpDriverImpl {
     return true;
   }
 
-  void OnHandshakePacket(uint32_t socket_id, std::span<const uint8_t> d, const SocketAddress& src,
-                         Time now) {
+  void OnHandshakePacket(uint32_t socket_id, std::span<const uint8_t> d,
+                         const net::SocketAddress& src, Time now) {
     absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d);
     if (!m.ok()) {
       ++counters_.handshake_errors;
@@ -641,23 +645,23 @@ class UdpDriverImpl {
 
   // ---- server side of the handshake ----
 
-  void SendHandshake(Socket& s, const SocketAddress& to, const std::vector<uint8_t>& bytes,
+  void SendHandshake(Socket& s, const net::SocketAddress& to, const std::vector<uint8_t>& bytes,
                      size_t received_bytes, bool validated) {
     if (!validated && bytes.size() > kAmplificationFactor * received_bytes) {
       ++counters_.amplification_limited;
       return;
     }
-    TxDatagram d;
+    net::TxDatagram d;
     d.data = bytes.data();
     d.len = static_cast<uint32_t>(bytes.size());
     d.dest = s.udp->connected() ? nullptr : &to;
-    SendResult r = s.udp->Send(std::span<const TxDatagram>(&d, 1));
+    net::SendResult r = s.udp->Send(std::span<const net::TxDatagram>(&d, 1));
     counters_.datagrams_sent += r.sent;
     counters_.bytes_sent += r.sent ? bytes.size() : 0;
     if (!r.error.ok()) OnSocketError(s.id, r.error);
   }
 
-  void SendReject(Socket& s, const SocketAddress& to, const HandshakeMessage& hello,
+  void SendReject(Socket& s, const net::SocketAddress& to, const HandshakeMessage& hello,
                   std::string reason, size_t received, bool validated) {
     HandshakeMessage rej;
     rej.kind = HandshakeKind::kReject;
@@ -670,7 +674,7 @@ class UdpDriverImpl {
     SendHandshake(s, to, *p, received, validated);
   }
 
-  void ServerOnHello(Socket& s, size_t received, const SocketAddress& src,
+  void ServerOnHello(Socket& s, size_t received, const net::SocketAddress& src,
                      const HandshakeMessage& m, Time now) {
     ++counters_.hellos_received;
     if (received < kMinInitialSize) {
@@ -822,8 +826,8 @@ class UdpDriverImpl {
     }
   }
 
-  void SendRetry(Socket& s, const SocketAddress& src, const HandshakeMessage& m, size_t received,
-                 Time now) {
+  void SendRetry(Socket& s, const net::SocketAddress& src, const HandshakeMessage& m,
+                 size_t received, Time now) {
     HandshakeMessage r;
     r.kind = HandshakeKind::kRetry;
     r.client_cid = m.client_cid;
@@ -849,7 +853,7 @@ class UdpDriverImpl {
 
   // ---- client side of the handshake ----
 
-  void StartConnect(const SocketAddress& server, ConnectOptions co,
+  void StartConnect(const net::SocketAddress& server, ConnectOptions co,
                     std::shared_ptr<ConnectResult> result) {
     const Time now = Now();
     auto p = std::make_unique<Pending>();
@@ -861,12 +865,12 @@ class UdpDriverImpl {
     p->backoff = std::max(co.config.initial_rtt * 2, Duration::Milliseconds(100));
     p->next_resend = now + p->backoff;
     const uint32_t flows = std::max<uint32_t>(1, co.config.flows);
-    SocketOptions so;
+    net::SocketOptions so;
     so.recv_buffer = so.send_buffer = SocketBufferFor(opt_, co.config);
     so.gso = opt_.gso;
     so.gro = opt_.gro;
-    absl::StatusOr<SocketAddress> any =
-        SocketAddress::FromNumeric(server.family() == AF_INET6 ? "::" : "0.0.0.0", 0);
+    absl::StatusOr<net::SocketAddress> any =
+        net::SocketAddress::FromNumeric(server.family() == AF_INET6 ? "::" : "0.0.0.0", 0);
     for (uint32_t f = 0; f < flows; ++f) {
       absl::StatusOr<uint32_t> id = OpenSocket(*any, server, so);
       if (!id.ok()) {
@@ -1224,7 +1228,7 @@ class UdpDriverImpl {
       batch_.clear();
       for (size_t i = 0; i < tx_count_; ++i) {
         if (tx_[i].socket != sid) continue;
-        TxDatagram d;
+        net::TxDatagram d;
         d.data = &arena_[i * kSlotSize];
         d.len = tx_[i].len;
         d.ecn = tx_[i].ecn;
@@ -1239,12 +1243,12 @@ class UdpDriverImpl {
   }
 
   // Sends `batch` on `s`, keeping what the kernel did not take in the socket's backlog.
-  void SendBatch(Socket& s, std::span<const TxDatagram> batch) {
+  void SendBatch(Socket& s, std::span<const net::TxDatagram> batch) {
     if (s.blocked) {
       Hold(s, batch);
       return;
     }
-    SendResult r = s.udp->Send(batch);
+    net::SendResult r = s.udp->Send(batch);
     counters_.datagrams_sent += r.sent;
     for (size_t i = 0; i < r.sent; ++i) counters_.bytes_sent += batch[i].len;
     counters_.send_errors += r.dropped;
@@ -1258,8 +1262,8 @@ class UdpDriverImpl {
     }
   }
 
-  void Hold(Socket& s, std::span<const TxDatagram> rest) {
-    for (const TxDatagram& d : rest) {
+  void Hold(Socket& s, std::span<const net::TxDatagram> rest) {
+    for (const net::TxDatagram& d : rest) {
       Socket::Held h;
       h.bytes.assign(d.data, d.data + d.len);
       if (d.dest != nullptr) h.dest = *d.dest;
@@ -1271,18 +1275,18 @@ class UdpDriverImpl {
   void FlushBacklog(Socket& s) {
     s.blocked = false;
     while (!s.backlog.empty()) {
-      std::vector<TxDatagram> batch;
+      std::vector<net::TxDatagram> batch;
       const size_t n = std::min<size_t>(s.backlog.size(), 64);
       for (size_t i = 0; i < n; ++i) {
         const Socket::Held& h = s.backlog[i];
-        TxDatagram d;
+        net::TxDatagram d;
         d.data = h.bytes.data();
         d.len = static_cast<uint32_t>(h.bytes.size());
         d.ecn = h.ecn;
         d.dest = h.dest.valid() ? &h.dest : nullptr;
         batch.push_back(d);
       }
-      SendResult r = s.udp->Send(batch);
+      net::SendResult r = s.udp->Send(batch);
       counters_.datagrams_sent += r.sent;
       counters_.send_errors += r.dropped;
       if (!r.error.ok()) OnSendError(s, r.error);
@@ -1403,7 +1407,7 @@ class UdpDriverImpl {
 
   struct HelloKey {
     uint64_t cid;
-    SocketAddress addr;
+    net::SocketAddress addr;
     bool operator==(const HelloKey& o) const { return cid == o.cid && addr == o.addr; }
     template <typename H>
     friend H AbslHashValue(H h, const HelloKey& k) {
@@ -1431,13 +1435,13 @@ class UdpDriverImpl {
   absl::flat_hash_map<ConnectionHandle*, uint64_t> handle_index_;
   absl::flat_hash_map<HelloKey, uint64_t> hello_index_;
 
-  std::unique_ptr<RxBatch> rx_;
+  std::unique_ptr<net::RxBatch> rx_;
   std::vector<uint8_t> arena_;
   TxSlot tx_[1024];
   size_t tx_count_ = 0;
   std::vector<uint32_t> sock_order_;
   std::vector<uint32_t> pending_reads_;
-  std::vector<TxDatagram> batch_;
+  std::vector<net::TxDatagram> batch_;
   std::vector<Conn*> due_;
   std::vector<ConnectionHandle::Op> ops_;
   std::vector<Event> events_;
@@ -1458,7 +1462,7 @@ class UdpDriverImpl {
 
   EndpointStats counters_;
   std::vector<std::vector<uint8_t>> foreign_replies_;  // OnForeignDatagram's scratch
-  SocketInfo last_socket_info_;
+  net::SocketInfo last_socket_info_;
   uint64_t closed_send_syscalls_ = 0;
   uint64_t closed_recv_syscalls_ = 0;
   uint64_t closed_gso_ = 0;
@@ -1497,12 +1501,13 @@ UdpDriver::UdpDriver(std::unique_ptr<UdpDriverImpl> impl) : impl_(std::move(impl
 
 UdpDriver::~UdpDriver() { Shutdown(); }
 
-absl::StatusOr<SocketAddress> UdpDriver::Listen(const SocketAddress& bind, ListenOptions options) {
+absl::StatusOr<net::SocketAddress> UdpDriver::Listen(const net::SocketAddress& bind,
+                                                     ListenOptions options) {
   return impl_->Listen(bind, std::move(options));
 }
 
-absl::StatusOr<std::shared_ptr<ConnectionHandle>> UdpDriver::Connect(const SocketAddress& server,
-                                                                     ConnectOptions options) {
+absl::StatusOr<std::shared_ptr<ConnectionHandle>> UdpDriver::Connect(
+    const net::SocketAddress& server, ConnectOptions options) {
   return impl_->Connect(server, std::move(options));
 }
 

@@ -1,6 +1,6 @@
 // UdpDriver: runs longhaul Connections over UDP sockets on one driver thread.
 //
-// The thread owns a Boost.Asio io_context, the sockets (UdpSocket: recvmmsg/sendmmsg,
+// The thread owns a Boost.Asio io_context, the sockets (net::UdpSocket: recvmmsg/sendmmsg,
 // GSO/GRO) and every Connection. It feeds received datagrams to OnDatagram with a
 // monotonic clock (steady_clock nanoseconds as longhaul::Time), arms one timer at the
 // earliest NextTimeout() of all connections (polling instead of sleeping when that is
@@ -21,7 +21,7 @@
 #include "absl/status/statusor.h"
 #include "transport/api/connection_handle.h"
 #include "transport/api/endpoint_options.h"
-#include "transport/drivers/udp/socket_address.h"
+#include "transport/net/socket_address.h"
 
 namespace longhaul::udp {
 
@@ -35,13 +35,13 @@ class UdpDriver final : public ConnectionHost {
 
   // Opens a listening socket (port 0: the kernel picks one) and returns its address.
   // Errors: the bind failure ("address already in use", ...).
-  absl::StatusOr<SocketAddress> Listen(const SocketAddress& bind, ListenOptions options);
+  absl::StatusOr<net::SocketAddress> Listen(const net::SocketAddress& bind, ListenOptions options);
 
   // Runs the client handshake with the server at `server` and returns the connection, or
   // an error naming the server and the cause: Unavailable "connection refused" (nothing
   // listens on the port), DeadlineExceeded (no answer within options.timeout),
   // FailedPrecondition (the server rejected it: version mismatch, busy, policy).
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const SocketAddress& server,
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const net::SocketAddress& server,
                                                             ConnectOptions options);
 
   // Next accepted connection (confirmed handshakes of Listen()s without on_accept).

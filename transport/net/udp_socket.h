@@ -1,5 +1,6 @@
-// UdpSocket: one UDP socket of the driver, opened through Boost.Asio and driven through
-// its native handle with the batch system calls Linux offers:
+// UdpSocket: the UDP driver's batch socket, opened with socket_setup.h, owned by a
+// Boost.Asio socket (the driver waits on it through its io_context) and driven through the
+// native handle with the batch system calls Linux offers:
 //   - sendmmsg, with UDP_SEGMENT (GSO) for runs of equal-sized datagrams to the same
 //     destination, and the ECN codepoint per datagram (IP_TOS / IPV6_TCLASS cmsg);
 //   - recvmmsg, with UDP_GRO (coalesced runs are split by the gso_size cmsg) and
@@ -9,8 +10,8 @@
 // the batch is sent again without it.
 //
 // Ownership: the socket owns its descriptor (through the Asio socket). Not thread-safe:
-// the driver thread uses it. Errors from the kernel (errno) are converted here, once,
-// to absl::Status.
+// the driver thread uses it. Errors from the kernel (errno) become absl::Status through
+// errno_status.h.
 #pragma once
 
 #include <sys/socket.h>
@@ -27,16 +28,17 @@
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/udp.hpp"
 #include "transport/base/units.h"
-#include "transport/core/connection.h"
-#include "transport/drivers/udp/socket_address.h"
+#include "transport/core/connection.h"  // Ecn
+#include "transport/net/socket_address.h"
 
-namespace longhaul::udp {
+namespace longhaul::net {
 
 struct SocketOptions {
-  ByteCount recv_buffer = 32 << 20;  // SO_RCVBUF asked for (bytes)
-  ByteCount send_buffer = 32 << 20;  // SO_SNDBUF asked for
-  bool gso = true;                   // use UDP_SEGMENT if the kernel has it
-  bool gro = true;                   // use UDP_GRO if the kernel has it
+  // SO_RCVBUF / SO_SNDBUF asked for (bytes), FORCE variants first (SetSocketBuffer).
+  ByteCount recv_buffer = 32 << 20;
+  ByteCount send_buffer = 32 << 20;
+  bool gso = true;  // use UDP_SEGMENT if the kernel has it
+  bool gro = true;  // use UDP_GRO if the kernel has it
   // SO_TIMESTAMPNS: kernel receive times on received datagrams (RxDatagram::kernel_time_ns).
   bool rx_timestamps = false;
 };
@@ -151,7 +153,7 @@ class UdpSocket {
 
  private:
   explicit UdpSocket(boost::asio::io_context& io);
-  absl::Status Configure(const SocketOptions& options);
+  void Configure(const SocketOptions& options);
   SendResult SendGroups(std::span<const TxDatagram> batch, bool use_gso);
 
   boost::asio::ip::udp::socket socket_;
@@ -169,4 +171,4 @@ class UdpSocket {
   uint64_t gro_messages_ = 0;
 };
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::net

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace longhaul::udp {
+namespace longhaul::net {
 
 struct GroSegment {
   size_t offset = 0;
@@ -31,4 +31,4 @@ class GroSegments {
   size_t seg_;
 };
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::net

@@ -1,10 +1,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "transport/drivers/udp/gro.h"
-#include "transport/drivers/udp/udp_socket.h"
+#include "transport/net/gro.h"
+#include "transport/net/udp_socket.h"
 
-namespace longhaul::udp {
+namespace longhaul::net {
 namespace {
 
 TEST(GroSplit, CoalescedBufferSplitsIntoSegmentsWithShortLast) {
@@ -112,4 +112,4 @@ TEST(GsoPlan, DestinationAndEcnSplitGroups) {
 }
 
 }  // namespace
-}  // namespace longhaul::udp
+}  // namespace longhaul::net
