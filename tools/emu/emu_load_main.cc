@@ -41,8 +41,9 @@
 #include "transport/base/parse.h"
 #include "transport/emu/loop_util.h"
 #include "transport/emu/netns.h"
-#include "transport/emu/socket_address.h"
-#include "transport/emu/socket_util.h"
+#include "transport/net/control_messages.h"
+#include "transport/net/socket_address.h"
+#include "transport/net/socket_setup.h"
 
 DEFINE_string(to, "",
               "where to send: the emulator's listen address, e.g. 127.0.0.1:9000, or "
@@ -99,7 +100,7 @@ ssize_t RecvStamped(int fd, uint8_t* buf, size_t len, sockaddr_storage* from, so
   const int64_t mono = MonotonicNs();
   if (n < 0) return n;
   if (from_len != nullptr) *from_len = h.msg_namelen;
-  const int64_t rt = emu::ReceivedRealtimeNs(h);
+  const int64_t rt = net::ReceivedRealtimeNs(h);
   *arrival_ns = rt > 0 ? std::min(mono, rt - (emu::RealtimeNs() - MonotonicNs())) : mono;
   return n;
 }
@@ -115,7 +116,7 @@ T Or(absl::StatusOr<T> v, const char* flag) {
   return *std::move(v);
 }
 
-int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* connect_to,
+int MakeSocket(const net::SocketAddress& bind_to, const net::SocketAddress* connect_to,
                bool nonblocking, const std::string& netns = "") {
   int fd = -1;
   const int type = SOCK_DGRAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0);
@@ -142,15 +143,15 @@ int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* conn
     std::cerr << "longhaul-emu-load: socket: " << strerror(errno) << "\n";
     std::exit(1);
   }
-  emu::SetSocketBuffers(fd, 64 << 20);
+  net::SetSocketBuffers(fd, 64 << 20);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
-  if (absl::Status s = emu::BindSocket(fd, bind_to); !s.ok()) {
+  if (absl::Status s = net::BindSocket(fd, bind_to); !s.ok()) {
     std::cerr << "longhaul-emu-load: " << s.message() << "\n";
     std::exit(1);
   }
   if (connect_to != nullptr) {
-    if (absl::Status s = emu::ConnectSocket(fd, *connect_to); !s.ok()) {
+    if (absl::Status s = net::ConnectSocket(fd, *connect_to); !s.ok()) {
       std::cerr << "longhaul-emu-load: " << s.message() << "\n";
       std::exit(1);
     }
@@ -158,11 +159,11 @@ int MakeSocket(const emu::SocketAddress& bind_to, const emu::SocketAddress* conn
   return fd;
 }
 
-emu::SocketAddress g_from;  // where the sending sockets bind
+net::SocketAddress g_from;  // where the sending sockets bind
 
 // Traffic only to loopback or to the benchmarking range 198.18.0.0/15 (namespaces made
 // for the purpose).
-bool AllowedAddress(const emu::SocketAddress& a) {
+bool AllowedAddress(const net::SocketAddress& a) {
   if (a.is_loopback()) return true;
   if (a.family() != AF_INET) return false;
   const auto* s = reinterpret_cast<const sockaddr_in*>(a.sockaddr_ptr());
@@ -175,7 +176,7 @@ void SleepUntil(int64_t t_ns) {
   }
 }
 
-int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t size) {
+int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
   const Duration duration = Or(ParseDuration(FLAGS_duration), "duration");
   const Duration warmup = Or(ParseDuration(FLAGS_warmup), "warmup");
   const Duration drain = Or(ParseDuration(FLAGS_drain), "drain");
@@ -234,7 +235,7 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
       const int64_t real_minus_mono = emu::RealtimeNs() - mono;
       for (int i = 0; i < n; ++i) {
         // Kernel arrival time: the sink thread's own scheduling delay does not count.
-        const int64_t rt = emu::ReceivedRealtimeNs(msgs[i].msg_hdr);
+        const int64_t rt = net::ReceivedRealtimeNs(msgs[i].msg_hdr);
         const int64_t t = rt > 0 ? std::min(mono, rt - real_minus_mono) : mono;
         const size_t bin =
             static_cast<size_t>(std::clamp<int64_t>((t - start) / kBinNs, 0, bins - 1));
@@ -348,7 +349,7 @@ int Flood(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t s
   return 0;
 }
 
-int PingPong(const emu::SocketAddress& to, const emu::SocketAddress& sink, size_t size) {
+int PingPong(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
   const Duration timeout = Or(ParseDuration(FLAGS_ping_timeout), "ping_timeout");
   if (FLAGS_pings < 1 || FLAGS_pings > 100000) Usage("--pings must be in 1..100000");
   if (timeout <= Duration::Zero() || timeout > Duration::Seconds(60)) {
@@ -451,8 +452,8 @@ int Main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) Usage(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_to.empty() || FLAGS_sink.empty()) Usage("--to and --sink are required");
-  const emu::SocketAddress to = Or(emu::SocketAddress::Parse(FLAGS_to), "to");
-  const emu::SocketAddress sink = Or(emu::SocketAddress::Parse(FLAGS_sink), "sink");
+  const net::SocketAddress to = Or(net::SocketAddress::Parse(FLAGS_to), "to");
+  const net::SocketAddress sink = Or(net::SocketAddress::Parse(FLAGS_sink), "sink");
   if (!AllowedAddress(to) || !AllowedAddress(sink)) {
     Usage("--to and --sink must be loopback or 198.18.0.0/15 addresses");
   }
@@ -460,7 +461,7 @@ int Main(int argc, char** argv) {
     g_from = to;
     g_from.set_port(0);
   } else {
-    g_from = Or(emu::SocketAddress::Parse(FLAGS_from), "from");
+    g_from = Or(net::SocketAddress::Parse(FLAGS_from), "from");
     if (!AllowedAddress(g_from)) Usage("--from must be a loopback or 198.18.0.0/15 address");
   }
   const ByteCount size = Or(ParseByteCount(FLAGS_size), "size");

@@ -33,9 +33,9 @@
 #include "tools/emu/emu_json.h"
 #include "transport/base/parse.h"
 #include "transport/emu/netns.h"
-#include "transport/emu/socket_address.h"
 #include "transport/emu/tun_bridge.h"
 #include "transport/emu/udp_relay.h"
+#include "transport/net/socket_address.h"
 #include "transport/sim/link_spec.h"
 
 DEFINE_string(link, "",
@@ -203,8 +203,8 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   emu::UdpRelayOptions o;
   o.link = link;
   o.seed = FLAGS_seed;
-  o.listen = OrUsage(emu::SocketAddress::Parse(FLAGS_listen), "listen");
-  o.forward = OrUsage(emu::SocketAddress::Parse(FLAGS_forward), "forward");
+  o.listen = OrUsage(net::SocketAddress::Parse(FLAGS_listen), "listen");
+  o.forward = OrUsage(net::SocketAddress::Parse(FLAGS_forward), "forward");
   if (o.forward.port() == 0) UsageError("--forward: the port must not be 0");
   if (FLAGS_max_clients == 0) UsageError("--max_clients must be >= 1");
   o.max_clients = FLAGS_max_clients;

@@ -8,13 +8,13 @@ namespace longhaul::emu {
 
 ClientMap::ClientMap(size_t max_clients) : max_clients_(std::max<size_t>(max_clients, 1)) {}
 
-std::optional<uint32_t> ClientMap::Find(const SocketAddress& addr) const {
+std::optional<uint32_t> ClientMap::Find(const net::SocketAddress& addr) const {
   auto it = by_addr_.find(addr);
   if (it == by_addr_.end()) return std::nullopt;
   return it->second;
 }
 
-ClientMap::InsertResult ClientMap::Insert(const SocketAddress& addr, int64_t now_ns) {
+ClientMap::InsertResult ClientMap::Insert(const net::SocketAddress& addr, int64_t now_ns) {
   DCHECK(!by_addr_.contains(addr));
   InsertResult r;
   uint32_t index;

@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "transport/emu/socket_address.h"
+#include "transport/net/socket_address.h"
 
 namespace longhaul::emu {
 
 class ClientMap {
  public:
   struct Entry {
-    SocketAddress addr;
+    net::SocketAddress addr;
     int64_t last_used_ns = 0;
     uint32_t generation = 0;
     bool in_use = false;
@@ -32,18 +32,18 @@ class ClientMap {
   struct InsertResult {
     uint32_t index = 0;
     bool evicted = false;        // an older client was removed to make room
-    SocketAddress evicted_addr;  // ... this one
+    net::SocketAddress evicted_addr;  // ... this one
   };
 
   // `max_clients` >= 1.
   explicit ClientMap(size_t max_clients);
 
   // The index of `addr`, if present.
-  std::optional<uint32_t> Find(const SocketAddress& addr) const;
+  std::optional<uint32_t> Find(const net::SocketAddress& addr) const;
 
   // Adds `addr` (which must not be present), evicting the least recently used client if
   // the map is full.
-  InsertResult Insert(const SocketAddress& addr, int64_t now_ns);
+  InsertResult Insert(const net::SocketAddress& addr, int64_t now_ns);
 
   // Removes the client at `index` (e.g. its upstream socket could not be created).
   void Remove(uint32_t index);
@@ -69,7 +69,7 @@ class ClientMap {
   size_t max_clients_;
   std::vector<Entry> entries_;
   std::vector<uint32_t> free_;
-  absl::flat_hash_map<SocketAddress, uint32_t> by_addr_;
+  absl::flat_hash_map<net::SocketAddress, uint32_t> by_addr_;
   uint64_t inserted_ = 0;
   uint64_t evictions_ = 0;
 };

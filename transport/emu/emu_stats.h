@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "transport/emu/emu_direction.h"
-#include "transport/emu/socket_util.h"
+#include "transport/net/socket_setup.h"
 #include "transport/sim/link_model.h"
 
 namespace longhaul::emu {
@@ -35,7 +35,7 @@ struct EmuStats {
   uint64_t clients_evicted = 0;
   uint64_t port_unreachable = 0;  // ICMP port unreachable from the --forward target
   uint64_t tcp_connections = 0;   // relayed TCP connections (--tcp_relay)
-  SocketBuffers socket_buffers;   // what the kernel granted the relay's sockets
+  net::SocketBuffers socket_buffers;  // what the kernel granted the relay's sockets
 
   uint64_t OwnDrops() const { return forward.own.OwnDrops() + reverse.own.OwnDrops(); }
 };

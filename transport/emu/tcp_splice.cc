@@ -11,7 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
-#include "transport/emu/socket_util.h"
+#include "transport/net/errno_status.h"
+#include "transport/net/socket_setup.h"
 
 namespace longhaul::emu {
 
@@ -30,8 +31,8 @@ struct TcpSplice::Pair {
   bool connected = false;         // fd[1] finished connecting
 };
 
-absl::StatusOr<std::unique_ptr<TcpSplice>> TcpSplice::Create(const SocketAddress& listen,
-                                                             const SocketAddress& forward,
+absl::StatusOr<std::unique_ptr<TcpSplice>> TcpSplice::Create(const net::SocketAddress& listen,
+                                                             const net::SocketAddress& forward,
                                                              int epoll_fd, uint64_t tag_base,
                                                              size_t max_connections) {
   std::unique_ptr<TcpSplice> s(new TcpSplice());
@@ -40,14 +41,14 @@ absl::StatusOr<std::unique_ptr<TcpSplice>> TcpSplice::Create(const SocketAddress
   s->tag_base_ = tag_base;
   s->max_connections_ = max_connections;
   s->listen_fd_ = socket(listen.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (s->listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket(TCP): ", strerror(errno)));
+  if (s->listen_fd_ < 0) return net::ErrnoStatus(errno, "cannot open a TCP socket");
   int one = 1;
   setsockopt(s->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (absl::Status st = BindSocket(s->listen_fd_, listen); !st.ok()) {
+  if (absl::Status st = net::BindSocket(s->listen_fd_, listen); !st.ok()) {
     return absl::Status(st.code(), absl::StrCat("--tcp_relay: ", st.message()));
   }
   if (::listen(s->listen_fd_, 16) != 0) {
-    return absl::InternalError(absl::StrCat("listen: ", strerror(errno)));
+    return net::ErrnoStatus(errno, absl::StrCat("cannot listen on TCP ", listen.ToString()));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -104,7 +105,7 @@ void TcpSplice::Accept() {
       continue;
     }
     int up = socket(forward_.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (up < 0 || !ConnectSocket(up, forward_).ok()) {
+    if (up < 0 || !net::ConnectSocket(up, forward_).ok()) {
       LOG(WARNING) << "tcp relay: cannot connect to " << forward_.ToString();
       if (up >= 0) close(up);
       close(c);

@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/emu/socket_address.h"
+#include "transport/net/socket_address.h"
 
 namespace longhaul::emu {
 
@@ -26,8 +26,8 @@ class TcpSplice {
  public:
   // Listens on `listen` (same address and port as the UDP relay) and registers with
   // `epoll_fd`, using epoll data `tag_base | index` (index < 2^24) for its events.
-  static absl::StatusOr<std::unique_ptr<TcpSplice>> Create(const SocketAddress& listen,
-                                                           const SocketAddress& forward,
+  static absl::StatusOr<std::unique_ptr<TcpSplice>> Create(const net::SocketAddress& listen,
+                                                           const net::SocketAddress& forward,
                                                            int epoll_fd, uint64_t tag_base,
                                                            size_t max_connections = 64);
   ~TcpSplice();
@@ -45,7 +45,7 @@ class TcpSplice {
   void Pump(uint32_t pair_index);
   void ClosePair(uint32_t pair_index);
 
-  SocketAddress forward_;
+  net::SocketAddress forward_;
   int epoll_fd_ = -1;
   int listen_fd_ = -1;
   uint64_t tag_base_ = 0;

@@ -1,7 +1,6 @@
 #include "transport/emu/udp_relay.h"
 
 #include <netinet/in.h>
-#include <netinet/udp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/base/rng.h"
+#include "transport/net/control_messages.h"
 
 namespace longhaul::emu {
 namespace {
@@ -27,7 +27,16 @@ constexpr uint64_t kTagMask = 0xffull << 56;
 
 // Batches read per socket per wake before the loop looks at its timers again.
 constexpr int kReadBatchesPerWake = 4;
-constexpr size_t kControlBytes = 96;  // IP_TOS + SCM_TIMESTAMPNS
+constexpr size_t kControlBytes = 96;  // IP_TOS + SCM_TIMESTAMPNS, IP_TOS + UDP_SEGMENT
+static_assert(net::kTosControlBytes + net::kSegmentControlBytes <= kControlBytes);
+
+// Every relay socket reports each datagram's TOS byte and kernel arrival time.
+net::UdpSocketFlags SocketFlags() {
+  net::UdpSocketFlags f;
+  f.recv_ecn = true;
+  f.rx_timestamps = true;
+  return f;
+}
 
 }  // namespace
 
@@ -50,8 +59,8 @@ struct UdpRelay::RxBatch {
 // receiver using UDP_GRO), which costs far less per datagram than one message each.
 struct UdpRelay::TxBatch {
   static constexpr int kMaxIov = 1024;
-  static constexpr int kMaxSegments = 64;              // UDP_MAX_SEGMENTS of older kernels
-  static constexpr uint32_t kMaxGsoBytes = 65507 - 8;  // stays below the IP limit
+  static constexpr int kMaxSegments = net::kMaxGsoSegments;
+  static constexpr uint32_t kMaxGsoBytes = net::kMaxGsoBytes - 8;  // stays below the IP limit
   mmsghdr msgs[kBatch];
   alignas(cmsghdr) uint8_t control[kBatch][kControlBytes];
   int first_iov[kBatch];
@@ -82,8 +91,8 @@ UdpRelay::UdpRelay(const UdpRelayOptions& o, StopSignal stop)
       gso_(o.gso) {}
 
 absl::StatusOr<std::unique_ptr<UdpRelay>> UdpRelay::Create(const UdpRelayOptions& options) {
-  if (options.listen.empty()) return absl::InvalidArgumentError("listen address missing");
-  if (options.forward.empty()) return absl::InvalidArgumentError("forward address missing");
+  if (!options.listen.valid()) return absl::InvalidArgumentError("listen address missing");
+  if (!options.forward.valid()) return absl::InvalidArgumentError("forward address missing");
   if (options.forward.port() == 0) {
     return absl::InvalidArgumentError("forward address needs a port other than 0");
   }
@@ -101,14 +110,14 @@ absl::Status UdpRelay::Init() {
   epoch_ns_ = MonotonicNs();
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", strerror(errno)));
-  absl::StatusOr<int> fd = MakeUdpSocket(options_.listen.family());
+  absl::StatusOr<int> fd = net::OpenUdpSocket(options_.listen.family(), SocketFlags());
   if (!fd.ok()) return fd.status();
   listen_fd_ = *fd;
-  buffers_ = SetSocketBuffers(listen_fd_, options_.socket_buffer_bytes);
-  if (absl::Status s = BindSocket(listen_fd_, options_.listen); !s.ok()) {
+  buffers_ = net::SetSocketBuffers(listen_fd_, options_.socket_buffer_bytes);
+  if (absl::Status s = net::BindSocket(listen_fd_, options_.listen); !s.ok()) {
     return absl::UnavailableError(std::string(s.message()));
   }
-  absl::StatusOr<SocketAddress> bound = SocketAddress::OfSocket(listen_fd_);
+  absl::StatusOr<net::SocketAddress> bound = net::LocalAddress(listen_fd_);
   if (!bound.ok()) return bound.status();
   listen_addr_ = *bound;
   epoll_event ev{};
@@ -139,7 +148,7 @@ UdpRelay::~UdpRelay() {
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
-int64_t UdpRelay::FlowFor(const SocketAddress& addr, int64_t now) {
+int64_t UdpRelay::FlowFor(const net::SocketAddress& addr, int64_t now) {
   if (last_flow_ < flows_.size() && clients_.entry(last_flow_).in_use &&
       clients_.entry(last_flow_).addr == addr) {
     return last_flow_;
@@ -148,13 +157,13 @@ int64_t UdpRelay::FlowFor(const SocketAddress& addr, int64_t now) {
     last_flow_ = *f;
     return *f;
   }
-  absl::StatusOr<int> fd = MakeUdpSocket(options_.forward.family());
+  absl::StatusOr<int> fd = net::OpenUdpSocket(options_.forward.family(), SocketFlags());
   if (!fd.ok()) {
     LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << fd.status();
     return -1;
   }
-  SetSocketBuffers(*fd, options_.socket_buffer_bytes);
-  if (absl::Status s = ConnectSocket(*fd, options_.forward); !s.ok()) {
+  net::SetSocketBuffers(*fd, options_.socket_buffer_bytes);
+  if (absl::Status s = net::ConnectSocket(*fd, options_.forward); !s.ok()) {
     LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << s;
     close(*fd);
     return -1;
@@ -183,7 +192,7 @@ int64_t UdpRelay::FlowFor(const SocketAddress& addr, int64_t now) {
 void UdpRelay::CloseFlow(uint32_t index) {
   Flow& f = flows_[index];
   if (f.fd < 0) return;
-  const uint64_t drops = SocketDrops(f.fd);
+  const uint64_t drops = net::SocketDrops(f.fd);
   if (drops > f.drops_seen) reverse_.counters().rx_overflow += drops - f.drops_seen;
   close(f.fd);
   f.fd = -1;
@@ -247,12 +256,12 @@ void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
         ++dir.counters().buffer_full;
         continue;
       }
-      const uint8_t tos = ReceivedTos(b.msgs[i].msg_hdr);
+      const net::ReceivedControl ctl = net::ParseReceivedControl(b.msgs[i].msg_hdr);
       uint32_t f = flow;
       if (from_client) {
-        const SocketAddress addr = SocketAddress::FromSockaddr(
+        const net::SocketAddress addr = net::SocketAddress::FromSockaddr(
             reinterpret_cast<const sockaddr*>(&b.names[i]), b.msgs[i].msg_hdr.msg_namelen);
-        const int64_t idx = addr.empty() ? -1 : FlowFor(addr, now);
+        const int64_t idx = !addr.valid() ? -1 : FlowFor(addr, now);
         if (idx < 0) {
           ++dir.counters().no_flow;
           pool_.Release(b.slots[i]);
@@ -262,10 +271,8 @@ void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
       }
       clients_.Touch(f, now);
       int64_t at = now;
-      if (const int64_t rt = ReceivedRealtimeNs(b.msgs[i].msg_hdr); rt > 0) {
-        at = std::min(now, rt - realtime_to_loop);
-      }
-      dir.Ingest(at, b.slots[i], len, f, clients_.entry(f).generation, tos);
+      if (ctl.realtime_ns > 0) at = std::min(now, ctl.realtime_ns - realtime_to_loop);
+      dir.Ingest(at, b.slots[i], len, f, clients_.entry(f).generation, ctl.tos);
     }
     if (!scratch) {
       for (int i = n; i < k; ++i) pool_.Release(b.slots[i]);
@@ -274,7 +281,7 @@ void UdpRelay::ReadSocket(int fd, bool from_client, uint32_t flow) {
   }
 }
 
-bool UdpRelay::Append(TxBatch& b, const PendingDatagram& d, const SocketAddress* to) {
+bool UdpRelay::Append(TxBatch& b, const PendingDatagram& d, const net::SocketAddress* to) {
   if (b.n > 0) {
     const int m = b.n - 1;
     if (gso_ && !b.closed[m] && d.bytes > 0 && d.bytes <= b.gso_size[m] && d.tos == b.tos[m] &&
@@ -314,16 +321,9 @@ void UdpRelay::Flush(TxBatch& b, int fd, int family, EmuDirection& dir) {
     h.msg_iov = &b.iov[b.first_iov[m]];
     h.msg_iovlen = static_cast<size_t>(b.iovs[m]);
     size_t len = 0;
-    if (b.tos[m] != 0) len += WriteTosControl(family, b.tos[m], b.control[m]);
+    if (b.tos[m] != 0) len += net::WriteTosControl(family, b.tos[m], b.control[m]);
     if (b.iovs[m] > 1) {
-      auto* c = reinterpret_cast<cmsghdr*>(b.control[m] + len);
-      std::memset(c, 0, CMSG_SPACE(sizeof(uint16_t)));
-      c->cmsg_level = SOL_UDP;
-      c->cmsg_type = UDP_SEGMENT;
-      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-      const uint16_t seg = static_cast<uint16_t>(b.gso_size[m]);
-      std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
-      len += CMSG_SPACE(sizeof(uint16_t));
+      len += net::WriteSegmentControl(static_cast<uint16_t>(b.gso_size[m]), b.control[m] + len);
     }
     h.msg_control = len > 0 ? b.control[m] : nullptr;
     h.msg_controllen = len;
@@ -348,7 +348,7 @@ void UdpRelay::Flush(TxBatch& b, int fd, int family, EmuDirection& dir) {
       for (int k = 0; k < b.iovs[m]; ++k) {
         one.msg_iov = &b.iov[b.first_iov[m] + k];
         one.msg_iovlen = 1;
-        size_t len = b.tos[m] != 0 ? WriteTosControl(family, b.tos[m], b.control[m]) : 0;
+        size_t len = b.tos[m] != 0 ? net::WriteTosControl(family, b.tos[m], b.control[m]) : 0;
         one.msg_control = len > 0 ? b.control[m] : nullptr;
         one.msg_controllen = len;
         if (sendmsg(fd, &one, 0) >= 0) {
@@ -401,7 +401,7 @@ void UdpRelay::ReleaseDue(int64_t now) {
       pool_.Release(d.slot);
       continue;
     }
-    const SocketAddress* to = &clients_.entry(d.flow).addr;
+    const net::SocketAddress* to = &clients_.entry(d.flow).addr;
     if (!Append(b, d, to)) {
       Flush(b, listen_fd_, rev_family, reverse_);
       Append(b, d, to);
@@ -411,14 +411,14 @@ void UdpRelay::ReleaseDue(int64_t now) {
 }
 
 void UdpRelay::SampleSocketDrops() {
-  const uint64_t l = SocketDrops(listen_fd_);
+  const uint64_t l = net::SocketDrops(listen_fd_);
   if (l > listen_drops_seen_) {
     forward_.counters().rx_overflow += l - listen_drops_seen_;
     listen_drops_seen_ = l;
   }
   for (Flow& f : flows_) {
     if (f.fd < 0) continue;
-    const uint64_t d = SocketDrops(f.fd);
+    const uint64_t d = net::SocketDrops(f.fd);
     if (d > f.drops_seen) {
       reverse_.counters().rx_overflow += d - f.drops_seen;
       f.drops_seen = d;

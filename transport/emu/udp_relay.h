@@ -20,6 +20,8 @@
 // in a bounded PacketPool; what the relay itself drops (pool full, send errors, kernel drops at its
 // sockets, evicted clients) is counted apart from modelled loss (EmuCounters).
 //
+// Sockets and addresses come from transport/net (socket_setup.h, control_messages.h).
+//
 // Thread-safety: Run() on one thread; Stop() from any thread or a signal handler;
 // Stats() only from the thread that ran Run() (or the on_stats callback, or after Run()).
 #pragma once
@@ -36,9 +38,9 @@
 #include "transport/emu/emu_stats.h"
 #include "transport/emu/loop_util.h"
 #include "transport/emu/packet_pool.h"
-#include "transport/emu/socket_address.h"
-#include "transport/emu/socket_util.h"
 #include "transport/emu/tcp_splice.h"
+#include "transport/net/socket_address.h"
+#include "transport/net/socket_setup.h"
 #include "transport/sim/link_spec.h"
 
 namespace longhaul::emu {
@@ -46,8 +48,8 @@ namespace longhaul::emu {
 struct UdpRelayOptions {
   sim::LinkSpec link;
   uint64_t seed = 1;     // randomness of both directions
-  SocketAddress listen;  // port 0: any free port (see listen_address())
-  SocketAddress forward;
+  net::SocketAddress listen;                   // port 0: any free port (see listen_address())
+  net::SocketAddress forward;
   size_t max_clients = 1024;                   // client flows (one upstream socket each)
   size_t buffer_bytes = size_t{1} << 30;       // datagram memory (pool), both directions
   size_t socket_buffer_bytes = 64 << 20;       // SO_RCVBUF/SO_SNDBUF of every socket
@@ -66,12 +68,14 @@ struct UdpRelayOptions {
 class UdpRelay {
  public:
   // Validates the options and binds the listen socket (and the TCP one with tcp_relay).
-  // Errors: InvalidArgument (bad options), Internal/Unavailable (socket calls).
+  // Errors: InvalidArgument (bad options); Unavailable naming the address when a bind
+  // fails (address in use, not local, ...); other socket and epoll failures as their
+  // calls report them (net/errno_status.h).
   static absl::StatusOr<std::unique_ptr<UdpRelay>> Create(const UdpRelayOptions& options);
   ~UdpRelay();
 
   // The bound listen address (the actual port when options.listen had port 0).
-  const SocketAddress& listen_address() const { return listen_addr_; }
+  const net::SocketAddress& listen_address() const { return listen_addr_; }
 
   // Relays until Stop() or max_time. Datagrams still waiting for their delivery time at
   // the end are discarded (counted in pending). Returns an error only if the loop cannot
@@ -87,7 +91,7 @@ class UdpRelay {
  private:
   struct Flow {
     int fd = -1;
-    uint64_t drops_seen = 0;  // SocketDrops() already counted
+    uint64_t drops_seen = 0;  // net::SocketDrops() already counted
   };
   static constexpr int kBatch = 64;
   struct RxBatch;
@@ -98,20 +102,20 @@ class UdpRelay {
   int64_t Now() const { return MonotonicNs() - epoch_ns_; }
   void ReadSocket(int fd, bool from_client, uint32_t flow);
   // The client-map index for `addr`, creating its upstream socket; -1 on failure.
-  int64_t FlowFor(const SocketAddress& addr, int64_t now);
+  int64_t FlowFor(const net::SocketAddress& addr, int64_t now);
   void CloseFlow(uint32_t index);
   void ReleaseDue(int64_t now);
   // Adds `d` to the batch, to the last message (GSO) when it fits; false if full.
-  bool Append(TxBatch& batch, const PendingDatagram& d, const SocketAddress* to);
+  bool Append(TxBatch& batch, const PendingDatagram& d, const net::SocketAddress* to);
   void Flush(TxBatch& batch, int fd, int family, EmuDirection& dir);
   void SampleSocketDrops();
 
   UdpRelayOptions options_;
   StopSignal stop_;
-  SocketAddress listen_addr_;
+  net::SocketAddress listen_addr_;
   int epoll_fd_ = -1;
   int listen_fd_ = -1;
-  SocketBuffers buffers_;
+  net::SocketBuffers buffers_;
   PacketPool pool_;
   EmuDirection forward_;
   EmuDirection reverse_;

@@ -6,7 +6,9 @@
 namespace longhaul::emu {
 namespace {
 
-SocketAddress Addr(int port) { return *SocketAddress::Parse(absl::StrCat("127.0.0.1:", port)); }
+net::SocketAddress Addr(int port) {
+  return *net::SocketAddress::Parse(absl::StrCat("127.0.0.1:", port));
+}
 
 TEST(ClientMapTest, DistinctPortsAreDistinctClients) {
   ClientMap m(8);
@@ -16,7 +18,7 @@ TEST(ClientMapTest, DistinctPortsAreDistinctClients) {
   EXPECT_EQ(m.Find(Addr(1000)), a.index);
   EXPECT_EQ(m.Find(Addr(1001)), b.index);
   EXPECT_FALSE(m.Find(Addr(1002)).has_value());
-  EXPECT_FALSE(m.Find(*SocketAddress::Parse("127.0.0.2:1000")).has_value());
+  EXPECT_FALSE(m.Find(*net::SocketAddress::Parse("127.0.0.2:1000")).has_value());
   EXPECT_EQ(m.size(), 2u);
   EXPECT_EQ(m.entry(a.index).addr, Addr(1000));
 }
@@ -70,10 +72,10 @@ TEST(ClientMapTest, BoundHoldsUnderChurn) {
 
 TEST(ClientMapTest, Ipv6AndIpv4AreDistinctKeys) {
   ClientMap m(4);
-  auto a = m.Insert(*SocketAddress::Parse("[::1]:5000"), 1);
-  auto b = m.Insert(*SocketAddress::Parse("127.0.0.1:5000"), 1);
+  auto a = m.Insert(*net::SocketAddress::Parse("[::1]:5000"), 1);
+  auto b = m.Insert(*net::SocketAddress::Parse("127.0.0.1:5000"), 1);
   EXPECT_NE(a.index, b.index);
-  EXPECT_EQ(m.Find(*SocketAddress::Parse("[::1]:5000")), a.index);
+  EXPECT_EQ(m.Find(*net::SocketAddress::Parse("[::1]:5000")), a.index);
 }
 
 }  // namespace
