@@ -426,6 +426,27 @@ void UdpRelay::SampleSocketDrops() {
   }
 }
 
+absl::Status UdpRelay::ChangeLink(const sim::LinkSpec& spec) {
+  if (spec.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
+  std::lock_guard<std::mutex> lock(link_mu_);
+  link_change_ = spec;
+  link_change_pending_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+void UdpRelay::ApplyLinkChange(int64_t now) {
+  std::optional<sim::LinkSpec> spec;
+  {
+    std::lock_guard<std::mutex> lock(link_mu_);
+    spec.swap(link_change_);
+    link_change_pending_.store(false, std::memory_order_relaxed);
+  }
+  if (!spec) return;
+  const DirectionSeeds seeds = DeriveDirectionSeeds(*spec, options_.seed);
+  forward_.Reconfigure(seeds.forward_spec, now);
+  reverse_.Reconfigure(seeds.reverse_spec, now);
+}
+
 absl::Status UdpRelay::Run() {
   UsePreciseTimers();
   if (options_.realtime_priority > 0) {
@@ -457,6 +478,7 @@ absl::Status UdpRelay::Run() {
     const int n =
         EpollWaitUntil(epoll_fd_, events, 64, deadline == kNever ? kNever : deadline + epoch_ns_);
     ++wakeups_;
+    if (link_change_pending_.load(std::memory_order_acquire)) ApplyLinkChange(Now());
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::InternalError(absl::StrCat("epoll_pwait2: ", strerror(errno)));

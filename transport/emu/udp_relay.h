@@ -23,11 +23,15 @@
 // Sockets and addresses come from transport/net (socket_setup.h, control_messages.h).
 //
 // Thread-safety: Run() on one thread; Stop() from any thread or a signal handler;
-// Stats() only from the thread that ran Run() (or the on_stats callback, or after Run()).
+// ChangeLink() from any thread; Stats() only from the thread that ran Run() (or the
+// on_stats callback, or after Run()).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -86,6 +90,13 @@ class UdpRelay {
   void Stop() const { stop_.Raise(); }
   int stop_fd() const { return stop_.fd(); }
 
+  // Changes the link of both directions while Run() runs, as a --link_schedule step does:
+  // datagrams already queued keep their delivery times. It takes effect when the loop
+  // next wakes; the datagrams read from then on cross the new link (with loss=1, a cut
+  // link, none gets through). The datagram buffers keep the size options.link gave them
+  // (UdpSlotBytes). Thread-safe. Errors: InvalidArgument for a zero rate.
+  absl::Status ChangeLink(const sim::LinkSpec& spec);
+
   EmuStats Stats() const;
 
  private:
@@ -109,9 +120,13 @@ class UdpRelay {
   bool Append(TxBatch& batch, const PendingDatagram& d, const net::SocketAddress* to);
   void Flush(TxBatch& batch, int fd, int family, EmuDirection& dir);
   void SampleSocketDrops();
+  void ApplyLinkChange(int64_t now);
 
   UdpRelayOptions options_;
   StopSignal stop_;
+  std::mutex link_mu_;
+  std::optional<sim::LinkSpec> link_change_;  // guarded by link_mu_
+  std::atomic<bool> link_change_pending_{false};
   net::SocketAddress listen_addr_;
   int epoll_fd_ = -1;
   int listen_fd_ = -1;

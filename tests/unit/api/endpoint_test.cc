@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/unit/api/udp_relay.h"
 #include "transport/drivers/udp/handshake.h"
+#include "transport/testing/loopback_relay.h"
 
 namespace longhaul {
 namespace {
@@ -196,12 +196,14 @@ TEST(Endpoint, CallbacksAndPostedBuffersAndReverseDirection) {
 
 TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
   Server srv = StartServer();
-  testing::UdpRelay relay(srv.port);
+  absl::StatusOr<std::unique_ptr<testing::LoopbackRelay>> relay =
+      testing::LoopbackRelay::Start(srv.port);
+  ASSERT_TRUE(relay.ok()) << relay.status();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   TransportConfig cfg = TestConfig();
   cfg.flows = 4;
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
-      cep->Connect("127.0.0.1", relay.port(), Client(cfg));
+      cep->Connect("127.0.0.1", (*relay)->port(), Client(cfg));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ((*c)->config().flows, 4u);
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
@@ -213,7 +215,9 @@ TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
   ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
   ASSERT_EQ(e.size, data.size());
   EXPECT_EQ(std::memcmp(e.data, data.data(), data.size()), 0);
-  EXPECT_EQ(relay.client_ports(), 4u);
+  absl::StatusOr<emu::EmuStats> st = (*relay)->Stop();
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->clients_created, 4u);  // one per client source port
 }
 
 TEST(Endpoint, ConnectToAClosedPortFailsClearly) {
@@ -418,17 +422,19 @@ TEST(Endpoint, VanishedPeerIsReportedAsUnreachable) {
   lo.config.idle_timeout = Duration::Milliseconds(700);
   lo.config.keepalive = Duration::Milliseconds(100);
   Server srv = StartServer(std::move(lo));
-  testing::UdpRelay relay(srv.port);
+  absl::StatusOr<std::unique_ptr<testing::LoopbackRelay>> relay =
+      testing::LoopbackRelay::Start(srv.port);
+  ASSERT_TRUE(relay.ok()) << relay.status();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   TransportConfig cfg = TestConfig();
   cfg.keepalive = Duration::Milliseconds(100);
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
-      cep->Connect("127.0.0.1", relay.port(), Client(cfg));
+      cep->Connect("127.0.0.1", (*relay)->port(), Client(cfg));
   ASSERT_TRUE(c.ok()) << c.status();
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((*c)->config().idle_timeout, Duration::Milliseconds(700));  // negotiated min
-  relay.set_drop(true);  // the peer vanishes (no CLOSE)
+  (*relay)->Cut();  // the peer vanishes (no CLOSE)
   Event e;
   ASSERT_TRUE(WaitFor(**s, Event::Type::kClosed, &e));
   EXPECT_TRUE(absl::IsDeadlineExceeded(e.status)) << e.status;
