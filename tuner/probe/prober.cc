@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "transport/base/parse.h"
 #include "transport/base/rng.h"
+#include "transport/net/resolver.h"
 #include "tuner/estimate/pmtu_search.h"
 #include "tuner/probe/probe_protocol.h"
 #include "tuner/probe/udp_socket.h"
@@ -701,8 +702,16 @@ absl::StatusOr<ProbeReport> RunProbe(const ProbeOptions& options) {
   if (!(options.loss_load > 0 && options.loss_load <= 1)) {
     return absl::InvalidArgumentError("loss_load must be in (0, 1]");
   }
-  absl::StatusOr<sockaddr_in> addr = probe::ResolveHostPort(options.target);
+  absl::StatusOr<net::SocketAddress> addr = net::ResolveHostPort(options.target);
   if (!addr.ok()) return addr.status();
+  if (addr->port() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad port in '", options.target, "': a probe target needs 1..65535"));
+  }
+  if (addr->family() != AF_INET) {
+    return absl::InvalidArgumentError(absl::StrCat("'", options.target, "' is ", addr->ToString(),
+                                                   ": the probe measures IPv4 paths only"));
+  }
   absl::StatusOr<probe::UdpSocket> sock = probe::UdpSocket::Connect(*addr);
   if (!sock.ok()) return sock.status();
   sock->SetBuffers(64 << 20);

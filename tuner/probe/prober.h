@@ -84,8 +84,10 @@ struct ProbeReport {
   std::vector<std::string> notes;  // phases cut short, fallbacks
 };
 
-// Errors: InvalidArgument for bad options (target syntax); Unavailable when the
-// responder does not answer or refuses; other errors from the socket.
+// Errors: InvalidArgument for bad options (target syntax, port 0, a target that is only
+// IPv6: the probe measures IPv4 paths); NotFound when the target's host does not resolve
+// (net::Resolve); Unavailable when the responder does not answer or refuses; other errors
+// from the socket.
 absl::StatusOr<ProbeReport> RunProbe(const ProbeOptions& options);
 
 }  // namespace longhaul::tuner

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/net/resolver.h"
 
 namespace longhaul::tuner::probe {
 
@@ -207,16 +208,8 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
 
 absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const std::string& listen,
                                                                  const ResponderOptions& options) {
-  absl::StatusOr<sockaddr_in> addr = ResolveHostPort(listen);
-  if (!addr.ok()) {
-    // Port 0 ("pick one") is not a valid target port, so parse it here.
-    const size_t colon = listen.rfind(':');
-    if (colon != std::string::npos && listen.substr(colon + 1) == "0") {
-      addr = ResolveHostPort(listen.substr(0, colon) + ":1");
-      if (addr.ok()) addr->sin_port = 0;
-    }
-    if (!addr.ok()) return addr.status();
-  }
+  absl::StatusOr<net::SocketAddress> addr = net::ResolveHostPort(listen);
+  if (!addr.ok()) return addr.status();
   absl::StatusOr<UdpSocket> sock = UdpSocket::Bind(*addr);
   if (!sock.ok()) return sock.status();
   sock->SetBuffers(64 << 20);
@@ -239,7 +232,8 @@ absl::Status ProbeServer::Run(Duration duration) {
       return n.status();
     }
     for (size_t i = 0; i < got.size(); ++i) {
-      const std::string peer(reinterpret_cast<const char*>(&got[i].from), sizeof(got[i].from));
+      uint8_t id[net::SocketAddress::kMaxIdentityBytes];
+      const std::string peer(reinterpret_cast<const char*>(id), got[i].from.Identity(id));
       replies.clear();
       if (got[i].socket_drops != 0) responder_.NoteSocketDrops(got[i].socket_drops);
       responder_.Handle(peer, std::span<const uint8_t>(bufs[i].data(), got[i].length),

@@ -92,7 +92,8 @@ class ProbeResponder {
 // A ProbeResponder on its own socket.
 class ProbeServer {
  public:
-  // Binds `listen` ("127.0.0.1:9300"; port 0 picks a free one).
+  // Binds `listen` ("127.0.0.1:9300", "[::1]:9300" or a name that resolves; port 0 picks a
+  // free one). Errors: net::ResolveHostPort's and net::BindSocket's.
   static absl::StatusOr<std::unique_ptr<ProbeServer>> Create(const std::string& listen,
                                                              const ResponderOptions& options = {});
   // Serves until Stop() or until `duration` has passed (zero: no time bound).
