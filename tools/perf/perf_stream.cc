@@ -11,6 +11,7 @@
 #include "glog/logging.h"
 #include "tools/common/transport_flags.h"
 #include "transport/base/parse.h"
+#include "transport/base/percentile.h"
 
 namespace longhaul::perf {
 namespace {
@@ -19,15 +20,6 @@ constexpr uint64_t kTagData = 1;
 constexpr uint64_t kTagControl = 2;
 constexpr size_t kMaxCorruptionDetails = 10;
 constexpr size_t kMaxMctSamples = size_t{4} << 20;  // 32 MiB of samples per stream
-
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  double f = pos - static_cast<double>(lo);
-  return sorted[lo] * (1 - f) + sorted[hi] * f;
-}
 
 void CpuNow(double* user, double* system) {
   rusage ru{};
@@ -69,9 +61,9 @@ MctSummary Summarize(std::vector<double> s) {
   double total = 0;
   for (double v : s) total += v;
   m.mean_s = total / static_cast<double>(s.size());
-  m.p50_s = Percentile(s, 0.5);
-  m.p99_s = Percentile(s, 0.99);
-  m.p999_s = Percentile(s, 0.999);
+  m.p50_s = InterpolatedPercentile(s, 0.5);
+  m.p99_s = InterpolatedPercentile(s, 0.99);
+  m.p999_s = InterpolatedPercentile(s, 0.999);
   m.max_s = s.back();
   return m;
 }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/percentile.h"
 #include "transport/base/rng.h"
 #include "transport/core/connection.h"
 
@@ -301,12 +302,6 @@ double ProcessCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
 }  // namespace
 
 const char* WorkloadName(Workload w) {
@@ -590,9 +585,9 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
       double total = 0;
       for (double v : mct) total += v;
       r.mct.mean_s = total / static_cast<double>(mct.size());
-      r.mct.p50_s = Percentile(mct, 0.5);
-      r.mct.p99_s = Percentile(mct, 0.99);
-      r.mct.p999_s = Percentile(mct, 0.999);
+      r.mct.p50_s = NearestRankPercentile(mct, 0.5);
+      r.mct.p99_s = NearestRankPercentile(mct, 0.99);
+      r.mct.p999_s = NearestRankPercentile(mct, 0.999);
       r.mct.max_s = mct.back();
     }
   }

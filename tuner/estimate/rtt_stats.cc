@@ -5,19 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "transport/base/percentile.h"
 
 namespace longhaul::tuner {
-namespace {
-
-// Index of the nearest-rank q-percentile in a sorted array of n > 0 values.
-size_t RankIndex(size_t n, double q) {
-  q = std::clamp(q, 0.0, 1.0);
-  const double rank = std::ceil(q * static_cast<double>(n));
-  return rank <= 1 ? 0 : std::min(n - 1, static_cast<size_t>(rank) - 1);
-}
-
-}  // namespace
-
 std::string RttSummary::ToString() const {
   return absl::StrFormat("min %.3fms p50 %.3fms p99 %.3fms max %.3fms jitter %.3fms (n=%d)",
                          min.milliseconds(), p50.milliseconds(), p99.milliseconds(),
@@ -27,7 +17,7 @@ std::string RttSummary::ToString() const {
 absl::StatusOr<Duration> RttPercentile(std::span<const Duration> samples, double q) {
   if (samples.empty()) return absl::InvalidArgumentError("no RTT samples");
   std::vector<Duration> v(samples.begin(), samples.end());
-  const size_t i = RankIndex(v.size(), q);
+  const size_t i = NearestRankIndex(v.size(), q);
   std::nth_element(v.begin(), v.begin() + i, v.end());
   return v[i];
 }
@@ -41,9 +31,9 @@ absl::StatusOr<RttSummary> SummarizeRtt(std::span<const Duration> samples) {
   s.count = v.size();
   s.min = v.front();
   s.max = v.back();
-  s.p50 = v[RankIndex(v.size(), 0.50)];
-  s.p90 = v[RankIndex(v.size(), 0.90)];
-  s.p99 = v[RankIndex(v.size(), 0.99)];
+  s.p50 = v[NearestRankIndex(v.size(), 0.50)];
+  s.p90 = v[NearestRankIndex(v.size(), 0.90)];
+  s.p99 = v[NearestRankIndex(v.size(), 0.99)];
   // Sums in double seconds: n x 150 ms cannot overflow, and ns precision is kept to
   // well below the sampling noise.
   double sum = 0;

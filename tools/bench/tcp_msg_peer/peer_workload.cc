@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "transport/base/parse.h"
+#include "transport/base/percentile.h"
 
 namespace longhaul::bench {
 namespace {
@@ -50,15 +51,6 @@ struct FrameHeader {
   int64_t submit_ns;   // CLOCK_REALTIME when the sender submitted the message
 };
 static_assert(sizeof(FrameHeader) == kFrameHeaderBytes);
-
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  double pos = q * static_cast<double>(sorted.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(pos));
-  size_t hi = std::min(lo + 1, sorted.size() - 1);
-  double f = pos - static_cast<double>(lo);
-  return sorted[lo] * (1 - f) + sorted[hi] * f;
-}
 
 // A buffer of zeros that every frame's payload is sent from (no copy per message).
 const uint8_t* ZeroPayload(uint64_t size) {
@@ -217,17 +209,17 @@ nlohmann::json SummarizeCompletionTimes(std::vector<double> s) {
   for (double v : s) total += v;
   j["messages"] = s.size();
   j["mct_mean_s"] = s.empty() ? 0.0 : total / static_cast<double>(s.size());
-  j["mct_p50_s"] = Percentile(s, 0.5);
-  j["mct_p99_s"] = Percentile(s, 0.99);
-  j["mct_p999_s"] = Percentile(s, 0.999);
+  j["mct_p50_s"] = InterpolatedPercentile(s, 0.5);
+  j["mct_p99_s"] = InterpolatedPercentile(s, 0.99);
+  j["mct_p999_s"] = InterpolatedPercentile(s, 0.999);
   j["mct_max_s"] = s.empty() ? 0.0 : s.back();
   // The distribution for plots: the completion time at q = 0, 0.01, ..., 1 and 0.999.
   nlohmann::json cdf = nlohmann::json::array();
   if (!s.empty()) {
     for (int i = 0; i <= 100; ++i) {
       const double q = i / 100.0;
-      cdf.push_back({q, Percentile(s, q)});
-      if (i == 99) cdf.push_back({0.999, Percentile(s, 0.999)});
+      cdf.push_back({q, InterpolatedPercentile(s, q)});
+      if (i == 99) cdf.push_back({0.999, InterpolatedPercentile(s, 0.999)});
     }
   }
   j["mct_cdf"] = cdf;
