@@ -38,6 +38,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/emu/loop_util.h"
 #include "transport/emu/netns.h"
@@ -71,7 +72,6 @@ DEFINE_bool(json, false, "print one JSON object");
 namespace longhaul {
 namespace {
 
-using emu::MonotonicNs;
 constexpr uint32_t kMagic = 0x4c48454d;  // "LHEM"
 
 struct Header {
@@ -101,7 +101,7 @@ ssize_t RecvStamped(int fd, uint8_t* buf, size_t len, sockaddr_storage* from, so
   if (n < 0) return n;
   if (from_len != nullptr) *from_len = h.msg_namelen;
   const int64_t rt = net::ReceivedRealtimeNs(h);
-  *arrival_ns = rt > 0 ? std::min(mono, rt - (emu::RealtimeNs() - MonotonicNs())) : mono;
+  *arrival_ns = rt > 0 ? std::min(mono, rt - (RealtimeNs() - MonotonicNs())) : mono;
   return n;
 }
 
@@ -232,7 +232,7 @@ int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t s
       const int n = recvmmsg(sink_fd, msgs, kBatch, MSG_DONTWAIT, nullptr);
       if (n <= 0) continue;
       const int64_t mono = MonotonicNs();
-      const int64_t real_minus_mono = emu::RealtimeNs() - mono;
+      const int64_t real_minus_mono = RealtimeNs() - mono;
       for (int i = 0; i < n; ++i) {
         // Kernel arrival time: the sink thread's own scheduling delay does not count.
         const int64_t rt = net::ReceivedRealtimeNs(msgs[i].msg_hdr);

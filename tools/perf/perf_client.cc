@@ -22,6 +22,7 @@
 #include "tools/perf/perf_stream.h"
 #include "tools/perf/perf_tool.h"
 #include "transport/api/endpoint.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 
@@ -185,7 +186,7 @@ int RunClient(const ClientOptions& o) {
               << std::endl;
   }
   for (StreamTrack& t : tracks) t.stream->Begin();
-  const int64_t t0 = SteadyNs();
+  const int64_t t0 = MonotonicNs();
   const double timeout_s = o.timeout_s > 0 ? o.timeout_s : (o.bytes > 0 ? 3600.0 : o.time_s + 60.0);
   if (!o.json) {
     std::cout << "[ ID] Interval           Transfer     Bitrate         Retr  FEC-rec  RTT"
@@ -251,7 +252,7 @@ int RunClient(const ClientOptions& o) {
   };
 
   while (true) {
-    const int64_t now = SteadyNs();
+    const int64_t now = MonotonicNs();
     bool all_done = true;
     for (StreamTrack& t : tracks) {
       PerfStream& s = *t.stream;
@@ -282,7 +283,7 @@ int RunClient(const ClientOptions& o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  const double end_s = (SteadyNs() - t0) * 1e-9;
+  const double end_s = (MonotonicNs() - t0) * 1e-9;
   if (end_s - last_boundary > 0.05 * o.interval_s) sample(last_boundary, end_s);
   for (StreamTrack& t : tracks) {
     if (!t.stream->closed()) t.stream->handle().Close();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "tools/common/transport_flags.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/percentile.h"
 
@@ -41,18 +42,6 @@ nlohmann::json CpuJson(double user0, double system0) {
 
 }  // namespace
 
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t RealtimeNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 MctSummary Summarize(std::vector<double> s) {
   MctSummary m;
   if (s.empty()) return m;
@@ -83,7 +72,7 @@ PerfStream::PerfStream(std::shared_ptr<ConnectionHandle> handle, Options options
     : handle_(std::move(handle)), opt_(std::move(options)) {
   state_ = opt_.is_client ? (opt_.request.reverse ? State::kReceiving : State::kSending)
                           : State::kWaitRequest;
-  start_ns_ = SteadyNs();
+  start_ns_ = MonotonicNs();
   if (opt_.is_client) {
     pattern_ = PatternFor(opt_.request.message_size);
     with_header_ = opt_.request.workload == "messages";
@@ -111,7 +100,7 @@ void PerfStream::Begin() {
 
 // Called with mu_ held once the request is known.
 void PerfStream::StartRole() {
-  const int64_t now = SteadyNs();
+  const int64_t now = MonotonicNs();
   start_ns_ = now;
   CpuNow(&cpu_user0_, &cpu_system0_);
   next_report_ns_ = now + static_cast<int64_t>(opt_.request.interval_s * 1e9);
@@ -143,7 +132,7 @@ uint64_t PerfStream::OutstandingLimit() const {
 
 void PerfStream::PumpLocked() {
   if (state_ != State::kSending || opt_.request.workload != "bulk") return;
-  const int64_t now = SteadyNs();
+  const int64_t now = MonotonicNs();
   if (end_ns_ != 0 && now >= end_ns_) {
     StopSendingLocked();
     return;
@@ -196,11 +185,11 @@ void PerfStream::SchedulerLoop() {
   const TestRequest& r = opt_.request;
   const double per_stream_bps = r.rate_bps * r.load / r.streams;
   const double gap_ns = static_cast<double>(r.message_size) * 8e9 / per_stream_bps;
-  const int64_t t0 = SteadyNs();
+  const int64_t t0 = MonotonicNs();
   const uint64_t cap = std::max<uint64_t>(uint64_t{256} << 20, 4 * r.message_size);
   uint64_t k = 0;
   while (!stop_scheduler_.load()) {
-    const int64_t now = SteadyNs();
+    const int64_t now = MonotonicNs();
     {
       std::lock_guard<std::mutex> l(mu_);
       if (state_ != State::kSending) return;
@@ -242,7 +231,7 @@ void PerfStream::SchedulerLoop() {
 }
 
 void PerfStream::Tick() {
-  const int64_t now = SteadyNs();
+  const int64_t now = MonotonicNs();
   std::lock_guard<std::mutex> l(mu_);
   if (state_ == State::kDone || state_ == State::kFailed) return;
   if (!opt_.is_client) {
@@ -346,7 +335,7 @@ void PerfStream::OnEvent(Event& e) {
       std::lock_guard<std::mutex> l(mu_);
       if (!e.status.ok()) return;
       bytes_acked_ += e.size;
-      last_ack_ns_ = SteadyNs();
+      last_ack_ns_ = MonotonicNs();
       outstanding_ -= std::min<uint64_t>(outstanding_, e.size);
       PumpLocked();
       return;
@@ -371,7 +360,7 @@ void PerfStream::OnEvent(Event& e) {
 }
 
 void PerfStream::OnData(Event& e) {
-  const int64_t now = SteadyNs();
+  const int64_t now = MonotonicNs();
   {
     std::lock_guard<std::mutex> l(mu_);
     const bool receiving = state_ == State::kReceiving;

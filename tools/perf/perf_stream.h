@@ -31,9 +31,6 @@
 
 namespace longhaul::perf {
 
-int64_t SteadyNs();
-int64_t RealtimeNs();
-
 struct MctSummary {
   uint64_t count = 0;
   double mean_s = 0, p50_s = 0, p99_s = 0, p999_s = 0, max_s = 0;

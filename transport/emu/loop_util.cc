@@ -17,18 +17,6 @@
 
 namespace longhaul::emu {
 
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
 int64_t WakeTarget(int64_t deadline_ns, int64_t now_ns) {
   if (deadline_ns == std::numeric_limits<int64_t>::max()) return deadline_ns;
   const int64_t left = deadline_ns - now_ns;

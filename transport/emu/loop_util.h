@@ -8,14 +8,9 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "transport/base/clock.h"  // MonotonicNs(), RealtimeNs()
 
 namespace longhaul::emu {
-
-// CLOCK_MONOTONIC in nanoseconds.
-int64_t MonotonicNs();
-
-// CLOCK_REALTIME in nanoseconds (kernel packet timestamps use it).
-int64_t RealtimeNs();
 
 // Where a loop should wake for `deadline_ns` when it is `now_ns`: a long sleep on this
 // kind of machine (a VM leaving an idle state) wakes 100-200 us late, a 1 ms one 30-60 us,

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rng.h"
 #include "transport/net/resolver.h"
@@ -49,7 +50,7 @@ class Prober {
   }
 
   absl::StatusOr<ProbeReport> Run() {
-    start_ns_ = probe::NowRealtimeNs();
+    start_ns_ = RealtimeNs();
     deadline_ns_ = start_ns_ + opt_.max_duration.ns();
     report_.responder = opt_.target;
     if (absl::Status s = Hello(); !s.ok()) return s;
@@ -79,7 +80,7 @@ class Prober {
     if (opt_.progress) opt_.progress(absl::StrCat("probe: ", line));
   }
 
-  double Elapsed() const { return (probe::NowRealtimeNs() - start_ns_) * 1e-9; }
+  double Elapsed() const { return (RealtimeNs() - start_ns_) * 1e-9; }
   bool OverBudget(size_t next_bytes = 0) const {
     return report_.wire_bytes_sent + next_bytes > opt_.max_bytes;
   }
@@ -138,7 +139,7 @@ class Prober {
   template <typename Done>
   absl::Status PollUntil(int64_t until_ns, Done done) {
     while (!done()) {
-      const int64_t now = probe::NowRealtimeNs();
+      const int64_t now = RealtimeNs();
       if (now >= until_ns) break;
       if (absl::Status s = Poll(Duration::Nanoseconds(until_ns - now)); !s.ok()) return s;
       if (!error_.empty()) return absl::UnavailableError(error_);
@@ -164,7 +165,7 @@ class Prober {
         return absl::UnavailableError(absl::StrCat("no probe responder at ", opt_.target, ": ",
                                                    s.message()));
       }
-      const int64_t until = std::min(deadline_ns_, probe::NowRealtimeNs() + 1000000000);
+      const int64_t until = std::min(deadline_ns_, RealtimeNs() + 1000000000);
       absl::Status s = PollUntil(until, [&] { return hello_ack_.has_value(); });
       if (!s.ok()) {
         return absl::UnavailableError(absl::StrCat("no probe responder at ", opt_.target, ": ",
@@ -185,12 +186,12 @@ class Prober {
 
   absl::Status RttPhase() {
     std::vector<uint64_t> ids;
-    int64_t next = probe::NowRealtimeNs();
+    int64_t next = RealtimeNs();
     for (int i = 0; i < opt_.rtt_probes; ++i) {
       if (next >= PhaseEnd(0.15)) break;
       SleepUntilNs(next);
       ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
-      m.send_ns = static_cast<uint64_t>(probe::NowRealtimeNs());
+      m.send_ns = static_cast<uint64_t>(RealtimeNs());
       ids.push_back(m.header.seq);
       if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
       if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
@@ -205,7 +206,7 @@ class Prober {
     // Stragglers: up to 3 x the largest RTT seen (at least 200 ms), at most 2 s.
     Duration longest = Duration::Milliseconds(200);
     for (const auto& [id, e] : echo_replies_) longest = std::max(longest, e.rtt * 3);
-    const int64_t until = std::min(PhaseEnd(0.25), probe::NowRealtimeNs() +
+    const int64_t until = std::min(PhaseEnd(0.25), RealtimeNs() +
                                                        std::min(longest, Duration::Seconds(2)).ns());
     if (absl::Status s = PollUntil(until, all); !s.ok()) return s;
     std::vector<Duration> rtts;
@@ -244,11 +245,11 @@ class Prober {
         1000000, static_cast<int64_t>(65536.0 * 8e9 / std::max(rate.bps(), 1.0)));
     std::vector<std::vector<uint8_t>> pkts;
     std::vector<std::span<const uint8_t>> views;
-    int64_t t0 = probe::NowRealtimeNs() + 100000;
+    int64_t t0 = RealtimeNs() + 100000;
     uint64_t i = 0, sent = 0;
     *first_ns = 0;
     while (i < n) {
-      const int64_t now = probe::NowRealtimeNs();
+      const int64_t now = RealtimeNs();
       if (now >= stop_ns) break;
       int64_t due = t0 + static_cast<int64_t>(static_cast<double>(i) * gap_ns);
       // Behind schedule by more than a millisecond (the host was busy): move the schedule
@@ -267,7 +268,7 @@ class Prober {
         // How late this host wakes a sleeping sender (the search sizes the pacing burst
         // from it).
         if (timer_late_ns_.size() < 200000) {
-          timer_late_ns_.push_back(std::max<int64_t>(0, probe::NowRealtimeNs() - wake));
+          timer_late_ns_.push_back(std::max<int64_t>(0, RealtimeNs() - wake));
         }
         continue;
       }
@@ -302,7 +303,7 @@ class Prober {
         done += *k;
         sent += *k;
       }
-      const int64_t after = probe::NowRealtimeNs();
+      const int64_t after = RealtimeNs();
       if (*first_ns == 0) *first_ns = after;
       *last_ns = after;
     }
@@ -321,8 +322,8 @@ class Prober {
       m.train = train;
       m.packets_sent = sent;
       if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
-      const int64_t until = std::min(deadline_ns_, probe::NowRealtimeNs() + wait.ns());
-      if (until <= probe::NowRealtimeNs()) break;
+      const int64_t until = std::min(deadline_ns_, RealtimeNs() + wait.ns());
+      if (until <= RealtimeNs()) break;
       if (absl::Status s = PollUntil(until, [&] { return reports_.count(train) > 0; }); !s.ok()) {
         return s;
       }
@@ -350,7 +351,7 @@ class Prober {
     int empty_trains = 0;
     int missing_reports = 0;
     while (!search.done()) {
-      const int64_t now = probe::NowRealtimeNs();
+      const int64_t now = RealtimeNs();
       const Bandwidth rate = search.NextRate();
       const uint32_t payload = sizes[size_index];
       const double wire = payload + kIpUdpOverhead;
@@ -486,14 +487,14 @@ class Prober {
       if (sizes.empty()) break;
       std::map<uint64_t, uint32_t> sent;  // echo id -> size
       std::set<uint32_t> refused;
-      int64_t t = probe::NowRealtimeNs();
+      int64_t t = RealtimeNs();
       for (int copy = 0; copy < 3; ++copy) {
         for (uint32_t size : sizes) {
           if (refused.count(size)) continue;
           if (OverBudget(size)) break;
           SleepUntilNs(t);
           ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
-          m.send_ns = static_cast<uint64_t>(probe::NowRealtimeNs());
+          m.send_ns = static_cast<uint64_t>(RealtimeNs());
           if (absl::Status s = SendMessage(m, size - kIpUdpOverhead); !s.ok()) {
             if (absl::IsFailedPrecondition(s)) {
               refused.insert(size);  // EMSGSIZE: bigger than the local interface
@@ -506,7 +507,7 @@ class Prober {
           if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
         }
       }
-      const int64_t until = std::min(phase_end, probe::NowRealtimeNs() + RttP99().ns() * 2 +
+      const int64_t until = std::min(phase_end, RealtimeNs() + RttP99().ns() * 2 +
                                                     Duration::Milliseconds(20).ns());
       auto all = [&] {
         for (const auto& [id, size] : sent) {
@@ -522,7 +523,7 @@ class Prober {
       }
       for (uint32_t size : sizes) results.push_back({size, ok.count(size) > 0});
       search.OnRound(results);
-      if (probe::NowRealtimeNs() >= phase_end) {
+      if (RealtimeNs() >= phase_end) {
         report_.notes.push_back("path-MTU search stopped at its time share");
         break;
       }
@@ -542,7 +543,7 @@ class Prober {
     // A busy responder may first have to drain a socket buffer's worth of the train.
     const Duration reserve = RttP99() * 5 + (report_.rtt_idle.p99 - report_.rtt_idle.min) +
                              Duration::Milliseconds(600);
-    const int64_t now = probe::NowRealtimeNs();
+    const int64_t now = RealtimeNs();
     const double seconds = (deadline_ns_ - now - reserve.ns()) * 1e-9;
     if (seconds < 0.2) {
       report_.notes.push_back("no time left for the loss phase: loss unknown");
@@ -574,7 +575,7 @@ class Prober {
                                              true, echo_every, stop, &first, &last, &sent);
     if (!sr.ok()) return sr.status();
     // Let reordered stragglers land before asking (they would read as losses).
-    SleepUntilNs(probe::NowRealtimeNs() + Duration::Milliseconds(20).ns() +
+    SleepUntilNs(RealtimeNs() + Duration::Milliseconds(20).ns() +
                  (report_.rtt_idle.p99 - report_.rtt_idle.min).ns());
     absl::StatusOr<std::optional<probe::TrainReport>> rep =
         RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(150));
@@ -715,7 +716,7 @@ absl::StatusOr<ProbeReport> RunProbe(const ProbeOptions& options) {
   absl::StatusOr<probe::UdpSocket> sock = probe::UdpSocket::Connect(*addr);
   if (!sock.ok()) return sock.status();
   sock->SetBuffers(64 << 20);
-  Rng rng(static_cast<uint64_t>(probe::NowRealtimeNs()) ^ (uint64_t{sock->LocalPort()} << 32));
+  Rng rng(static_cast<uint64_t>(RealtimeNs()) ^ (uint64_t{sock->LocalPort()} << 32));
   uint32_t session = static_cast<uint32_t>(rng.Next());
   if (session == 0) session = 1;
   // Pacing sleeps of tens of microseconds need a small timer slack (this thread's,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/clock.h"
 #include "transport/net/resolver.h"
 
 namespace longhaul::tuner::probe {
@@ -217,13 +218,13 @@ absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const std::stri
 }
 
 absl::Status ProbeServer::Run(Duration duration) {
-  const int64_t start = NowRealtimeNs();
+  const int64_t start = RealtimeNs();
   std::vector<std::vector<uint8_t>> bufs(64, std::vector<uint8_t>(kMaxDatagram));
   std::vector<Received> got;
   std::vector<std::vector<uint8_t>> replies;
   int64_t last_expire = start;
   while (!stop_.load()) {
-    const int64_t now = NowRealtimeNs();
+    const int64_t now = RealtimeNs();
     if (duration > Duration::Zero() && now - start >= duration.ns()) break;
     absl::StatusOr<size_t> n =
         socket_.Receive(&bufs, kMaxDatagram, &got, Duration::Milliseconds(100));
@@ -237,7 +238,7 @@ absl::Status ProbeServer::Run(Duration duration) {
       replies.clear();
       if (got[i].socket_drops != 0) responder_.NoteSocketDrops(got[i].socket_drops);
       responder_.Handle(peer, std::span<const uint8_t>(bufs[i].data(), got[i].length),
-                        got[i].at_ns, &replies, NowRealtimeNs());
+                        got[i].at_ns, &replies, RealtimeNs());
       for (const auto& r : replies) socket_.SendTo(r, got[i].from).IgnoreError();
     }
     if (now - last_expire > Duration::Seconds(1).ns()) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/base/clock.h"
 #include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
 
@@ -34,11 +35,7 @@ net::UdpSocketFlags ProbeFlags(bool pmtu_probe) {
 
 }  // namespace
 
-int64_t NowRealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t NowRealtimeNs() { return RealtimeNs(); }
 
 UdpSocket::~UdpSocket() {
   if (fd_ >= 0) close(fd_);

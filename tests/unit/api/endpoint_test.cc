@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/drivers/udp/handshake.h"
 #include "transport/testing/loopback_relay.h"
 
@@ -392,9 +393,7 @@ TEST(Endpoint, ForeignDatagramsReachTheListenHandlerAndItsRepliesTheSender) {
   const int fd = RawSocketTo(srv.port);
   ASSERT_GE(fd, 0);
   const uint8_t probe[] = {0xB7, 1, 2, 3};
-  const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const int64_t before = RealtimeNs();
   ASSERT_EQ(send(fd, probe, sizeof(probe), 0), static_cast<ssize_t>(sizeof(probe)));
   pollfd p{fd, POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 5000), 1);

@@ -35,6 +35,7 @@
 #include "gflags/gflags.h"
 #include "tools/bench/tcp_msg_peer/peer_flags.h"
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 
 DEFINE_int32(port, 5302, "TCP port to listen on / connect to");

@@ -1,7 +1,5 @@
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/percentile.h"
 
@@ -115,18 +114,6 @@ nlohmann::json BinsToIntervals(const std::vector<uint64_t>& bins) {
 }
 
 }  // namespace
-
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 absl::StatusOr<Workload> ParseWorkload(const std::string& name) {
   if (name == "bulk") return Workload::kBulk;

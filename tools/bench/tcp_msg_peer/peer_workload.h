@@ -115,7 +115,4 @@ absl::StatusOr<nlohmann::json> RunServer(ByteStream& stream, double deadline_s);
 // plus "mct_cdf": [[q, seconds], ...] at q = 0, 0.01, ..., 1 and 0.999 (for plots).
 nlohmann::json SummarizeCompletionTimes(std::vector<double> samples_s);
 
-int64_t RealtimeNs();
-int64_t MonotonicNs();
-
 }  // namespace longhaul::bench

@@ -31,6 +31,7 @@
 #include "gflags/gflags.h"
 #include "tools/bench/tcp_msg_peer/peer_flags.h"
 #include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 
 DEFINE_int32(port, 5303, "UDP port of the UDT server");
