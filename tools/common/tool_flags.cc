@@ -74,13 +74,19 @@ absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolF
   return ToolFlagAction::kRun;
 }
 
+std::string ToolUsage::Message(absl::string_view message) const {
+  return absl::StrCat(tool_, ": ", message, "\n(see ", tool_, " --help)\n");
+}
+
+void ToolUsage::Fail(absl::string_view message) const {
+  std::cerr << Message(message);
+  std::exit(kUsageExitStatus);
+}
+
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
                           const std::function<void()>& print_help, const char* version) {
   absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
-  if (!a.ok()) {
-    std::cerr << tool << ": " << a.status().message() << "\n(see " << tool << " --help)\n";
-    std::exit(2);
-  }
+  if (!a.ok()) ToolUsage(tool).Fail(a.status().message());
   if (*a == ToolFlagAction::kHelp) {
     print_help();
     std::exit(0);

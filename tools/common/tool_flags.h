@@ -6,12 +6,44 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "gflags/gflags.h"
 
 namespace longhaul {
+
+// Exit status of every tool for a bad command line (flags, values, specs).
+inline constexpr int kUsageExitStatus = 2;
+
+// A tool's usage errors, the same in every main(): Fail() prints "TOOL: message" and
+// "(see TOOL --help)" on stderr and exits with kUsageExitStatus; Or() unwraps a parsed
+// flag value or fails naming the flag. `tool` must outlive the object (a literal).
+//
+//   constexpr ToolUsage kUsage("longhaul-sim");
+//   const Duration d = kUsage.Or(ParseDuration(FLAGS_stagger), "stagger");
+//   if (FLAGS_connections < 1) kUsage.Fail("--connections must be >= 1");
+class ToolUsage {
+ public:
+  explicit constexpr ToolUsage(const char* tool) : tool_(tool) {}
+
+  const char* tool() const { return tool_; }
+  // What Fail(message) prints: "TOOL: message\n(see TOOL --help)\n".
+  std::string Message(absl::string_view message) const;
+  [[noreturn]] void Fail(absl::string_view message) const;
+  // *v, or Fail("--FLAG: <v's error message>").
+  template <typename T>
+  T Or(absl::StatusOr<T> v, absl::string_view flag) const {
+    if (!v.ok()) Fail(absl::StrCat("--", flag, ": ", v.status().message()));
+    return *std::move(v);
+  }
+
+ private:
+  const char* tool_;
+};
 
 struct ToolFlagOptions {
   // Source directories whose flags belong to the tool ("tools/perf/"); flags defined
@@ -32,8 +64,8 @@ enum class ToolFlagAction { kRun, kHelp, kVersion };
 // argument 'foo'").
 absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolFlagOptions& o);
 
-// ParseToolFlags for a tool's main(): on a bad command line prints "TOOL: message" and
-// "(see TOOL --help)" to stderr and exits with status 2; --help calls `print_help` and
+// ParseToolFlags for a tool's main(): on a bad command line fails as ToolUsage(tool)
+// does (message, "(see TOOL --help)", exit status 2); --help calls `print_help` and
 // exits 0; --version (with o.version_flag) prints `version` and exits 0.
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
                           const std::function<void()>& print_help, const char* version = "");

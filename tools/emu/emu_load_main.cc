@@ -38,6 +38,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/emu/loop_util.h"
@@ -72,6 +73,7 @@ DEFINE_bool(json, false, "print one JSON object");
 namespace longhaul {
 namespace {
 
+constexpr ToolUsage kUsage("longhaul-emu-load");
 constexpr uint32_t kMagic = 0x4c48454d;  // "LHEM"
 
 struct Header {
@@ -103,17 +105,6 @@ ssize_t RecvStamped(int fd, uint8_t* buf, size_t len, sockaddr_storage* from, so
   const int64_t rt = net::ReceivedRealtimeNs(h);
   *arrival_ns = rt > 0 ? std::min(mono, rt - (RealtimeNs() - MonotonicNs())) : mono;
   return n;
-}
-
-[[noreturn]] void Usage(const std::string& msg) {
-  std::cerr << "longhaul-emu-load: " << msg << "\n";
-  std::exit(2);
-}
-
-template <typename T>
-T Or(absl::StatusOr<T> v, const char* flag) {
-  if (!v.ok()) Usage(absl::StrCat("--", flag, ": ", v.status().message()));
-  return *std::move(v);
 }
 
 int MakeSocket(const net::SocketAddress& bind_to, const net::SocketAddress* connect_to,
@@ -177,17 +168,19 @@ void SleepUntil(int64_t t_ns) {
 }
 
 int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
-  const Duration duration = Or(ParseDuration(FLAGS_duration), "duration");
-  const Duration warmup = Or(ParseDuration(FLAGS_warmup), "warmup");
-  const Duration drain = Or(ParseDuration(FLAGS_drain), "drain");
-  const Bandwidth rate = Or(ParseBandwidth(FLAGS_rate), "rate");
+  const Duration duration = kUsage.Or(ParseDuration(FLAGS_duration), "duration");
+  const Duration warmup = kUsage.Or(ParseDuration(FLAGS_warmup), "warmup");
+  const Duration drain = kUsage.Or(ParseDuration(FLAGS_drain), "drain");
+  const Bandwidth rate = kUsage.Or(ParseBandwidth(FLAGS_rate), "rate");
   if (duration <= Duration::Zero() || duration > Duration::Seconds(3600)) {
-    Usage("--duration must be in (0, 1h]");
+    kUsage.Fail("--duration must be in (0, 1h]");
   }
-  if (warmup < Duration::Zero() || warmup >= duration) Usage("--warmup must be in [0, duration)");
+  if (warmup < Duration::Zero() || warmup >= duration) {
+    kUsage.Fail("--warmup must be in [0, duration)");
+  }
   if (drain < Duration::Zero() || drain > Duration::Seconds(60))
-    Usage("--drain must be in [0, 60s]");
-  if (FLAGS_flows < 1 || FLAGS_flows > 64) Usage("--flows must be in 1..64");
+    kUsage.Fail("--drain must be in [0, 60s]");
+  if (FLAGS_flows < 1 || FLAGS_flows > 64) kUsage.Fail("--flows must be in 1..64");
 
   const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true, FLAGS_sink_netns);
   std::vector<int> flows;
@@ -350,10 +343,10 @@ int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t s
 }
 
 int PingPong(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
-  const Duration timeout = Or(ParseDuration(FLAGS_ping_timeout), "ping_timeout");
-  if (FLAGS_pings < 1 || FLAGS_pings > 100000) Usage("--pings must be in 1..100000");
+  const Duration timeout = kUsage.Or(ParseDuration(FLAGS_ping_timeout), "ping_timeout");
+  if (FLAGS_pings < 1 || FLAGS_pings > 100000) kUsage.Fail("--pings must be in 1..100000");
   if (timeout <= Duration::Zero() || timeout > Duration::Seconds(60)) {
-    Usage("--ping_timeout must be in (0, 60s]");
+    kUsage.Fail("--ping_timeout must be in (0, 60s]");
   }
   const int sink_fd = MakeSocket(sink, nullptr, true, FLAGS_sink_netns);
   const int client_fd = MakeSocket(g_from, &to, true, FLAGS_client_netns);
@@ -450,25 +443,25 @@ int Main(int argc, char** argv) {
       "longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
       "[--mode=flood|pingpong] [flags]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (argc > 1) Usage(absl::StrCat("unexpected argument '", argv[1], "'"));
-  if (FLAGS_to.empty() || FLAGS_sink.empty()) Usage("--to and --sink are required");
-  const net::SocketAddress to = Or(net::SocketAddress::Parse(FLAGS_to), "to");
-  const net::SocketAddress sink = Or(net::SocketAddress::Parse(FLAGS_sink), "sink");
+  if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (FLAGS_to.empty() || FLAGS_sink.empty()) kUsage.Fail("--to and --sink are required");
+  const net::SocketAddress to = kUsage.Or(net::SocketAddress::Parse(FLAGS_to), "to");
+  const net::SocketAddress sink = kUsage.Or(net::SocketAddress::Parse(FLAGS_sink), "sink");
   if (!AllowedAddress(to) || !AllowedAddress(sink)) {
-    Usage("--to and --sink must be loopback or 198.18.0.0/15 addresses");
+    kUsage.Fail("--to and --sink must be loopback or 198.18.0.0/15 addresses");
   }
   if (FLAGS_from.empty()) {
     g_from = to;
     g_from.set_port(0);
   } else {
-    g_from = Or(net::SocketAddress::Parse(FLAGS_from), "from");
-    if (!AllowedAddress(g_from)) Usage("--from must be a loopback or 198.18.0.0/15 address");
+    g_from = kUsage.Or(net::SocketAddress::Parse(FLAGS_from), "from");
+    if (!AllowedAddress(g_from)) kUsage.Fail("--from must be a loopback or 198.18.0.0/15 address");
   }
-  const ByteCount size = Or(ParseByteCount(FLAGS_size), "size");
-  if (size < sizeof(Header) || size > 65507) Usage("--size must be in 32..65507 bytes");
+  const ByteCount size = kUsage.Or(ParseByteCount(FLAGS_size), "size");
+  if (size < sizeof(Header) || size > 65507) kUsage.Fail("--size must be in 32..65507 bytes");
   if (FLAGS_mode == "flood") return Flood(to, sink, size);
   if (FLAGS_mode == "pingpong") return PingPong(to, sink, size);
-  Usage(absl::StrCat("--mode: unknown '", FLAGS_mode, "' (flood, pingpong)"));
+  kUsage.Fail(absl::StrCat("--mode: unknown '", FLAGS_mode, "' (flood, pingpong)"));
 }
 
 }  // namespace

@@ -77,7 +77,7 @@ DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each name
 namespace longhaul {
 namespace {
 
-constexpr int kUsageError = 2;
+constexpr ToolUsage kUsage("longhaul-emu");
 int g_stop_fd = -1;
 
 const std::vector<std::string> kFlagDirs = {"tools/emu/"};
@@ -104,22 +104,11 @@ void PrintHelp() {
   std::cout << "\n" << sim::LinkSpecHelp();
 }
 
-[[noreturn]] void UsageError(const std::string& msg) {
-  std::cerr << "longhaul-emu: " << msg << "\n(see longhaul-emu --help)\n";
-  std::exit(kUsageError);
-}
-
 // --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
-  ParseToolFlagsOrExit(argc, argv, o, "longhaul-emu", PrintHelp);
-}
-
-template <typename T>
-T OrUsage(absl::StatusOr<T> v, const char* flag) {
-  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
-  return *std::move(v);
+  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 void OnSignal(int) {
@@ -203,10 +192,10 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   emu::UdpRelayOptions o;
   o.link = link;
   o.seed = FLAGS_seed;
-  o.listen = OrUsage(net::SocketAddress::Parse(FLAGS_listen), "listen");
-  o.forward = OrUsage(net::SocketAddress::Parse(FLAGS_forward), "forward");
-  if (o.forward.port() == 0) UsageError("--forward: the port must not be 0");
-  if (FLAGS_max_clients == 0) UsageError("--max_clients must be >= 1");
+  o.listen = kUsage.Or(net::SocketAddress::Parse(FLAGS_listen), "listen");
+  o.forward = kUsage.Or(net::SocketAddress::Parse(FLAGS_forward), "forward");
+  if (o.forward.port() == 0) kUsage.Fail("--forward: the port must not be 0");
+  if (FLAGS_max_clients == 0) kUsage.Fail("--max_clients must be >= 1");
   o.max_clients = FLAGS_max_clients;
   o.buffer_bytes = buffer;
   o.socket_buffer_bytes = socket_buffer;
@@ -231,7 +220,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   };
   absl::StatusOr<std::unique_ptr<emu::UdpRelay>> relay = emu::UdpRelay::Create(o);
   if (!relay.ok()) {
-    if (absl::IsInvalidArgument(relay.status())) UsageError(std::string(relay.status().message()));
+    if (absl::IsInvalidArgument(relay.status())) kUsage.Fail(relay.status().message());
     std::cerr << "longhaul-emu: " << relay.status().message() << "\n";
     return 1;
   }
@@ -287,17 +276,17 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
 int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
            ByteCount buffer) {
   const std::vector<std::string> names = absl::StrSplit(FLAGS_netns, ',');
-  if (names.size() != 2) UsageError("--netns needs two names, e.g. --netns=lhA,lhB");
+  if (names.size() != 2) kUsage.Fail("--netns needs two names, e.g. --netns=lhA,lhB");
   for (const std::string& n : names) {
     if (absl::Status st = emu::ValidateNetnsName(n); !st.ok()) {
-      UsageError(absl::StrCat("--netns: ", st.message()));
+      kUsage.Fail(absl::StrCat("--netns: ", st.message()));
     }
   }
-  if (names[0] == names[1]) UsageError("--netns: the two namespaces must differ");
+  if (names[0] == names[1]) kUsage.Fail("--netns: the two namespaces must differ");
   if (FLAGS_tun_name.empty() || FLAGS_tun_name.size() > 15) {
-    UsageError("--tun_name must have 1..15 characters");
+    kUsage.Fail("--tun_name must have 1..15 characters");
   }
-  if (link.mtu < 68) UsageError("--link: TUN mode needs mtu >= 68");
+  if (link.mtu < 68) kUsage.Fail("--link: TUN mode needs mtu >= 68");
   emu::TunBridgeOptions o;
   o.link = link;
   o.seed = FLAGS_seed;
@@ -326,7 +315,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   absl::StatusOr<std::unique_ptr<emu::TunBridge>> bridge = emu::TunBridge::Create(o);
   if (!bridge.ok()) {
     if (absl::IsInvalidArgument(bridge.status())) {
-      UsageError(std::string(bridge.status().message()));
+      kUsage.Fail(bridge.status().message());
     }
     std::cerr << "longhaul-emu: " << bridge.status().message() << "\n";
     return 1;
@@ -384,35 +373,35 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
 int Main(int argc, char** argv) {
   BlockStopSignals();
   ParseFlags(argc, argv);
-  if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=ts-1g)");
-  const sim::LinkSpec link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+  if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=ts-1g)");
+  const sim::LinkSpec link = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {
     const sim::LinkSchedule schedule =
-        OrUsage(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
-    g_schedule_specs = OrUsage(sim::ResolveLinkSchedule(link, schedule), "link_schedule");
+        kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
+    g_schedule_specs = kUsage.Or(sim::ResolveLinkSchedule(link, schedule), "link_schedule");
     for (const sim::LinkScheduleStep& step : schedule.steps) g_schedule_times.push_back(step.at);
   }
-  const Duration stats_interval = OrUsage(ParseDuration(FLAGS_stats_interval), "stats_interval");
-  const Duration max_time = OrUsage(ParseDuration(FLAGS_max_time), "max_time");
-  if (stats_interval < Duration::Zero()) UsageError("--stats_interval must be >= 0");
-  if (max_time < Duration::Zero()) UsageError("--max_time must be >= 0");
-  const ByteCount buffer = OrUsage(ParseByteCount(FLAGS_buffer), "buffer");
-  const ByteCount socket_buffer = OrUsage(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
-  if (buffer == 0) UsageError("--buffer must be > 0");
-  if (socket_buffer == 0) UsageError("--socket_buffer must be > 0");
-  if (FLAGS_realtime < 0 || FLAGS_realtime > 99) UsageError("--realtime must be in 0..99");
+  const Duration stats_interval = kUsage.Or(ParseDuration(FLAGS_stats_interval), "stats_interval");
+  const Duration max_time = kUsage.Or(ParseDuration(FLAGS_max_time), "max_time");
+  if (stats_interval < Duration::Zero()) kUsage.Fail("--stats_interval must be >= 0");
+  if (max_time < Duration::Zero()) kUsage.Fail("--max_time must be >= 0");
+  const ByteCount buffer = kUsage.Or(ParseByteCount(FLAGS_buffer), "buffer");
+  const ByteCount socket_buffer = kUsage.Or(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
+  if (buffer == 0) kUsage.Fail("--buffer must be > 0");
+  if (socket_buffer == 0) kUsage.Fail("--socket_buffer must be > 0");
+  if (FLAGS_realtime < 0 || FLAGS_realtime > 99) kUsage.Fail("--realtime must be in 0..99");
   const bool udp = !FLAGS_listen.empty() || !FLAGS_forward.empty();
-  if (FLAGS_tun && udp) UsageError("--tun cannot be combined with --listen/--forward");
+  if (FLAGS_tun && udp) kUsage.Fail("--tun cannot be combined with --listen/--forward");
   if (FLAGS_tun) {
-    if (FLAGS_netns.empty()) UsageError("--tun needs --netns=A,B");
+    if (FLAGS_netns.empty()) kUsage.Fail("--tun needs --netns=A,B");
     if (!FLAGS_port_file.empty() || FLAGS_tcp_relay) {
-      UsageError("--port_file and --tcp_relay are UDP-mode flags");
+      kUsage.Fail("--port_file and --tcp_relay are UDP-mode flags");
     }
     return RunTun(link, stats_interval, max_time, buffer);
   }
-  if (!FLAGS_netns.empty()) UsageError("--netns needs --tun");
+  if (!FLAGS_netns.empty()) kUsage.Fail("--netns needs --tun");
   if (FLAGS_listen.empty() || FLAGS_forward.empty()) {
-    UsageError("UDP mode needs both --listen and --forward (or use --tun --netns=A,B)");
+    kUsage.Fail("UDP mode needs both --listen and --forward (or use --tun --netns=A,B)");
   }
   return RunUdp(link, stats_interval, max_time, buffer, socket_buffer);
 }

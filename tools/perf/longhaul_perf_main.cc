@@ -62,7 +62,7 @@ DECLARE_string(profile);
 namespace longhaul::perf {
 namespace {
 
-constexpr int kUsageError = 2;
+constexpr ToolUsage kUsage("longhaul-perf");
 
 const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/"};
 
@@ -83,11 +83,6 @@ void PrintHelp() {
   PrintToolFlags(std::cout, kFlagDirs);
 }
 
-[[noreturn]] void UsageError(const std::string& msg) {
-  std::cerr << "longhaul-perf: " << msg << "\n(see longhaul-perf --help)\n";
-  std::exit(kUsageError);
-}
-
 // iperf3's single-letter flags, as our long names.
 const char* LongName(const std::string& s) {
   static const std::pair<const char*, const char*> kShort[] = {
@@ -106,36 +101,28 @@ void ParseFlags(int argc, char** argv) {
   o.dirs = kFlagDirs;
   o.short_name = LongName;
   o.version_flag = true;
-  ParseToolFlagsOrExit(argc, argv, o, "longhaul-perf", PrintHelp, kPerfVersion);
+  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp, kPerfVersion);
 }
 
 // Seconds from "10", "2.5" or a duration ("500ms", "1m").
 double SecondsFlag(const std::string& text, const char* flag) {
   double v;
   if (absl::SimpleAtod(text, &v)) return v;
-  absl::StatusOr<Duration> d = ParseDuration(text);
-  if (!d.ok()) UsageError(absl::StrCat("--", flag, ": ", d.status().message()));
-  return d->seconds();
-}
-
-template <typename T>
-T OrUsage(absl::StatusOr<T> v, const char* flag) {
-  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
-  return *std::move(v);
+  return kUsage.Or(ParseDuration(text), flag).seconds();
 }
 
 EndpointOptions EndpointFromFlags() {
   EndpointOptions e;
-  e.socket_buffer = OrUsage(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
-  e.spin = OrUsage(ParseDuration(FLAGS_spin), "spin");
+  e.socket_buffer = kUsage.Or(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
+  e.spin = kUsage.Or(ParseDuration(FLAGS_spin), "spin");
   e.gso = FLAGS_gso;
   e.gro = FLAGS_gro;
-  if (FLAGS_tx_batch < 1 || FLAGS_tx_batch > 1024) UsageError("--tx_batch must be in [1, 1024]");
-  if (FLAGS_rx_batch < 1 || FLAGS_rx_batch > 1024) UsageError("--rx_batch must be in [1, 1024]");
-  if (e.spin > Duration::Milliseconds(10)) UsageError("--spin must be at most 10ms");
+  if (FLAGS_tx_batch < 1 || FLAGS_tx_batch > 1024) kUsage.Fail("--tx_batch must be in [1, 1024]");
+  if (FLAGS_rx_batch < 1 || FLAGS_rx_batch > 1024) kUsage.Fail("--rx_batch must be in [1, 1024]");
+  if (e.spin > Duration::Milliseconds(10)) kUsage.Fail("--spin must be at most 10ms");
   e.tx_batch = static_cast<uint32_t>(FLAGS_tx_batch);
   e.rx_batch = static_cast<uint32_t>(FLAGS_rx_batch);
-  if (FLAGS_max_connections < 1) UsageError("--max_connections must be >= 1");
+  if (FLAGS_max_connections < 1) kUsage.Fail("--max_connections must be >= 1");
   e.max_connections = static_cast<uint32_t>(FLAGS_max_connections);
   return e;
 }
@@ -143,11 +130,11 @@ EndpointOptions EndpointFromFlags() {
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   if (FLAGS_server == !FLAGS_client.empty()) {
-    UsageError("give exactly one of --server and --client=HOST");
+    kUsage.Fail("give exactly one of --server and --client=HOST");
   }
   absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
-  if (!config.ok()) UsageError(std::string(config.status().message()));
-  if (FLAGS_port < 0 || FLAGS_port > 65535) UsageError("--port must be in [0, 65535]");
+  if (!config.ok()) kUsage.Fail(config.status().message());
+  if (FLAGS_port < 0 || FLAGS_port > 65535) kUsage.Fail("--port must be in [0, 65535]");
   if (FLAGS_server) {
     ServerOptions o;
     o.bind = FLAGS_bind;
@@ -158,45 +145,45 @@ int Main(int argc, char** argv) {
     o.one_off = FLAGS_one_off;
     o.answer_probes = FLAGS_answer_probes;
     o.max_duration_s = SecondsFlag(FLAGS_max_test_duration, "max_test_duration");
-    if (!(o.max_duration_s > 0)) UsageError("--max_test_duration must be > 0");
+    if (!(o.max_duration_s > 0)) kUsage.Fail("--max_test_duration must be > 0");
     return RunServer(o);
   }
   ClientOptions o;
   o.host = FLAGS_client;
-  if (FLAGS_port == 0) UsageError("--port must be given (1..65535) for a client");
+  if (FLAGS_port == 0) kUsage.Fail("--port must be given (1..65535) for a client");
   o.port = static_cast<uint16_t>(FLAGS_port);
   o.config = *config;
   o.endpoint = EndpointFromFlags();
   o.time_s = SecondsFlag(FLAGS_time, "time");
   if (!FLAGS_bytes.empty()) {
-    o.bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
-    if (o.bytes == 0) UsageError("--bytes must be > 0");
+    o.bytes = kUsage.Or(ParseByteCount(FLAGS_bytes), "bytes");
+    if (o.bytes == 0) kUsage.Fail("--bytes must be > 0");
   } else if (!(o.time_s > 0 && o.time_s <= 86400)) {
-    UsageError("--time must be in (0, 86400] seconds");
+    kUsage.Fail("--time must be in (0, 86400] seconds");
   }
   o.reverse = FLAGS_reverse;
-  if (FLAGS_parallel < 1 || FLAGS_parallel > 128) UsageError("--parallel must be in [1, 128]");
+  if (FLAGS_parallel < 1 || FLAGS_parallel > 128) kUsage.Fail("--parallel must be in [1, 128]");
   o.parallel = static_cast<uint32_t>(FLAGS_parallel);
-  o.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
+  o.message_size = kUsage.Or(ParseByteCount(FLAGS_message_size), "message_size");
   if (o.message_size < kMinMessageSize || o.message_size > kMaxMessageSize) {
-    UsageError(absl::StrFormat("--message_size must be in [%d, %d] bytes", kMinMessageSize,
-                               kMaxMessageSize));
+    kUsage.Fail(absl::StrFormat("--message_size must be in [%d, %d] bytes", kMinMessageSize,
+                                kMaxMessageSize));
   }
   o.interval_s = SecondsFlag(FLAGS_interval, "interval");
   if (!(o.interval_s >= 0.01 && o.interval_s <= 3600)) {
-    UsageError("--interval must be in [0.01, 3600] seconds");
+    kUsage.Fail("--interval must be in [0.01, 3600] seconds");
   }
   o.workload = FLAGS_workload;
   if (o.workload != "bulk" && o.workload != "messages") {
-    UsageError(absl::StrCat("--workload: unknown '", o.workload, "' (bulk, messages)"));
+    kUsage.Fail(absl::StrCat("--workload: unknown '", o.workload, "' (bulk, messages)"));
   }
   o.load = FLAGS_load;
-  if (!(o.load > 0 && o.load <= 100)) UsageError("--load must be in (0, 100]");
+  if (!(o.load > 0 && o.load <= 100)) kUsage.Fail("--load must be in (0, 100]");
   if (o.config.rate.IsZero()) {
-    UsageError("--rate is 0: longhaul-perf needs the link rate (--rate or the profile's rate)");
+    kUsage.Fail("--rate is 0: longhaul-perf needs the link rate (--rate or the profile's rate)");
   }
   o.json = FLAGS_json;
-  o.connect_timeout = OrUsage(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
+  o.connect_timeout = kUsage.Or(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
   o.timeout_s = SecondsFlag(FLAGS_timeout, "timeout");
   o.profile_path = FLAGS_profile;
   return RunClient(o);

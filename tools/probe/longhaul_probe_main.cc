@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/probe/probe_flags.h"
 #include "transport/base/parse.h"
@@ -26,15 +27,12 @@ DEFINE_bool(json, false, "print the probe report as one JSON object");
 namespace longhaul {
 namespace {
 
+constexpr ToolUsage kUsage("longhaul-probe");
+
 tuner::probe::ProbeServer* g_server = nullptr;
 
 void OnSignal(int) {
   if (g_server != nullptr) g_server->Stop();
-}
-
-[[noreturn]] void UsageError(const std::string& msg) {
-  std::cerr << "longhaul-probe: " << msg << "\n(see longhaul-probe --help)\n";
-  std::exit(2);
 }
 
 int Main(int argc, char** argv) {
@@ -45,13 +43,12 @@ int Main(int argc, char** argv) {
            "       longhaul-probe --server=ADDR:PORT [--server_duration=D]\n"
            "A longhaul-perf server answers probes on its own port too (--target=HOST:5201).\n"
            "docs/tuning.md describes the phases, the protocol and the estimators.");
-  if (argc > 1) UsageError(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_target.empty() == FLAGS_server.empty()) {
-    UsageError("give exactly one of --target=HOST:PORT (probe) or --server=ADDR:PORT (respond)");
+    kUsage.Fail("give exactly one of --target=HOST:PORT (probe) or --server=ADDR:PORT (respond)");
   }
   if (!FLAGS_server.empty()) {
-    absl::StatusOr<Duration> d = ParseDuration(FLAGS_server_duration);
-    if (!d.ok()) UsageError(absl::StrCat("--server_duration: ", d.status().message()));
+    const Duration duration = kUsage.Or(ParseDuration(FLAGS_server_duration), "server_duration");
     absl::StatusOr<std::unique_ptr<tuner::probe::ProbeServer>> server =
         tuner::probe::ProbeServer::Create(FLAGS_server);
     if (!server.ok()) {
@@ -63,7 +60,7 @@ int Main(int argc, char** argv) {
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);
     std::cerr << "longhaul-probe: answering probes on port " << (*server)->port() << "\n";
-    absl::Status s = (*server)->Run(*d);
+    absl::Status s = (*server)->Run(duration);
     g_server = nullptr;
     const auto& st = (*server)->responder().stats();
     std::cerr << "longhaul-probe: served " << st.sessions_opened << " sessions, " << st.datagrams
@@ -75,7 +72,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   absl::StatusOr<tuner::ProbeOptions> opt = ProbeOptionsFromFlags(FLAGS_target);
-  if (!opt.ok()) UsageError(std::string(opt.status().message()));
+  if (!opt.ok()) kUsage.Fail(opt.status().message());
   opt->progress = [](const std::string& line) { std::cerr << "longhaul-probe: " << line << "\n"; };
   absl::StatusOr<tuner::ProbeReport> r = tuner::RunProbe(*opt);
   if (!r.ok()) {

@@ -53,7 +53,7 @@ DECLARE_string(profile);
 namespace longhaul {
 namespace {
 
-constexpr int kUsageError = 2;
+constexpr ToolUsage kUsage("longhaul-sim");
 
 const std::vector<std::string> kFlagDirs = {"tools/sim/", "tools/common/"};
 
@@ -71,16 +71,11 @@ void PrintHelp() {
   std::cout << "\n" << sim::LinkSpecHelp();
 }
 
-[[noreturn]] void UsageError(const std::string& msg) {
-  std::cerr << "longhaul-sim: " << msg << "\n(see longhaul-sim --help)\n";
-  std::exit(kUsageError);
-}
-
 // --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
-  ParseToolFlagsOrExit(argc, argv, o, "longhaul-sim", PrintHelp);
+  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 // Whether the --profile file sets rate and segment (or mtu): load it over two bases that
@@ -95,12 +90,6 @@ void ProfileSets(bool* rate, bool* segment) {
   if (!ra.ok() || !rb.ok()) return;  // TransportConfigFromFlags already reported it
   *rate = ra->rate == rb->rate;
   *segment = ra->segment == rb->segment;
-}
-
-template <typename T>
-T OrUsage(absl::StatusOr<T> v, const char* flag) {
-  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
-  return *std::move(v);
 }
 
 nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
@@ -275,14 +264,14 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
 
 int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
-  if (FLAGS_link.empty()) UsageError("--link is required (e.g. --link=tokyo-singapore)");
+  if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=tokyo-singapore)");
   sim::ScenarioOptions opt;
-  opt.link = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+  opt.link = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {
-    opt.schedule = OrUsage(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
+    opt.schedule = kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
   }
   absl::StatusOr<TransportConfig> from_flags = TransportConfigFromFlags();
-  if (!from_flags.ok()) UsageError(std::string(from_flags.status().message()));
+  if (!from_flags.ok()) kUsage.Fail(from_flags.status().message());
   TransportConfig config = *from_flags;
   bool profile_rate = false, profile_segment = false;
   ProfileSets(&profile_rate, &profile_segment);
@@ -300,7 +289,7 @@ int Main(int argc, char** argv) {
   if (!TransportFlagWasSet("segment") && !TransportFlagWasSet("mtu") && !profile_segment) {
     config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
   }
-  if (absl::Status s = config.Validate(); !s.ok()) UsageError(std::string(s.message()));
+  if (absl::Status s = config.Validate(); !s.ok()) kUsage.Fail(s.message());
   opt.sender_config = config;
   opt.receiver_config = config;
   if (FLAGS_workload == "bulk") {
@@ -308,33 +297,33 @@ int Main(int argc, char** argv) {
   } else if (FLAGS_workload == "messages") {
     opt.workload = sim::Workload::kMessages;
   } else {
-    UsageError(absl::StrCat("--workload: unknown '", FLAGS_workload, "' (bulk, messages)"));
+    kUsage.Fail(absl::StrCat("--workload: unknown '", FLAGS_workload, "' (bulk, messages)"));
   }
-  opt.bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
-  opt.chunk = OrUsage(ParseByteCount(FLAGS_chunk), "chunk");
-  opt.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
+  opt.bytes = kUsage.Or(ParseByteCount(FLAGS_bytes), "bytes");
+  opt.chunk = kUsage.Or(ParseByteCount(FLAGS_chunk), "chunk");
+  opt.message_size = kUsage.Or(ParseByteCount(FLAGS_message_size), "message_size");
   opt.messages = FLAGS_messages;
   opt.load = FLAGS_load;
   opt.seed = FLAGS_seed;
   opt.connections = FLAGS_connections;
-  opt.stagger = OrUsage(ParseDuration(FLAGS_stagger), "stagger");
-  opt.max_virtual_time = OrUsage(ParseDuration(FLAGS_max_virtual_time), "max_virtual_time");
-  opt.max_wall_time = OrUsage(ParseDuration(FLAGS_max_wall_time), "max_wall_time");
-  opt.sample_interval = OrUsage(ParseDuration(FLAGS_sample_interval), "sample_interval");
-  if (opt.sample_interval < Duration::Zero()) UsageError("--sample_interval must be >= 0");
-  if (opt.workload == sim::Workload::kBulk && opt.bytes == 0) UsageError("--bytes must be > 0");
-  if (opt.chunk == 0) UsageError("--chunk must be > 0");
+  opt.stagger = kUsage.Or(ParseDuration(FLAGS_stagger), "stagger");
+  opt.max_virtual_time = kUsage.Or(ParseDuration(FLAGS_max_virtual_time), "max_virtual_time");
+  opt.max_wall_time = kUsage.Or(ParseDuration(FLAGS_max_wall_time), "max_wall_time");
+  opt.sample_interval = kUsage.Or(ParseDuration(FLAGS_sample_interval), "sample_interval");
+  if (opt.sample_interval < Duration::Zero()) kUsage.Fail("--sample_interval must be >= 0");
+  if (opt.workload == sim::Workload::kBulk && opt.bytes == 0) kUsage.Fail("--bytes must be > 0");
+  if (opt.chunk == 0) kUsage.Fail("--chunk must be > 0");
   if (opt.workload == sim::Workload::kMessages && opt.messages == 0) {
-    UsageError("--messages must be > 0");
+    kUsage.Fail("--messages must be > 0");
   }
-  if (!(opt.load > 0 && opt.load <= 100)) UsageError("--load must be in (0, 100]");
+  if (!(opt.load > 0 && opt.load <= 100)) kUsage.Fail("--load must be in (0, 100]");
   if (opt.connections < 1 || opt.connections > 4096) {
-    UsageError("--connections must be in [1, 4096]");
+    kUsage.Fail("--connections must be in [1, 4096]");
   }
 
   absl::StatusOr<sim::ScenarioResult> r = sim::RunScenario(opt);
   if (!r.ok()) {
-    if (absl::IsInvalidArgument(r.status())) UsageError(std::string(r.status().message()));
+    if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
     std::cerr << "longhaul-sim: " << r.status() << "\n";
     return 1;
   }

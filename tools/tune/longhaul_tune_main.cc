@@ -23,6 +23,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/probe/probe_flags.h"
 #include "transport/base/parse.h"
@@ -62,18 +63,7 @@ DECLARE_string(profile);
 namespace longhaul {
 namespace {
 
-constexpr int kUsageError = 2;
-
-[[noreturn]] void UsageError(const std::string& msg) {
-  std::cerr << "longhaul-tune: " << msg << "\n(see longhaul-tune --help)\n";
-  std::exit(kUsageError);
-}
-
-template <typename T>
-T OrUsage(absl::StatusOr<T> v, const char* flag) {
-  if (!v.ok()) UsageError(absl::StrCat("--", flag, ": ", v.status().message()));
-  return *std::move(v);
-}
+constexpr ToolUsage kUsage("longhaul-tune");
 
 // The command line as typed, for the profile's provenance (arguments with spaces or
 // shell characters quoted).
@@ -204,29 +194,29 @@ int Main(int argc, char** argv) {
            "usage: longhaul-tune (--link=SPEC | --target=HOST:PORT) [--objective=goodput|mct\n"
            "       [--message_size=SIZE] [--load=F]] [--out=FILE] [--json] [transport flags]\n"
            "docs/tuning.md explains the model, the search and the profile header.");
-  if (argc > 1) UsageError(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_link.empty() == FLAGS_target.empty()) {
-    UsageError("give exactly one of --link=SPEC (a known link) or --target=HOST:PORT (probe it)");
+    kUsage.Fail("give exactly one of --link=SPEC (a known link) or --target=HOST:PORT (probe it)");
   }
   tuner::SearchOptions opt;
-  opt.workload.objective = OrUsage(tuner::ParseObjective(FLAGS_objective), "objective");
-  opt.workload.message_size = OrUsage(ParseByteCount(FLAGS_message_size), "message_size");
-  opt.workload.bulk_bytes = OrUsage(ParseByteCount(FLAGS_bytes), "bytes");
+  opt.workload.objective = kUsage.Or(tuner::ParseObjective(FLAGS_objective), "objective");
+  opt.workload.message_size = kUsage.Or(ParseByteCount(FLAGS_message_size), "message_size");
+  opt.workload.bulk_bytes = kUsage.Or(ParseByteCount(FLAGS_bytes), "bytes");
   opt.workload.load = FLAGS_load;
-  if (!(FLAGS_load > 0 && FLAGS_load <= 1)) UsageError("--load must be in (0, 1]");
+  if (!(FLAGS_load > 0 && FLAGS_load <= 1)) kUsage.Fail("--load must be in (0, 1]");
   if (opt.workload.objective == tuner::Objective::kMct && opt.workload.message_size == 0) {
-    UsageError("--message_size must be > 0");
+    kUsage.Fail("--message_size must be > 0");
   }
   opt.top_k = FLAGS_top_k;
-  if (opt.top_k < 0 || opt.top_k > 32) UsageError("--top_k must be in [0, 32]");
-  opt.check_budget = OrUsage(ParseDuration(FLAGS_check_budget), "check_budget");
-  opt.check_bytes = OrUsage(ParseByteCount(FLAGS_check_bytes), "check_bytes");
+  if (opt.top_k < 0 || opt.top_k > 32) kUsage.Fail("--top_k must be in [0, 32]");
+  opt.check_budget = kUsage.Or(ParseDuration(FLAGS_check_budget), "check_budget");
+  opt.check_bytes = kUsage.Or(ParseByteCount(FLAGS_check_bytes), "check_bytes");
   opt.check_messages = FLAGS_check_messages;
-  opt.max_memory = OrUsage(ParseByteCount(FLAGS_max_memory), "max_memory");
-  if (opt.max_memory < (ByteCount{1} << 20)) UsageError("--max_memory must be at least 1MiB");
+  opt.max_memory = kUsage.Or(ParseByteCount(FLAGS_max_memory), "max_memory");
+  if (opt.max_memory < (ByteCount{1} << 20)) kUsage.Fail("--max_memory must be at least 1MiB");
   opt.seed = FLAGS_seed;
   absl::StatusOr<TransportConfig> base = TransportConfigFromFlags();
-  if (!base.ok()) UsageError(std::string(base.status().message()));
+  if (!base.ok()) kUsage.Fail(base.status().message());
   opt.base = *base;
   if (!FLAGS_json) {
     opt.progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
@@ -235,11 +225,11 @@ int Main(int argc, char** argv) {
   tuner::LinkEstimate link;
   nlohmann::json probe_json;
   if (!FLAGS_link.empty()) {
-    sim::LinkSpec spec = OrUsage(sim::ParseLinkSpec(FLAGS_link), "link");
+    sim::LinkSpec spec = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
     link = tuner::LinkEstimate::FromLinkSpec(spec);
   } else {
     absl::StatusOr<tuner::ProbeOptions> po = ProbeOptionsFromFlags(FLAGS_target);
-    if (!po.ok()) UsageError(std::string(po.status().message()));
+    if (!po.ok()) kUsage.Fail(po.status().message());
     if (!FLAGS_json) {
       po->progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
     }
@@ -256,7 +246,7 @@ int Main(int argc, char** argv) {
 
   absl::StatusOr<tuner::TuneResult> r = tuner::Tune(link, opt);
   if (!r.ok()) {
-    if (absl::IsInvalidArgument(r.status())) UsageError(std::string(r.status().message()));
+    if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
     std::cerr << "longhaul-tune: " << r.status() << "\n";
     return 1;
   }

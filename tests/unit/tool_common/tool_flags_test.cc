@@ -87,5 +87,33 @@ TEST_F(ToolFlagsTest, HelpListsOnlyTheToolsFlagsWrapped) {
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
 }
 
+TEST(ToolUsageTest, MessageNamesTheToolAndPointsAtHelp) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  EXPECT_STREQ(kUsage.tool(), "longhaul-x");
+  EXPECT_EQ(kUsage.Message("--link is required"),
+            "longhaul-x: --link is required\n(see longhaul-x --help)\n");
+}
+
+TEST(ToolUsageTest, OrReturnsTheValue) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  EXPECT_EQ(kUsage.Or(absl::StatusOr<int>(7), "port"), 7);
+  EXPECT_EQ(kUsage.Or(absl::StatusOr<std::string>("abc"), "name"), "abc");
+}
+
+TEST(ToolUsageDeathTest, FailExitsWithTheUsageStatus) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  // The pattern's '.' stand for the parentheses (a POSIX regex).
+  EXPECT_EXIT(kUsage.Fail("--top_k must be at most 32"),
+              ::testing::ExitedWithCode(kUsageExitStatus),
+              "^longhaul-x: --top_k must be at most 32\n.see longhaul-x --help.\n$");
+  EXPECT_EQ(kUsageExitStatus, 2);
+}
+
+TEST(ToolUsageDeathTest, OrFailsNamingTheFlag) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  EXPECT_EXIT(kUsage.Or(absl::StatusOr<int>(absl::InvalidArgumentError("bad size '12x'")), "bytes"),
+              ::testing::ExitedWithCode(2), "longhaul-x: --bytes: bad size '12x'");
+}
+
 }  // namespace
 }  // namespace longhaul

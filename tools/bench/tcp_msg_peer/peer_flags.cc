@@ -1,6 +1,5 @@
 #include "tools/bench/tcp_msg_peer/peer_flags.h"
 
-#include <cstdlib>
 #include <iostream>
 #include <vector>
 
@@ -37,8 +36,7 @@ void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) 
     PrintToolFlags(std::cout, dirs);
   });
   if (FLAGS_server == !FLAGS_client.empty()) {
-    std::cerr << tool << ": give exactly one of --server and --client=HOST" << std::endl;
-    std::exit(2);
+    ToolUsage(tool).Fail("give exactly one of --server and --client=HOST");
   }
 }
 
