@@ -6,7 +6,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
@@ -97,28 +96,35 @@ void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const
   }
 }
 
+std::string FormatFlagHelp(absl::string_view name, absl::string_view text) {
+  std::string out;
+  std::string line = absl::StrCat("  --", name);
+  if (line.size() >= kFlagHelpIndent) {
+    // No room for a gap before the text column: the text starts on the next line.
+    absl::StrAppend(&out, line, "\n");
+    line.clear();
+  }
+  line.resize(kFlagHelpIndent, ' ');
+  for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+    if (line.size() > kFlagHelpIndent && line.size() + 1 + word.size() > kFlagHelpWidth) {
+      absl::StrAppend(&out, line, "\n");
+      line = std::string(kFlagHelpIndent, ' ');
+    }
+    if (line.size() > kFlagHelpIndent) line += ' ';
+    absl::StrAppend(&line, word);
+  }
+  absl::StrAppend(&out, line, "\n");
+  return out;
+}
+
 void PrintToolFlags(std::ostream& out, const std::vector<std::string>& dirs) {
-  constexpr size_t kIndent = 21, kWidth = 80;
   std::vector<gflags::CommandLineFlagInfo> flags;
   gflags::GetAllFlags(&flags);
   for (const auto& f : flags) {
     if (!IsToolFlag(f, dirs)) continue;
-    const std::string text = absl::StrCat(
-        f.description, " (default: ", f.default_value.empty() ? "unset" : f.default_value, ")");
-    std::string line = absl::StrFormat("  --%-17s", f.name);
-    if (line.size() > kIndent) {
-      out << line << "\n";
-      line = std::string(kIndent, ' ');
-    }
-    for (absl::string_view word : absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-      if (line.size() > kIndent && line.size() + 1 + word.size() > kWidth) {
-        out << line << "\n";
-        line = std::string(kIndent, ' ');
-      }
-      if (line.size() > kIndent) line += ' ';
-      line += std::string(word);
-    }
-    out << line << "\n";
+    out << FormatFlagHelp(
+        f.name, absl::StrCat(f.description, " (default: ",
+                             f.default_value.empty() ? "unset" : f.default_value, ")"));
   }
 }
 

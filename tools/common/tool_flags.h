@@ -3,6 +3,7 @@
 // own exit(1). Tool-layer code; not thread-safe (call from main()).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -73,8 +74,17 @@ void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const
 // True when the flag was defined in one of `dirs`.
 bool IsToolFlag(const gflags::CommandLineFlagInfo& f, const std::vector<std::string>& dirs);
 
-// The tool's flags as help lines: "  --name   description (default: value)", wrapped at
-// 80 columns under a 21-column indent.
+// Columns of the flags' help lines.
+inline constexpr size_t kFlagHelpIndent = 21;  // where the text starts
+inline constexpr size_t kFlagHelpWidth = 80;   // lines end before this (long words aside)
+
+// One flag's help: "  --name" padded to kFlagHelpIndent, then `text` word-wrapped at
+// kFlagHelpWidth with continuation lines indented to the same column. A name that would
+// leave no gap before that column gets a line of its own and the text starts below it.
+std::string FormatFlagHelp(absl::string_view name, absl::string_view text);
+
+// The tool's flags (defined in `dirs`) as FormatFlagHelp lines, sorted by gflags' order
+// (by file, then name), each text being "description (default: value)".
 void PrintToolFlags(std::ostream& out, const std::vector<std::string>& dirs);
 
 }  // namespace longhaul

@@ -87,6 +87,44 @@ TEST_F(ToolFlagsTest, HelpListsOnlyTheToolsFlagsWrapped) {
   for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 80u) << line;
 }
 
+TEST(FormatFlagHelpTest, ShortNamesShareTheLineWithTheText) {
+  EXPECT_EQ(FormatFlagHelp("port", "the port (default: 1)"),
+            "  --port             the port (default: 1)\n");
+  // 16 characters: the longest name that fits, one space before the text column.
+  EXPECT_EQ(FormatFlagHelp("max_virtual_time", "stop"), "  --max_virtual_time stop\n");
+}
+
+TEST(FormatFlagHelpTest, LongNamesLeaveAGapByMovingTheTextDown) {
+  // 17 characters would end exactly at the text column and run into the text.
+  EXPECT_EQ(FormatFlagHelp("cc_loss_threshold", "cc=bbr: per-round loss rate"),
+            "  --cc_loss_threshold\n"
+            "                     cc=bbr: per-round loss rate\n");
+  EXPECT_EQ(FormatFlagHelp("max_inflight_messages", "Most messages."),
+            "  --max_inflight_messages\n"
+            "                     Most messages.\n");
+}
+
+TEST(FormatFlagHelpTest, WrapsTheTextUnderItsColumn) {
+  const std::string text =
+      "Most bytes in flight; must cover rate x RTT (100gbit x 58ms = 725MB). (default: 1GiB)";
+  EXPECT_EQ(FormatFlagHelp("window", text),
+            "  --window           Most bytes in flight; must cover rate x RTT (100gbit x 58ms\n"
+            "                     = 725MB). (default: 1GiB)\n");
+  const std::string wrapped = FormatFlagHelp("reorder_rtt_fraction", text + " " + text);
+  std::istringstream lines(wrapped);
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  EXPECT_EQ(line, "  --reorder_rtt_fraction");
+  int continuation = 0;
+  while (std::getline(lines, line)) {
+    ++continuation;
+    EXPECT_LE(line.size(), kFlagHelpWidth) << line;
+    EXPECT_EQ(line.substr(0, kFlagHelpIndent), std::string(kFlagHelpIndent, ' ')) << line;
+    EXPECT_NE(line[kFlagHelpIndent], ' ') << line;
+  }
+  EXPECT_GE(continuation, 3);
+}
+
 TEST(ToolUsageTest, MessageNamesTheToolAndPointsAtHelp) {
   constexpr ToolUsage kUsage("longhaul-x");
   EXPECT_STREQ(kUsage.tool(), "longhaul-x");
