@@ -47,8 +47,10 @@ class ToolUsage {
 };
 
 struct ToolFlagOptions {
-  // Source directories whose flags belong to the tool ("tools/perf/"); flags defined
-  // elsewhere (gflags' and glog's own) are refused, except `always_allowed`.
+  // Where the tool's flags are defined: a flag belongs to the tool when the path of its
+  // source file contains one of these, a directory ("tools/perf/") or a file's path
+  // without the extension ("tools/common/transport_flags"). Flags defined elsewhere
+  // (gflags' and glog's own) are refused, except `always_allowed`.
   std::vector<std::string> dirs;
   std::vector<std::string> always_allowed = {"v", "vmodule", "logtostderr", "minloglevel",
                                              "stderrthreshold", "log_dir"};

@@ -64,7 +64,7 @@ namespace {
 
 constexpr ToolUsage kUsage("longhaul-perf");
 
-const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/"};
+const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transport_flags"};
 
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"

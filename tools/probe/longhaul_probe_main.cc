@@ -15,7 +15,7 @@
 #include "glog/logging.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
-#include "tools/probe/probe_flags.h"
+#include "tools/common/probe_flags.h"
 #include "transport/base/parse.h"
 #include "tuner/probe/responder.h"
 

@@ -55,7 +55,7 @@ namespace {
 
 constexpr ToolUsage kUsage("longhaul-sim");
 
-const std::vector<std::string> kFlagDirs = {"tools/sim/", "tools/common/"};
+const std::vector<std::string> kFlagDirs = {"tools/sim/", "tools/common/transport_flags"};
 
 void PrintHelp() {
   std::cout << "longhaul-sim: longhaul connections over a simulated link, in virtual time\n\n"

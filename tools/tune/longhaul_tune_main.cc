@@ -25,7 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
-#include "tools/probe/probe_flags.h"
+#include "tools/common/probe_flags.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 #include "transport/sim/link_spec.h"

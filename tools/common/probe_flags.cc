@@ -1,4 +1,4 @@
-#include "tools/probe/probe_flags.h"
+#include "tools/common/probe_flags.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
