@@ -1,4 +1,4 @@
-#include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "tools/bench/peer_common/peer_workload.h"
 
 #include <algorithm>
 #include <atomic>

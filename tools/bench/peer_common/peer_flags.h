@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gflags/gflags.h"
-#include "tools/bench/tcp_msg_peer/peer_workload.h"
+#include "tools/bench/peer_common/peer_workload.h"
 
 DECLARE_bool(server);
 DECLARE_string(client);

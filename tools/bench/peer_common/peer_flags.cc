@@ -1,4 +1,4 @@
-#include "tools/bench/tcp_msg_peer/peer_flags.h"
+#include "tools/bench/peer_common/peer_flags.h"
 
 #include <iostream>
 #include <vector>
