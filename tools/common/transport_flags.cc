@@ -10,6 +10,7 @@
 #include "glog/logging.h"
 #include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
+#include "transport/core/profile/profile_file.h"
 
 namespace {
 

@@ -1,8 +1,5 @@
 #include "tuner/profile/tuned_profile.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
 
 #include "absl/strings/match.h"
@@ -12,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "transport/core/profile/profile.h"
+#include "transport/core/profile/profile_file.h"
 
 namespace longhaul::tuner {
 
@@ -95,25 +93,9 @@ absl::StatusOr<TransportConfig> ParseTunedProfile(absl::string_view text,
 
 absl::StatusOr<TransportConfig> LoadTunedProfile(const std::string& path,
                                                  const TransportConfig& base) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read profile '", path, "': ", std::strerror(errno)));
-  }
-  std::string text;
-  char buf[4096];
-  size_t n;
-  constexpr size_t kMaxBytes = 1 << 20;  // profiles are a few hundred bytes
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && text.size() <= kMaxBytes) {
-    text.append(buf, n);
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return absl::NotFoundError(absl::StrCat("cannot read profile '", path, "'"));
-  if (text.size() > kMaxBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": profile is larger than 1 MiB"));
-  }
-  return ParseTunedProfile(text, base, path);
+  absl::StatusOr<std::string> text = ReadProfileFile(path);
+  if (!text.ok()) return text.status();
+  return ParseTunedProfile(*text, base, path);
 }
 
 Provenance ParseProvenance(absl::string_view text) {

@@ -20,7 +20,8 @@
 // CheckTunedProfileComplete() says which line the text ends at.
 //
 // The header is comments, so every tool reads the profile with LoadProfile as usual.
-// Pure functions; thread-safe.
+// Pure functions on text, except LoadTunedProfile (reads a file through
+// transport/core/profile/profile_file.h); thread-safe.
 #pragma once
 
 #include <string>
@@ -64,7 +65,8 @@ absl::StatusOr<TransportConfig> ParseTunedProfile(absl::string_view text,
                                                   const TransportConfig& base,
                                                   absl::string_view source_name);
 
-// Reads the file and ParseTunedProfile()s it (NotFound naming the path if unreadable).
+// Reads the file (ReadProfileFile: NotFound naming the path if unreadable) and
+// ParseTunedProfile()s it.
 absl::StatusOr<TransportConfig> LoadTunedProfile(const std::string& path,
                                                  const TransportConfig& base);
 

@@ -1,8 +1,5 @@
 #include "transport/core/profile/profile.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -492,49 +489,6 @@ TEST(FormatProfileTest, HeaderCommentLinesThenKeyValues) {
   // No header: only key=value lines.
   const std::string bare = FormatProfile(TransportConfig(), "");
   EXPECT_THAT(bare, StartsWith("segment=8KiB\nwindow=1GiB\n"));
-}
-
-// ---------------------------------------------------------------- files
-
-class LoadProfileTest : public ::testing::Test {
- protected:
-  std::filesystem::path dir_ =
-      std::filesystem::path(::testing::TempDir()) / "longhaul_profile_test";
-  void SetUp() override { std::filesystem::create_directories(dir_); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::filesystem::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-};
-
-TEST_F(LoadProfileTest, ReadsAFile) {
-  const std::string path = Write("tokyo.profile", FormatProfile(OddBase(), "odd"));
-  absl::StatusOr<TransportConfig> c = LoadProfile(path, TransportConfig());
-  ASSERT_TRUE(c.ok()) << c.status();
-  ExpectConfigEq(*c, OddBase());
-}
-
-TEST_F(LoadProfileTest, ErrorsNameThePathAndLine) {
-  const std::string path = Write("bad.profile", "window=1GiB\nflows=lots\n");
-  absl::StatusOr<TransportConfig> c = LoadProfile(path, TransportConfig());
-  ASSERT_FALSE(c.ok());
-  EXPECT_THAT(std::string(c.status().message()),
-              StartsWith(absl::StrCat(path, ":2: bad value 'lots' for 'flows'")));
-}
-
-TEST_F(LoadProfileTest, MissingOrUnreadableFileIsNotFound) {
-  const std::string missing = (dir_ / "nope.profile").string();
-  absl::StatusOr<TransportConfig> c = LoadProfile(missing, TransportConfig());
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(c.status().message()), HasSubstr(missing));
-  // A directory opens but cannot be read.
-  c = LoadProfile(dir_.string(), TransportConfig());
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(c.status().message()), HasSubstr(dir_.string()));
 }
 
 }  // namespace

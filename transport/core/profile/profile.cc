@@ -1,11 +1,8 @@
 #include "transport/core/profile/profile.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -317,34 +314,6 @@ absl::StatusOr<TransportConfig> ParseProfile(absl::string_view text, const Trans
         absl::StrCat(source_name, ": invalid configuration: ", s.message()));
   }
   return config;
-}
-
-absl::StatusOr<TransportConfig> LoadProfile(const std::string& path, const TransportConfig& base) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read profile '", path, "': ", std::strerror(errno)));
-  }
-  std::string text;
-  char buf[4096];
-  // Profiles are a few hundred bytes; refuse anything absurd rather than read forever.
-  constexpr size_t kMaxProfileBytes = 1 << 20;
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && text.size() <= kMaxProfileBytes) {
-    text.append(buf, n);
-  }
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read profile '", path, "': ", std::strerror(err)));
-  }
-  if (text.size() > kMaxProfileBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": profile is larger than ", kMaxProfileBytes, " bytes"));
-  }
-  return ParseProfile(text, base, path);
 }
 
 std::vector<std::pair<std::string, std::string>> ProfileKeyValues(const TransportConfig& config) {

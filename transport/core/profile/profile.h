@@ -28,8 +28,9 @@
 //   rate=9500mbit
 //   fec=32,4
 //
-// Pure functions: no global state, thread-safe. Errors are absl::InvalidArgumentError
-// (NotFound for a missing file) whose message names the source, the line and the key.
+// Pure functions on text: no files (profile_file.h reads them), no global state,
+// thread-safe. Errors are absl::InvalidArgumentError whose message names the source, the
+// line and the key.
 #pragma once
 
 #include <string>
@@ -59,11 +60,6 @@ namespace longhaul {
 [[nodiscard]] absl::StatusOr<TransportConfig> ParseProfile(absl::string_view text,
                                                            const TransportConfig& base,
                                                            absl::string_view source_name);
-
-// Reads the file at `path` and parses it with ParseProfile (source name = path).
-// Errors: NotFound naming the path when it cannot be read, else as ParseProfile.
-[[nodiscard]] absl::StatusOr<TransportConfig> LoadProfile(const std::string& path,
-                                                          const TransportConfig& base);
 
 // Every key (in a fixed order) with its canonical value. Parsing these pairs on top of
 // any base reproduces `config` exactly. `mtu` is not listed: it only derives `segment`.

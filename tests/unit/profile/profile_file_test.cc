@@ -1,0 +1,99 @@
+// Reading profile files (transport/core/profile/profile_file.h): the file edge around
+// the pure parser.
+#include "transport/core/profile/profile_file.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "transport/core/profile/profile.h"
+
+namespace longhaul {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class ProfileFileTest : public ::testing::Test {
+ protected:
+  std::filesystem::path dir_ =
+      std::filesystem::path(::testing::TempDir()) / "longhaul_profile_file_test";
+  void SetUp() override { std::filesystem::create_directories(dir_); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::filesystem::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+};
+
+TransportConfig Tuned() {
+  TransportConfig c;
+  c.window = ByteCount{22} << 20;
+  c.recv_window = ByteCount{23} << 20;
+  c.rate = Bandwidth::Gbps(1);
+  c.fec = FecMode::kFixed;
+  c.fec_k = 16;
+  c.fec_m = 2;
+  c.pacing_burst = Duration::Milliseconds(2);
+  return c;
+}
+
+TEST_F(ProfileFileTest, LoadProfileReadsAndParsesAFile) {
+  const std::string path = Write("tokyo.profile", FormatProfile(Tuned(), "tuned for a test"));
+  absl::StatusOr<TransportConfig> c = LoadProfile(path, TransportConfig());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ProfileKeyValues(*c), ProfileKeyValues(Tuned()));
+}
+
+TEST_F(ProfileFileTest, ReadProfileFileGivesTheTextUnchanged) {
+  const std::string text = "# comment\r\nwindow=1GiB\r\n\r\nfec=32,4";
+  absl::StatusOr<std::string> read = ReadProfileFile(Write("crlf.profile", text));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, text);
+  // An empty file is an empty profile.
+  read = ReadProfileFile(Write("empty.profile", ""));
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "");
+}
+
+TEST_F(ProfileFileTest, ErrorsNameThePathAndLine) {
+  const std::string path = Write("bad.profile", "window=1GiB\nflows=lots\n");
+  absl::StatusOr<TransportConfig> c = LoadProfile(path, TransportConfig());
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
+  EXPECT_THAT(std::string(c.status().message()),
+              StartsWith(absl::StrCat(path, ":2: bad value 'lots' for 'flows'")));
+}
+
+TEST_F(ProfileFileTest, MissingOrUnreadableFileIsNotFound) {
+  const std::string missing = (dir_ / "nope.profile").string();
+  absl::StatusOr<TransportConfig> c = LoadProfile(missing, TransportConfig());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(c.status().message(),
+            absl::StrCat("cannot read profile '", missing, "': No such file or directory"));
+  // A directory opens but cannot be read.
+  absl::StatusOr<std::string> d = ReadProfileFile(dir_.string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr(dir_.string()));
+}
+
+TEST_F(ProfileFileTest, RefusesAFileOverTheLimit) {
+  const std::string path = Write("huge.profile", std::string(kMaxProfileFileBytes + 1, '#'));
+  absl::StatusOr<std::string> read = ReadProfileFile(path);
+  ASSERT_FALSE(read.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(read.status())) << read.status();
+  EXPECT_EQ(read.status().message(), absl::StrCat(path, ": profile is larger than 1048576 bytes"));
+  // Exactly at the limit is still a profile (all comment).
+  EXPECT_TRUE(
+      LoadProfile(Write("big.profile", std::string(kMaxProfileFileBytes, '#')), TransportConfig())
+          .ok());
+}
+
+}  // namespace
+}  // namespace longhaul
