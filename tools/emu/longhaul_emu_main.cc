@@ -36,6 +36,7 @@
 #include "transport/emu/tun_bridge.h"
 #include "transport/emu/udp_relay.h"
 #include "transport/net/socket_address.h"
+#include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 
 DEFINE_string(link, "",
@@ -374,7 +375,7 @@ int Main(int argc, char** argv) {
   BlockStopSignals();
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=ts-1g)");
-  const sim::LinkSpec link = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
+  const sim::LinkSpec link = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {
     const sim::LinkSchedule schedule =
         kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");

@@ -24,6 +24,7 @@
 #include "tools/common/transport_flags.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/base/parse.h"
+#include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 #include "transport/sim/scenario.h"
 
@@ -266,7 +267,7 @@ int Main(int argc, char** argv) {
   ParseFlags(argc, argv);
   if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=tokyo-singapore)");
   sim::ScenarioOptions opt;
-  opt.link = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
+  opt.link = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {
     opt.schedule = kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
   }

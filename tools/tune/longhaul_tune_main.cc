@@ -28,6 +28,7 @@
 #include "tools/common/probe_flags.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
+#include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 #include "tuner/model/link_estimate.h"
 #include "tuner/model/transport_model.h"
@@ -225,7 +226,7 @@ int Main(int argc, char** argv) {
   tuner::LinkEstimate link;
   nlohmann::json probe_json;
   if (!FLAGS_link.empty()) {
-    sim::LinkSpec spec = kUsage.Or(sim::ParseLinkSpec(FLAGS_link), "link");
+    sim::LinkSpec spec = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
     link = tuner::LinkEstimate::FromLinkSpec(spec);
   } else {
     absl::StatusOr<tuner::ProbeOptions> po = ProbeOptionsFromFlags(FLAGS_target);

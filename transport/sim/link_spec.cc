@@ -1,13 +1,8 @@
 #include "transport/sim/link_spec.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -69,34 +64,15 @@ std::vector<std::string> Tokenize(absl::string_view text) {
   return tokens;
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("link spec: cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-absl::StatusOr<std::string> FindNamedLink(const std::string& name,
-                                          absl::Span<const std::string> search_dirs) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name, ec)) return name;
-  if (name.find('/') == std::string::npos) {
-    for (const std::string& dir : search_dirs) {
-      std::string path = absl::StrCat(dir, "/", name, ".link");
-      if (std::filesystem::is_regular_file(path, ec)) return path;
-    }
-  }
-  std::vector<std::string> names = ListNamedLinks(search_dirs);
+absl::StatusOr<NamedLink> Resolve(const LinkResolver& resolve, const std::string& name) {
+  if (resolve) return resolve(name);
   return absl::InvalidArgumentError(absl::StrCat(
-      "link spec: unknown link '", name, "': not a file, and no ", name, ".link in [",
-      absl::StrJoin(search_dirs, ", "), "]; named links: ",
-      names.empty() ? std::string("(none found)") : absl::StrJoin(names, ", "),
-      "; or give keys: rate=10gbit,rtt=58ms,..."));
+      "link spec: unknown link '", name,
+      "': no named links here; give keys: rate=10gbit,rtt=58ms,..."));
 }
 
-absl::Status ApplyTokens(LinkSpec* spec, absl::string_view text,
-                         absl::Span<const std::string> search_dirs, int depth) {
+absl::Status ApplyTokens(LinkSpec* spec, absl::string_view text, const LinkResolver& resolve,
+                         int depth) {
   if (depth > kMaxNesting) {
     return absl::InvalidArgumentError("link spec: named links nested too deeply");
   }
@@ -111,11 +87,10 @@ absl::Status ApplyTokens(LinkSpec* spec, absl::string_view text,
             "' is not key=value (a named link may only come first); accepted keys: ",
             JoinKeys(LinkSpecKeys())));
       }
-      LH_ASSIGN_OR_RETURN(std::string path, FindNamedLink(tok, search_dirs));
-      LH_ASSIGN_OR_RETURN(std::string content, ReadFile(path));
-      absl::Status s = ApplyTokens(spec, content, search_dirs, depth + 1);
+      LH_ASSIGN_OR_RETURN(NamedLink named, Resolve(resolve, tok));
+      absl::Status s = ApplyTokens(spec, named.text, resolve, depth + 1);
       if (!s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(s.message(), " (in ", path, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(s.message(), " (in ", named.origin, ")"));
       }
       continue;
     }
@@ -238,60 +213,15 @@ absl::Status ApplyLinkSetting(LinkSpec* spec, absl::string_view key, absl::strin
   return absl::OkStatus();
 }
 
-absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text,
-                                       absl::Span<const std::string> search_dirs) {
+absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text, const LinkResolver& resolve) {
   LinkSpec spec;
   if (absl::StripAsciiWhitespace(text).empty()) {
     return absl::InvalidArgumentError(
         "link spec: empty; give a named link or keys like rate=10gbit,rtt=58ms");
   }
-  LH_RETURN_IF_ERROR(ApplyTokens(&spec, text, search_dirs, 0));
+  LH_RETURN_IF_ERROR(ApplyTokens(&spec, text, resolve, 0));
   LH_RETURN_IF_ERROR(Validate(spec));
   return spec;
-}
-
-absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text) {
-  std::vector<std::string> dirs = DefaultLinkSearchDirs();
-  return ParseLinkSpec(text, dirs);
-}
-
-std::vector<std::string> DefaultLinkSearchDirs() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("LONGHAUL_PROFILES_DIR"); env != nullptr && *env) {
-    dirs.push_back(absl::StrCat(env, "/links"));
-  }
-#ifdef LONGHAUL_SOURCE_DIR
-  dirs.push_back(absl::StrCat(LONGHAUL_SOURCE_DIR, "/profiles/links"));
-#endif
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    std::filesystem::path p(std::string(exe, static_cast<size_t>(n)));
-    dirs.push_back((p.parent_path() / ".." / "share" / "longhaul" / "profiles" / "links")
-                       .lexically_normal()
-                       .string());
-  }
-  return dirs;
-}
-
-std::vector<std::string> ListNamedLinks(absl::Span<const std::string> search_dirs) {
-  std::vector<std::string> names;
-  for (const std::string& dir : search_dirs) {
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      if (it->path().extension() == ".link") names.push_back(it->path().stem().string());
-    }
-  }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
-  return names;
-}
-
-std::string LinkSpecHelp() {
-  const std::vector<std::string> names = ListNamedLinks(DefaultLinkSearchDirs());
-  return absl::StrCat("named links: ", names.empty() ? "(none found)" : absl::StrJoin(names, ", "),
-                      "\nlink keys: ", absl::StrJoin(LinkSpecKeys(), ", "), "\n");
 }
 
 std::string LinkSpec::ToString() const {

@@ -5,6 +5,9 @@
 //   "tokyo-singapore"                             a named spec (profiles/links/NAME.link)
 //   "tokyo-singapore,loss=1e-3,burst=4"           a named spec followed by overrides
 //
+// Parsing takes text only: what a name stands for is given in (a LinkResolver). Finding
+// and reading profiles/links/NAME.link is the edge's (transport/sim/link_files.h).
+//
 // Keys (docs/simulator.md has the full semantics):
 //   rate           bottleneck rate, bits/s ("100gbit", "800mbit"); required
 //   rtt            round-trip propagation delay; each direction gets rtt/2 (default 0)
@@ -24,11 +27,13 @@
 // A LinkSchedule changes keys at given times: "2s:rate=5gbit,4s:rate=10gbit,loss=1e-3"
 // (a token "TIME:key=value" starts a step; following "key=value" tokens belong to it).
 //
-// Errors are absl::InvalidArgumentError naming the key and the accepted form.
-// Everything here is a value type; thread-safe as values are.
+// Errors are absl::InvalidArgumentError naming the key and the accepted form (and the
+// origin of a named spec's text). Everything here is a value type or a pure function;
+// thread-safe as values are.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,7 +42,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/types/span.h"
 #include "transport/base/units.h"
 
 namespace longhaul::sim {
@@ -86,7 +90,8 @@ struct LinkSpec {
   // Effective CE-marking threshold in bytes; 0 = no marking.
   ByteCount EcnThresholdBytes() const;
 
-  // Canonical spec string; ParseLinkSpec(ToString()) gives back an equal spec.
+  // Canonical spec string (keys only); ParseLinkSpec(ToString(), {}) gives back an equal
+  // spec.
   std::string ToString() const;
   // The spec as a JSON object (text), with units in the field names, e.g.
   // {"spec":"rate=...","rate_bps":1e11,"rtt_ns":58000000,...,"queue_bytes":725000000}.
@@ -101,25 +106,23 @@ const std::vector<std::string>& LinkSpecKeys();
 // Applies one key=value to `spec`. Errors name the key and the accepted form.
 absl::Status ApplyLinkSetting(LinkSpec* spec, absl::string_view key, absl::string_view value);
 
-// Parses a spec. A leading token without '=' is a name: a path to an existing file, or
-// NAME.link in the first of `search_dirs` that has it. The file holds a spec (comments
-// from '#' to the end of a line; newlines separate like commas) and may itself start
-// with a name (nesting is bounded). Later tokens override the named spec's keys.
-absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text,
-                                       absl::Span<const std::string> search_dirs);
-// Same, searching DefaultLinkSearchDirs().
-absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text);
+// What a name in a spec stands for: spec text, and where it came from (a file's path),
+// which parse errors of that text name.
+struct NamedLink {
+  std::string text;
+  std::string origin;
+};
 
-// Where tools look for NAME.link, in order: $LONGHAUL_PROFILES_DIR/links, the source
-// tree's profiles/links (compiled in), <exe dir>/../share/longhaul/profiles/links.
-std::vector<std::string> DefaultLinkSearchDirs();
+// Looks up a name (a spec's leading token without '='). Returns the named link, or an
+// error saying why the name is unknown, which ParseLinkSpec returns as it is.
+using LinkResolver = std::function<absl::StatusOr<NamedLink>(absl::string_view name)>;
 
-// Names of the specs found in `search_dirs` (sorted, unique), for --help and errors.
-std::vector<std::string> ListNamedLinks(absl::Span<const std::string> search_dirs);
-
-// Two lines for a tool's --help: "named links: a, b, ..." (DefaultLinkSearchDirs()) and
-// "link keys: rate, rtt, ...".
-std::string LinkSpecHelp();
+// Parses a spec. A leading token without '=' is a name, which `resolve` turns into spec
+// text parsed the same way: '#' starts a comment to the end of a line, newlines separate
+// like commas, and it may itself start with a name (nesting is bounded). Later tokens
+// override the named spec's keys. With no resolver (`{}`) a name is an error: the spec
+// must give its keys.
+absl::StatusOr<LinkSpec> ParseLinkSpec(absl::string_view text, const LinkResolver& resolve);
 
 // ---- schedules ----
 
