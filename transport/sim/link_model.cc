@@ -7,16 +7,6 @@
 
 namespace longhaul::sim {
 
-const char* DropReasonName(DropReason r) {
-  switch (r) {
-    case DropReason::kNone: return "none";
-    case DropReason::kLoss: return "loss";
-    case DropReason::kQueueFull: return "queue_full";
-    case DropReason::kTooBig: return "too_big";
-  }
-  return "?";
-}
-
 LinkDirection::LinkDirection(const LinkSpec& spec, uint64_t seed)
     : rng_(spec.seed.has_value() ? *spec.seed : seed) {
   Configure(spec);

@@ -43,7 +43,6 @@
 namespace longhaul::sim {
 
 enum class DropReason : uint8_t { kNone = 0, kLoss, kQueueFull, kTooBig };
-const char* DropReasonName(DropReason r);
 
 struct Verdict {
   DropReason drop = DropReason::kNone;
@@ -90,8 +89,6 @@ class LinkDirection {
 
   // Wire bytes queued or in serialisation at `now`.
   ByteCount BacklogBytes(Time now) const;
-  // Time the bottleneck becomes idle (not before now for an idle link).
-  Time BusyUntil() const { return Time::FromNanoseconds(busy_until_ps_ / 1000); }
 
   // Integral of the backlog over time up to `now` (>= the last Offer time), in byte x
   // seconds: the difference between two instants over their distance is the mean queue.

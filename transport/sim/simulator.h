@@ -99,7 +99,6 @@ class Simulator {
   const SimulatorCounters& counters() const { return counters_; }
   // Fingerprint of everything that happened (offers, verdicts, deliveries, wakes).
   uint64_t trace_hash() const { return trace_; }
-  int num_pairs() const { return static_cast<int>(nodes_.size() / 2); }
 
  private:
   struct Packet;
