@@ -22,6 +22,7 @@
 #include "tools/nccl_bench/process.h"
 #include "tools/nccl_bench/report.h"
 #include "transport/base/parse.h"
+#include "transport/sim/link_files.h"
 
 extern char** environ;
 
@@ -215,7 +216,7 @@ std::string Parent::ResolvePlugin() {
 
 std::string Parent::ResolveLink() {
   if (o_.link.empty()) return "";
-  absl::StatusOr<sim::LinkSpec> s = sim::ParseLinkSpec(o_.link);
+  absl::StatusOr<sim::LinkSpec> s = sim::LoadLinkSpec(o_.link);
   if (!s.ok()) return absl::StrCat("--link: ", s.status().message());
   spec_ = *s;
   emu_ = o_.emu.empty() ? SelfDir() + "/longhaul-emu" : o_.emu;

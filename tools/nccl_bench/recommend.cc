@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
+#include "transport/core/profile/profile_file.h"
+#include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 
 namespace longhaul::nccl::bench {
@@ -27,7 +29,7 @@ int Recommend(const std::string& link, const std::string& profile) {
     rtt = c->initial_rtt;
     source = absl::StrCat("profile ", profile);
   } else if (!link.empty()) {
-    absl::StatusOr<sim::LinkSpec> s = sim::ParseLinkSpec(link);
+    absl::StatusOr<sim::LinkSpec> s = sim::LoadLinkSpec(link);
     if (!s.ok()) {
       fprintf(stderr, "longhaul-nccl-bench: --link: %s\n",
               std::string(s.status().message()).c_str());

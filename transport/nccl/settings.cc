@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
+#include "transport/core/profile/profile_file.h"
 
 extern char** environ;
 
