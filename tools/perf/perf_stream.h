@@ -27,7 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/perf/perf_control.h"
 #include "tools/perf/perf_pattern.h"
-#include "transport/api/connection_handle.h"
+#include "transport/datapath/connection_handle.h"
 
 namespace longhaul::perf {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/api/endpoint_options.h"
+#include "transport/datapath/options.h"
 #include "transport/core/config.h"
 
 namespace longhaul::perf {

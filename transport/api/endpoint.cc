@@ -1,8 +1,6 @@
 #include "transport/api/endpoint.h"
 
 #include "transport/drivers/udp/udp_driver.h"
-#include "transport/net/resolver.h"
-#include "transport/net/socket_address.h"
 
 namespace longhaul {
 
@@ -12,25 +10,19 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   return std::unique_ptr<Endpoint>(new Endpoint(*std::move(d)));
 }
 
-Endpoint::Endpoint(std::unique_ptr<udp::UdpDriver> driver) : driver_(std::move(driver)) {}
+Endpoint::Endpoint(std::unique_ptr<Driver> driver) : driver_(std::move(driver)) {}
 
 Endpoint::~Endpoint() { Close(); }
 
 absl::StatusOr<uint16_t> Endpoint::Listen(const std::string& address, uint16_t port,
                                           ListenOptions options) {
-  absl::StatusOr<net::SocketAddress> a = net::SocketAddress::FromNumeric(address, port);
-  if (!a.ok()) return a.status();
-  absl::StatusOr<net::SocketAddress> bound = driver_->Listen(*a, std::move(options));
-  if (!bound.ok()) return bound.status();
-  return bound->port();
+  return driver_->Listen(address, port, std::move(options));
 }
 
 absl::StatusOr<std::shared_ptr<ConnectionHandle>> Endpoint::Connect(const std::string& host,
                                                                     uint16_t port,
                                                                     ConnectOptions options) {
-  absl::StatusOr<net::SocketAddress> a = net::Resolve(host, port);
-  if (!a.ok()) return a.status();
-  return driver_->Connect(*a, std::move(options));
+  return driver_->Connect(host, port, std::move(options));
 }
 
 absl::StatusOr<std::shared_ptr<ConnectionHandle>> Endpoint::Accept(Duration timeout) {

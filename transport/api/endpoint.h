@@ -1,6 +1,7 @@
-// Endpoint: the application's entry point to longhaul. It owns a driver thread (today the
-// UDP driver, transport/drivers/udp) that runs every connection of the endpoint; an
-// endpoint can listen (server), connect (client), or both.
+// Endpoint: the application's entry point to longhaul. It owns a datapath driver
+// (transport/datapath/driver.h; today the UDP driver, transport/drivers/udp) whose
+// thread runs every connection of the endpoint; an endpoint can listen (server), connect
+// (client), or both.
 //
 //   auto ep = Endpoint::Create({});                       // starts the driver thread
 //   ListenOptions lo; lo.config = config;
@@ -22,14 +23,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/api/connection_handle.h"
-#include "transport/api/endpoint_options.h"
+#include "transport/datapath/connection_handle.h"
+#include "transport/datapath/driver.h"
+#include "transport/datapath/options.h"
 
 namespace longhaul {
-
-namespace udp {
-class UdpDriver;
-}
 
 class Endpoint {
  public:
@@ -62,8 +60,8 @@ class Endpoint {
   EndpointStats stats() const;
 
  private:
-  explicit Endpoint(std::unique_ptr<udp::UdpDriver> driver);
-  std::unique_ptr<udp::UdpDriver> driver_;
+  explicit Endpoint(std::unique_ptr<Driver> driver);
+  std::unique_ptr<Driver> driver_;
 };
 
 }  // namespace longhaul

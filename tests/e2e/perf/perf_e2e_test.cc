@@ -21,7 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
 #include "transport/api/endpoint.h"
-#include "transport/drivers/udp/handshake.h"
+#include "transport/endpoint/handshake.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {
@@ -211,19 +211,19 @@ TEST(PerfE2E, ServerSurvivesGarbageAndRejectsForgedCookies) {
     send(fd, d.data(), n, 0);
   }
   // A proper Hello gets a Retry, whatever came before.
-  udp::HandshakeMessage hello;
-  hello.kind = udp::HandshakeKind::kHello;
+  endpoint::HandshakeMessage hello;
+  hello.kind = endpoint::HandshakeKind::kHello;
   hello.client_cid = 99;
   hello.params = {8192, 8270, 1 << 30, 65536, 1, 30000};
-  absl::StatusOr<std::vector<uint8_t>> pkt = udp::BuildHandshakePacket(hello);
+  absl::StatusOr<std::vector<uint8_t>> pkt = endpoint::BuildHandshakePacket(hello);
   ASSERT_TRUE(pkt.ok());
   std::optional<std::vector<uint8_t>> retry_bytes;
   for (int attempt = 0; attempt < 5 && !retry_bytes; ++attempt) {
     send(fd, pkt->data(), pkt->size(), 0);
     // Skip anything that is not a Retry (there should be nothing else).
     while (auto r = Receive(fd, 2000)) {
-      absl::StatusOr<udp::HandshakeMessage> m = udp::ParseHandshakePacket(*r);
-      if (m.ok() && m->kind == udp::HandshakeKind::kRetry) {
+      absl::StatusOr<endpoint::HandshakeMessage> m = endpoint::ParseHandshakePacket(*r);
+      if (m.ok() && m->kind == endpoint::HandshakeKind::kRetry) {
         retry_bytes = r;
         break;
       }
@@ -231,40 +231,40 @@ TEST(PerfE2E, ServerSurvivesGarbageAndRejectsForgedCookies) {
   }
   ASSERT_TRUE(retry_bytes.has_value());
   EXPECT_LE(retry_bytes->size(), 3 * pkt->size());  // amplification bound
-  absl::StatusOr<udp::HandshakeMessage> retry = udp::ParseHandshakePacket(*retry_bytes);
+  absl::StatusOr<endpoint::HandshakeMessage> retry = endpoint::ParseHandshakePacket(*retry_bytes);
   ASSERT_TRUE(retry.ok());
   // Forged cookies: random, and the real one with a bit flipped. No Accept may come back.
   for (int i = 0; i < 20; ++i) {
-    udp::HandshakeMessage forged = hello;
+    endpoint::HandshakeMessage forged = hello;
     forged.cookie = retry->cookie;
     if (i == 0) {
       forged.cookie.back() ^= 0x01;
     } else {
       for (auto& b : forged.cookie) b = static_cast<uint8_t>(rng());
     }
-    absl::StatusOr<std::vector<uint8_t>> f = udp::BuildHandshakePacket(forged);
+    absl::StatusOr<std::vector<uint8_t>> f = endpoint::BuildHandshakePacket(forged);
     ASSERT_TRUE(f.ok());
     send(fd, f->data(), f->size(), 0);
   }
   // The genuine cookie from another client id is also forged for that id.
-  udp::HandshakeMessage stolen = hello;
+  endpoint::HandshakeMessage stolen = hello;
   stolen.client_cid = 100;
   stolen.cookie = retry->cookie;
-  absl::StatusOr<std::vector<uint8_t>> st = udp::BuildHandshakePacket(stolen);
+  absl::StatusOr<std::vector<uint8_t>> st = endpoint::BuildHandshakePacket(stolen);
   send(fd, st->data(), st->size(), 0);
   while (auto r = Receive(fd, 500)) {
-    absl::StatusOr<udp::HandshakeMessage> m = udp::ParseHandshakePacket(*r);
-    ASSERT_TRUE(!m.ok() || m->kind != udp::HandshakeKind::kAccept) << "forged cookie accepted";
+    absl::StatusOr<endpoint::HandshakeMessage> m = endpoint::ParseHandshakePacket(*r);
+    ASSERT_TRUE(!m.ok() || m->kind != endpoint::HandshakeKind::kAccept) << "forged cookie accepted";
   }
   // The genuine cookie is accepted.
-  udp::HandshakeMessage good = hello;
+  endpoint::HandshakeMessage good = hello;
   good.cookie = retry->cookie;
-  absl::StatusOr<std::vector<uint8_t>> g = udp::BuildHandshakePacket(good);
+  absl::StatusOr<std::vector<uint8_t>> g = endpoint::BuildHandshakePacket(good);
   send(fd, g->data(), g->size(), 0);
   bool accepted = false;
   while (auto r = Receive(fd, 3000)) {
-    absl::StatusOr<udp::HandshakeMessage> m = udp::ParseHandshakePacket(*r);
-    if (m.ok() && m->kind == udp::HandshakeKind::kAccept) {
+    absl::StatusOr<endpoint::HandshakeMessage> m = endpoint::ParseHandshakePacket(*r);
+    if (m.ok() && m->kind == endpoint::HandshakeKind::kAccept) {
       accepted = true;
       break;
     }

@@ -20,7 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "transport/base/clock.h"
-#include "transport/drivers/udp/handshake.h"
+#include "transport/endpoint/handshake.h"
 #include "transport/testing/loopback_relay.h"
 
 namespace longhaul {
@@ -270,7 +270,7 @@ TEST(Endpoint, VersionMismatchIsReportedToTheClient) {
   Server srv = StartServer();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   ConnectOptions co = Client();
-  co.protocol_version = udp::kProtocolVersion + 1;
+  co.protocol_version = endpoint::kProtocolVersion + 1;
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = cep->Connect("127.0.0.1", srv.port, co);
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(c.status())) << c.status();
@@ -320,11 +320,11 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   };
   const char garbage[] = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_GT(send(fd, garbage, sizeof(garbage), 0), 0);
-  udp::HandshakeMessage hello;
-  hello.kind = udp::HandshakeKind::kHello;
+  endpoint::HandshakeMessage hello;
+  hello.kind = endpoint::HandshakeKind::kHello;
   hello.client_cid = 1234;
   hello.params = {8192, 8270, 1 << 20, 1024, 1, 1000};
-  absl::StatusOr<std::vector<uint8_t>> pkt = udp::BuildHandshakePacket(hello);
+  absl::StatusOr<std::vector<uint8_t>> pkt = endpoint::BuildHandshakePacket(hello);
   ASSERT_TRUE(pkt.ok());
   // Short: a valid Hello cut to 1000 bytes (checksum then fails) and an unpadded one.
   std::vector<uint8_t> short_pkt(pkt->begin(), pkt->begin() + 1000);
@@ -334,15 +334,15 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   std::vector<uint8_t> reply = receive(5000);
   ASSERT_FALSE(reply.empty());
   EXPECT_LE(reply.size(), 3 * pkt->size());
-  absl::StatusOr<udp::HandshakeMessage> retry = udp::ParseHandshakePacket(reply);
+  absl::StatusOr<endpoint::HandshakeMessage> retry = endpoint::ParseHandshakePacket(reply);
   ASSERT_TRUE(retry.ok()) << retry.status();
-  EXPECT_EQ(retry->kind, udp::HandshakeKind::kRetry);
+  EXPECT_EQ(retry->kind, endpoint::HandshakeKind::kRetry);
   EXPECT_EQ(retry->client_cid, 1234u);
   // Forged cookie: flip one bit of the real one.
-  udp::HandshakeMessage forged = hello;
+  endpoint::HandshakeMessage forged = hello;
   forged.cookie = retry->cookie;
   forged.cookie.back() ^= 1;
-  absl::StatusOr<std::vector<uint8_t>> fpkt = udp::BuildHandshakePacket(forged);
+  absl::StatusOr<std::vector<uint8_t>> fpkt = endpoint::BuildHandshakePacket(forged);
   ASSERT_TRUE(fpkt.ok());
   ASSERT_GT(send(fd, fpkt->data(), fpkt->size(), 0), 0);
   // The server drops it: wait until it counted it, then check nothing came back.
@@ -357,14 +357,14 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   EXPECT_GE(st.undecodable, 1u);
   EXPECT_TRUE(receive(200).empty());
   // The genuine cookie is accepted.
-  udp::HandshakeMessage good = hello;
+  endpoint::HandshakeMessage good = hello;
   good.cookie = retry->cookie;
-  absl::StatusOr<std::vector<uint8_t>> gpkt = udp::BuildHandshakePacket(good);
+  absl::StatusOr<std::vector<uint8_t>> gpkt = endpoint::BuildHandshakePacket(good);
   ASSERT_GT(send(fd, gpkt->data(), gpkt->size(), 0), 0);
   reply = receive(5000);
-  absl::StatusOr<udp::HandshakeMessage> acc = udp::ParseHandshakePacket(reply);
+  absl::StatusOr<endpoint::HandshakeMessage> acc = endpoint::ParseHandshakePacket(reply);
   ASSERT_TRUE(acc.ok()) << acc.status();
-  EXPECT_EQ(acc->kind, udp::HandshakeKind::kAccept);
+  EXPECT_EQ(acc->kind, endpoint::HandshakeKind::kAccept);
   EXPECT_EQ(srv.ep->stats().connections_accepted, 1u);
   close(fd);
   // And the server still serves a normal client.

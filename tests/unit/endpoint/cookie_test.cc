@@ -1,11 +1,13 @@
+#include <arpa/inet.h>
+
 #include <cstring>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "transport/drivers/udp/handshake.h"
-#include "transport/drivers/udp/siphash.h"
+#include "transport/endpoint/handshake.h"
+#include "transport/endpoint/siphash.h"
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 namespace {
 
 // Test vectors of the SipHash paper (appendix A): key 00..0f, messages 00..(n-1).
@@ -19,15 +21,31 @@ TEST(SipHash, PaperVectors) {
   EXPECT_EQ(SipHash24(key, msg.data(), 8), 0x93f5f5799a932462ULL);
 }
 
-net::SocketAddress Addr(const char* ip, uint16_t port) {
-  absl::StatusOr<net::SocketAddress> a = net::SocketAddress::FromNumeric(ip, port);
-  EXPECT_TRUE(a.ok());
-  return *a;
+// The UDP driver's layout (family, address, port); the cookie binds whatever bytes the
+// driver chose.
+PeerAddress Addr(const char* ip, uint16_t port) {
+  uint8_t b[1 + 16 + 2];
+  size_t n = 0;
+  in6_addr v6;
+  in_addr v4;
+  if (inet_pton(AF_INET, ip, &v4) == 1) {
+    b[n++] = 4;
+    std::memcpy(b + n, &v4, 4);
+    n += 4;
+  } else {
+    EXPECT_EQ(inet_pton(AF_INET6, ip, &v6), 1) << ip;
+    b[n++] = 6;
+    std::memcpy(b + n, &v6, 16);
+    n += 16;
+  }
+  b[n++] = static_cast<uint8_t>(port >> 8);
+  b[n++] = static_cast<uint8_t>(port);
+  return PeerAddress(std::span<const uint8_t>(b, n));
 }
 
 TEST(Cookie, ValidForTheSameClientWithinTheLifetime) {
   CookieMinter m(SipKey{1, 2}, Duration::Seconds(10));
-  const net::SocketAddress a = Addr("127.0.0.1", 40000);
+  const PeerAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{5000} * 1000000000);
   std::vector<uint8_t> c = m.Mint(t0, a, 77, kProtocolVersion);
   ASSERT_EQ(c.size(), kCookieSize);
@@ -39,7 +57,7 @@ TEST(Cookie, ValidForTheSameClientWithinTheLifetime) {
 
 TEST(Cookie, BoundToAddressPortIdVersionAndSecret) {
   CookieMinter m(SipKey{1, 2}, Duration::Seconds(10));
-  const net::SocketAddress a = Addr("127.0.0.1", 40000);
+  const PeerAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0, a, 77, kProtocolVersion);
   EXPECT_EQ(m.Check(t0, c, Addr("127.0.0.2", 40000), 77, 1), CookieVerdict::kInvalid);
@@ -52,8 +70,8 @@ TEST(Cookie, BoundToAddressPortIdVersionAndSecret) {
 }
 
 TEST(Cookie, ForgedAndTamperedCookiesAreInvalid) {
-  CookieMinter m(CookieMinter::RandomSecret(), Duration::Seconds(10));
-  const net::SocketAddress a = Addr("127.0.0.1", 40000);
+  CookieMinter m(SipKey{0x0123456789abcdefULL, 0xfedcba9876543210ULL}, Duration::Seconds(10));
+  const PeerAddress a = Addr("127.0.0.1", 40000);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0, a, 5, kProtocolVersion);
   for (size_t i = 0; i < c.size(); ++i) {
@@ -77,11 +95,11 @@ TEST(Cookie, ForgedAndTamperedCookiesAreInvalid) {
 
 TEST(Cookie, FromTheFutureIsInvalid) {
   CookieMinter m(SipKey{9, 9}, Duration::Seconds(10));
-  const net::SocketAddress a = Addr("127.0.0.1", 1);
+  const PeerAddress a = Addr("127.0.0.1", 1);
   const Time t0 = Time::FromNanoseconds(int64_t{1} << 40);
   std::vector<uint8_t> c = m.Mint(t0 + Duration::Seconds(60), a, 5, kProtocolVersion);
   EXPECT_EQ(m.Check(t0, c, a, 5, kProtocolVersion), CookieVerdict::kInvalid);
 }
 
 }  // namespace
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

@@ -1,4 +1,4 @@
-#include "transport/api/connection_handle.h"
+#include "transport/datapath/connection_handle.h"
 
 #include <chrono>
 #include <memory>

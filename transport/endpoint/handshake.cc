@@ -1,13 +1,11 @@
 // Handshake bodies are fixed-layout big-endian fields (like the packet header) rather than
 // varints: they are rare, small, and easier to read in a packet dump this way.
 
-#include "transport/drivers/udp/handshake.h"
-
-#include <random>
+#include "transport/endpoint/handshake.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 namespace {
 
 class Writer {
@@ -303,28 +301,21 @@ absl::StatusOr<HandshakeMessage> ParseHandshakePacket(std::span<const uint8_t> d
 
 // ---- cookies ----
 
-SipKey CookieMinter::RandomSecret() {
-  std::random_device rd;
-  SipKey k;
-  k.k0 = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  k.k1 = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  return k;
-}
-
-uint64_t CookieMinter::Mac(uint64_t issued_ms, const net::SocketAddress& client,
-                           uint64_t client_cid, uint32_t version) const {
-  uint8_t buf[1 + 8 + 18 + 8 + 4];
+uint64_t CookieMinter::Mac(uint64_t issued_ms, const PeerAddress& client, uint64_t client_cid,
+                           uint32_t version) const {
+  uint8_t buf[1 + 8 + PeerAddress::kMaxSize + 1 + 8 + 4];
   size_t n = 0;
   buf[n++] = 1;
   for (int i = 7; i >= 0; --i) buf[n++] = static_cast<uint8_t>(issued_ms >> (8 * i));
-  n += client.Identity(buf + n);
+  buf[n++] = static_cast<uint8_t>(client.size());
+  for (uint8_t b : client.bytes()) buf[n++] = b;
   for (int i = 7; i >= 0; --i) buf[n++] = static_cast<uint8_t>(client_cid >> (8 * i));
   for (int i = 3; i >= 0; --i) buf[n++] = static_cast<uint8_t>(version >> (8 * i));
   return SipHash24(secret_, buf, n);
 }
 
-std::vector<uint8_t> CookieMinter::Mint(Time now, const net::SocketAddress& client,
-                                        uint64_t client_cid, uint32_t version) const {
+std::vector<uint8_t> CookieMinter::Mint(Time now, const PeerAddress& client, uint64_t client_cid,
+                                        uint32_t version) const {
   const uint64_t issued = static_cast<uint64_t>(std::max<int64_t>(0, now.ns() / 1000000));
   const uint64_t mac = Mac(issued, client, client_cid, version);
   std::vector<uint8_t> c(kCookieSize);
@@ -335,7 +326,7 @@ std::vector<uint8_t> CookieMinter::Mint(Time now, const net::SocketAddress& clie
 }
 
 CookieVerdict CookieMinter::Check(Time now, std::span<const uint8_t> cookie,
-                                  const net::SocketAddress& client, uint64_t client_cid,
+                                  const PeerAddress& client, uint64_t client_cid,
                                   uint32_t version) const {
   if (cookie.size() != kCookieSize || cookie[0] != 1) return CookieVerdict::kInvalid;
   uint64_t issued = 0, mac = 0;
@@ -352,4 +343,4 @@ CookieVerdict CookieMinter::Check(Time now, std::span<const uint8_t> cookie,
   return CookieVerdict::kValid;
 }
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

@@ -1,11 +1,11 @@
-#include "transport/drivers/udp/handshake.h"
+#include "transport/endpoint/handshake.h"
 
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "transport/wire/packet.h"
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 namespace {
 
 HandshakeMessage SampleHello() {
@@ -147,4 +147,4 @@ TEST(HandshakeCodec, PacketChecksAndKindMismatch) {
 }
 
 }  // namespace
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

@@ -1,7 +1,7 @@
-// The UDP driver's connection handshake: message bodies carried in HANDSHAKE frames of
-// Initial / Retry / Handshake packets (transport/wire/packet.h), and the stateless
-// cookie. docs/udp-driver.md describes the exchange, docs/wire-format.md (section 8) the
-// byte layout. Pure functions and value types; thread-safe except CookieMinter, which is
+// The connection handshake of the sans-IO endpoint (endpoint.h): message bodies carried
+// in HANDSHAKE frames of Initial / Retry / Handshake packets (transport/wire/packet.h), and
+// the stateless cookie. docs/endpoint.md describes the exchange, docs/wire-format.md (section 8)
+// the byte layout. Pure functions and value types; thread-safe except CookieMinter, which is
 // immutable after construction and so safe to share once built.
 //
 //   client                                   server
@@ -23,11 +23,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transport/base/units.h"
-#include "transport/drivers/udp/siphash.h"
-#include "transport/net/socket_address.h"
+#include "transport/endpoint/siphash.h"
+#include "transport/endpoint/peer_address.h"
 #include "transport/wire/packet.h"
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 
 // Protocol version a handshake asks for; 1-RTT packets then use it. Equal to the wire
 // version (the only one there is).
@@ -94,7 +94,8 @@ absl::StatusOr<HandshakeMessage> ParseHandshakePacket(std::span<const uint8_t> d
 // ---- stateless cookies ----
 //
 // cookie = u8 format (1) | u64 issue time (ms on the server's clock) | u64 MAC
-// MAC = SipHash-2-4(secret; format, time, client address + port, client cid, version).
+// MAC = SipHash-2-4(secret; format, time, client address (PeerAddress bytes), client cid,
+//                   version).
 // The server keeps nothing per client: a returning Hello proves the client receives at
 // its source address. A cookie is accepted for `lifetime` after issue (and not from the
 // future beyond a small skew).
@@ -105,20 +106,17 @@ enum class CookieVerdict { kValid, kExpired, kInvalid };
 class CookieMinter {
  public:
   CookieMinter(SipKey secret, Duration lifetime) : secret_(secret), lifetime_(lifetime) {}
-  // A secret from std::random_device (one per server process).
-  static SipKey RandomSecret();
-
-  std::vector<uint8_t> Mint(Time now, const net::SocketAddress& client, uint64_t client_cid,
+  std::vector<uint8_t> Mint(Time now, const PeerAddress& client, uint64_t client_cid,
                             uint32_t version) const;
-  CookieVerdict Check(Time now, std::span<const uint8_t> cookie, const net::SocketAddress& client,
+  CookieVerdict Check(Time now, std::span<const uint8_t> cookie, const PeerAddress& client,
                       uint64_t client_cid, uint32_t version) const;
   Duration lifetime() const { return lifetime_; }
 
  private:
-  uint64_t Mac(uint64_t issued_ms, const net::SocketAddress& client, uint64_t client_cid,
+  uint64_t Mac(uint64_t issued_ms, const PeerAddress& client, uint64_t client_cid,
                uint32_t version) const;
   SipKey secret_;
   Duration lifetime_;
 };
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

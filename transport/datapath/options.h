@@ -1,5 +1,6 @@
-// Options of Endpoint (transport/api/endpoint.h) and of the drivers that implement it.
-// Value types. Units are in the names or types (bytes, Duration).
+// Options of Endpoint (transport/api/endpoint.h) and of the drivers that implement it
+// (transport/datapath/driver.h). Value types. Units are in the names or types (bytes,
+// Duration).
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "transport/api/connection_handle.h"
+#include "transport/datapath/connection_handle.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
+#include "transport/endpoint/negotiation.h"
 
 namespace longhaul {
 
@@ -41,21 +43,11 @@ struct EndpointOptions {
   uint64_t seed = 0;
 };
 
-// What a server learns from a client's validated Hello, before it keeps any state.
-struct HelloInfo {
-  std::string peer_address;  // "127.0.0.1:40001"
-  uint32_t segment = 0;
-  ByteCount recv_window = 0;
-  uint32_t max_inflight_messages = 0;
-  uint32_t flows = 1;
-  Duration idle_timeout;
-  std::string app_data;  // the client's ConnectOptions::app_data
-};
-
-// Server policy: the configuration for a new connection, or an error whose message goes
-// back to the client in a Reject ("server busy", "unsupported parameters: ...").
-// Runs on the driver thread; must not block.
-using HelloPolicy = std::function<absl::StatusOr<TransportConfig>(const HelloInfo&)>;
+// What a server learns from a client's validated Hello, and its policy (the sans-IO
+// endpoint's types: transport/endpoint/negotiation.h). The policy runs on the driver
+// thread and must not block.
+using HelloInfo = endpoint::HelloInfo;
+using HelloPolicy = endpoint::HelloPolicy;
 // Called on the driver thread as soon as an accepted connection exists, before any of
 // its data is processed (the place to SetCallback or PostReceive without a race).
 using AcceptCallback = std::function<void(std::shared_ptr<ConnectionHandle>)>;

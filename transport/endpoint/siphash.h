@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 
 struct SipKey {
   uint64_t k0 = 0;
@@ -17,4 +17,4 @@ struct SipKey {
 // readings of the 16 key bytes, as in the paper's test vectors).
 uint64_t SipHash24(const SipKey& key, const uint8_t* data, size_t len);
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

@@ -1,6 +1,6 @@
-#include "transport/drivers/udp/siphash.h"
+#include "transport/endpoint/siphash.h"
 
-namespace longhaul::udp {
+namespace longhaul::endpoint {
 namespace {
 
 inline uint64_t Rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
@@ -53,4 +53,4 @@ uint64_t SipHash24(const SipKey& key, const uint8_t* data, size_t len) {
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
-}  // namespace longhaul::udp
+}  // namespace longhaul::endpoint

@@ -1,0 +1,345 @@
+#include "transport/datapath/endpoint_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "transport/base/parse.h"
+
+namespace longhaul::datapath {
+
+EndpointRuntime::EndpointRuntime(endpoint::EndpointConfig config, Hooks hooks)
+    : endpoint_(std::move(config)), hooks_(std::move(hooks)) {}
+
+EndpointRuntime::~EndpointRuntime() = default;
+
+// ---- any thread ----
+
+void EndpointRuntime::Wake(ConnectionHandle* h) {
+  if (OnDriverThread()) {
+    local_wakes_.push_back(h);
+    return;
+  }
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> l(wake_mu_);
+    wakes_.push_back(h);
+    post = !wake_posted_;
+    wake_posted_ = true;
+  }
+  if (post) hooks_.wake();
+}
+
+absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::Accept(Duration timeout) {
+  std::unique_lock<std::mutex> l(accept_mu_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns()));
+  accept_cv_.wait_until(l, deadline, [&] { return !accept_queue_.empty() || stopped_; });
+  if (!accept_queue_.empty()) {
+    std::shared_ptr<ConnectionHandle> h = std::move(accept_queue_.front());
+    accept_queue_.pop_front();
+    return h;
+  }
+  if (stopped_) return absl::CancelledError("endpoint is shut down");
+  return absl::DeadlineExceededError(
+      absl::StrCat("no connection accepted within ", FormatDuration(timeout)));
+}
+
+absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::WaitConnect(
+    ConnectWait& wait, Duration timeout, const std::string& server) {
+  std::unique_lock<std::mutex> l(wait.mu);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns())) +
+                        std::chrono::seconds(1);
+  if (!wait.cv.wait_until(l, deadline, [&] { return wait.done; })) {
+    wait.abandoned = true;
+    return absl::DeadlineExceededError(
+        absl::StrCat("connect to ", server, ": the driver did not finish in time"));
+  }
+  return wait.value;
+}
+
+void EndpointRuntime::Complete(ConnectWait& wait,
+                               absl::StatusOr<std::shared_ptr<ConnectionHandle>> v) {
+  std::lock_guard<std::mutex> l(wait.mu);
+  wait.value = std::move(v);
+  wait.done = true;
+  wait.cv.notify_all();
+}
+
+// ---- set-up ----
+
+absl::Status EndpointRuntime::Listen(endpoint::LocalId local, ListenOptions options) {
+  endpoint::ListenConfig lc;
+  lc.config = options.config;
+  lc.foreign_datagrams = static_cast<bool>(options.on_foreign_datagram);
+  const bool queued = !options.on_accept;
+  const uint32_t backlog = options.backlog;
+  // Connections without an accept callback wait in the accept queue: refuse new ones
+  // while it is full, before the server keeps any state for them.
+  lc.policy = [this, queued, backlog, base = options.config, policy = std::move(options.policy)](
+                  const endpoint::HelloInfo& info) -> absl::StatusOr<TransportConfig> {
+    if (queued) {
+      std::lock_guard<std::mutex> l(accept_mu_);
+      if (accept_queue_.size() >= backlog) {
+        return absl::UnavailableError("server busy: too many connections waiting to be accepted");
+      }
+    }
+    if (policy) return policy(info);
+    return base;
+  };
+  if (absl::Status s = endpoint_.Listen(local, std::move(lc)); !s.ok()) return s;
+  listeners_[local] = ListenerState{std::move(options.on_accept), backlog};
+  return absl::OkStatus();
+}
+
+void EndpointRuntime::StartConnect(Time now, const endpoint::PeerAddress& server,
+                                   std::vector<endpoint::LocalId> locals, ConnectOptions options,
+                                   std::shared_ptr<ConnectWait> wait) {
+  endpoint::ConnectConfig cc;
+  cc.config = std::move(options.config);
+  cc.app_data = std::move(options.app_data);
+  cc.timeout = options.timeout;
+  cc.protocol_version = options.protocol_version;
+  absl::StatusOr<endpoint::ConnectionId> id = endpoint_.Connect(now, server, locals, std::move(cc));
+  if (!id.ok()) {
+    for (endpoint::LocalId l : locals) hooks_.close_local(l);
+    Complete(*wait, id.status());
+    return;
+  }
+  wait->callback = std::move(options.callback);
+  waits_[*id] = std::move(wait);
+}
+
+// ---- endpoint events ----
+
+std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::ConnectionId id) {
+  const endpoint::ConnectionMeta* meta = endpoint_.MetaAt(id);
+  Connection* conn = endpoint_.ConnectionAt(id);
+  CHECK(meta != nullptr && conn != nullptr);
+  ConnectionInfo info;
+  info.config = conn->config();
+  info.local_id = meta->id;
+  info.peer_id = meta->peer_id;
+  info.local_address = hooks_.local_address(meta->is_server ? meta->listener : meta->locals[0]);
+  info.peer_address = endpoint_.Format(meta->peer);
+  info.peer_app_data = meta->peer_app_data;
+  info.is_server = meta->is_server;
+  auto handle = std::make_shared<ConnectionHandle>(this, std::move(info));
+  handle_index_[handle.get()] = id;
+  return handle;
+}
+
+void EndpointRuntime::OnIncoming(endpoint::ConnectionId id) {
+  const endpoint::ConnectionMeta* meta = endpoint_.MetaAt(id);
+  if (meta == nullptr) return;
+  Entry& e = entries_[id];
+  e.handle = MakeHandle(id);
+  auto l = listeners_.find(meta->listener);
+  if (l != listeners_.end() && l->second.on_accept) {
+    e.has_on_accept = true;
+    l->second.on_accept(e.handle);
+    ApplyOps(id, e);  // what the callback queued applies before any data arrives
+  }
+}
+
+void EndpointRuntime::OnConfirmed(endpoint::ConnectionId id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  if (e.has_on_accept || e.queued_for_accept) return;
+  e.queued_for_accept = true;
+  std::lock_guard<std::mutex> l(accept_mu_);
+  accept_queue_.push_back(e.handle);
+  accept_cv_.notify_all();
+}
+
+void EndpointRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
+  for (endpoint::LocalId l : ev.locals) hooks_.close_local(l);
+  std::shared_ptr<ConnectWait> wait;
+  if (auto w = waits_.find(ev.id); w != waits_.end()) {
+    wait = std::move(w->second);
+    waits_.erase(w);
+  }
+  Entry& e = entries_[ev.id];
+  e.handle = MakeHandle(ev.id);
+  if (wait == nullptr) return;
+  if (wait->callback) e.handle->SetCallback(wait->callback);
+  bool abandoned;
+  {
+    std::lock_guard<std::mutex> l(wait->mu);
+    abandoned = wait->abandoned;
+  }
+  if (abandoned) {
+    endpoint_.ConnectionAt(ev.id)->Close(CloseCode::kApplication,
+                                         "client gave up waiting for the handshake");
+    endpoint_.Touch(ev.id);
+  }
+  Complete(*wait, e.handle);
+}
+
+void EndpointRuntime::OnConnectFailed(const endpoint::EndpointEvent& ev) {
+  for (endpoint::LocalId l : ev.locals) hooks_.close_local(l);
+  auto w = waits_.find(ev.id);
+  if (w == waits_.end()) return;
+  std::shared_ptr<ConnectWait> wait = std::move(w->second);
+  waits_.erase(w);
+  Complete(*wait, ev.status);
+}
+
+void EndpointRuntime::ProcessEndpointEvents() {
+  endpoint::EndpointEvent e;
+  while (endpoint_.PollEvent(&e)) {
+    switch (e.type) {
+      case endpoint::EndpointEvent::Type::kIncoming:
+        OnIncoming(e.id);
+        break;
+      case endpoint::EndpointEvent::Type::kConfirmed:
+        OnConfirmed(e.id);
+        break;
+      case endpoint::EndpointEvent::Type::kConnected:
+        OnConnected(e);
+        break;
+      case endpoint::EndpointEvent::Type::kConnectFailed:
+        OnConnectFailed(e);
+        break;
+    }
+  }
+}
+
+// ---- application operations ----
+
+void EndpointRuntime::ApplyWakes() {
+  std::vector<ConnectionHandle*> list;
+  {
+    std::lock_guard<std::mutex> l(wake_mu_);
+    list.swap(wakes_);
+    wake_posted_ = false;
+  }
+  list.insert(list.end(), local_wakes_.begin(), local_wakes_.end());
+  local_wakes_.clear();
+  for (ConnectionHandle* h : list) {
+    auto it = handle_index_.find(h);
+    if (it == handle_index_.end()) continue;
+    auto e = entries_.find(it->second);
+    if (e == entries_.end()) continue;
+    ApplyOps(it->second, e->second);
+  }
+}
+
+void EndpointRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
+  Connection* conn = endpoint_.ConnectionAt(id);
+  if (conn == nullptr) return;
+  ops_.clear();
+  entry.handle->TakeOps(&ops_);
+  std::vector<Event> failed;
+  for (ConnectionHandle::Op& op : ops_) {
+    switch (op.kind) {
+      case ConnectionHandle::Op::Kind::kSend: {
+        const uint64_t size = op.send.size;
+        absl::StatusOr<uint64_t> sent = conn->Send(std::move(op.send), op.tag);
+        if (!sent.ok()) {
+          Event e;
+          e.type = Event::Type::kSendComplete;
+          e.message_id = op.expected_id;
+          e.tag = op.tag;
+          e.size = size;
+          e.status = absl::CancelledError(sent.status().message());
+          failed.push_back(std::move(e));
+        } else {
+          DCHECK_EQ(*sent, op.expected_id);
+        }
+        break;
+      }
+      case ConnectionHandle::Op::Kind::kPost:
+        conn->PostReceive(op.data, op.capacity, op.tag).IgnoreError();
+        break;
+      case ConnectionHandle::Op::Kind::kReturn:
+        conn->ReturnBuffer(std::move(op.owned));
+        break;
+      case ConnectionHandle::Op::Kind::kClose:
+        conn->Close(op.code, std::move(op.reason));
+        break;
+    }
+  }
+  ops_.clear();
+  if (!failed.empty()) entry.handle->Deliver(&failed);
+  entry.handle->FlushToCallback();
+  endpoint_.Touch(id);
+}
+
+// ---- events and teardown ----
+
+void EndpointRuntime::DeliverAll(Time now) {
+  endpoint_.ListConnections(&ids_);
+  std::vector<endpoint::ConnectionId> dead;
+  for (endpoint::ConnectionId id : ids_) {
+    auto it = entries_.find(id);
+    if (it == entries_.end()) continue;
+    Entry& e = it->second;
+    Connection* conn = endpoint_.ConnectionAt(id);
+    events_.clear();
+    Event ev;
+    while (conn->PollEvent(&ev)) events_.push_back(std::move(ev));
+    const bool closed = conn->closed();
+    if (closed || now - e.last_publish >= kStatsPublishPeriod) {
+      e.handle->PublishStats(conn->stats(), conn->debug_state());
+      e.last_publish = now;
+    }
+    if (!events_.empty()) e.handle->Deliver(&events_);
+    if (closed) dead.push_back(id);
+  }
+  for (endpoint::ConnectionId id : dead) {
+    auto it = entries_.find(id);
+    std::shared_ptr<ConnectionHandle> h = std::move(it->second.handle);
+    entries_.erase(it);
+    handle_index_.erase(h.get());
+    h->Detach(h->status());
+    for (endpoint::LocalId l : endpoint_.Release(id)) hooks_.close_local(l);
+  }
+}
+
+void EndpointRuntime::BeginShutdown(Time now) {
+  endpoint_.CloseAll(now, "endpoint closed");
+  ProcessEndpointEvents();  // fails the waiting Connects
+  ApplyWakes();
+}
+
+void EndpointRuntime::FinishShutdown(Time now) {
+  DeliverAll(now);
+  for (auto& [id, e] : entries_) {
+    e.handle->Detach(absl::CancelledError("endpoint closed"));
+  }
+  entries_.clear();
+  handle_index_.clear();
+  for (auto& [id, wait] : waits_) Complete(*wait, absl::CancelledError("endpoint is shut down"));
+  waits_.clear();
+  std::lock_guard<std::mutex> l(accept_mu_);
+  for (auto& h : accept_queue_) h->Detach(absl::CancelledError("endpoint closed"));
+  accept_queue_.clear();
+  stopped_ = true;
+  accept_cv_.notify_all();
+}
+
+void EndpointRuntime::AddStats(EndpointStats* s) const {
+  const endpoint::EndpointCounters& c = endpoint_.counters();
+  s->undecodable += c.undecodable;
+  s->unknown_connection += c.unknown_connection;
+  s->foreign_datagrams += c.foreign_datagrams;
+  s->hellos_received += c.hellos_received;
+  s->short_initials += c.short_initials;
+  s->retries_sent += c.retries_sent;
+  s->cookies_invalid += c.cookies_invalid;
+  s->cookies_expired += c.cookies_expired;
+  s->version_mismatches += c.version_mismatches;
+  s->rejects_sent += c.rejects_sent;
+  s->connections_accepted += c.connections_accepted;
+  s->handshake_errors += c.handshake_errors;
+  s->amplification_limited += c.amplification_limited;
+  s->stalled_deadlines += c.stalled_deadlines;
+  s->connections_active += endpoint_.connection_count();
+}
+
+}  // namespace longhaul::datapath

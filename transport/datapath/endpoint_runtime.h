@@ -1,0 +1,156 @@
+// EndpointRuntime: the driver-thread side of a datapath that every driver shares. It owns
+// the sans-IO endpoint (transport/endpoint) and, for each of its connections, the
+// application's ConnectionHandle: it turns endpoint events into handles (accept
+// callbacks, the accept queue, waiting Connect calls), applies the operations
+// applications queue on handles, hands connection events and stats snapshots to them,
+// and reaps closed connections. A driver adds only I/O: it feeds the endpoint datagrams
+// and errors, sends what PollTransmit produces, sleeps until the next deadline, and calls
+// the runtime at the points its loop documents (udp_driver.cc is the model).
+//
+// Thread-safety: Wake, Accept, WaitConnect and the ConnectWait are thread-safe; everything
+// else runs on the driver thread only (SetDriverThread names it).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "transport/base/units.h"
+#include "transport/datapath/connection_handle.h"
+#include "transport/datapath/options.h"
+#include "transport/endpoint/endpoint.h"
+
+namespace longhaul::datapath {
+
+// A Connect() waiting for its handshake; shared between the caller's thread and the
+// driver thread.
+struct ConnectWait {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;  // the caller stopped waiting
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> value =
+      absl::UnknownError("connect did not finish");
+  EventCallback callback;  // ConnectOptions::callback, set on the handle before any event
+};
+
+class EndpointRuntime final : public ConnectionHost {
+ public:
+  struct Hooks {
+    // Wakes the driver thread from another thread (its loop then calls ApplyWakes). Called
+    // with a handle's lock held: must not call back into handles or the runtime.
+    std::function<void()> wake;
+    // The endpoint no longer uses `local` (a client's socket): the driver closes it.
+    std::function<void(endpoint::LocalId)> close_local;
+    // The printable address of a local ("127.0.0.1:40001"), for ConnectionInfo.
+    std::function<std::string(endpoint::LocalId)> local_address;
+  };
+
+  EndpointRuntime(endpoint::EndpointConfig config, Hooks hooks);
+  ~EndpointRuntime() override;
+
+  endpoint::Endpoint& endpoint() { return endpoint_; }
+  const endpoint::Endpoint& endpoint() const { return endpoint_; }
+
+  // ---- any thread ----
+  void Wake(ConnectionHandle* handle) override;
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout);
+  // Waits for `wait` (the driver enforces the handshake timeout; `timeout` plus a second
+  // only guards against a stuck driver thread).
+  static absl::StatusOr<std::shared_ptr<ConnectionHandle>> WaitConnect(ConnectWait& wait,
+                                                                       Duration timeout,
+                                                                       const std::string& server);
+
+  // ---- driver thread ----
+  void SetDriverThread(std::thread::id id) { driver_thread_.store(id); }
+  bool OnDriverThread() const { return std::this_thread::get_id() == driver_thread_.load(); }
+
+  // Makes `local` a listener with `options` (the accept callback, backlog and policy are
+  // kept here; the endpoint sees the policy and the configuration).
+  absl::Status Listen(endpoint::LocalId local, ListenOptions options);
+  // Starts a handshake; the outcome completes `wait`. On an immediate error `wait`
+  // completes with it and the locals are closed.
+  void StartConnect(Time now, const endpoint::PeerAddress& server,
+                    std::vector<endpoint::LocalId> locals, ConnectOptions options,
+                    std::shared_ptr<ConnectWait> wait);
+  // Turns pending endpoint events into handles, accept-queue entries and finished
+  // Connects. Call after every endpoint input (OnDatagram, OnLocalError, PollTransmit
+  // rounds): an accepted connection's callback must run before its first data.
+  void ProcessEndpointEvents();
+  // Applies the operations applications queued on handles (Send, PostReceive, ...).
+  void ApplyWakes();
+  // True when handles woke from the driver thread itself (the loop must not sleep).
+  bool HasLocalWakes() const { return !local_wakes_.empty(); }
+  // Hands every connection's events and (every kStatsPublishPeriod) stats to its handle,
+  // then reaps closed connections. The driver wakes at least every kStatsPublishPeriod
+  // while it has connections.
+  void DeliverAll(Time now);
+
+  // Shutdown, in two steps around the driver's last transmit: BeginShutdown closes every
+  // connection and fails pending handshakes; FinishShutdown delivers the last events,
+  // detaches every handle (kClosed, Cancelled "endpoint closed") and ends Accept.
+  void BeginShutdown(Time now);
+  void FinishShutdown(Time now);
+
+  // Adds the endpoint's counters to `stats`.
+  void AddStats(EndpointStats* stats) const;
+
+  static constexpr Duration kStatsPublishPeriod = Duration::Milliseconds(10);
+
+ private:
+  struct Entry {
+    std::shared_ptr<ConnectionHandle> handle;
+    Time last_publish;
+    bool has_on_accept = false;
+    bool queued_for_accept = false;
+  };
+  struct ListenerState {
+    AcceptCallback on_accept;
+    uint32_t backlog = 0;
+  };
+
+  void OnIncoming(endpoint::ConnectionId id);
+  void OnConfirmed(endpoint::ConnectionId id);
+  void OnConnected(const endpoint::EndpointEvent& e);
+  void OnConnectFailed(const endpoint::EndpointEvent& e);
+  void ApplyOps(endpoint::ConnectionId id, Entry& entry);
+  std::shared_ptr<ConnectionHandle> MakeHandle(endpoint::ConnectionId id);
+  static void Complete(ConnectWait& wait, absl::StatusOr<std::shared_ptr<ConnectionHandle>> v);
+
+  endpoint::Endpoint endpoint_;
+  Hooks hooks_;
+  std::atomic<std::thread::id> driver_thread_{};
+
+  absl::flat_hash_map<endpoint::ConnectionId, Entry> entries_;
+  absl::flat_hash_map<ConnectionHandle*, endpoint::ConnectionId> handle_index_;
+  absl::flat_hash_map<endpoint::LocalId, ListenerState> listeners_;
+  absl::flat_hash_map<endpoint::ConnectionId, std::shared_ptr<ConnectWait>> waits_;
+
+  // Scratch (driver thread).
+  std::vector<ConnectionHandle::Op> ops_;
+  std::vector<Event> events_;
+  std::vector<endpoint::ConnectionId> ids_;
+
+  // Cross-thread wake-ups.
+  std::mutex wake_mu_;
+  std::vector<ConnectionHandle*> wakes_;
+  bool wake_posted_ = false;
+  std::vector<ConnectionHandle*> local_wakes_;  // driver thread only
+
+  std::mutex accept_mu_;
+  std::condition_variable accept_cv_;
+  std::deque<std::shared_ptr<ConnectionHandle>> accept_queue_;
+  bool stopped_ = false;
+};
+
+}  // namespace longhaul::datapath

@@ -1,0 +1,761 @@
+// The endpoint keeps three kinds of state: listeners (per local), pending client
+// handshakes (per connection id, until Accept/Reject/timeout) and connections (per our
+// connection id). A server keeps nothing for a client until its Hello comes back with a
+// valid cookie, so a flood of Hellos from spoofed addresses costs it one Retry each,
+// bounded by the amplification limit, and no memory.
+
+#include "transport/endpoint/endpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "transport/base/parse.h"
+#include "transport/endpoint/negotiation.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul::endpoint {
+namespace {
+
+constexpr int kMaxRetries = 8;
+constexpr Duration kMaxHandshakeBackoff = Duration::Seconds(1);
+constexpr Duration kFirstAcceptBackoff = Duration::Milliseconds(200);
+
+}  // namespace
+
+std::string HexAddress(const PeerAddress& a) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(a.size() * 2);
+  for (uint8_t b : a.bytes()) {
+    s.push_back(kHex[b >> 4]);
+    s.push_back(kHex[b & 15]);
+  }
+  return s.empty() ? "(no address)" : s;
+}
+
+absl::Status EndpointConfig::Validate() const {
+  if (cookie_lifetime < Duration::Seconds(1)) {
+    return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
+  }
+  if (max_flows == 0 || max_flows > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_flows=", max_flows, " is outside [1, 65535]"));
+  }
+  if (unreachable_grace < Duration::Zero()) {
+    return absl::InvalidArgumentError("unreachable_grace must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+struct Endpoint::Conn {
+  ConnectionMeta meta;
+  std::unique_ptr<Connection> conn;
+  std::vector<PeerAddress> peer_addrs;  // server: the client's address per flow
+  Time next_timeout;
+  // server handshake state
+  bool confirmed = true;
+  Time confirm_deadline = Time::Infinite();
+  Time next_accept_resend = Time::Infinite();
+  Duration accept_backoff;
+  std::vector<uint8_t> accept_packet;
+  // client: "peer unreachable" reported since the last valid packet from the peer
+  Time unreachable_since = Time::Infinite();
+  uint64_t last_packets_received = 0;
+};
+
+struct Endpoint::Pending {
+  ConnectionId cid = 0;
+  PeerAddress server;
+  std::vector<LocalId> locals;
+  ConnectConfig config;
+  std::vector<uint8_t> cookie;
+  std::vector<uint8_t> hello;
+  uint32_t version = kProtocolVersion;
+  Time deadline;
+  Time next_resend;
+  Duration backoff;
+  int retries = 0;
+  bool heard = false;  // the server answered (a Retry)
+};
+
+Endpoint::Endpoint(EndpointConfig config)
+    : config_(std::move(config)), minter_(config_.cookie_secret, config_.cookie_lifetime) {
+  const absl::Status valid = config_.Validate();
+  CHECK(valid.ok()) << valid;
+  rng_.Seed(config_.seed);
+}
+
+Endpoint::~Endpoint() = default;
+
+std::string Endpoint::Format(const PeerAddress& a) const {
+  return config_.format_address ? config_.format_address(a) : HexAddress(a);
+}
+
+// ---- set-up ----
+
+absl::Status Endpoint::Listen(LocalId local, ListenConfig config) {
+  if (local == kNoLocal) return absl::InvalidArgumentError("listen: local id 0 is reserved");
+  if (absl::Status s = config.config.Validate(); !s.ok()) return s;
+  if (listeners_.contains(local) || local_owner_.contains(local)) {
+    return absl::AlreadyExistsError(absl::StrCat("listen: local ", local, " is in use"));
+  }
+  listeners_[local] = Listener{std::move(config)};
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConnectionId> Endpoint::Connect(Time now, const PeerAddress& server,
+                                               std::vector<LocalId> locals,
+                                               ConnectConfig config) {
+  if (absl::Status s = config.config.Validate(); !s.ok()) return s;
+  if (config.app_data.size() > kMaxAppDataSize) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
+                                                   config.app_data.size(), " bytes exceeds ",
+                                                   kMaxAppDataSize));
+  }
+  if (locals.empty()) return absl::InvalidArgumentError("connect: no local to send from");
+  for (LocalId l : locals) {
+    if (l == kNoLocal || listeners_.contains(l) || local_owner_.contains(l)) {
+      return absl::AlreadyExistsError(absl::StrCat("connect: local ", l, " is in use"));
+    }
+  }
+  auto p = std::make_unique<Pending>();
+  p->cid = NewCid();
+  p->server = server;
+  p->locals = std::move(locals);
+  p->version = config.protocol_version != 0 ? config.protocol_version : kProtocolVersion;
+  p->deadline = now + config.timeout;
+  p->backoff = std::max(config.config.initial_rtt * 2, Duration::Milliseconds(100));
+  p->next_resend = now + p->backoff;
+  p->config = std::move(config);
+  for (LocalId l : p->locals) local_owner_[l] = p->cid;
+  Pending& ref = *p;
+  pending_[p->cid] = std::move(p);
+  SendHello(ref);
+  return ref.cid;
+}
+
+// ---- receive path ----
+
+Endpoint::Verdict Endpoint::OnDatagram(Time now, LocalId local, const PeerAddress& from,
+                                       std::span<const uint8_t> datagram, Ecn ecn) {
+  if (!datagram.empty() && datagram[0] != wire::kVersion) {
+    auto l = listeners_.find(local);
+    if (l != listeners_.end() && l->second.config.foreign_datagrams) {
+      ++counters_.foreign_datagrams;
+      return Verdict::kForeign;
+    }
+  }
+  absl::StatusOr<wire::PacketHeader> h = wire::PeekHeader(datagram);
+  if (!h.ok()) {
+    ++counters_.undecodable;
+    if (!datagram.empty() && datagram[0] != wire::kVersion) ++counters_.version_mismatches;
+    log_.Warn("undecodable", now,
+              absl::StrCat("dropped a datagram from ", Format(from), " (", datagram.size(),
+                           " bytes): ", h.status().message()));
+    return Verdict::kHandled;
+  }
+  if (h->type == wire::PacketType::kOneRtt) {
+    OnOneRtt(now, *h, from, datagram, ecn);
+  } else {
+    OnHandshakePacket(now, local, from, datagram);
+  }
+  return Verdict::kHandled;
+}
+
+void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress& from,
+                        std::span<const uint8_t> datagram, Ecn ecn) {
+  auto it = conns_.find(h.connection_id);
+  if (it == conns_.end()) {
+    ++counters_.unknown_connection;
+    return;
+  }
+  Conn& c = *it->second;
+  c.conn->OnDatagram(now, datagram, ecn);
+  const uint64_t received = c.conn->stats().packets_received;
+  if (received != c.last_packets_received) {
+    // A valid packet (checksum and connection id): learn the flow's address, confirm.
+    c.last_packets_received = received;
+    c.unreachable_since = Time::Infinite();
+    if (c.meta.is_server) {
+      if (h.flow < c.peer_addrs.size()) c.peer_addrs[h.flow] = from;
+      if (!c.confirmed) ConfirmServerConn(c);
+    }
+  }
+  c.next_timeout = c.conn->NextTimeout();
+}
+
+void Endpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& from,
+                                 std::span<const uint8_t> datagram) {
+  absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(datagram);
+  if (!m.ok()) {
+    ++counters_.handshake_errors;
+    log_.Warn("handshake-malformed", now,
+              absl::StrCat("dropped a handshake packet from ", Format(from), ": ",
+                           m.status().message()));
+    return;
+  }
+  switch (m->kind) {
+    case HandshakeKind::kHello:
+      if (auto l = listeners_.find(local); l != listeners_.end()) {
+        ServerOnHello(now, local, l->second, datagram.size(), from, *m);
+      }
+      return;
+    case HandshakeKind::kConfirm: {
+      auto it = conns_.find(m->server_cid);
+      if (it != conns_.end() && it->second->meta.is_server &&
+          it->second->meta.peer_id == m->client_cid) {
+        ConfirmServerConn(*it->second);
+      }
+      return;
+    }
+    case HandshakeKind::kRetry:
+    case HandshakeKind::kAccept:
+    case HandshakeKind::kReject:
+      ClientOnServerMessage(now, local, *m);
+      return;
+  }
+}
+
+// ---- server side of the handshake ----
+
+void Endpoint::Queue(LocalId local, const PeerAddress& to, std::vector<uint8_t> bytes,
+                     size_t received_bytes, bool validated) {
+  if (!validated && bytes.size() > kAmplificationFactor * received_bytes) {
+    ++counters_.amplification_limited;
+    return;
+  }
+  outgoing_.push_back(Outgoing{local, to, std::move(bytes)});
+}
+
+void Endpoint::SendReject(LocalId local, const PeerAddress& to, const HandshakeMessage& hello,
+                          std::string reason, size_t received, bool validated) {
+  HandshakeMessage rej;
+  rej.kind = HandshakeKind::kReject;
+  rej.version = kProtocolVersion;
+  rej.client_cid = hello.client_cid;
+  rej.reason = reason.substr(0, kMaxReasonSize);
+  absl::StatusOr<std::vector<uint8_t>> p = BuildHandshakePacket(rej);
+  if (!p.ok()) return;
+  ++counters_.rejects_sent;
+  Queue(local, to, *std::move(p), received, validated);
+}
+
+void Endpoint::SendRetry(Time now, LocalId local, const PeerAddress& to,
+                         const HandshakeMessage& m, size_t received) {
+  HandshakeMessage r;
+  r.kind = HandshakeKind::kRetry;
+  r.client_cid = m.client_cid;
+  r.cookie = minter_.Mint(now, to, m.client_cid, m.version);
+  absl::StatusOr<std::vector<uint8_t>> p = BuildHandshakePacket(r);
+  if (!p.ok()) return;
+  ++counters_.retries_sent;
+  Queue(local, to, *std::move(p), received, /*validated=*/false);
+}
+
+void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
+                             size_t received, const PeerAddress& from,
+                             const HandshakeMessage& m) {
+  ++counters_.hellos_received;
+  if (received < kMinInitialSize) {
+    ++counters_.short_initials;
+    log_.Warn("short-initial", now,
+              absl::StrCat("dropped a Hello of ", received, " bytes from ", Format(from),
+                           " (Initial datagrams must be at least ", kMinInitialSize,
+                           " bytes)"));
+    return;
+  }
+  if (m.version != kProtocolVersion) {
+    ++counters_.version_mismatches;
+    std::string reason =
+        absl::StrCat("version mismatch: the server speaks longhaul protocol version ",
+                     kProtocolVersion, ", the client asked for ", m.version);
+    log_.Warn("version", now, absl::StrCat("client ", Format(from), ": ", reason));
+    SendReject(local, from, m, reason, received, /*validated=*/false);
+    return;
+  }
+  if (m.cookie.empty()) {
+    SendRetry(now, local, from, m, received);
+    return;
+  }
+  switch (minter_.Check(now, m.cookie, from, m.client_cid, m.version)) {
+    case CookieVerdict::kInvalid:
+      ++counters_.cookies_invalid;
+      log_.Warn("cookie", now,
+                absl::StrCat("dropped a Hello from ", Format(from),
+                             " with an invalid (forged or corrupted) cookie"));
+      return;
+    case CookieVerdict::kExpired:
+      ++counters_.cookies_expired;
+      SendRetry(now, local, from, m, received);
+      return;
+    case CookieVerdict::kValid:
+      break;
+  }
+  // The client's address is validated from here on.
+  const HelloKey key{m.client_cid, from};
+  if (auto it = hello_index_.find(key); it != hello_index_.end()) {
+    // A repeated Hello: our Accept was lost (or is slow); send it again.
+    auto c = conns_.find(it->second);
+    if (c != conns_.end()) Queue(local, from, c->second->accept_packet, received, true);
+    return;
+  }
+  if (server_conns_ >= config_.max_connections) {
+    SendReject(local, from, m,
+               absl::StrCat("server busy: it already serves ", server_conns_, " connections"),
+               received, true);
+    return;
+  }
+  absl::StatusOr<TransportConfig> negotiated =
+      NegotiateServerConfig(listener.config.config, listener.config.policy, m.params,
+                            config_.max_flows, [&] {
+                              HelloInfo info;
+                              info.peer_address = Format(from);
+                              info.segment = m.params.segment;
+                              info.recv_window = m.params.recv_window;
+                              info.max_inflight_messages = m.params.max_inflight_messages;
+                              info.flows = m.params.flows;
+                              info.idle_timeout =
+                                  Duration::Milliseconds(m.params.idle_timeout_ms);
+                              info.app_data = m.app_data;
+                              return info;
+                            });
+  if (!negotiated.ok()) {
+    SendReject(local, from, m, std::string(negotiated.status().message()), received, true);
+    return;
+  }
+  const TransportConfig& config = *negotiated;
+  auto c = std::make_unique<Conn>();
+  c->meta.id = NewCid();
+  c->meta.peer_id = m.client_cid;
+  c->meta.is_server = true;
+  c->meta.listener = local;
+  c->meta.peer = from;
+  c->meta.locals = {local};
+  c->meta.peer_app_data = m.app_data;
+  c->peer_addrs.assign(config.flows, from);
+  longhaul::ConnectionIds ids;
+  ids.local = c->meta.id;
+  ids.peer = c->meta.peer_id;
+  ids.peer_recv_window = m.params.recv_window;
+  c->conn = std::make_unique<Connection>(config, ids, rng_.Next(), now);
+  HandshakeMessage acc;
+  acc.kind = HandshakeKind::kAccept;
+  acc.client_cid = m.client_cid;
+  acc.server_cid = c->meta.id;
+  acc.params = ParamsFor(config);
+  absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(acc);
+  if (!pkt.ok()) return;
+  c->accept_packet = *std::move(pkt);
+  c->confirmed = false;
+  c->confirm_deadline = now + config_.cookie_lifetime;
+  c->accept_backoff = kFirstAcceptBackoff;
+  c->next_accept_resend = now + c->accept_backoff;
+  c->next_timeout = c->conn->NextTimeout();
+  Conn& ref = *c;
+  hello_index_[key] = ref.meta.id;
+  conns_[ref.meta.id] = std::move(c);
+  ++server_conns_;
+  ++counters_.connections_accepted;
+  Queue(local, from, ref.accept_packet, received, true);
+  EndpointEvent e;
+  e.type = EndpointEvent::Type::kIncoming;
+  e.id = ref.meta.id;
+  events_.push_back(std::move(e));
+}
+
+void Endpoint::ConfirmServerConn(Conn& c) {
+  if (c.confirmed) return;
+  c.confirmed = true;
+  c.next_accept_resend = Time::Infinite();
+  c.confirm_deadline = Time::Infinite();
+  EndpointEvent e;
+  e.type = EndpointEvent::Type::kConfirmed;
+  e.id = c.meta.id;
+  events_.push_back(std::move(e));
+}
+
+// ---- client side of the handshake ----
+
+void Endpoint::SendHello(Pending& p) {
+  HandshakeMessage h;
+  h.kind = HandshakeKind::kHello;
+  h.version = p.version;
+  h.client_cid = p.cid;
+  h.params = ParamsFor(p.config.config);
+  h.cookie = p.cookie;
+  h.app_data = p.config.app_data;
+  absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(h);
+  if (!pkt.ok()) {
+    FailPending(p.cid, pkt.status());
+    return;
+  }
+  p.hello = *std::move(pkt);
+  Queue(p.locals[0], p.server, p.hello, 0, /*validated=*/true);
+}
+
+void Endpoint::FailPending(ConnectionId id, absl::Status error) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  std::unique_ptr<Pending> p = std::move(it->second);
+  pending_.erase(it);
+  for (LocalId l : p->locals) local_owner_.erase(l);
+  EndpointEvent e;
+  e.type = EndpointEvent::Type::kConnectFailed;
+  e.id = id;
+  e.status = std::move(error);
+  e.locals = std::move(p->locals);
+  events_.push_back(std::move(e));
+}
+
+void Endpoint::ClientOnServerMessage(Time now, LocalId local, const HandshakeMessage& m) {
+  auto it = pending_.find(m.client_cid);
+  if (it == pending_.end()) {
+    // A repeated Accept for an established connection: our Confirm was lost.
+    auto c = conns_.find(m.client_cid);
+    if (m.kind == HandshakeKind::kAccept && c != conns_.end() && !c->second->meta.is_server &&
+        c->second->meta.peer_id == m.server_cid) {
+      SendConfirm(*c->second);
+    }
+    return;
+  }
+  Pending& p = *it->second;
+  auto owner = local_owner_.find(local);
+  if (owner == local_owner_.end() || owner->second != p.cid) return;  // not where we sent
+  const std::string server = Format(p.server);
+  if (m.version != p.version) {
+    FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
+                           "version mismatch: server ", server,
+                           " speaks longhaul protocol version ", m.version,
+                           ", this client speaks ", p.version)));
+    return;
+  }
+  switch (m.kind) {
+    case HandshakeKind::kRetry:
+      p.heard = true;
+      if (++p.retries > kMaxRetries) {
+        FailPending(p.cid, absl::UnavailableError(absl::StrCat(
+                               "server ", server, " kept answering with Retry (", kMaxRetries,
+                               " times); giving up")));
+        return;
+      }
+      p.cookie = m.cookie;
+      p.next_resend = now + p.backoff;
+      SendHello(p);
+      return;
+    case HandshakeKind::kReject:
+      FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
+                             "server ", server, " rejected the connection: ", m.reason)));
+      return;
+    case HandshakeKind::kAccept:
+      ClientEstablish(now, p, m);
+      return;
+    default:
+      return;
+  }
+}
+
+void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) {
+  absl::StatusOr<TransportConfig> negotiated = ApplyServerParams(p.config.config, m.params);
+  if (!negotiated.ok()) {
+    FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
+                           "server ", Format(p.server),
+                           " negotiated parameters this client cannot use: ",
+                           negotiated.status().message())));
+    return;
+  }
+  const TransportConfig& config = *negotiated;
+  std::unique_ptr<Pending> owned = std::move(pending_[p.cid]);
+  pending_.erase(owned->cid);
+  auto c = std::make_unique<Conn>();
+  c->meta.id = owned->cid;
+  c->meta.peer_id = m.server_cid;
+  c->meta.is_server = false;
+  c->meta.peer = owned->server;
+  c->meta.peer_app_data = m.app_data;
+  EndpointEvent e;
+  e.type = EndpointEvent::Type::kConnected;
+  e.id = owned->cid;
+  // Locals beyond the negotiated flow count are not needed.
+  while (owned->locals.size() > config.flows) {
+    local_owner_.erase(owned->locals.back());
+    e.locals.push_back(owned->locals.back());
+    owned->locals.pop_back();
+  }
+  c->meta.locals = owned->locals;
+  longhaul::ConnectionIds ids;
+  ids.local = c->meta.id;
+  ids.peer = c->meta.peer_id;
+  ids.peer_recv_window = m.params.recv_window;
+  c->conn = std::make_unique<Connection>(config, ids, rng_.Next(), now);
+  c->next_timeout = c->conn->NextTimeout();
+  Conn& ref = *c;
+  conns_[ref.meta.id] = std::move(c);
+  SendConfirm(ref);
+  events_.push_back(std::move(e));
+}
+
+void Endpoint::SendConfirm(const Conn& c) {
+  HandshakeMessage m;
+  m.kind = HandshakeKind::kConfirm;
+  m.client_cid = c.meta.id;
+  m.server_cid = c.meta.peer_id;
+  absl::StatusOr<std::vector<uint8_t>> p = BuildHandshakePacket(m);
+  if (!p.ok()) return;
+  Queue(c.meta.locals[0], c.meta.peer, *std::move(p), 0, true);
+}
+
+void Endpoint::RunHandshakeTimers(Time now) {
+  std::vector<ConnectionId> expired;
+  for (auto& [cid, p] : pending_) {
+    if (now >= p->deadline) {
+      expired.push_back(cid);
+    } else if (now >= p->next_resend) {
+      p->backoff = std::min(p->backoff * 2, kMaxHandshakeBackoff);
+      p->next_resend = now + p->backoff;
+      Queue(p->locals[0], p->server, p->hello, 0, true);
+    }
+  }
+  // Fail in id order so that the events do not depend on hash-map order.
+  std::sort(expired.begin(), expired.end());
+  for (ConnectionId cid : expired) {
+    Pending& p = *pending_[cid];
+    const std::string what =
+        p.heard ? absl::StrCat("server ", Format(p.server),
+                               " answered but did not accept the connection within ",
+                               FormatDuration(p.config.timeout))
+                : absl::StrCat("no answer from ", Format(p.server), " within ",
+                               FormatDuration(p.config.timeout),
+                               " (is a longhaul server listening there?)");
+    FailPending(cid, absl::DeadlineExceededError(what));
+  }
+  for (auto& [cid, c] : conns_) {
+    if (c->confirmed) continue;
+    if (now >= c->confirm_deadline) {
+      c->confirmed = true;  // stop resending
+      c->conn->Close(CloseCode::kProtocolViolation,
+                     "handshake not confirmed by the client in time");
+      c->next_timeout = Time::Zero();
+    } else if (now >= c->next_accept_resend) {
+      c->accept_backoff = std::min(c->accept_backoff * 2, kMaxHandshakeBackoff);
+      c->next_accept_resend = now + c->accept_backoff;
+      Queue(c->meta.listener, c->meta.peer, c->accept_packet, 0, true);
+    }
+  }
+}
+
+void Endpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) {
+  auto owner = local_owner_.find(local);
+  if (owner == local_owner_.end()) {
+    log_.Warn("local-error", now, absl::StrCat("local ", local, ": ", error.message()));
+    return;
+  }
+  const ConnectionId cid = owner->second;
+  if (pending_.contains(cid)) {
+    FailPending(cid, error);
+    return;
+  }
+  auto it = conns_.find(cid);
+  if (it == conns_.end() || !absl::IsUnavailable(error)) return;
+  Conn& c = *it->second;
+  if (c.unreachable_since.IsInfinite()) {
+    c.unreachable_since = now;
+  } else if (now - c.unreachable_since >= config_.unreachable_grace && !c.conn->closed()) {
+    c.conn->Close(CloseCode::kApplication, absl::StrCat("peer unreachable: ", error.message()));
+    c.next_timeout = Time::Zero();
+  }
+}
+
+ConnectionId Endpoint::NewCid() {
+  while (true) {
+    const uint64_t cid = rng_.Next();
+    if (cid != 0 && !conns_.contains(cid) && !pending_.contains(cid)) return cid;
+  }
+}
+
+// ---- transmit ----
+
+void Endpoint::SetBlocked(LocalId local, bool blocked) {
+  if (blocked) {
+    blocked_.insert(local);
+  } else {
+    blocked_.erase(local);
+  }
+}
+
+bool Endpoint::Blocked(const Conn& c) const {
+  if (blocked_.empty()) return false;
+  for (LocalId l : c.meta.locals) {
+    if (blocked_.contains(l)) return true;
+  }
+  return false;
+}
+
+void Endpoint::StartRound(Time now) {
+  round_.clear();
+  for (auto& [cid, c] : conns_) {
+    if (c->next_timeout <= now && !Blocked(*c)) round_.push_back(c.get());
+  }
+  // Connection-id order: the same inputs give the same interleaving.
+  std::sort(round_.begin(), round_.end(),
+            [](const Conn* a, const Conn* b) { return a->meta.id < b->meta.id; });
+  for (Conn* c : round_) c->conn->OnTimeout(now);
+  active_ = round_;
+  more_.clear();
+  round_pos_ = 0;
+  turn_left_ = 0;
+}
+
+void Endpoint::EndRound(Time now) {
+  for (Conn* c : round_) {
+    c->next_timeout = c->conn->NextTimeout();
+    if (c->next_timeout <= now && !Blocked(*c) && !c->conn->closed()) {
+      // Nothing more could be sent at `now` although the deadline has passed: wait a
+      // little (new input re-evaluates it at once) rather than spin on it.
+      ++counters_.stalled_deadlines;
+      c->next_timeout = now + kStalledDeadlineWait;
+    }
+  }
+  round_.clear();
+  active_.clear();
+  more_.clear();
+  in_round_ = false;
+}
+
+size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transmit* out,
+                              size_t turn) {
+  if (!in_round_) {
+    RunHandshakeTimers(now);
+    StartRound(now);
+    in_round_ = true;
+    turn_ = std::max<size_t>(turn, 1);
+  }
+  if (!outgoing_.empty()) {
+    Outgoing& o = outgoing_.front();
+    const size_t n = o.bytes.size();
+    if (n <= capacity) {
+      std::memcpy(buffer, o.bytes.data(), n);
+      out->local = o.local;
+      out->to = o.to;
+      out->ecn = Ecn::kNotEct;
+      out->size = n;
+    }
+    outgoing_.pop_front();
+    if (n <= capacity) return n;
+    return PollTransmit(now, buffer, capacity, out, turn);
+  }
+  // Connections take turns: each pass gives every active connection up to `quota`
+  // datagrams; those that used their whole quota go again in the next pass.
+  while (!active_.empty()) {
+    if (round_pos_ >= active_.size()) {
+      active_.swap(more_);
+      more_.clear();
+      round_pos_ = 0;
+      turn_left_ = 0;
+      continue;
+    }
+    Conn* c = active_[round_pos_];
+    if (turn_left_ == 0) turn_left_ = std::max<size_t>(4, turn_ / active_.size());
+    if (!Blocked(*c)) {
+      TransmitInfo info;
+      const size_t n = c->conn->PollTransmit(now, buffer, capacity, &info);
+      if (n > 0) {
+        out->size = n;
+        out->ecn = info.ecn;
+        if (c->meta.is_server) {
+          out->local = c->meta.listener;
+          out->to = c->peer_addrs[info.flow < c->peer_addrs.size() ? info.flow : 0];
+        } else {
+          out->local = c->meta.locals[info.flow < c->meta.locals.size() ? info.flow : 0];
+          out->to = c->meta.peer;
+        }
+        if (--turn_left_ == 0) {
+          more_.push_back(c);
+          ++round_pos_;
+        }
+        return n;
+      }
+    }
+    ++round_pos_;
+    turn_left_ = 0;
+  }
+  EndRound(now);
+  return 0;
+}
+
+Time Endpoint::NextTimeout(Time now) const {
+  if (!outgoing_.empty()) return now;
+  Time next = Time::Infinite();
+  for (const auto& [cid, c] : conns_) {
+    Time t = c->next_timeout;
+    if (Blocked(*c)) t = std::max(t, now + kBlockedRecheck);
+    next = std::min(next, t);
+    if (!c->confirmed) next = std::min({next, c->next_accept_resend, c->confirm_deadline});
+  }
+  for (const auto& [cid, p] : pending_) next = std::min({next, p->next_resend, p->deadline});
+  return next;
+}
+
+// ---- events, connections ----
+
+bool Endpoint::PollEvent(EndpointEvent* event) {
+  if (events_.empty()) return false;
+  *event = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+Connection* Endpoint::ConnectionAt(ConnectionId id) {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : it->second->conn.get();
+}
+
+const ConnectionMeta* Endpoint::MetaAt(ConnectionId id) const {
+  auto it = conns_.find(id);
+  return it == conns_.end() ? nullptr : &it->second->meta;
+}
+
+void Endpoint::Touch(ConnectionId id) {
+  auto it = conns_.find(id);
+  if (it != conns_.end()) it->second->next_timeout = it->second->conn->NextTimeout();
+}
+
+void Endpoint::ListConnections(std::vector<ConnectionId>* out) const {
+  out->clear();
+  for (const auto& [cid, c] : conns_) out->push_back(cid);
+}
+
+std::vector<LocalId> Endpoint::Release(ConnectionId id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return {};
+  CHECK(!in_round_) << "Release during a transmit round";
+  std::unique_ptr<Conn> c = std::move(it->second);
+  conns_.erase(it);
+  std::vector<LocalId> freed;
+  if (c->meta.is_server) {
+    hello_index_.erase(HelloKey{c->meta.peer_id, c->meta.peer});
+    --server_conns_;
+  } else {
+    for (LocalId l : c->meta.locals) {
+      local_owner_.erase(l);
+      blocked_.erase(l);
+      freed.push_back(l);
+    }
+  }
+  return freed;
+}
+
+void Endpoint::CloseAll(Time now, const std::string& reason) {
+  std::vector<ConnectionId> pend;
+  for (auto& [cid, p] : pending_) pend.push_back(cid);
+  std::sort(pend.begin(), pend.end());
+  for (ConnectionId cid : pend) FailPending(cid, absl::CancelledError(reason));
+  for (auto& [cid, c] : conns_) {
+    if (!c->conn->closed()) c->conn->Close(CloseCode::kApplication, reason);
+    c->confirmed = true;
+    c->next_timeout = Time::Zero();
+  }
+}
+
+}  // namespace longhaul::endpoint
