@@ -19,6 +19,8 @@ namespace {
 
 constexpr uint64_t kTagData = 1;
 constexpr uint64_t kTagControl = 2;
+// How long a reverse-mode server waits for the last ACKs before its final summary.
+constexpr Duration kFinalWait = Duration::Seconds(1);
 constexpr size_t kMaxCorruptionDetails = 10;
 constexpr size_t kMaxMctSamples = size_t{4} << 20;  // 32 MiB of samples per stream
 
@@ -230,10 +232,20 @@ void PerfStream::SchedulerLoop() {
   }
 }
 
+void PerfStream::MaybeSendFinalLocked(int64_t now_ns) {
+  if (final_due_ns_ == 0 || result_sent_) return;
+  if (outstanding_ > 0 && now_ns < final_due_ns_) return;
+  nlohmann::json f = SenderSummaryLocked();
+  f["type"] = "final";
+  SendControlLocked(f, kTagControl);
+  result_sent_ = true;
+}
+
 void PerfStream::Tick() {
   const int64_t now = MonotonicNs();
   std::lock_guard<std::mutex> l(mu_);
   if (state_ == State::kDone || state_ == State::kFailed) return;
+  MaybeSendFinalLocked(now);
   if (!opt_.is_client) {
     if (state_ == State::kWaitRequest) {
       if (now - start_ns_ > opt_.request_timeout.ns()) {
@@ -338,6 +350,7 @@ void PerfStream::OnEvent(Event& e) {
       last_ack_ns_ = MonotonicNs();
       outstanding_ -= std::min<uint64_t>(outstanding_, e.size);
       PumpLocked();
+      MaybeSendFinalLocked(last_ack_ns_);
       return;
     }
     case Event::Type::kClosed: {
@@ -427,10 +440,9 @@ void PerfStream::OnControl(const nlohmann::json& j) {
     if (opt_.is_client) {
       complete_ = true;
     } else {
-      nlohmann::json f = SenderSummaryLocked();
-      f["type"] = "final";
-      SendControlLocked(f, kTagControl);
-      result_sent_ = true;
+      const int64_t now = MonotonicNs();
+      final_due_ns_ = now + kFinalWait.ns();
+      MaybeSendFinalLocked(now);
     }
   } else if (type == "final" && opt_.is_client && !sender()) {
     remote_final_ = j;

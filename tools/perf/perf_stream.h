@@ -115,6 +115,10 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   uint64_t OutstandingLimit() const;
   nlohmann::json ReceiverResultLocked() const;
   nlohmann::json SenderSummaryLocked() const;
+  // Server sending in reverse mode: the final summary goes out once every data byte is
+  // acknowledged (the result can overtake the ACK of the last message), or kFinalWait
+  // after the result at the latest.
+  void MaybeSendFinalLocked(int64_t now_ns);
 
   std::shared_ptr<ConnectionHandle> handle_;
   Options opt_;
@@ -134,6 +138,7 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   std::vector<double> mct_s_;
   std::vector<std::string> corruption_;
   bool result_sent_ = false;
+  int64_t final_due_ns_ = 0;  // reverse-mode server: the result arrived, final pending
   double cpu_user0_ = 0, cpu_system0_ = 0;  // process CPU time when the test started
   std::thread scheduler_;
   std::atomic<bool> stop_scheduler_{false};

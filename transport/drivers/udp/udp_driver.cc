@@ -30,6 +30,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
 #include "glog/logging.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
 #include "transport/datapath/endpoint_runtime.h"
@@ -48,11 +49,8 @@ constexpr size_t kSlotSize = 65536;
 constexpr int kMaxReadBatchesPerTurn = 2;
 constexpr size_t kMaxForeignReply = 65507;
 
-Time Now() {
-  return Time::FromNanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
+// steady_clock (CLOCK_MONOTONIC), the clock of the Asio timer.
+Time Now() { return Time::FromNanoseconds(MonotonicNs()); }
 
 uint64_t RandomWord() {
   std::random_device rd;
@@ -440,9 +438,7 @@ class UdpDriverImpl {
     f.data = d.data;
     f.from = src.ToString();
     f.kernel_time_ns = d.kernel_time_ns;
-    f.now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
+    f.now_ns = RealtimeNs();
     foreign_replies_.clear();
     s->on_foreign(f, &foreign_replies_);
     for (const std::vector<uint8_t>& r : foreign_replies_) {
