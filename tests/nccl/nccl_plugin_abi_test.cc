@@ -55,7 +55,7 @@ TEST_F(PluginTest, PropertiesOfEveryVersionFillTheirLayoutExactly) {
   EXPECT_EQ(v12.p.ptrSupport, LH_NCCL_PTR_HOST);
   EXPECT_EQ(v12.p.speed, 2000);
   EXPECT_FLOAT_EQ(v12.p.latency, 29000.0f);
-  EXPECT_EQ(v12.p.maxRecvs, 8);
+  EXPECT_EQ(v12.p.maxRecvs, 1) << "NCCL must not group receives (net_plugin.h)";
   EXPECT_GT(v12.p.maxComms, 0);
   EXPECT_EQ(v12.p.netDeviceType, NCCL_NET_DEVICE_HOST);
   EXPECT_EQ(v12.p.netDeviceVersion, 0);
@@ -87,7 +87,7 @@ TEST_F(PluginTest, PropertiesOfEveryVersionFillTheirLayoutExactly) {
   } p9;
   memset(&p9, 0xab, sizeof(p9));
   ASSERT_EQ(v9->getProperties(0, &p9.p), ncclSuccess);
-  EXPECT_EQ(p9.p.maxRecvs, 8);
+  EXPECT_EQ(p9.p.maxRecvs, 1);
   EXPECT_EQ(p9.p.maxCollBytes, size_t{1} << 30);
   for (uint8_t g : p9.guard) EXPECT_EQ(g, 0xab);
 
@@ -100,6 +100,7 @@ TEST_F(PluginTest, PropertiesOfEveryVersionFillTheirLayoutExactly) {
   ASSERT_EQ(v8->getProperties(0, &p8.p), ncclSuccess);
   EXPECT_EQ(p8.p.speed, 2000);
   EXPECT_EQ(p8.p.netDeviceVersion, 0);
+  EXPECT_EQ(p8.p.maxRecvs, 1);
   for (uint8_t g : p8.guard) EXPECT_EQ(g, 0xab);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }
@@ -193,7 +194,7 @@ TEST_F(PluginTest, TooManyRequestsAndBadRegistration) {
   size_t s[1] = {8};
   int t[1] = {1};
   EXPECT_EQ(net_->irecv(c.recv, 1, d, s, t, nullptr, nullptr, &extra), ncclInternalError);
-  // More buffers than maxRecvs in one grouped receive.
+  // More buffers than an irecv accepts (8; NCCL is told maxRecvs 1 and never groups).
   void* d9[9];
   size_t s9[9];
   int t9[9];

@@ -1,7 +1,8 @@
 // The plugin's data path driven as NCCL's proxy threads drive it: connect/accept retried,
 // comms multiplexed on one connection, a message matrix (copied and in-place sends),
 // data before its receive, credit back-pressure, grouped receives, 32 requests in
-// flight, several threads at once. nccl_plugin_fixture.h has the harness.
+// flight, NCCL's proxy step pattern, several threads at once. nccl_plugin_fixture.h has
+// the harness.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -244,6 +245,119 @@ TEST_F(PluginTest, ThirtyTwoInFlightTestedInAnyOrder) {
     EXPECT_EQ(size, 5000);
   }
   for (int i = 0; i < kN; ++i) EXPECT_EQ(memcmp(in[i].data(), out[i].data(), 5000), 0) << i;
+  Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+// The pattern of NCCL's net proxy (src/transport/net.cc, sendProxyProgress and
+// recvProxyProgress, NCCL 2.27-2.30): buffers registered as NCCL_PTR_HOST and passed as
+// mhandles; NCCL_STEPS (8) steps in flight per connection; each receive posted ahead for
+// a whole step (the size is a maximum) with the peer's rank as tag, for LL/LL128 with
+// *request preset to NCCL_NET_OPTIONAL_RECV_COMPLETION (a hint the plugin may ignore);
+// each send of the step's actual size (0 for LL's empty steps) with the sender's rank as
+// tag, retried while the request is NULL; only the oldest request of each side tested,
+// in order. Every step's bytes are checked.
+TEST_F(PluginTest, NcclProxyStepPatternEightStepsOldestFirst) {
+  void* ctx = nullptr;
+  Init(&ctx);
+  Comms c;
+  Connect(ctx, &c);
+  constexpr int kSteps = 8;                 // NCCL_STEPS
+  constexpr size_t kStepBytes = 512 << 10;  // NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS
+  constexpr int kTotal = 96;                // steps of the whole operation
+  constexpr int kSenderRank = 3;            // tag of the isends: the sender's rank
+  std::vector<uint8_t> send_buf(kSteps * kStepBytes), recv_buf(kSteps * kStepBytes, 0);
+  void* send_mh = nullptr;
+  void* recv_mh = nullptr;
+  ASSERT_EQ(net_->regMr(c.send, send_buf.data(), send_buf.size(), LH_NCCL_PTR_HOST, &send_mh),
+            ncclSuccess);
+  ASSERT_EQ(net_->regMr(c.recv, recv_buf.data(), recv_buf.size(), LH_NCCL_PTR_HOST, &recv_mh),
+            ncclSuccess);
+  // Step sizes: whole steps, partial ones and LL-style empty ones.
+  auto step_size = [](int step) -> size_t {
+    switch (step % 5) {
+      case 0:
+        return kStepBytes;
+      case 1:
+        return 0;
+      case 2:
+        return 4096 + step;
+      case 3:
+        return kStepBytes - 8;
+      default:
+        return 1 + step * 1000;
+    }
+  };
+  auto fill = [](uint8_t* p, size_t n, int step) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(step * 131 + i * 7);
+  };
+  void* send_req[kSteps] = {};
+  void* recv_req[kSteps] = {};
+  int posted = 0, received = 0, transmitted = 0, sent_done = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while ((received < kTotal || sent_done < kTotal) && Clock::now() < deadline) {
+    // Receiver: post up to kSteps ahead.
+    if (posted < kTotal && posted < received + kSteps) {
+      const int slot = posted % kSteps;
+      void* data[1] = {recv_buf.data() + slot * kStepBytes};
+      size_t sizes[1] = {kStepBytes};
+      int tags[1] = {kSenderRank};
+      void* mh[1] = {recv_mh};
+      void* req = (posted % 2 == 1) ? reinterpret_cast<void*>(LH_NCCL_NET_OPTIONAL_RECV_COMPLETION)
+                                    : nullptr;
+      ASSERT_EQ(net_->irecv(c.recv, 1, data, sizes, tags, mh, nullptr, &req), ncclSuccess);
+      ASSERT_NE(req, nullptr);
+      ASSERT_NE(req, reinterpret_cast<void*>(LH_NCCL_NET_OPTIONAL_RECV_COMPLETION))
+          << "the hint must be replaced by a request";
+      recv_req[slot] = req;
+      ++posted;
+    }
+    // Sender: the GPU fills the next step when the receiver's GPU has consumed the step
+    // NCCL_STEPS before it (NCCL's own credit), whether or not its irecv is posted yet.
+    if (transmitted < kTotal && transmitted < sent_done + kSteps &&
+        transmitted < received + kSteps) {
+      const int slot = transmitted % kSteps;
+      uint8_t* buf = send_buf.data() + slot * kStepBytes;
+      fill(buf, step_size(transmitted), transmitted);
+      void* req = nullptr;
+      ASSERT_EQ(
+          net_->isend(c.send, buf, step_size(transmitted), kSenderRank, send_mh, nullptr, &req),
+          ncclSuccess);
+      if (req != nullptr) {
+        send_req[slot] = req;
+        ++transmitted;
+      }
+    }
+    // Sender: test the oldest send only.
+    if (sent_done < transmitted) {
+      int done = 0, size = -1;
+      ASSERT_EQ(net_->test(send_req[sent_done % kSteps], &done, &size), ncclSuccess);
+      if (done) {
+        EXPECT_EQ(size, static_cast<int>(step_size(sent_done)));
+        ++sent_done;
+      }
+    }
+    // Receiver: test the oldest receive only, then check the step's bytes.
+    if (received < posted) {
+      const int slot = received % kSteps;
+      int done = 0;
+      int sizes[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+      ASSERT_EQ(net_->test(recv_req[slot], &done, sizes), ncclSuccess);
+      if (done) {
+        const size_t n = step_size(received);
+        ASSERT_EQ(sizes[0], static_cast<int>(n)) << "step " << received;
+        std::vector<uint8_t> expect(n);
+        fill(expect.data(), n, received);
+        ASSERT_EQ(memcmp(recv_buf.data() + slot * kStepBytes, expect.data(), n), 0)
+            << "step " << received;
+        ++received;
+      }
+    }
+  }
+  EXPECT_EQ(received, kTotal);
+  EXPECT_EQ(sent_done, kTotal);
+  EXPECT_EQ(net_->deregMr(c.send, send_mh), ncclSuccess);
+  EXPECT_EQ(net_->deregMr(c.recv, recv_mh), ncclSuccess);
   Close(ctx, &c);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }

@@ -149,7 +149,7 @@ absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
   }
   if (n < 1 || n > kMaxRecvs) {
     return absl::InvalidArgumentError(
-        absl::StrCat("irecv: n=", n, " is outside [1, maxRecvs=", kMaxRecvs, "]"));
+        absl::StrCat("irecv: n=", n, " is outside [1, ", kMaxRecvs, "] (buffers per receive)"));
   }
   if (data == nullptr || sizes == nullptr || tags == nullptr) {
     return absl::InvalidArgumentError("irecv: NULL data, sizes or tags");

@@ -63,7 +63,7 @@ ncclResult_t FillCommon(int dev, ncclNetProperties_v12_t* p) {
   p->port = 0;
   p->latency = d->latency_us;
   p->maxComms = kMaxComms;
-  p->maxRecvs = kMaxRecvs;
+  p->maxRecvs = kAdvertisedMaxRecvs;
   p->netDeviceType = NCCL_NET_DEVICE_HOST;
   p->netDeviceVersion = LH_NCCL_NET_DEVICE_INVALID_VERSION;
   p->vProps.ndevs = 1;
@@ -211,7 +211,7 @@ ncclResult_t IrecvV8(void* comm, int n, void** data, int* sizes, int* tags, void
                      void** request) {
   if (n < 1 || n > kMaxRecvs || sizes == nullptr) {
     if (request) *request = nullptr;
-    return Result("irecv", absl::InvalidArgumentError("n outside [1, maxRecvs] or NULL sizes"));
+    return Result("irecv", absl::InvalidArgumentError("n outside [1, 8] or NULL sizes"));
   }
   size_t s[kMaxRecvs];
   for (int i = 0; i < n; ++i) {

@@ -59,8 +59,17 @@
 namespace longhaul::nccl {
 
 inline constexpr int kMaxRequests = LH_NCCL_NET_MAX_REQUESTS;  // per comm
-inline constexpr int kMaxRecvs = 8;                            // grouped receive limit
-inline constexpr size_t kMaxP2pBytes = LH_NCCL_MAX_NET_SIZE;   // 1 GiB per message
+inline constexpr int kMaxRecvs = 8;  // buffers an irecv accepts (a grouped receive)
+// What getProperties advertises as maxRecvs: 1, so that NCCL never groups receives. NCCL
+// groups the receives of several connections that share one recvComm (shared comms, on
+// only when maxRecvs > 1: src/transport/net.cc, sendProxyConnect/recvProxyConnect), and
+// their senders interleave freely (a sender's step k+1 may go before another sender's
+// step k). NCCL's IB transport makes a sender wait until the receiver's group for the
+// step is posted; this plugin's sends go eagerly (no round trip per message), so the
+// receiver would see messages for a later group first. With maxRecvs 1 every
+// connection has its own comm (they still share one longhaul connection per peer).
+inline constexpr int kAdvertisedMaxRecvs = 1;
+inline constexpr size_t kMaxP2pBytes = LH_NCCL_MAX_NET_SIZE;  // 1 GiB per message
 inline constexpr int kMaxComms = 65536;
 
 // What getProperties reports for a device.
