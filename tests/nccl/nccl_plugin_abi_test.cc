@@ -1,12 +1,19 @@
 // The plugin's C ABI as NCCL sees it: the exported tables and their mandatory slots, the
 // properties of every version filled to their exact layout, the handle, error paths
 // (bad configuration, devices, handles, objects, too many requests, a send larger than
-// its receive) and the v9..v11 adapters carrying messages. nccl_plugin_fixture.h has
+// its receive), a relay named by NCCL_LONGHAUL_ADVERTISE and the v9..v11 adapters
+// carrying messages. nccl_plugin_fixture.h has
 // the harness.
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/nccl/nccl_plugin_fixture.h"
@@ -119,6 +126,123 @@ TEST_F(PluginTest, HandleCarriesAddressPortAndCredit) {
   EXPECT_EQ(h->credit, 3u << 20);
   EXPECT_EQ(net_->closeListen(listen), ncclSuccess);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+// A UDP relay on loopback, as longhaul-emu's relay mode is without a link: datagrams to
+// its port go to `target` from its own socket; the answers go back to the last client.
+// Counts both directions. The thread polls in 50 ms steps and stops with the object.
+class LoopbackRelay {
+ public:
+  explicit LoopbackRelay(uint16_t target) {
+    front_ = Bound(0);
+    back_ = Bound(0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(target);
+    connect(back_, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~LoopbackRelay() {
+    stop_ = true;
+    thread_.join();
+    close(front_);
+    close(back_);
+  }
+  uint16_t port() const { return Port(front_); }
+  int forward() const { return forward_.load(); }
+  int reverse() const { return reverse_.load(); }
+
+  // A port that was free a moment ago (bound, read, closed).
+  static uint16_t FreePort() {
+    const int fd = Bound(0);
+    const uint16_t p = Port(fd);
+    close(fd);
+    return p;
+  }
+
+ private:
+  static int Bound(uint16_t port) {
+    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    return fd;
+  }
+  static uint16_t Port(int fd) {
+    sockaddr_in a{};
+    socklen_t n = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+    return ntohs(a.sin_port);
+  }
+  void Run() {
+    std::vector<uint8_t> buf(65536);
+    sockaddr_in client{};
+    socklen_t client_len = 0;
+    while (!stop_) {
+      pollfd p[2] = {{front_, POLLIN, 0}, {back_, POLLIN, 0}};
+      if (poll(p, 2, 50) <= 0) continue;
+      if (p[0].revents & POLLIN) {
+        sockaddr_in from{};
+        socklen_t len = sizeof(from);
+        const ssize_t n =
+            recvfrom(front_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
+        if (n >= 0) {
+          client = from;
+          client_len = len;
+          send(back_, buf.data(), n, 0);
+          ++forward_;
+        }
+      }
+      if (p[1].revents & POLLIN) {
+        const ssize_t n = recv(back_, buf.data(), buf.size(), 0);
+        if (n >= 0 && client_len > 0) {
+          sendto(front_, buf.data(), n, 0, reinterpret_cast<sockaddr*>(&client), client_len);
+          ++reverse_;
+        }
+      }
+    }
+  }
+
+  int front_ = -1;
+  int back_ = -1;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> forward_{0};
+  std::atomic<int> reverse_{0};
+  std::thread thread_;
+};
+
+// NCCL_LONGHAUL_ADVERTISE: the handle names the relay, the connection runs through it.
+TEST_F(PluginTest, AdvertisedAddressPutsARelayInFrontOfTheListener) {
+  const uint16_t listen_port = LoopbackRelay::FreePort();
+  LoopbackRelay relay(listen_port);
+  setenv("NCCL_LONGHAUL_PORT", std::to_string(listen_port).c_str(), 1);
+  setenv("NCCL_LONGHAUL_ADVERTISE", ("127.0.0.1:" + std::to_string(relay.port())).c_str(), 1);
+  void* ctx = nullptr;
+  Init(&ctx);
+  Comms c;
+  Connect(ctx, &c);
+  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  void* listen = nullptr;
+  ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
+  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->address, "127.0.0.1");
+  EXPECT_EQ(h->port, relay.port());
+  EXPECT_EQ(net_->closeListen(listen), ncclSuccess);
+  std::vector<uint8_t> out(3 << 20), in(3 << 20);
+  Fill(&out, 77);
+  void* r = Recv(c.recv, in.data(), in.size(), 1);
+  void* s = Send(c.send, out.data(), out.size(), 1);
+  EXPECT_EQ(WaitDone(net_, s, nullptr), ncclSuccess);
+  EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
+  EXPECT_EQ(in, out);
+  Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  EXPECT_GT(relay.forward(), 100) << "the handshake and the data crossed the relay";
+  EXPECT_GT(relay.reverse(), 0) << "and the acknowledgements came back through it";
 }
 
 // ---- error paths ----

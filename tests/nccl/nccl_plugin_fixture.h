@@ -62,6 +62,8 @@ class PluginTest : public ::testing::Test {
     unsetenv("NCCL_LONGHAUL_FEC");
     unsetenv("NCCL_LONGHAUL_CREDIT");
     unsetenv("NCCL_LONGHAUL_COPY_MAX");
+    unsetenv("NCCL_LONGHAUL_PORT");
+    unsetenv("NCCL_LONGHAUL_ADVERTISE");
   }
 
   void Init(void** ctx) {

@@ -158,6 +158,16 @@ absl::Status Listen(void* ctx, int dev, void* handle, void** listen_comm) {
   PluginHandle h;
   h.address = rt->devices[dev].address;
   h.port = *port;
+  if (!rt->settings.advertise.empty()) {
+    // A relay in front of the listener (validated when the settings were read).
+    absl::StatusOr<AddressPort> a = ParseAddressPort(rt->settings.advertise);
+    if (!a.ok()) {
+      rt->RemoveListen(ls->id);
+      return a.status();
+    }
+    h.address = a->address;
+    h.port = a->port;
+  }
   h.instance = rt->instance;
   h.listen_id = ls->id;
   h.credit = rt->settings.credit;

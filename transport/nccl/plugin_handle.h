@@ -1,8 +1,9 @@
 // The connection handle of longhaul's NCCL net plugin: what listen() writes into NCCL's
 // opaque 128-byte ncclNetHandle_t and connect() reads on the peer. It carries everything
-// a connect needs: the listener's UDP address, the listen comm it names, the receive
-// credit the receiver grants ahead, and the plugin instance (to share one longhaul
-// connection between the comms of a process pair).
+// a connect needs: the listener's UDP address (or that of a relay in front of it,
+// NCCL_LONGHAUL_ADVERTISE), the listen comm it names, the receive credit the receiver
+// grants ahead, and the plugin instance (to share one longhaul connection between the
+// comms of a process pair).
 //
 // Layout (little-endian host order; the handle never leaves the job's machines, which
 // share an architecture):

@@ -1,5 +1,8 @@
 #include "transport/nccl/settings.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -53,6 +56,12 @@ constexpr SettingSpec kSpecs[] = {
      "the driver thread polls instead of sleeping when a pacing deadline is this close (0: "
      "always sleep)",
      &Settings::spin},
+    {"ADVERTISE", SettingType::kAddressPort, 1, 65535, "",
+     "none: the device's own address and port",
+     "the `address:port` that `listen` writes into its handles instead of the device's own, "
+     "for a relay or port forward in front of the listener (every device; with a fixed "
+     "`NCCL_LONGHAUL_PORT`); `tools/nccl/check-real-nccl --link` puts longhaul-emu there",
+     &Settings::advertise},
 };
 
 // getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
@@ -123,6 +132,8 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return absl::StrCat("duration", range);
     case SettingType::kPort:
       return absl::StrCat("port", range);
+    case SettingType::kAddressPort:
+      return "numeric address:port";
   }
   return "?";
 }
@@ -153,8 +164,42 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
       }
       return Store(spec, static_cast<uint16_t>(port), settings);
     }
+    case SettingType::kAddressPort: {
+      absl::StatusOr<AddressPort> a = ParseAddressPort(value);
+      if (!a.ok()) return BadValue(spec, value, a.status());
+      if (a->port < spec.min || a->port > spec.max) {
+        return BadValue(spec, value, absl::OkStatus());
+      }
+      return Store(spec, std::string(value), settings);
+    }
   }
   return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));
+}
+
+absl::StatusOr<AddressPort> ParseAddressPort(absl::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("no port in '", text, "'"));
+  }
+  absl::string_view host = text.substr(0, colon);
+  const absl::string_view port_text = text.substr(colon + 1);
+  const bool bracketed = absl::StartsWith(host, "[") && absl::EndsWith(host, "]");
+  if (bracketed) host = host.substr(1, host.size() - 2);
+  AddressPort out;
+  out.address = std::string(host);
+  unsigned char buf[sizeof(in6_addr)];
+  const bool v4 = !bracketed && inet_pton(AF_INET, out.address.c_str(), buf) == 1;
+  const bool v6 = bracketed && inet_pton(AF_INET6, out.address.c_str(), buf) == 1;
+  if (!v4 && !v6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", host, "' is not a numeric IPv4 address or a bracketed IPv6 address"));
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("port '", port_text, "' is not in [1, 65535]"));
+  }
+  out.port = static_cast<uint16_t>(port);
+  return out;
 }
 
 uint64_t DefaultCredit(const TransportConfig& config) {

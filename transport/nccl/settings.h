@@ -47,17 +47,20 @@ struct Settings {
   Duration connect_timeout;     // handshake limit of one connection
   Duration spin;                // the driver polls when a deadline is this close
   uint16_t port = 0;            // UDP port of each device; 0: any
+  std::string advertise;        // "address:port" listen writes into handles; empty: the
+                                // device's own (validated by ReadSettings)
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
   bool rtt_given = false;       // the profile or NCCL_LONGHAUL_INITIAL_RTT set the RTT
 };
 
-enum class SettingType { kInterfaceList, kPath, kSize, kDuration, kPort };
+enum class SettingType { kInterfaceList, kPath, kSize, kDuration, kPort, kAddressPort };
 
 // One NCCL_LONGHAUL_<key> variable of the plugin.
 struct SettingSpec {
   absl::string_view key;  // "CREDIT": the variable is NCCL_LONGHAUL_CREDIT
   SettingType type;
-  // Inclusive bounds of sizes (bytes), durations (ns) and ports; unused for strings.
+  // Inclusive bounds of sizes (bytes), durations (ns) and ports (also the port of an
+  // address:port); unused for other strings.
   int64_t min = 0;
   int64_t max = 0;
   // The value used when the variable is unset or empty, parsed like a set value; empty:
@@ -89,11 +92,21 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp);
 // ReadSettings(environ).
 absl::StatusOr<Settings> ReadSettingsFromEnvironment();
 
+// A numeric address and a port: "198.18.0.1:5000" or "[::1]:5000".
+struct AddressPort {
+  std::string address;  // numeric, without brackets
+  uint16_t port = 0;
+};
+// Parses "IPv4:port" or "[IPv6]:port" (numeric addresses only; port in [1, 65535]).
+// InvalidArgument naming what is wrong.
+absl::StatusOr<AddressPort> ParseAddressPort(absl::string_view text);
+
 // The credit a comm gets by default for `config`: 2 x rate x initial_rtt, within
 // [16 MiB, 1 GiB].
 uint64_t DefaultCredit(const TransportConfig& config);
 
-// "size in [64KiB, 64GiB]", "duration in [0, 600s]", "port in [0, 65535]", "path", ...
+// "size in [64KiB, 64GiB]", "duration in [0, 600s]", "port in [0, 65535]", "path",
+// "numeric address:port", ...
 std::string SettingTypeText(const SettingSpec& spec);
 
 // docs/nccl.md's settings table (markdown, one row per spec, ending in a newline).

@@ -141,6 +141,8 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
        {"1s", [](const Settings& s) { EXPECT_EQ(s.connect_timeout, Duration::Seconds(1)); }}},
       {"PORT", {"4242", [](const Settings& s) { EXPECT_EQ(s.port, 4242); }}},
       {"SPIN", {"0", [](const Settings& s) { EXPECT_EQ(s.spin, Duration::Zero()); }}},
+      {"ADVERTISE",
+       {"198.18.0.9:4000", [](const Settings& s) { EXPECT_EQ(s.advertise, "198.18.0.9:4000"); }}},
   };
 }
 
@@ -237,6 +239,7 @@ TEST(NcclSettingsTest, TheRangesAreTheDocumentedOnes) {
   EXPECT_EQ(type_of("PORT"), "port in [0, 65535]");
   EXPECT_EQ(type_of("IFNAME"), "interface list");
   EXPECT_EQ(type_of("PROFILE"), "path");
+  EXPECT_EQ(type_of("ADVERTISE"), "numeric address:port");
 }
 
 TEST(NcclSettingsTest, BadValuesNameTheVariableAndTheReason) {
@@ -260,6 +263,30 @@ TEST(NcclSettingsTest, BadValuesNameTheVariableAndTheReason) {
             "NCCL_LONGHAUL_PORT=http: expected a port in [0, 65535]");
   EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=-1"}),
             "NCCL_LONGHAUL_PORT=-1: expected a port in [0, 65535]");
+}
+
+TEST(NcclSettingsTest, AdvertisedAddressesAreNumericWithAPort) {
+  EXPECT_EQ(MustRead({}).advertise, "");
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_ADVERTISE=[::1]:65535"}).advertise, "[::1]:65535");
+  absl::StatusOr<AddressPort> a = ParseAddressPort("127.0.0.1:1");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->address, "127.0.0.1");
+  EXPECT_EQ(a->port, 1);
+  a = ParseAddressPort("[fe80::1]:5000");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->address, "fe80::1");
+  EXPECT_EQ(a->port, 5000);
+  const std::string var = "NCCL_LONGHAUL_ADVERTISE=";
+  EXPECT_EQ(ReadError({var + "localhost:5000"}),
+            var +
+                "localhost:5000: expected a numeric address:port ('localhost' is not a "
+                "numeric IPv4 address or a bracketed IPv6 address)");
+  EXPECT_EQ(ReadError({var + "127.0.0.1"}),
+            var + "127.0.0.1: expected a numeric address:port (no port in '127.0.0.1')");
+  EXPECT_THAT(ReadError({var + "127.0.0.1:0"}), HasSubstr("port '0' is not in [1, 65535]"));
+  EXPECT_THAT(ReadError({var + "127.0.0.1:65536"}), HasSubstr("is not in [1, 65535]"));
+  EXPECT_THAT(ReadError({var + "::1:5000"}), HasSubstr("'::1' is not a numeric IPv4"));
+  EXPECT_THAT(ReadError({var + "[127.0.0.1]:5000"}), HasSubstr("is not a numeric IPv4"));
 }
 
 TEST(NcclSettingsTest, AnEmptyValueIsUnsetAndTheFirstOfANameCounts) {
