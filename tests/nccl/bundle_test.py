@@ -84,8 +84,9 @@ class BundleTest(unittest.TestCase):
         return os.path.join(self.copy, name)
 
     def test_contents_and_size(self):
-        for name in (PLUGIN, EMU):
+        for name in (PLUGIN, EMU, "check-real-nccl"):
             self.assertIn(name, self.files)
+        self.assertTrue(os.access(self.path("check-real-nccl"), os.X_OK))
         total = sum(os.path.getsize(self.path(f)) for f in self.files)
         self.assertLess(total, MAX_BYTES, "the bundle must stay well under 64 MiB")
         print(f"bundle: {len(self.files)} files, {total / (1 << 20):.1f} MiB")
