@@ -15,6 +15,8 @@ usage: check_real_nccl_test.py SCRIPT BUNDLE_DIR
   - --netns --dry-run (root): the namespaces are made, used in the environment and
     removed; --acceptance runs every mode (the namespaces only as root);
   - bad usage is status 2; a bundle without the plugin is status 1;
+  - the ranks' own code on a CPU stand-in for PyTorch (check_real_nccl/torch_standin):
+    it runs every size and verifies the sums, and a wrong sum fails the run;
   - its parser of NCCL's log on lines in NCCL's format.
 """
 
@@ -175,6 +177,26 @@ class RunTest(unittest.TestCase):
         self.assertIn("NCCL_LONGHAUL_INITIAL_RTT=10ms", r.stdout)
         self.assertIn("longhaul-emu: relaying 127.0.0.1:", r.stdout)
         self.assertIn("Socket, relay: not run (NCCL's socket transport cannot be pointed", r.stdout)
+
+
+class WorkerTest(unittest.TestCase):
+    """The ranks' own code (check-real-nccl --worker) on a CPU stand-in for PyTorch."""
+
+    ENV = {"PYTHONPATH": os.path.join(FAKES, "torch_standin")}
+    ARGS = ["--net=both", "--max-bytes=16KiB", f"--python={sys.executable}"]
+
+    def test_the_ranks_run_and_verify(self):
+        r = run(["--bundle", BUNDLE] + self.ARGS, self.ENV)
+        self.assertEqual(r.returncode, 0, r.all)
+        self.assertEqual(r.stdout.count("# Out of bounds values : 0 OK"), 2, r.stdout)
+        self.assertIn("# rank 0: Stand-in GPU, torch 0.0-standin", r.stdout)
+        rows = [line for line in r.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s+float", line)]
+        self.assertEqual(len(rows), 10)
+
+    def test_the_ranks_notice_a_wrong_sum(self):
+        r = run(["--bundle", BUNDLE] + self.ARGS, {**self.ENV, "STANDIN_CORRUPT": "1"})
+        self.assertEqual(r.returncode, 1, r.all)
+        self.assertIn("# problem: wrong elements: ", r.stdout)
 
 
 class NetnsTest(unittest.TestCase):
