@@ -17,7 +17,8 @@ usage: check_real_nccl_test.py SCRIPT BUNDLE_DIR
   - bad usage is status 2; a bundle without the plugin is status 1;
   - the ranks' own code on a CPU stand-in for PyTorch (check_real_nccl/torch_standin):
     it runs every size and verifies the sums, and a wrong sum fails the run;
-  - its parser of NCCL's log on lines in NCCL's format.
+  - its parser of NCCL's log on lines in NCCL's format, which the NCCL library installed
+    here (if any) holds.
 """
 
 import importlib.machinery
@@ -268,6 +269,23 @@ gpu1:4242:4260 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/longhaul
         _, problems = module.check_nccl_log("", "longhaul")
         self.assertEqual(len(problems), 3, problems)
         self.assertIn("no 'Using network' line", problems)
+
+    def test_the_lines_are_those_of_the_nccl_installed_here(self):
+        # The NCCL library of this machine (CUDA 13's, if any) holds the format strings of
+        # the lines the check looks for (the GPU machine's PyTorch brings its own NCCL).
+        import glob
+        libs = sorted(glob.glob("/usr/local/cuda*/lib*/libnccl.so.2") +
+                      glob.glob("/usr/lib/x86_64-linux-gnu/libnccl.so.2"))
+        if not libs:
+            self.skipTest("no libnccl.so.2 here")
+        with open(libs[0], "rb") as f:
+            data = f.read()
+        for fmt in (b"Using network %s", b"NET/Plugin: Loaded net plugin %s (v",
+                    b"Channel %02d/%d : %d[%d] -> %d[%d] [send] via NET/%s/%d",
+                    b"Channel %02d/%d : %d[%d] -> %d[%d] [receive] via NET/%s/%d",
+                    b"NCCL version"):
+            self.assertIn(fmt, data, f"{libs[0]} has no {fmt!r}")
+        self.assertIn(b"ncclNetPlugin_v11", data, "the newest table this NCCL loads")
 
     def test_sizes_and_rates(self):
         module = load_script()
