@@ -11,7 +11,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # libraries
   libabsl-dev libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev
+  libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev libssl-dev
   # benchmark peers, network namespaces, plots
   iproute2 iperf3 libudt-dev python3 python3-matplotlib
 )

@@ -113,6 +113,7 @@ double SecondsFlag(const std::string& text, const char* flag) {
 
 EndpointOptions EndpointFromFlags() {
   EndpointOptions e;
+  e.security = endpoint::SecurityConfig::Insecure();
   e.socket_buffer = kUsage.Or(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
   e.spin = kUsage.Or(ParseDuration(FLAGS_spin), "spin");
   e.gso = FLAGS_gso;

@@ -67,11 +67,15 @@ class ConnectionImpl {
     peer_max_stream_ = ids.peer_recv_window ? ids.peer_recv_window : config.recv_window;
     max_datagram_ = config.MaxDatagramSize();
     segment_ = config.segment;
+    if (ids.sealed) {
+      integrity_ = wire::Integrity::kSealed;
+      seal_extra_ = wire::kSealExpansion;
+    }
   }
 
   void OnPathMtu(ByteCount mtu) {
     // Segments follow the path MTU (downward only: never above the configured segment).
-    const ByteCount fit = TransportConfig::SegmentForMtu(mtu);
+    const ByteCount fit = std::max<ByteCount>(64, TransportConfig::SegmentForMtu(mtu) - seal_extra_);
     segment_ = std::min<ByteCount>(cfg_.segment, fit);
     TransportConfig c = cfg_;
     c.segment = segment_;
@@ -110,7 +114,9 @@ class ConnectionImpl {
 
   void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
     if (state_ == State::kClosed) return;
-    absl::StatusOr<wire::PacketView> v = wire::ParsePacket(d);
+    absl::StatusOr<wire::PacketView> v = integrity_ == wire::Integrity::kSealed
+                                              ? wire::ParseOpenedPacket(d)
+                                              : wire::ParsePacket(d);
     if (!v.ok()) {
       if (absl::IsDataLoss(v.status())) {
         ++stats_.checksum_failures;
@@ -191,7 +197,8 @@ class ConnectionImpl {
 
   size_t PollTransmit(Time now, uint8_t* buf, size_t cap, TransmitInfo* info) {
     if (state_ == State::kClosed) return 0;
-    CHECK_GE(cap, max_datagram_) << "PollTransmit buffer smaller than MaxDatagramSize()";
+    CHECK_GE(cap, max_datagram_ + seal_extra_)
+        << "PollTransmit buffer smaller than MaxDatagramSize()";
     if (state_ == State::kClosing) return BuildClose(now, buf, info);
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
 
@@ -229,7 +236,7 @@ class ConnectionImpl {
     const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
     if (!send_data && !send_repair && !ack_due && !ping_pending_) return 0;
 
-    wire::PacketWriter w(buf, max_datagram_);
+    wire::PacketWriter w(buf, max_datagram_ + seal_extra_, integrity_);
     const PacketNumber pn = sent_.next_packet_number();
     wire::PacketHeader h;
     h.connection_id = ids_.peer;
@@ -338,6 +345,9 @@ class ConnectionImpl {
   uint64_t pending_send_messages() const { return send_.pending_messages(); }
   ByteCount pending_send_bytes() const { return send_.pending_bytes(); }
   ReceiveStream& recv() { return recv_; }
+  int64_t largest_acked_packet() const {
+    return loss_.has_largest_acked() ? static_cast<int64_t>(loss_.largest_acked()) : -1;
+  }
 
  private:
   enum class State { kOpen, kClosing, kClosed };
@@ -469,7 +479,7 @@ class ConnectionImpl {
   bool TailProtectionOn() const { return cfg_.tail_protect && !fec_tx_.active(); }
 
   size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
-    wire::PacketWriter w(buf, max_datagram_);
+    wire::PacketWriter w(buf, max_datagram_ + seal_extra_, integrity_);
     wire::PacketHeader h;
     h.connection_id = ids_.peer;
     h.packet_number = sent_.next_packet_number();
@@ -696,6 +706,10 @@ class ConnectionImpl {
   TransportConfig cfg_;
   ConnectionIds ids_;
   ByteCount max_datagram_ = 0;  // for the current segment
+  // Sealed mode (ConnectionIds::sealed): the endpoint seals every packet, so the writer
+  // leaves the tag's room (seal_extra_ more bytes than a checksum) and nothing is checksummed.
+  wire::Integrity integrity_ = wire::Integrity::kCrc32c;
+  ByteCount seal_extra_ = 0;
   ByteCount segment_ = 0;       // current segment: config.segment, or less for the path MTU
 
   SentPacketTable sent_;
@@ -773,5 +787,7 @@ bool Connection::closed() const { return impl_->closed(); }
 uint64_t Connection::pending_send_messages() const { return impl_->pending_send_messages(); }
 ByteCount Connection::pending_send_bytes() const { return impl_->pending_send_bytes(); }
 uint64_t Connection::posted_receives() const { return impl_->recv().posted_count(); }
+
+int64_t Connection::largest_acked_packet() const { return impl_->largest_acked_packet(); }
 
 }  // namespace longhaul

@@ -106,6 +106,11 @@ struct ConnectionIds {
   // The peer's receive window as negotiated at the handshake (initial flow-control
   // credit); 0 means the peer uses the same recv_window as this side's config.
   ByteCount peer_recv_window = 0;
+  // The endpoint seals and opens every packet (AEAD, transport/crypto): PollTransmit
+  // leaves wire::kSealTagSize bytes for the tag instead of writing a CRC32C (datagrams are
+  // wire::kSealExpansion bytes longer than MaxDatagramSize()), and OnDatagram takes opened
+  // packets (header and frames, no trailer).
+  bool sealed = false;
 };
 
 // Close codes carried in CLOSE frames.
@@ -142,7 +147,8 @@ class Connection {
   // ---- driver side ----
   void OnDatagram(Time now, std::span<const uint8_t> datagram, Ecn ecn = Ecn::kNotEct);
   void OnTimeout(Time now);
-  // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize()) and returns its
+  // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize(), plus
+  // wire::kSealExpansion when sealed) and returns its
   // length, or 0 when nothing may be sent at `now` (pacing, window, nothing to send).
   size_t PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info = nullptr);
   // The path's IP MTU as the driver learned it (EMSGSIZE, IP_MTU, a probe). New packets
@@ -164,6 +170,9 @@ class Connection {
   ByteCount pending_send_bytes() const;
   // Messages the receiver has not yet delivered (including ones not started).
   uint64_t posted_receives() const;
+  // The highest packet number of ours the peer acknowledged; -1 before the first ACK.
+  // (The endpoint's key updates wait for the peer to acknowledge the current key.)
+  int64_t largest_acked_packet() const;
 
  private:
   std::unique_ptr<ConnectionImpl> impl_;

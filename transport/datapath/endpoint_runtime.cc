@@ -103,6 +103,7 @@ void EndpointRuntime::StartConnect(Time now, const endpoint::PeerAddress& server
   cc.app_data = std::move(options.app_data);
   cc.timeout = options.timeout;
   cc.protocol_version = options.protocol_version;
+  cc.server_key = options.server_key;
   absl::StatusOr<endpoint::ConnectionId> id = endpoint_.Connect(now, server, locals, std::move(cc));
   if (!id.ok()) {
     for (endpoint::LocalId l : locals) hooks_.close_local(l);
@@ -127,6 +128,11 @@ std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::Connecti
   info.peer_address = endpoint_.Format(meta->peer);
   info.peer_app_data = meta->peer_app_data;
   info.is_server = meta->is_server;
+  info.security = endpoint::SecurityModeName(meta->security);
+  if (meta->security != endpoint::SecurityMode::kPlaintext) {
+    absl::StrAppend(&info.security, ", ", crypto::CipherName(meta->cipher));
+  }
+  if (meta->peer_static_key) info.peer_key = crypto::ToHex(*meta->peer_static_key);
   auto handle = std::make_shared<ConnectionHandle>(this, std::move(info));
   handle_index_[handle.get()] = id;
   return handle;
@@ -339,6 +345,14 @@ void EndpointRuntime::AddStats(EndpointStats* s) const {
   s->handshake_errors += c.handshake_errors;
   s->amplification_limited += c.amplification_limited;
   s->stalled_deadlines += c.stalled_deadlines;
+  s->handshake_auth_failures += c.handshake_auth_failures;
+  s->security_mismatches += c.security_mismatches;
+  s->keys_refused += c.keys_refused;
+  s->packets_unauthenticated += c.packets_unauthenticated;
+  s->packets_replayed += c.packets_replayed;
+  s->packets_too_old += c.packets_too_old;
+  s->plaintext_refused += c.plaintext_refused;
+  s->confirms_refused += c.confirms_refused;
   s->connections_active += endpoint_.connection_count();
 }
 

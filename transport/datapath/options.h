@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,10 +16,15 @@
 #include "transport/base/units.h"
 #include "transport/core/config.h"
 #include "transport/endpoint/negotiation.h"
+#include "transport/endpoint/security_config.h"
 
 namespace longhaul {
 
 struct EndpointOptions {
+  // Packet protection: keys (static key pairs and peer keys, or a pre-shared key), or an
+  // explicit choice of plaintext (SecurityConfig::Insecure()). Nothing chosen is an error
+  // at Create. The entropy source defaults to the system's CSPRNG. docs/security.md.
+  endpoint::SecurityConfig security;
   // Socket buffers asked for (SO_RCVBUF/SO_SNDBUF, with the FORCE variants when the
   // process may); 0 derives them from the connection's window: window / 4, clamped to
   // [4 MiB, 256 MiB]. When the kernel caps them the endpoint logs, once, the sysctl that
@@ -90,6 +96,9 @@ struct ConnectOptions {
   EventCallback callback;
   // Protocol version to ask for. Tests only: anything but the default is refused.
   uint32_t protocol_version = 0;  // 0: this build's version
+  // With static keys: the server's public key for this connection (unset: the endpoint's
+  // only peer key).
+  std::optional<crypto::Key32> server_key;
 };
 
 // Counters of an endpoint's driver (all since creation).
@@ -123,6 +132,15 @@ struct EndpointStats {
   uint64_t connections_accepted = 0;
   uint64_t handshake_errors = 0;       // malformed handshake packets
   uint64_t amplification_limited = 0;  // replies withheld by the 3x limit
+  // packet protection (endpoint::EndpointCounters has the meanings)
+  uint64_t handshake_auth_failures = 0;
+  uint64_t security_mismatches = 0;
+  uint64_t keys_refused = 0;
+  uint64_t packets_unauthenticated = 0;
+  uint64_t packets_replayed = 0;
+  uint64_t packets_too_old = 0;
+  uint64_t plaintext_refused = 0;
+  uint64_t confirms_refused = 0;
   uint64_t connections_active = 0;
   // socket facts (of the last socket opened)
   ByteCount recv_buffer = 0;

@@ -22,6 +22,14 @@ constexpr int kMaxRetries = 8;
 constexpr Duration kMaxHandshakeBackoff = Duration::Seconds(1);
 constexpr Duration kFirstAcceptBackoff = Duration::Milliseconds(200);
 
+// A sealed packet is wire::kSealExpansion bytes longer than a checksummed one: the
+// segment shrinks by as much, so protected datagrams are as large as plaintext ones would
+// be and still fit the path MTU the configuration was made for.
+TransportConfig SealedConfig(TransportConfig c, bool sealed) {
+  if (sealed && c.segment > 64 + wire::kSealExpansion) c.segment -= wire::kSealExpansion;
+  return c;
+}
+
 }  // namespace
 
 std::string HexAddress(const PeerAddress& a) {
@@ -46,12 +54,13 @@ absl::Status EndpointConfig::Validate() const {
   if (unreachable_grace < Duration::Zero()) {
     return absl::InvalidArgumentError("unreachable_grace must not be negative");
   }
-  return absl::OkStatus();
+  return security.Validate();
 }
 
 struct Endpoint::Conn {
   ConnectionMeta meta;
   std::unique_ptr<Connection> conn;
+  std::unique_ptr<crypto::PacketProtector> protector;  // protected connections
   std::vector<PeerAddress> peer_addrs;  // server: the client's address per flow
   Time next_timeout;
   // server handshake state
@@ -67,6 +76,9 @@ struct Endpoint::Conn {
 
 struct Endpoint::Pending {
   ConnectionId cid = 0;
+  HandshakeMessage hello_message;                // what every Hello carries (cookie aside)
+  std::optional<crypto::NoiseHandshake> noise;   // protected connections
+  std::optional<crypto::Key32> server_key;
   PeerAddress server;
   std::vector<LocalId> locals;
   ConnectConfig config;
@@ -128,12 +140,103 @@ absl::StatusOr<ConnectionId> Endpoint::Connect(Time now, const PeerAddress& serv
   p->deadline = now + config.timeout;
   p->backoff = std::max(config.config.initial_rtt * 2, Duration::Milliseconds(100));
   p->next_resend = now + p->backoff;
+  const SecurityMode mode = config_.security.mode();
+  if (mode == SecurityMode::kStaticKeys || mode == SecurityMode::kStaticKeysPsk) {
+    if (config.server_key) {
+      p->server_key = config.server_key;
+    } else if (config_.security.peer_keys.size() == 1) {
+      p->server_key = config_.security.peer_keys[0];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "connect: ", config_.security.peer_keys.size(),
+          " peer keys are configured; name the server's key for this connection"));
+    }
+  }
   p->config = std::move(config);
+  HandshakeMessage& h = p->hello_message;
+  h.kind = HandshakeKind::kHello;
+  h.version = p->version;
+  h.client_cid = p->cid;
+  h.params = ParamsFor(p->config.config);
+  h.app_data = p->config.app_data;
+  if (mode != SecurityMode::kPlaintext) {
+    h.security.mode = static_cast<uint8_t>(mode);
+    h.security.ciphers = LocalCipherMask();
+    crypto::NoiseKeys keys;
+    keys.static_key = config_.security.key;
+    keys.remote_static = p->server_key;
+    keys.psk = config_.security.psk;
+    absl::StatusOr<crypto::NoiseHandshake> noise = crypto::NoiseHandshake::Initiator(
+        static_cast<crypto::NoisePattern>(mode), keys, HelloPrologue(h), Ephemeral());
+    if (!noise.ok()) return noise.status();
+    absl::StatusOr<std::vector<uint8_t>> msg1 = noise->WriteMessage1({});
+    if (!msg1.ok()) return msg1.status();
+    h.security.noise = *std::move(msg1);
+    p->noise.emplace(*std::move(noise));
+  }
   for (LocalId l : p->locals) local_owner_[l] = p->cid;
   Pending& ref = *p;
   pending_[p->cid] = std::move(p);
   SendHello(ref);
   return ref.cid;
+}
+
+crypto::Key32 Endpoint::Ephemeral() {
+  crypto::Key32 k;
+  config_.security.entropy(k);
+  return k;
+}
+
+const crypto::ProtectionCounters* Endpoint::ProtectionAt(ConnectionId id) const {
+  auto it = conns_.find(id);
+  if (it == conns_.end() || !it->second->protector) return nullptr;
+  return &it->second->protector->counters();
+}
+
+absl::StatusOr<crypto::NoiseHandshake> Endpoint::ServerReadHello(
+    const HandshakeMessage& m, std::optional<crypto::Key32>* client_key) {
+  const SecurityMode mine = config_.security.mode();
+  const auto theirs = static_cast<SecurityMode>(m.security.mode);
+  if (theirs != mine) {
+    ++counters_.security_mismatches;
+    if (mine == SecurityMode::kPlaintext) {
+      return absl::FailedPreconditionError(
+          "this server runs without packet protection (insecure); the client asked for it");
+    }
+    if (theirs == SecurityMode::kPlaintext) {
+      return absl::FailedPreconditionError(
+          "this server requires packet protection; the client connected without keys "
+          "(insecure)");
+    }
+    return absl::FailedPreconditionError(absl::StrCat("this server authenticates with ",
+                                                      SecurityModeName(mine),
+                                                      "; the client offered ",
+                                                      SecurityModeName(theirs)));
+  }
+  crypto::NoiseKeys keys;
+  keys.static_key = config_.security.key;
+  keys.psk = config_.security.psk;
+  absl::StatusOr<crypto::NoiseHandshake> noise = crypto::NoiseHandshake::Responder(
+      static_cast<crypto::NoisePattern>(mine), keys, HelloPrologue(m), Ephemeral());
+  if (!noise.ok()) return noise.status();
+  if (absl::StatusOr<std::vector<uint8_t>> payload = noise->ReadMessage1(m.security.noise);
+      !payload.ok()) {
+    ++counters_.handshake_auth_failures;
+    return absl::PermissionDeniedError(
+        "the handshake did not authenticate: the client holds another server key, or the "
+        "pre-shared keys differ");
+  }
+  if (noise->remote_static()) {
+    const crypto::Key32& k = *noise->remote_static();
+    if (std::find(config_.security.peer_keys.begin(), config_.security.peer_keys.end(), k) ==
+        config_.security.peer_keys.end()) {
+      ++counters_.keys_refused;
+      return absl::PermissionDeniedError(absl::StrCat(
+          "this server does not allow the client key ", crypto::ToHex(k)));
+    }
+    *client_key = k;
+  }
+  return noise;
 }
 
 // ---- receive path ----
@@ -156,7 +259,7 @@ Endpoint::Verdict Endpoint::OnDatagram(Time now, LocalId local, const PeerAddres
                            " bytes): ", h.status().message()));
     return Verdict::kHandled;
   }
-  if (h->type == wire::PacketType::kOneRtt) {
+  if (h->type == wire::PacketType::kOneRtt || h->type == wire::PacketType::kSealed) {
     OnOneRtt(now, *h, from, datagram, ecn);
   } else {
     OnHandshakePacket(now, local, from, datagram);
@@ -172,6 +275,33 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
     return;
   }
   Conn& c = *it->second;
+  if (c.protector) {
+    if (h.type != wire::PacketType::kSealed) {
+      ++counters_.plaintext_refused;
+      return;
+    }
+    // Opened in place: the driver's receive buffer is ours for the duration of the call.
+    std::span<uint8_t> d(const_cast<uint8_t*>(datagram.data()), datagram.size());
+    size_t n = 0;
+    switch (c.protector->Open(now, d, &n)) {
+      case crypto::PacketProtector::OpenResult::kOk:
+        break;
+      case crypto::PacketProtector::OpenResult::kReplayed:
+        ++counters_.packets_replayed;
+        return;
+      case crypto::PacketProtector::OpenResult::kTooOld:
+        ++counters_.packets_too_old;
+        return;
+      case crypto::PacketProtector::OpenResult::kAuthFailed:
+      case crypto::PacketProtector::OpenResult::kMalformed:
+        ++counters_.packets_unauthenticated;
+        return;
+    }
+    datagram = d.first(n);
+  } else if (h.type == wire::PacketType::kSealed) {
+    ++counters_.undecodable;  // sealed packets for a plaintext connection
+    return;
+  }
   c.conn->OnDatagram(now, datagram, ecn);
   const uint64_t received = c.conn->stats().packets_received;
   if (received != c.last_packets_received) {
@@ -206,7 +336,12 @@ void Endpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& fro
       auto it = conns_.find(m->server_cid);
       if (it != conns_.end() && it->second->meta.is_server &&
           it->second->meta.peer_id == m->client_cid) {
-        ConfirmServerConn(*it->second);
+        Conn& c = *it->second;
+        if (c.protector && !c.protector->VerifyConfirmProof(m->security.noise)) {
+          ++counters_.confirms_refused;  // a replayed or forged Confirm proves nothing
+          return;
+        }
+        ConfirmServerConn(c);
       }
       return;
     }
@@ -307,6 +442,20 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
                received, true);
     return;
   }
+  // The key exchange before any state: a client with the wrong key costs a Reject.
+  std::optional<crypto::NoiseHandshake> noise;
+  std::optional<crypto::Key32> client_key;
+  const SecurityMode mode = config_.security.mode();
+  if (mode != SecurityMode::kPlaintext || m.security.mode != 0) {
+    absl::StatusOr<crypto::NoiseHandshake> n = ServerReadHello(m, &client_key);
+    if (!n.ok()) {
+      log_.Warn("handshake-auth", now,
+                absl::StrCat("refused client ", Format(from), ": ", n.status().message()));
+      SendReject(local, from, m, std::string(n.status().message()), received, true);
+      return;
+    }
+    noise.emplace(*std::move(n));
+  }
   absl::StatusOr<TransportConfig> negotiated =
       NegotiateServerConfig(listener.config.config, listener.config.policy, m.params,
                             config_.max_flows, [&] {
@@ -326,10 +475,14 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
     return;
   }
   const TransportConfig& config = *negotiated;
+  const crypto::Cipher cipher = ChooseCipher(m.security.ciphers, LocalCipherMask());
   auto c = std::make_unique<Conn>();
   c->meta.id = NewCid();
   c->meta.peer_id = m.client_cid;
   c->meta.is_server = true;
+  c->meta.security = mode;
+  c->meta.cipher = cipher;
+  c->meta.peer_static_key = client_key;
   c->meta.listener = local;
   c->meta.peer = from;
   c->meta.locals = {local};
@@ -339,12 +492,25 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
   ids.local = c->meta.id;
   ids.peer = c->meta.peer_id;
   ids.peer_recv_window = m.params.recv_window;
-  c->conn = std::make_unique<Connection>(config, ids, rng_.Next(), now);
+  ids.sealed = noise.has_value();
+  c->conn = std::make_unique<Connection>(SealedConfig(config, ids.sealed), ids, rng_.Next(), now);
   HandshakeMessage acc;
   acc.kind = HandshakeKind::kAccept;
   acc.client_cid = m.client_cid;
   acc.server_cid = c->meta.id;
   acc.params = ParamsFor(config);
+  if (noise) {
+    acc.security.mode = static_cast<uint8_t>(mode);
+    acc.security.ciphers = static_cast<uint8_t>(cipher);
+    noise->MixContext(AcceptContext(acc));
+    absl::StatusOr<std::vector<uint8_t>> msg2 = noise->WriteMessage2({});
+    if (!msg2.ok()) return;
+    acc.security.noise = *std::move(msg2);
+    absl::StatusOr<std::unique_ptr<crypto::PacketProtector>> prot = crypto::PacketProtector::Create(
+        cipher, noise->Split(), /*initiator=*/false, config_.security.key_update, now);
+    if (!prot.ok()) return;
+    c->protector = *std::move(prot);
+  }
   absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(acc);
   if (!pkt.ok()) return;
   c->accept_packet = *std::move(pkt);
@@ -379,13 +545,8 @@ void Endpoint::ConfirmServerConn(Conn& c) {
 // ---- client side of the handshake ----
 
 void Endpoint::SendHello(Pending& p) {
-  HandshakeMessage h;
-  h.kind = HandshakeKind::kHello;
-  h.version = p.version;
-  h.client_cid = p.cid;
-  h.params = ParamsFor(p.config.config);
+  HandshakeMessage h = p.hello_message;
   h.cookie = p.cookie;
-  h.app_data = p.config.app_data;
   absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(h);
   if (!pkt.ok()) {
     FailPending(p.cid, pkt.status());
@@ -466,6 +627,45 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
     return;
   }
   const TransportConfig& config = *negotiated;
+  std::unique_ptr<crypto::PacketProtector> protector;
+  if (p.noise) {
+    if (m.security.mode != p.hello_message.security.mode) {
+      FailPending(p.cid, absl::PermissionDeniedError(absl::StrCat(
+                             "server ", Format(p.server),
+                             " accepted without the packet protection this client requires")));
+      return;
+    }
+    if (m.security.ciphers != static_cast<uint8_t>(crypto::Cipher::kAes256Gcm) &&
+        m.security.ciphers != static_cast<uint8_t>(crypto::Cipher::kChaCha20Poly1305)) {
+      FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
+                             "server ", Format(p.server), " chose an unknown cipher ",
+                             m.security.ciphers)));
+      return;
+    }
+    p.noise->MixContext(AcceptContext(m));
+    if (absl::StatusOr<std::vector<uint8_t>> payload = p.noise->ReadMessage2(m.security.noise);
+        !payload.ok()) {
+      ++counters_.handshake_auth_failures;
+      FailPending(p.cid, absl::PermissionDeniedError(absl::StrCat(
+                             "server ", Format(p.server),
+                             " did not authenticate: its key is not the one this client was "
+                             "given, or the pre-shared keys differ")));
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<crypto::PacketProtector>> prot = crypto::PacketProtector::Create(
+        static_cast<crypto::Cipher>(m.security.ciphers), p.noise->Split(), /*initiator=*/true,
+        config_.security.key_update, now);
+    if (!prot.ok()) {
+      FailPending(p.cid, prot.status());
+      return;
+    }
+    protector = *std::move(prot);
+  } else if (m.security.mode != 0) {
+    FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
+                           "server ", Format(p.server),
+                           " answered with packet protection this client did not ask for")));
+    return;
+  }
   std::unique_ptr<Pending> owned = std::move(pending_[p.cid]);
   pending_.erase(owned->cid);
   auto c = std::make_unique<Conn>();
@@ -474,6 +674,10 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
   c->meta.is_server = false;
   c->meta.peer = owned->server;
   c->meta.peer_app_data = m.app_data;
+  c->meta.security = static_cast<SecurityMode>(owned->hello_message.security.mode);
+  if (protector) c->meta.cipher = protector->cipher();
+  c->meta.peer_static_key = owned->server_key;
+  c->protector = std::move(protector);
   EndpointEvent e;
   e.type = EndpointEvent::Type::kConnected;
   e.id = owned->cid;
@@ -488,7 +692,8 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
   ids.local = c->meta.id;
   ids.peer = c->meta.peer_id;
   ids.peer_recv_window = m.params.recv_window;
-  c->conn = std::make_unique<Connection>(config, ids, rng_.Next(), now);
+  ids.sealed = c->protector != nullptr;
+  c->conn = std::make_unique<Connection>(SealedConfig(config, ids.sealed), ids, rng_.Next(), now);
   c->next_timeout = c->conn->NextTimeout();
   Conn& ref = *c;
   conns_[ref.meta.id] = std::move(c);
@@ -501,6 +706,11 @@ void Endpoint::SendConfirm(const Conn& c) {
   m.kind = HandshakeKind::kConfirm;
   m.client_cid = c.meta.id;
   m.server_cid = c.meta.peer_id;
+  if (c.protector) {
+    m.security.mode = static_cast<uint8_t>(c.meta.security);
+    const std::array<uint8_t, 16> proof = c.protector->ConfirmProof();
+    m.security.noise.assign(proof.begin(), proof.end());
+  }
   absl::StatusOr<std::vector<uint8_t>> p = BuildHandshakePacket(m);
   if (!p.ok()) return;
   Queue(c.meta.locals[0], c.meta.peer, *std::move(p), 0, true);
@@ -661,6 +871,9 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
       TransmitInfo info;
       const size_t n = c->conn->PollTransmit(now, buffer, capacity, &info);
       if (n > 0) {
+        if (c->protector) {
+          c->protector->Seal(now, std::span<uint8_t>(buffer, n), c->conn->largest_acked_packet());
+        }
         out->size = n;
         out->ecn = info.ecn;
         if (c->meta.is_server) {

@@ -46,6 +46,7 @@
 #include "transport/endpoint/handshake.h"
 #include "transport/endpoint/negotiation.h"
 #include "transport/endpoint/peer_address.h"
+#include "transport/endpoint/security_config.h"
 #include "transport/base/rate_limited_log.h"
 
 namespace longhaul::endpoint {
@@ -68,6 +69,8 @@ struct EndpointConfig {
   // How long a client's connection survives "peer unreachable" reports (ICMP port
   // unreachable) with no valid packet from the peer before it closes.
   Duration unreachable_grace = Duration::Seconds(1);
+  // Packet protection (keys, or an explicit choice of plaintext); must Validate().
+  SecurityConfig security;
   // Errors: InvalidArgument naming the field.
   absl::Status Validate() const;
 };
@@ -87,6 +90,9 @@ struct ConnectConfig {
   Duration timeout = Duration::Seconds(5);
   // Protocol version to ask for. Tests only: anything but the default is refused.
   uint32_t protocol_version = 0;  // 0: this build's version
+  // With static keys: the server's public key for this connection; unset, the endpoint's
+  // SecurityConfig must hold exactly one peer key.
+  std::optional<crypto::Key32> server_key;
 };
 
 // The local connection id (also the token Connect() returns).
@@ -129,6 +135,9 @@ struct ConnectionMeta {
   PeerAddress peer;             // the handshake's peer address
   std::vector<LocalId> locals;  // client: one per flow; server: the listener
   std::string peer_app_data;
+  SecurityMode security = SecurityMode::kPlaintext;
+  crypto::Cipher cipher = crypto::Cipher::kAes256Gcm;  // when protected
+  std::optional<crypto::Key32> peer_static_key;        // the peer's, with static keys
 };
 
 // Protocol counters (since creation).
@@ -149,6 +158,15 @@ struct EndpointCounters {
   // Times a connection's deadline had passed but it produced nothing; it is then
   // re-polled after kStalledDeadlineWait (a diagnostic for the core).
   uint64_t stalled_deadlines = 0;
+  // packet protection
+  uint64_t handshake_auth_failures = 0;  // key exchanges that did not authenticate
+  uint64_t security_mismatches = 0;      // a peer of another mode (keys vs plaintext)
+  uint64_t keys_refused = 0;             // a client static key the server does not allow
+  uint64_t packets_unauthenticated = 0;  // sealed packets that did not open (tampered, forged)
+  uint64_t packets_replayed = 0;         // a packet number already received
+  uint64_t packets_too_old = 0;          // below the replay window
+  uint64_t plaintext_refused = 0;        // unsealed 1-RTT packets for a protected connection
+  uint64_t confirms_refused = 0;         // Confirms whose key proof did not verify
 };
 
 class Endpoint {
@@ -222,6 +240,8 @@ class Endpoint {
   void CloseAll(Time now, const std::string& reason);
 
   const EndpointCounters& counters() const { return counters_; }
+  // The packet-protection counters of a protected connection (null otherwise).
+  const crypto::ProtectionCounters* ProtectionAt(ConnectionId id) const;
   size_t connection_count() const { return conns_.size(); }
   size_t pending_count() const { return pending_.size(); }
   const EndpointConfig& config() const { return config_; }
@@ -259,6 +279,11 @@ class Endpoint {
   void ConfirmServerConn(Conn& c);
   void FailPending(ConnectionId id, absl::Status error);
   void SendHello(Pending& p);
+  // The server side of the key exchange for a validated Hello: a PermissionDenied or
+  // FailedPrecondition status is sent back in a Reject.
+  absl::StatusOr<crypto::NoiseHandshake> ServerReadHello(const HandshakeMessage& m,
+                                                         std::optional<crypto::Key32>* client_key);
+  crypto::Key32 Ephemeral();
   void SendConfirm(const Conn& c);
   void SendRetry(Time now, LocalId local, const PeerAddress& to, const HandshakeMessage& m,
                  size_t received);

@@ -152,7 +152,44 @@ absl::StatusOr<std::vector<uint8_t>> EncodeHandshakeBody(const HandshakeMessage&
     default:
       return absl::InvalidArgumentError("unknown handshake kind");
   }
+  if (m.security.mode != 0 && m.kind != HandshakeKind::kRetry &&
+      m.kind != HandshakeKind::kReject) {
+    if (m.security.noise.size() > kMaxNoiseSize) {
+      return absl::InvalidArgumentError(absl::StrCat("handshake Noise message of ",
+                                                     m.security.noise.size(),
+                                                     " bytes exceeds ", kMaxNoiseSize));
+    }
+    w.U8(m.security.mode);
+    w.U8(m.security.ciphers);
+    w.U16(static_cast<uint16_t>(m.security.noise.size()));
+    w.Bytes(m.security.noise.data(), m.security.noise.size());
+  }
   return w.Take();
+}
+
+namespace {
+// A label, then the body as encoded.
+std::vector<uint8_t> Labelled(std::string_view label, const HandshakeMessage& m) {
+  absl::StatusOr<std::vector<uint8_t>> body = EncodeHandshakeBody(m);
+  std::vector<uint8_t> out;
+  out.reserve(label.size() + (body.ok() ? body->size() : 0));
+  for (char c : label) out.push_back(static_cast<uint8_t>(c));
+  if (body.ok()) out.insert(out.end(), body->begin(), body->end());
+  return out;
+}
+}  // namespace
+
+std::vector<uint8_t> HelloPrologue(const HandshakeMessage& hello) {
+  HandshakeMessage m = hello;
+  m.cookie.clear();
+  m.security.noise.clear();
+  return Labelled("longhaul hello", m);
+}
+
+std::vector<uint8_t> AcceptContext(const HandshakeMessage& accept) {
+  HandshakeMessage m = accept;
+  m.security.noise.clear();
+  return Labelled("longhaul accept", m);
 }
 
 absl::StatusOr<HandshakeMessage> DecodeHandshakeBody(std::span<const uint8_t> body) {
@@ -215,6 +252,17 @@ absl::StatusOr<HandshakeMessage> DecodeHandshakeBody(std::span<const uint8_t> bo
       m.reason.assign(reinterpret_cast<const char*>(p), len);
       break;
     }
+  }
+  if (r.remaining() != 0 && (m.kind == HandshakeKind::kHello || m.kind == HandshakeKind::kAccept ||
+                             m.kind == HandshakeKind::kConfirm)) {
+    uint16_t len = 0;
+    if (!r.U8(&m.security.mode) || !r.U8(&m.security.ciphers) || !r.U16(&len)) {
+      return Malformed(m.kind, "truncated security fields");
+    }
+    if (m.security.mode == 0) return Malformed(m.kind, "security fields with mode 0");
+    if (len > kMaxNoiseSize) return Malformed(m.kind, "Noise message too long");
+    if (!r.Bytes(len, &p)) return Malformed(m.kind, "Noise message runs past the body");
+    m.security.noise.assign(p, p + len);
   }
   if (r.remaining() != 0) return Malformed(m.kind, "trailing bytes");
   return m;

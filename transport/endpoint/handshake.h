@@ -61,6 +61,17 @@ struct HandshakeParams {
   bool operator==(const HandshakeParams&) const = default;
 };
 
+// The handshake's protection fields (docs/security.md), present when the mode is not
+// plaintext: Hello {mode, the client's cipher mask, Noise message 1}; Accept {mode, the
+// chosen cipher, Noise message 2}; Confirm {mode, 0, the 16-byte key confirmation}.
+inline constexpr size_t kMaxNoiseSize = 256;
+struct SecurityBlock {
+  uint8_t mode = 0;     // SecurityMode
+  uint8_t ciphers = 0;  // Hello: mask of kCipher*; Accept: the chosen crypto::Cipher
+  std::vector<uint8_t> noise;
+  bool operator==(const SecurityBlock&) const = default;
+};
+
 struct HandshakeMessage {
   HandshakeKind kind = HandshakeKind::kHello;
   uint32_t version = kProtocolVersion;
@@ -70,8 +81,15 @@ struct HandshakeMessage {
   std::vector<uint8_t> cookie;  // Hello (may be empty), Retry
   std::string app_data;         // Hello, Accept: opaque application bytes
   std::string reason;           // Reject
+  SecurityBlock security;       // Hello, Accept, Confirm (absent on the wire when mode 0)
   bool operator==(const HandshakeMessage&) const = default;
 };
+
+// What the key exchange binds (both sides compute the same bytes): a Hello's body without
+// its cookie and Noise message (the prologue), and an Accept's body without its Noise
+// message (mixed in before message 2).
+std::vector<uint8_t> HelloPrologue(const HandshakeMessage& hello);
+std::vector<uint8_t> AcceptContext(const HandshakeMessage& accept);
 
 // Encodes a body (the HANDSHAKE frame's content). Errors: InvalidArgument when a field is
 // too long (cookie > kMaxCookieSize, app data > kMaxAppDataSize, reason > kMaxReasonSize).

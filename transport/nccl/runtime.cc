@@ -13,6 +13,7 @@ absl::Status Runtime::EnsureEndpointLocked() {
   if (endpoint_) return absl::OkStatus();
   EndpointOptions eo;
   eo.spin = settings.spin;
+  eo.security = endpoint::SecurityConfig::Insecure();
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   if (!ep.ok()) return ep.status();
   endpoint_ = *std::move(ep);

@@ -84,8 +84,11 @@ bool AckRangeIterator::Next(AckRange* r) {
 
 // ---- PacketWriter ----
 
-PacketWriter::PacketWriter(uint8_t* buffer, size_t capacity)
-    : begin_(buffer), p_(buffer), limit_(buffer + capacity - kChecksumSize) {
+PacketWriter::PacketWriter(uint8_t* buffer, size_t capacity, Integrity integrity)
+    : begin_(buffer),
+      p_(buffer),
+      limit_(buffer + capacity - TrailerSize(integrity)),
+      integrity_(integrity) {
   CHECK_GE(capacity, kMinDatagramSize);
   CHECK_LE(capacity, kMaxDatagramSize);
 }
@@ -233,7 +236,11 @@ bool PacketWriter::WriteHandshake(std::span<const uint8_t> body) {
 }
 
 size_t PacketWriter::Finish() {
-  size_t len = size();
+  const size_t len = size();
+  if (integrity_ == Integrity::kSealed) {
+    p_ += kSealTagSize;  // the endpoint writes the tag
+    return len + kSealTagSize;
+  }
   PutU32(p_, Crc32c(begin_, len));
   p_ += kChecksumSize;
   return len + kChecksumSize;
@@ -256,7 +263,8 @@ absl::Status CheckHeader(std::span<const uint8_t> d) {
     return absl::InvalidArgumentError(
         absl::StrCat("unsupported packet version ", d[0], " (this build speaks ", kVersion, ")"));
   }
-  if (d[1] > static_cast<uint8_t>(PacketType::kHandshake)) {
+  if (d[1] > static_cast<uint8_t>(PacketType::kHandshake) &&
+      (d[1] & ~kKeyPhaseBit) != static_cast<uint8_t>(PacketType::kSealed)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown packet type ", d[1]));
   }
   return absl::OkStatus();
@@ -264,7 +272,9 @@ absl::Status CheckHeader(std::span<const uint8_t> d) {
 
 PacketHeader DecodeHeader(const uint8_t* p) {
   PacketHeader h;
-  h.type = static_cast<PacketType>(p[1]);
+  h.type = static_cast<PacketType>(p[1] > static_cast<uint8_t>(PacketType::kHandshake)
+                                       ? p[1] & ~kKeyPhaseBit
+                                       : p[1]);
   h.flow = GetU16(p + 2);
   h.connection_id = GetU64(p + 4);
   h.packet_number = GetU64(p + 12);
@@ -280,6 +290,10 @@ absl::StatusOr<PacketHeader> PeekHeader(std::span<const uint8_t> d) {
 
 absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> d) {
   if (absl::Status s = CheckHeader(d); !s.ok()) return s;
+  if ((d[1] & ~kKeyPhaseBit) == static_cast<uint8_t>(PacketType::kSealed)) {
+    return absl::InvalidArgumentError(
+        "sealed packet type 4 has no checksum: the endpoint opens it (ParseOpenedPacket)");
+  }
   const size_t body = d.size() - kChecksumSize;
   uint32_t want = GetU32(d.data() + body);
   uint32_t got = Crc32c(d.data(), body);
@@ -290,6 +304,24 @@ absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> d) {
   v.header = DecodeHeader(d.data());
   v.frames = d.data() + kHeaderSize;
   v.frames_end = d.data() + body;
+  return v;
+}
+
+absl::StatusOr<PacketView> ParseOpenedPacket(std::span<const uint8_t> d) {
+  if (d.size() < kHeaderSize + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("opened packet of ", d.size(), " bytes has no frames"));
+  }
+  if (d.size() > kMaxDatagramSize) {
+    return absl::InvalidArgumentError(absl::StrCat("packet of ", d.size(), " bytes is too long"));
+  }
+  if (d[0] != kVersion || d[1] != static_cast<uint8_t>(PacketType::kOneRtt)) {
+    return absl::InvalidArgumentError("opened packet is not a version-1 1-RTT packet");
+  }
+  PacketView v;
+  v.header = DecodeHeader(d.data());
+  v.frames = d.data() + kHeaderSize;
+  v.frames_end = d.data() + d.size();
   return v;
 }
 

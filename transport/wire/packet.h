@@ -11,6 +11,12 @@
 //   trailer (4 bytes)
 //     u32 CRC32C of every preceding byte of the datagram
 //
+// A sealed packet (type kSealed, bit 7 of the type byte the key phase) carries the frames
+// encrypted and a 16-byte AEAD tag instead of the checksum; the sans-IO endpoint seals and
+// opens it (transport/crypto/packet_protection.h). The core writes such packets in the
+// kSealed integrity mode (the tag's room left at the end, no checksum) and reads them once
+// opened (ParseOpenedPacket).
+//
 // Decoding is bounds-checked everywhere: malformed input yields an error status and is
 // never read past its end. Nothing here allocates on the hot path; frames are views into
 // the datagram and are valid as long as its bytes are.
@@ -31,6 +37,10 @@ inline constexpr uint8_t kVersion = 1;
 inline constexpr size_t kHeaderSize = 20;
 inline constexpr size_t kChecksumSize = 4;
 inline constexpr size_t kPacketOverhead = kHeaderSize + kChecksumSize;
+inline constexpr size_t kSealTagSize = 16;
+// What a sealed packet adds over a checksummed one (the tag replaces the checksum).
+inline constexpr size_t kSealExpansion = kSealTagSize - kChecksumSize;
+inline constexpr uint8_t kKeyPhaseBit = 0x80;
 // Largest datagram longhaul builds or accepts (64 KiB segments plus frame headers fit).
 inline constexpr size_t kMaxDatagramSize = 65507;  // largest IPv4 UDP payload
 inline constexpr size_t kMinDatagramSize = kPacketOverhead + 1;
@@ -40,7 +50,15 @@ enum class PacketType : uint8_t {
   kInitial = 1,    // client's first flight (handshake)
   kRetry = 2,      // server's stateless cookie challenge
   kHandshake = 3,  // server's accept / client's confirmation
+  kSealed = 4,     // established connection traffic, AEAD-sealed (key phase in bit 7)
 };
+
+// How a packet's integrity is protected: the CRC32C trailer, or the endpoint's AEAD (the
+// writer leaves kSealTagSize bytes for the tag and computes no checksum).
+enum class Integrity : uint8_t { kCrc32c, kSealed };
+inline constexpr size_t TrailerSize(Integrity i) {
+  return i == Integrity::kCrc32c ? kChecksumSize : kSealTagSize;
+}
 
 enum class FrameType : uint8_t {
   kPadding = 0x00,
@@ -165,7 +183,7 @@ size_t FecRepairFrameHeaderSize(const FecRepairFrame& f);
 // frame does not fit in what remains.
 class PacketWriter {
  public:
-  PacketWriter(uint8_t* buffer, size_t capacity);
+  PacketWriter(uint8_t* buffer, size_t capacity, Integrity integrity = Integrity::kCrc32c);
 
   void WriteHeader(const PacketHeader& h);
   // Bytes still available for frames (the checksum is already reserved).
@@ -188,13 +206,15 @@ class PacketWriter {
   bool WriteLossReport(const LossReportFrame& f);
   bool WriteHandshake(std::span<const uint8_t> body);
 
-  // Appends the CRC32C and returns the datagram length.
+  // Appends the CRC32C (kCrc32c) or leaves the tag's room (kSealed), and returns the
+  // datagram length.
   size_t Finish();
 
  private:
   uint8_t* begin_;
   uint8_t* p_;
   uint8_t* limit_;  // end of frame space (checksum reserved after it)
+  Integrity integrity_;
 };
 
 // A parsed packet: header plus the frame bytes (checksum already verified).
@@ -208,8 +228,14 @@ struct PacketView {
 // InvalidArgument (too short, unknown version/type) and DataLoss (checksum mismatch).
 absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> datagram);
 
+// A packet the endpoint has opened (authenticated and decrypted): the header (type
+// kOneRtt) and the frames, with neither checksum nor tag. Errors as ParsePacket's, minus
+// the checksum.
+absl::StatusOr<PacketView> ParseOpenedPacket(std::span<const uint8_t> datagram);
+
 // Reads only the header fields needed to route a datagram (connection id) without
-// verifying the checksum. Fails on short input.
+// verifying the checksum. Fails on short input. For a sealed packet the type is kSealed
+// and the packet number is still masked.
 absl::StatusOr<PacketHeader> PeekHeader(std::span<const uint8_t> datagram);
 
 // Iterates the frames of a packet. Next() returns true with `f` filled, false at the end,

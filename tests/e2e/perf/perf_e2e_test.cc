@@ -281,7 +281,9 @@ TEST(PerfE2E, ServerSurvivesGarbageAndRejectsForgedCookies) {
 TEST(PerfE2E, ServerEndsMisbehavingConnectionsAndKeepsServing) {
   Server s = StartServer({"--max_test_duration=30s"});
   ASSERT_GT(s.port, 0);
-  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create({});
+  EndpointOptions eo;
+  eo.security = endpoint::SecurityConfig::Insecure();
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   ASSERT_TRUE(ep.ok());
   ConnectOptions co;
   co.config.rate = Bandwidth::Gbps(1);

@@ -41,6 +41,7 @@ Outcome RunOnce(const std::string& spec, uint64_t seed, ByteCount message) {
   cc.seed = seed * 2 + 1;
   sc.seed = seed * 2 + 2;
   sc.cookie_secret = endpoint::SipKey{seed, ~seed};
+  cc.security = sc.security = endpoint::SecurityConfig::Insecure();
   EndpointSimNode client(cc, Addr(1), Addr(2));
   EndpointSimNode server(sc, Addr(2), Addr(1));
   TransportConfig tc;

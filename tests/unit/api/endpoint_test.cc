@@ -46,7 +46,15 @@ struct Server {
   uint16_t port = 0;
 };
 
-Server StartServer(ListenOptions lo = {}, EndpointOptions eo = {}) {
+// Plaintext endpoints: these tests are about the driver and the API, not protection
+// (tests/unit/endpoint and tests/e2e cover protected connections).
+EndpointOptions Insecure() {
+  EndpointOptions eo;
+  eo.security = endpoint::SecurityConfig::Insecure();
+  return eo;
+}
+
+Server StartServer(ListenOptions lo = {}, EndpointOptions eo = Insecure()) {
   Server s;
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   EXPECT_TRUE(ep.ok()) << ep.status();
@@ -74,7 +82,7 @@ int RawSocketTo(uint16_t port) {
 }
 
 std::unique_ptr<Endpoint> NewEndpoint() {
-  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create({});
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(Insecure());
   EXPECT_TRUE(ep.ok());
   return *std::move(ep);
 }

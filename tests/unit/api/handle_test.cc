@@ -28,14 +28,20 @@ struct Pair {
   std::shared_ptr<ConnectionHandle> s, c;
 };
 
+EndpointOptions Insecure() {
+  EndpointOptions eo;
+  eo.security = endpoint::SecurityConfig::Insecure();
+  return eo;
+}
+
 Pair Connect() {
   Pair p;
-  p.server = *Endpoint::Create({});
+  p.server = *Endpoint::Create(Insecure());
   ListenOptions lo;
   lo.config = Cfg();
   absl::StatusOr<uint16_t> port = p.server->Listen("127.0.0.1", 0, lo);
   EXPECT_TRUE(port.ok());
-  p.client = *Endpoint::Create({});
+  p.client = *Endpoint::Create(Insecure());
   ConnectOptions co;
   co.config = Cfg();
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = p.client->Connect("127.0.0.1", *port, co);

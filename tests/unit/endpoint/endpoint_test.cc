@@ -30,6 +30,7 @@ EndpointConfig Config(uint64_t seed) {
   EndpointConfig c;
   c.seed = seed;
   c.cookie_secret = SipKey{seed * 7 + 1, seed * 13 + 5};
+  c.security = SecurityConfig::Insecure();
   return c;
 }
 

@@ -88,11 +88,60 @@ TEST(HandshakeCodec, EveryTruncationIsRejected) {
     std::vector<uint8_t> cut(body->begin(), body->begin() + n);
     EXPECT_FALSE(DecodeHandshakeBody(cut).ok()) << "length " << n;
   }
+  // Bytes after a Hello are its security fields; a lone byte is a truncated one.
   std::vector<uint8_t> longer = *body;
   longer.push_back(0);
   absl::StatusOr<HandshakeMessage> t = DecodeHandshakeBody(longer);
   ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("truncated security fields"), std::string::npos);
+  // ... and after a Retry, which has none, trailing bytes.
+  HandshakeMessage retry;
+  retry.kind = HandshakeKind::kRetry;
+  retry.client_cid = 5;
+  retry.cookie = {1, 2, 3};
+  absl::StatusOr<std::vector<uint8_t>> rb = EncodeHandshakeBody(retry);
+  ASSERT_TRUE(rb.ok());
+  rb->push_back(0);
+  t = DecodeHandshakeBody(*rb);
+  ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("trailing"), std::string::npos);
+}
+
+TEST(HandshakeCodec, SecurityFieldsRoundTripAndAreBounded) {
+  for (HandshakeKind k : {HandshakeKind::kHello, HandshakeKind::kAccept, HandshakeKind::kConfirm}) {
+    HandshakeMessage m = SampleHello();
+    m.kind = k;
+    if (k != HandshakeKind::kHello) m.cookie.clear();
+    if (k == HandshakeKind::kConfirm) {
+      m.params = {};
+      m.app_data.clear();
+    }
+    m.server_cid = 77;
+    m.security.mode = 1;
+    m.security.ciphers = 3;
+    m.security.noise.assign(112, 0xab);
+    absl::StatusOr<std::vector<uint8_t>> b = EncodeHandshakeBody(m);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<HandshakeMessage> d = DecodeHandshakeBody(*b);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->security, m.security) << HandshakeKindName(k);
+    for (size_t n = b->size() - 115; n < b->size(); ++n) {
+      std::vector<uint8_t> cut(b->begin(), b->begin() + n);
+      EXPECT_FALSE(DecodeHandshakeBody(cut).ok()) << "length " << n;
+    }
+  }
+  HandshakeMessage big = SampleHello();
+  big.security.mode = 1;
+  big.security.noise.assign(kMaxNoiseSize + 1, 1);
+  EXPECT_FALSE(EncodeHandshakeBody(big).ok());
+  // The prologue leaves the cookie and the Noise message out, and nothing else.
+  HandshakeMessage a = SampleHello(), c = SampleHello();
+  a.security.mode = c.security.mode = 1;
+  c.cookie = {9, 9};
+  c.security.noise = {1, 2, 3};
+  EXPECT_EQ(HelloPrologue(a), HelloPrologue(c));
+  c.app_data += "x";
+  EXPECT_NE(HelloPrologue(a), HelloPrologue(c));
 }
 
 TEST(HandshakeCodec, RejectsUnknownKindAndOversizedFields) {

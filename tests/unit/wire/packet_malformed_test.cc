@@ -267,8 +267,22 @@ TEST(HeaderValidationTest, WrongVersionIsRejectedEvenWithAValidChecksum) {
   }
 }
 
+TEST(HeaderValidationTest, SealedPacketsRouteButAreNotParsedAsChecksummed) {
+  for (int type : {0x04, 0x84}) {
+    Bytes d = SamplePackets()[0].datagram;
+    d[1] = static_cast<uint8_t>(type);
+    Reseal(d);
+    absl::StatusOr<PacketHeader> h = PeekHeader(d);
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(h->type, PacketType::kSealed);
+    absl::StatusOr<PacketView> v = ParsePacket(d);
+    ASSERT_FALSE(v.ok());
+    EXPECT_THAT(std::string(v.status().message()), HasSubstr("sealed"));
+  }
+}
+
 TEST(HeaderValidationTest, UnknownPacketTypeIsRejected) {
-  for (int type : {4, 5, 0x7F, 0xFF}) {
+  for (int type : {5, 0x44, 0x7F, 0x83, 0xFF}) {
     Bytes d = SamplePackets()[0].datagram;
     d[1] = static_cast<uint8_t>(type);
     Reseal(d);

@@ -70,6 +70,7 @@ class LossDetector {
   // A packet declared lost was acknowledged after all: widen both thresholds.
   void OnSpuriousLoss();
   PacketNumber largest_acked() const { return largest_acked_; }  // 0 before the first ACK
+  bool has_largest_acked() const { return has_largest_acked_; }
 
   // ---- loss detection ----
   // How long after its send time a packet (not FEC-protected) below the largest

@@ -12,6 +12,9 @@
 #include "transport/drivers/udp/udp_driver.h"
 
 #include <sys/prctl.h>
+#include <sys/random.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -52,6 +55,19 @@ constexpr size_t kMaxForeignReply = 65507;
 // steady_clock (CLOCK_MONOTONIC), the clock of the Asio timer.
 Time Now() { return Time::FromNanoseconds(MonotonicNs()); }
 
+// The kernel's CSPRNG (getrandom), for the ephemeral keys of the key exchange.
+void SystemEntropy(std::span<uint8_t> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = getrandom(out.data() + done, out.size() - done, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      PLOG(FATAL) << "getrandom";
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 uint64_t RandomWord() {
   std::random_device rd;
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -72,6 +88,8 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o) {
   c.seed = o.seed != 0 ? o.seed : RandomWord();
   c.cookie_secret = endpoint::SipKey{RandomWord(), RandomWord()};
   c.format_address = FormatPeerAddress;
+  c.security = o.security;
+  if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
   return c;
 }
 
@@ -705,6 +723,7 @@ absl::StatusOr<std::unique_ptr<UdpDriver>> UdpDriver::Create(const EndpointOptio
   if (options.cookie_lifetime < Duration::Seconds(1)) {
     return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
   }
+  if (absl::Status s = EndpointConfigFor(options).Validate(); !s.ok()) return s;
   std::unique_ptr<UdpDriver> d(new UdpDriver(std::make_unique<UdpDriverImpl>(options)));
   d->impl_->Start();
   return d;
