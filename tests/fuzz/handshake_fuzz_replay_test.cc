@@ -1,0 +1,112 @@
+// Runs the handshake fuzz target (handshake_fuzz.cc) as an ordinary test: over seeds (every
+// handshake kind, with and without security fields, as bodies and as packets) and a
+// bounded number of seeded random mutations of them.
+
+#include <cstdint>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "transport/base/rng.h"
+#include "transport/endpoint/handshake.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace longhaul::endpoint {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+std::vector<Bytes> Seeds() {
+  std::vector<HandshakeMessage> msgs;
+  HandshakeMessage hello;
+  hello.kind = HandshakeKind::kHello;
+  hello.client_cid = 0x1122334455667788ULL;
+  hello.params.segment = 8192;
+  hello.params.max_datagram = 8300;
+  hello.params.recv_window = 1 << 30;
+  hello.params.max_inflight_messages = 4096;
+  hello.params.flows = 2;
+  hello.params.idle_timeout_ms = 30000;
+  hello.app_data = "tenant-a";
+  msgs.push_back(hello);
+  hello.cookie = Bytes(17, 0x5a);
+  msgs.push_back(hello);
+  hello.security.mode = 1;
+  hello.security.ciphers = 3;
+  hello.security.noise = Bytes(112, 0xa5);
+  msgs.push_back(hello);
+  HandshakeMessage retry;
+  retry.kind = HandshakeKind::kRetry;
+  retry.client_cid = 9;
+  retry.cookie = Bytes(17, 1);
+  msgs.push_back(retry);
+  HandshakeMessage accept = hello;
+  accept.kind = HandshakeKind::kAccept;
+  accept.cookie.clear();
+  accept.server_cid = 77;
+  accept.security.noise = Bytes(48, 0x3c);
+  accept.security.ciphers = 1;
+  msgs.push_back(accept);
+  HandshakeMessage confirm;
+  confirm.kind = HandshakeKind::kConfirm;
+  confirm.client_cid = 9;
+  confirm.server_cid = 77;
+  msgs.push_back(confirm);
+  confirm.security.mode = 1;
+  confirm.security.noise = Bytes(16, 0x99);
+  msgs.push_back(confirm);
+  HandshakeMessage reject;
+  reject.kind = HandshakeKind::kReject;
+  reject.client_cid = 9;
+  reject.reason = "server busy";
+  msgs.push_back(reject);
+  std::vector<Bytes> out;
+  for (const HandshakeMessage& m : msgs) {
+    absl::StatusOr<Bytes> body = EncodeHandshakeBody(m);
+    EXPECT_TRUE(body.ok()) << body.status();
+    out.push_back(*body);
+    absl::StatusOr<Bytes> pkt = BuildHandshakePacket(m);
+    EXPECT_TRUE(pkt.ok()) << pkt.status();
+    out.push_back(*pkt);
+  }
+  return out;
+}
+
+TEST(HandshakeFuzzReplayTest, Seeds) {
+  for (const Bytes& s : Seeds()) {
+    Bytes copy = s;
+    LLVMFuzzerTestOneInput(copy.data(), copy.size());
+  }
+}
+
+TEST(HandshakeFuzzReplayTest, BoundedRandomMutations) {
+  const std::vector<Bytes> seeds = Seeds();
+  Rng rng(20261201);
+  for (int i = 0; i < 4000; ++i) {
+    Bytes b = seeds[rng.Next() % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng.Next() % 8);
+    for (int e = 0; e < edits && !b.empty(); ++e) {
+      switch (rng.Next() % 4) {
+        case 0:
+          b[rng.Next() % b.size()] ^= static_cast<uint8_t>(1 << (rng.Next() % 8));
+          break;
+        case 1:
+          b.resize(rng.Next() % b.size());
+          break;
+        case 2:
+          b.insert(b.begin() + static_cast<long>(rng.Next() % b.size()),
+                   static_cast<uint8_t>(rng.Next()));
+          break;
+        default:
+          b[rng.Next() % b.size()] = static_cast<uint8_t>(rng.Next());
+          break;
+      }
+    }
+    Bytes copy = b;
+    copy.shrink_to_fit();
+    LLVMFuzzerTestOneInput(copy.data(), copy.size());
+  }
+}
+
+}  // namespace
+}  // namespace longhaul::endpoint
