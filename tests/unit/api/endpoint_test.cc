@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/base/clock.h"
 #include "transport/endpoint/handshake.h"
@@ -158,6 +159,59 @@ TEST(Endpoint, ConnectSendReceivePollingAndCleanClose) {
   EndpointStats st = srv.ep->stats();
   EXPECT_EQ(st.connections_accepted, 1u);
   EXPECT_GE(st.retries_sent, 1u);  // the stateless cookie round trip happened
+}
+
+crypto::KeyPair TestPair(uint8_t v) {
+  crypto::Key32 k;
+  k.fill(v);
+  return *crypto::KeyPairFromPrivate(k);
+}
+
+EndpointOptions Keyed(uint8_t own, uint8_t peer) {
+  EndpointOptions eo;
+  eo.security.key = TestPair(own);
+  eo.security.peer_keys = {TestPair(peer).public_key};
+  return eo;  // the driver supplies the system's entropy
+}
+
+// Static keys over real UDP sockets: the driver's default entropy, sealed datagrams,
+// and the modes reported on both handles.
+TEST(Endpoint, ProtectedConnectionOverUdp) {
+  Server srv = StartServer({}, Keyed(2, 1));
+  absl::StatusOr<std::unique_ptr<Endpoint>> cep = Endpoint::Create(Keyed(1, 2));
+  ASSERT_TRUE(cep.ok()) << cep.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      (*cep)->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT((*c)->info().security, ::testing::HasSubstr("Noise IK"));
+  EXPECT_EQ((*s)->info().peer_key, crypto::ToHex(TestPair(1).public_key));
+  const std::vector<uint8_t> msg = Pattern(2 << 20, 3);
+  ASSERT_TRUE((*c)->Send(SendBuffer{msg.data(), msg.size()}, 1).ok());
+  Event e;
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
+  ASSERT_TRUE(e.status.ok()) << e.status;
+  ASSERT_EQ(e.size, msg.size());
+  EXPECT_EQ(std::memcmp(e.data, msg.data(), msg.size()), 0);
+  EndpointStats st = srv.ep->stats();
+  EXPECT_EQ(st.packets_unauthenticated, 0u);
+  EXPECT_EQ(st.plaintext_refused, 0u);
+}
+
+TEST(Endpoint, WrongKeysAndNoChoiceAreClearErrors) {
+  EXPECT_THAT(std::string(Endpoint::Create(EndpointOptions{}).status().message()),
+              ::testing::HasSubstr("no keys"));
+  Server srv = StartServer({}, Keyed(2, 1));
+  absl::StatusOr<std::unique_ptr<Endpoint>> cep = Endpoint::Create(Keyed(1, 9));
+  ASSERT_TRUE(cep.ok());
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      (*cep)->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(c.status())) << c.status();
+  EXPECT_THAT(std::string(c.status().message()), ::testing::HasSubstr("did not authenticate"));
+  EXPECT_EQ(srv.ep->stats().handshake_auth_failures, 1u);
+  EXPECT_EQ(srv.ep->stats().connections_active, 0u);
 }
 
 TEST(Endpoint, CallbacksAndPostedBuffersAndReverseDirection) {
