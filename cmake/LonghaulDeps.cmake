@@ -8,6 +8,13 @@ find_package(nlohmann_json REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
+# AES-256-GCM with VAES/AVX-512 (Debian's libipsec-mb-dev, x86-64 only): optional; without
+# it packet protection uses OpenSSL's AES-GCM.
+find_library(LONGHAUL_IPSEC_MB NAMES IPSec_MB)
+find_path(LONGHAUL_IPSEC_MB_INCLUDE intel-ipsec-mb.h)
+if(NOT LONGHAUL_IPSEC_MB_INCLUDE)
+  set(LONGHAUL_IPSEC_MB "")
+endif()
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)

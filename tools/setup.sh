@@ -12,6 +12,10 @@ PACKAGES=(
   # libraries
   libabsl-dev libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev libssl-dev
+)
+# AES-256-GCM with VAES/AVX-512 for packet protection (Debian ships it for amd64 only).
+if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then PACKAGES+=(libipsec-mb-dev); fi
+PACKAGES+=(
   # benchmark peers, network namespaces, plots
   iproute2 iperf3 libudt-dev python3 python3-matplotlib
 )
