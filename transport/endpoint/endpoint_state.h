@@ -1,0 +1,52 @@
+// The endpoint's per-connection and per-handshake state, shared by endpoint.cc (routing,
+// transmit, connections) and endpoint_handshake.cc (the handshake on both sides).
+// Private to transport/endpoint.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "transport/core/connection.h"
+#include "transport/crypto/noise.h"
+#include "transport/crypto/packet_protection.h"
+#include "transport/endpoint/endpoint.h"
+
+namespace longhaul::endpoint {
+
+struct Endpoint::Conn {
+  ConnectionMeta meta;
+  std::unique_ptr<Connection> conn;
+  std::unique_ptr<crypto::PacketProtector> protector;  // protected connections
+  std::vector<PeerAddress> peer_addrs;  // server: the client's address per flow
+  Time next_timeout;
+  // server handshake state
+  bool confirmed = true;
+  Time confirm_deadline = Time::Infinite();
+  Time next_accept_resend = Time::Infinite();
+  Duration accept_backoff;
+  std::vector<uint8_t> accept_packet;
+  // client: "peer unreachable" reported since the last valid packet from the peer
+  Time unreachable_since = Time::Infinite();
+  uint64_t last_packets_received = 0;
+};
+
+struct Endpoint::Pending {
+  ConnectionId cid = 0;
+  HandshakeMessage hello_message;                // what every Hello carries (cookie aside)
+  std::optional<crypto::NoiseHandshake> noise;   // protected connections
+  std::optional<crypto::Key32> server_key;
+  PeerAddress server;
+  std::vector<LocalId> locals;
+  ConnectConfig config;
+  std::vector<uint8_t> cookie;
+  std::vector<uint8_t> hello;
+  uint32_t version = kProtocolVersion;
+  Time deadline;
+  Time next_resend;
+  Duration backoff;
+  int retries = 0;
+  bool heard = false;  // the server answered (a Retry)
+};
+
+}  // namespace longhaul::endpoint
