@@ -95,5 +95,60 @@ TEST_F(ProfileFileTest, RefusesAFileOverTheLimit) {
           .ok());
 }
 
+TEST_F(ProfileFileTest, SecurityKeysAreSplitOffForTheEdge) {
+  const std::string path = Write("keys.profile",
+                                 "# tuned, with keys\n"
+                                 "window=22MiB\n"
+                                 "key = keys/server.key   # this side\n"
+                                 "peer_key=/etc/longhaul/allowed\n"
+                                 "rate=1gbit\n"
+                                 "psk_file=link.psk\n"
+                                 "insecure=no\n");
+  absl::StatusOr<LoadedProfile> p = LoadProfileFile(path, TransportConfig());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->config.window, ByteCount{22} << 20);
+  EXPECT_EQ(p->config.rate, Bandwidth::Gbps(1));
+  EXPECT_EQ(p->security.key.value, (dir_ / "keys/server.key").string());
+  EXPECT_EQ(p->security.key.where, path + ":3");
+  EXPECT_EQ(p->security.peer_key.value, "/etc/longhaul/allowed");
+  EXPECT_EQ(p->security.psk_file.value, (dir_ / "link.psk").string());
+  EXPECT_EQ(p->security.psk_file.where, path + ":6");
+  ASSERT_TRUE(p->security.insecure.has_value());
+  EXPECT_FALSE(*p->security.insecure);
+  EXPECT_EQ(p->security.insecure_where, path + ":7");
+  EXPECT_TRUE(p->security.any());
+  // LoadProfile takes the same file and drops the keys; a profile without them has none.
+  absl::StatusOr<TransportConfig> c = LoadProfile(path, TransportConfig());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(ProfileKeyValues(*c), ProfileKeyValues(p->config));
+  absl::StatusOr<LoadedProfile> plain =
+      LoadProfileFile(Write("plain.profile", "window=1GiB\n"), TransportConfig());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->security.any());
+  // The core's parser never sees them: it still rejects them as unknown keys.
+  EXPECT_FALSE(ParseProfile("key=a.key\n", TransportConfig(), "text").ok());
+}
+
+TEST_F(ProfileFileTest, SecurityKeyErrorsNameTheLine) {
+  auto error = [&](const std::string& text) {
+    return std::string(LoadProfileFile(Write("bad.profile", text), TransportConfig())
+                           .status()
+                           .message());
+  };
+  const std::string bad = (dir_ / "bad.profile").string();
+  EXPECT_THAT(error("window=1GiB\ninsecure=maybe\n"),
+              StartsWith(bad + ":2: bad value 'maybe' for 'insecure': "));
+  EXPECT_EQ(error("key=\n"), bad + ":1: 'key' needs a file");
+  EXPECT_EQ(error("\npeer_key\n"), bad + ":2: expected peer_key=value");
+  // Other lines keep their numbers in the core parser's errors.
+  EXPECT_THAT(error("key=a.key\npsk_file=b\nwindow=12x\n"),
+              StartsWith(bad + ":3: bad value '12x' for 'window'"));
+  // A later line overrides, as for every key.
+  absl::StatusOr<LoadedProfile> twice =
+      LoadProfileFile(Write("twice.profile", "key=a\nkey=b\n"), TransportConfig());
+  ASSERT_TRUE(twice.ok()) << twice.status();
+  EXPECT_EQ(twice->security.key.value, (dir_ / "b").string());
+}
+
 }  // namespace
 }  // namespace longhaul
