@@ -8,6 +8,8 @@
 #   2. the same emulated link with the commonly copied recipe (MTU 4096, 1 MB window,
 #      fixed FEC 32,8) for contrast;
 #   3. the full-size link (100 Gbit/s, 58 ms, loss 1e-4) in the simulator, 20 GiB.
+# longhaul-perf runs protected (Noise IK, AES-256-GCM): longhaul-keygen writes a key pair
+# for each side into build/keys once (kept for later runs), and both sides name theirs.
 # Everything it starts is bounded in time and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,9 +37,20 @@ wait_for() {  # wait_for DESCRIPTION COMMAND...: polls for up to 10 s
   echo "main: $what did not come up" >&2; exit 1
 }
 
+# Packet protection: a key pair per side (each holds its own private key and the other's
+# public key), written once.
+K=build/keys
+mkdir -p "$K"
+for side in server client; do
+  [ -f "$K/$side.key" ] && [ -f "$K/$side.pub" ] || "$B/longhaul-keygen" --out="$K/$side" --force >/dev/null
+done
+server_keys=(--key="$K/server.key" --peer_key="$K/client.pub")
+client_keys=(--key="$K/client.key" --peer_key="$K/server.pub")
+echo "== packet protection: static keys (Noise IK) from $K (longhaul-keygen), server key $(cut -c1-16 "$K/server.pub")..."
+
 server_port=$(free_port)
 "$B/longhaul-perf" --server --bind=127.0.0.1 --port="$server_port" --max_test_duration=300s \
-  >"$tmp/server.log" 2>&1 &
+  "${server_keys[@]}" >"$tmp/server.log" 2>&1 &
 pids+=($!)
 udp_listening() { ss -uln | grep -q "127.0.0.1:$1 "; }
 wait_for "longhaul-perf server" udp_listening "$server_port"
@@ -56,11 +69,12 @@ fi
 
 echo "== longhaul over an emulated Tokyo-Singapore link scaled to 1 Gbit/s"
 echo "   (ts-1g: rate=1gbit, rtt=58ms, loss=1e-3, MTU 9000), ${TIME} s, ${tuned[*]}"
-"$B/longhaul-perf" --client=127.0.0.1 --port="$emu_port" --time="$TIME" "${tuned[@]}"
+"$B/longhaul-perf" --client=127.0.0.1 --port="$emu_port" --time="$TIME" "${tuned[@]}" \
+  "${client_keys[@]}"
 echo
 echo "== the same link with the commonly copied recipe (MTU 4096, 1 MB window, FEC 32,8)"
 "$B/longhaul-perf" --client=127.0.0.1 --port="$emu_port" --time="$TIME" \
-  --profile=profiles/seed-recipe.profile --rate=1gbit
+  --profile=profiles/seed-recipe.profile --rate=1gbit "${client_keys[@]}"
 echo
 echo "== the full-size link, simulated: tokyo-singapore (100 Gbit/s, 58 ms, loss 1e-4), 20 GiB"
 "$B/longhaul-sim" --link=tokyo-singapore --bytes=20GiB

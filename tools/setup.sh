@@ -12,6 +12,8 @@ PACKAGES=(
   # libraries
   libabsl-dev libgflags-dev libgoogle-glog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev libssl-dev
+  # compressibility of captured datagrams in the packet-protection tests
+  zlib1g-dev
 )
 # AES-256-GCM with VAES/AVX-512 for packet protection (Debian ships it for amd64 only).
 if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then PACKAGES+=(libipsec-mb-dev); fi

@@ -115,6 +115,9 @@ class RunTest(unittest.TestCase):
         self.assertIn("NCCL INFO Using network longhaul", r.stdout)
         self.assertIn("NCCL INFO NET/Plugin: Loaded net plugin longhaul (v12)", r.stdout)
         self.assertIn("via NET/longhaul/0", r.stdout)
+        # Protected by default: a pre-shared key written for the run, said in NCCL's log.
+        self.assertRegex(r.stdout, r"NCCL_LONGHAUL_PSK_FILE=\S+/longhaul\.psk")
+        self.assertIn("NET/longhaul: packet protection: Noise NNpsk0", r.stdout)
         self.assertIn("NCCL INFO Using network Socket", r.stdout)
         self.assertEqual(r.stdout.count("# Out of bounds values : 0 OK"), 2)
         self.assertEqual(r.stdout.count("# result: OK"), 2)
@@ -123,6 +126,13 @@ class RunTest(unittest.TestCase):
         self.assertIn("NCCL_P2P_DISABLE=1", r.stdout)
         self.assertIn("NCCL_SHM_DISABLE=1", r.stdout)
         self.assertIn("NCCL_NET=Socket NCCL_NET_PLUGIN=none", r.stdout)
+
+    def test_insecure_is_chosen_explicitly(self):
+        r = run(["--bundle", BUNDLE, "--security=insecure"] + SMALL)
+        self.assertEqual(r.returncode, 0, r.all)
+        self.assertIn("NCCL_LONGHAUL_INSECURE=1", r.stdout)
+        self.assertNotIn("NCCL_LONGHAUL_PSK_FILE", r.stdout)
+        self.assertIn("packet protection: insecure", r.stdout)
 
     def fails(self, mode, why, extra=()):
         r = run(["--bundle", BUNDLE] + SMALL + list(extra), {"FAKE_WORKER": mode})
@@ -251,6 +261,7 @@ gpu1:4242:4242 [0] NCCL INFO NCCL version 2.28.9+cuda13.0
 gpu1:4242:4242 [0] NCCL INFO NCCL_HOSTID set by environment to lh-check-host-0
 gpu1:4242:4250 [0] NCCL INFO NET/Plugin: Loaded net plugin longhaul (v11)
 gpu1:4242:4250 [0] NCCL INFO NET/longhaul: using lo (127.0.0.1); rate 40gbit, cc bbr
+gpu1:4242:4250 [0] NCCL INFO NET/longhaul: packet protection: Noise NNpsk0 (pre-shared key)
 gpu1:4242:4250 [0] NCCL INFO Using network longhaul
 gpu1:4242:4260 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/longhaul/0
 gpu1:4242:4260 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/longhaul/0
@@ -269,6 +280,11 @@ gpu1:4242:4260 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/longhaul
         _, problems = module.check_nccl_log("", "longhaul")
         self.assertEqual(len(problems), 3, problems)
         self.assertIn("no 'Using network' line", problems)
+        # The plugin loaded but said nothing of its packet protection.
+        unsaid = "\n".join(l for l in self.LOG.splitlines() if "packet protection" not in l)
+        _, problems = module.check_nccl_log(unsaid, "longhaul")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("no 'NET/longhaul: packet protection' line", problems[0])
 
     def test_the_lines_are_those_of_the_nccl_installed_here(self):
         # The NCCL library of this machine (CUDA 13's, if any) holds the format strings of

@@ -10,17 +10,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "tests/nccl/nccl_plugin_fixture.h"
 #include "transport/nccl/plugin_handle.h"
 
 namespace longhaul::nccl::plugin_test {
 namespace {
+
+using ::testing::HasSubstr;
 
 // ---- exports and layouts ----
 
@@ -395,6 +399,28 @@ TEST_F(PluginTest, HandleCodecRejectsDamage) {
   bad[6] = bad[7] = 0;  // port 0
   EXPECT_FALSE(DecodeHandle(bad).ok());
   EXPECT_FALSE(EncodeHandle(PluginHandle{std::string(60, '1'), 1, 0, 0, 1}, buf).ok());
+  // Version 2: the listener's public key at offset 80, flag bit 0 at 112; kept by a
+  // redirect; unknown flags refused.
+  EXPECT_FALSE(back->public_key.has_value());
+  std::array<uint8_t, 32> key;
+  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i + 1);
+  h.public_key = key;
+  ASSERT_TRUE(EncodeHandle(h, buf).ok());
+  EXPECT_EQ(buf[4], 2);
+  EXPECT_EQ(memcmp(buf + 80, key.data(), 32), 0);
+  EXPECT_EQ(buf[112], 1);
+  ASSERT_TRUE(RedirectHandle(buf, "127.0.0.2", 6000).ok());
+  back = DecodeHandle(buf);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->address, "127.0.0.2");
+  EXPECT_EQ(back->public_key, key);
+  memcpy(bad, buf, sizeof(bad));
+  bad[112] = 3;
+  EXPECT_THAT(std::string(DecodeHandle(bad).status().message()), HasSubstr("unknown flags"));
+  memcpy(bad, buf, sizeof(bad));
+  bad[4] = 1;  // a plugin from before keys travelled in handles
+  EXPECT_THAT(std::string(DecodeHandle(bad).status().message()),
+              HasSubstr("every rank must load the same plugin"));
 }
 
 // v9, v10 and v11 tables: connect, one message each way through the adapters.

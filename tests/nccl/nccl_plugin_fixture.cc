@@ -14,18 +14,27 @@ namespace {
 
 std::mutex g_log_mu;
 std::vector<std::string> g_warnings;
+std::vector<std::string> g_infos;
 
 }  // namespace
 
 void TestLogger(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
-  if (level != NCCL_LOG_WARN) return;
+  if (level != NCCL_LOG_WARN && level != NCCL_LOG_INFO) return;
   char buf[2048];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   std::lock_guard<std::mutex> l(g_log_mu);
-  g_warnings.push_back(buf);
+  (level == NCCL_LOG_WARN ? g_warnings : g_infos).push_back(buf);
+}
+
+bool LoggedInfo(const std::string& text) {
+  std::lock_guard<std::mutex> l(g_log_mu);
+  for (const std::string& w : g_infos) {
+    if (absl::StrContains(w, text)) return true;
+  }
+  return false;
 }
 
 bool WarnedAbout(const std::string& text) {

@@ -3,12 +3,15 @@
 // path), with helpers that drive it as NCCL's proxy threads and aws-ofi-nccl's functional
 // tests do: init / devices / listen, connect and accept retried until non-NULL, isend
 // retried while NULL, test polled. Traffic stays on loopback (NCCL_LONGHAUL_IFNAME=lo).
-// Every wait is bounded.
+// The tests run in plaintext (NCCL_LONGHAUL_INSECURE=1) unless they choose keys
+// (nccl_plugin_security_test.cc). Every wait is bounded.
 //
 // The test files: nccl_plugin_abi_test.cc (exports, layouts, handles, error paths, the
 // v9..v11 adapters), nccl_plugin_data_test.cc (semantics of the data path),
 // nccl_plugin_lifecycle_test.cc (closes, init/finalize/unload, a vanished peer, two
-// processes). They link into one binary, nccl_plugin_test, and run in that order.
+// processes), nccl_plugin_security_test.cc (keys: none, a pre-shared key, static keys in
+// the handles, refused keys). They link into one binary, nccl_plugin_test, and run in
+// that order.
 #pragma once
 
 #include <chrono>
@@ -26,11 +29,13 @@ namespace longhaul::nccl::plugin_test {
 
 using Clock = std::chrono::steady_clock;
 
-// NCCL's logger for the plugin: keeps every warning (thread-safe).
+// NCCL's logger for the plugin: keeps every warning and info line (thread-safe).
 void TestLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                 const char* fmt, ...);
 // Whether a warning so far contains `text`.
 bool WarnedAbout(const std::string& text);
+// Whether an info line so far contains `text`.
+bool LoggedInfo(const std::string& text);
 
 // Threads of this process (/proc/self/task); -1 if unreadable.
 int ThreadCount();
@@ -48,6 +53,7 @@ class PluginTest : public ::testing::Test {
   void SetUp() override {
     setenv("NCCL_LONGHAUL_IFNAME", "lo", 1);
     setenv("NCCL_LONGHAUL_RATE", "5gbit", 1);
+    setenv("NCCL_LONGHAUL_INSECURE", "1", 1);
     absl::StatusOr<LoadedPlugin> p = LoadNetPlugin(LONGHAUL_NCCL_PLUGIN);
     ASSERT_TRUE(p.ok()) << p.status();
     plugin_ = *p;
@@ -64,6 +70,10 @@ class PluginTest : public ::testing::Test {
     unsetenv("NCCL_LONGHAUL_COPY_MAX");
     unsetenv("NCCL_LONGHAUL_PORT");
     unsetenv("NCCL_LONGHAUL_ADVERTISE");
+    unsetenv("NCCL_LONGHAUL_INSECURE");
+    unsetenv("NCCL_LONGHAUL_KEY");
+    unsetenv("NCCL_LONGHAUL_PEER_KEY");
+    unsetenv("NCCL_LONGHAUL_PSK_FILE");
   }
 
   void Init(void** ctx) {

@@ -51,6 +51,11 @@ DEFINE_string(timeout, "600s", "bound on the whole run");
 DEFINE_bool(recommend, false,
             "print the NCCL settings recommended for --link=SPEC or --profile=FILE and exit");
 DEFINE_string(profile, "", "longhaul profile for the ranks (sets NCCL_LONGHAUL_PROFILE)");
+DEFINE_string(security, "",
+              "packet protection of the ranks, generated for this run: psk (one pre-shared "
+              "key), keys (a key pair per rank and a file of every rank's public key) or "
+              "insecure (plaintext); empty: NCCL_LONGHAUL_KEY/_PEER_KEY/_PSK_FILE/_INSECURE "
+              "(or the profile) must choose");
 DEFINE_int32(rank, -1, "internal: run as this rank");
 DEFINE_int32(ctrl_fd, -1, "internal: control socket of a rank");
 
@@ -62,7 +67,9 @@ int main(int argc, char** argv) {
       "Ranks 0..N/2-1 and N/2..N-1 form two data centres; with --link the ring edges\n"
       "between them go through longhaul-emu. Columns as nccl-tests' all_reduce_perf\n"
       "(busbw = algbw x 2(n-1)/n), plus p50/p99 of the per-iteration time. Transport\n"
-      "settings come from NCCL_LONGHAUL_PROFILE / NCCL_LONGHAUL_<KEY> (docs/nccl.md).");
+      "settings come from NCCL_LONGHAUL_PROFILE / NCCL_LONGHAUL_<KEY> (docs/nccl.md);\n"
+      "packet protection from --security=psk|keys|insecure or NCCL_LONGHAUL_KEY,\n"
+      "_PEER_KEY, _PSK_FILE, _INSECURE.");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   signal(SIGPIPE, SIG_IGN);
   namespace bench = longhaul::nccl::bench;
@@ -108,6 +115,7 @@ int main(int argc, char** argv) {
   o.plugin = FLAGS_plugin;
   o.emu = FLAGS_emu;
   o.timeout = FLAGS_timeout;
+  o.security = FLAGS_security;
   bench::Parent parent(o);
   return parent.Run(argv[0]);
 }

@@ -22,6 +22,8 @@
 #include "tools/nccl_bench/process.h"
 #include "tools/nccl_bench/report.h"
 #include "transport/base/parse.h"
+#include "transport/core/profile/profile_file.h"
+#include "transport/crypto/key_files.h"
 #include "transport/sim/link_files.h"
 
 extern char** environ;
@@ -98,6 +100,88 @@ void Parent::Cleanup() {
   for (Child& c : children_) {
     if (!c.stderr_path.empty()) unlink(c.stderr_path.c_str());
   }
+  if (!keys_dir_.empty()) {
+    // Only the files this run wrote (PrepareSecurity), then the directory.
+    for (const char* f : {"psk", "ranks.pub"}) unlink(absl::StrCat(keys_dir_, "/", f).c_str());
+    for (int r = 0; r < o_.ranks; ++r) {
+      unlink(absl::StrCat(keys_dir_, "/rank-", r, ".key").c_str());
+      unlink(absl::StrCat(keys_dir_, "/rank-", r, ".pub").c_str());
+    }
+    rmdir(keys_dir_.c_str());
+    keys_dir_.clear();
+  }
+}
+
+std::string Parent::PrepareSecurity() {
+  static constexpr const char* kVars[] = {"NCCL_LONGHAUL_KEY", "NCCL_LONGHAUL_PEER_KEY",
+                                          "NCCL_LONGHAUL_PSK_FILE", "NCCL_LONGHAUL_INSECURE"};
+  std::string given;
+  for (const char* v : kVars) {
+    const char* val = getenv(v);
+    if (val != nullptr && *val != 0) given = v;
+  }
+  if (o_.security.empty()) {
+    bool in_profile = false;
+    if (const char* p = getenv("NCCL_LONGHAUL_PROFILE"); p != nullptr && *p != 0) {
+      absl::StatusOr<LoadedProfile> lp = LoadProfileFile(p, TransportConfig());
+      in_profile = lp.ok() && lp->security.any();  // a bad profile: the ranks report it
+    }
+    if (given.empty() && !in_profile) {
+      return "no keys: give --security=psk, --security=keys (generated for this run) or "
+             "--security=insecure (plaintext), or set NCCL_LONGHAUL_KEY and "
+             "NCCL_LONGHAUL_PEER_KEY, NCCL_LONGHAUL_PSK_FILE or NCCL_LONGHAUL_INSECURE=1";
+    }
+    security_ = "as the environment sets it";
+    return "";
+  }
+  if (o_.security != "psk" && o_.security != "keys" && o_.security != "insecure") {
+    return absl::StrCat("--security: unknown '", o_.security, "' (psk, keys, insecure)");
+  }
+  if (!given.empty()) {
+    return absl::StrCat("--security=", o_.security, " and ", given, " are both given: choose one");
+  }
+  if (o_.security == "insecure") {
+    setenv("NCCL_LONGHAUL_INSECURE", "1", 1);
+    security_ = "insecure (plaintext)";
+    return "";
+  }
+  char tmpl[] = "/tmp/lh-nccl-bench-keys-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr)
+    return absl::StrCat("cannot create a key directory: ", strerror(errno));
+  keys_dir_ = tmpl;
+  if (o_.security == "psk") {
+    absl::StatusOr<crypto::Key32> psk = crypto::GeneratePsk();
+    if (!psk.ok()) return std::string(psk.status().message());
+    const std::string path = keys_dir_ + "/psk";
+    if (absl::Status s = crypto::WriteKeyFile(path, crypto::KeyFileText(*psk),
+                                              crypto::KeyFileMode::kSecret, false);
+        !s.ok()) {
+      return std::string(s.message());
+    }
+    setenv("NCCL_LONGHAUL_PSK_FILE", path.c_str(), 1);
+    security_ = "pre-shared key (Noise NNpsk0), generated for this run";
+    return "";
+  }
+  std::string allowed = "# the ranks of this longhaul-nccl-bench run\n";
+  for (int r = 0; r < o_.ranks; ++r) {
+    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
+    if (!pair.ok()) return std::string(pair.status().message());
+    const std::string key = absl::StrCat(keys_dir_, "/rank-", r, ".key");
+    absl::Status s = crypto::WriteKeyFile(key, crypto::KeyFileText(pair->private_key),
+                                          crypto::KeyFileMode::kSecret, false);
+    crypto::Wipe(pair->private_key);
+    if (!s.ok()) return std::string(s.message());
+    rank_keys_.push_back(key);
+    absl::StrAppend(&allowed, crypto::ToHex(pair->public_key), " rank-", r, "\n");
+  }
+  const std::string peers = keys_dir_ + "/ranks.pub";
+  if (absl::Status s = crypto::WriteKeyFile(peers, allowed, crypto::KeyFileMode::kPublic, false);
+      !s.ok()) {
+    return std::string(s.message());
+  }
+  setenv("NCCL_LONGHAUL_PEER_KEY", peers.c_str(), 1);
+  security_ = absl::StrCat("static keys (Noise IK), one key pair per rank, generated for this run");
+  return "";
 }
 
 void Parent::Reap(pid_t* pid) {
@@ -250,6 +334,7 @@ std::string Parent::SpawnRanks(const char* argv0) {
     // The child's end must survive exec: dup it without CLOEXEC.
     int child_fd = dup(sv[1]);
     close(sv[1]);
+    if (!rank_keys_.empty()) setenv("NCCL_LONGHAUL_KEY", rank_keys_[r].c_str(), 1);
     std::vector<std::string> args = {self_exe,
                                      absl::StrCat("--rank=", r),
                                      absl::StrCat("--ctrl_fd=", child_fd),
@@ -360,8 +445,12 @@ int Parent::Run(const char* argv0) {
   if (std::string e = ResolvePlugin(); !e.empty()) return Fail(e);
   if (std::string e = ResolveLink(); !e.empty()) return Fail(e);
   SetRankEnvironment(o_.link.empty() ? nullptr : &spec_, slice_bytes_);
+  if (std::string e = PrepareSecurity(); !e.empty()) return Fail(e);
   for (char** e = environ; *e; ++e) {
     if (strncmp(*e, "NCCL_LONGHAUL_", 14) == 0) env_shown_.push_back(*e);
+  }
+  if (!rank_keys_.empty()) {
+    env_shown_.push_back(absl::StrCat("NCCL_LONGHAUL_KEY=", keys_dir_, "/rank-N.key"));
   }
   std::sort(env_shown_.begin(), env_shown_.end());
   if (std::string e = SpawnRanks(argv0); !e.empty()) return Fail(e);
@@ -380,6 +469,7 @@ int Parent::Run(const char* argv0) {
     h.speed_mbps = hellos_[0].speed_mbps;
     h.latency_us = hellos_[0].latency_us;
     h.env = env_shown_;
+    h.security = security_;
     h.slice = FormatByteCount(slice_bytes_);
     h.recv_ahead = o_.recv_ahead;
     h.warmup_iters = o_.warmup_iters;
@@ -427,6 +517,7 @@ int Parent::Run(const char* argv0) {
     j["plugin_version"] = hellos_[0].version;
     j["device"] = hellos_[0].device;
     j["env"] = env_shown_;
+    j["security"] = security_;
     j["slice_bytes"] = slice_bytes_;
     j["iters"] = o_.iters;
     j["warmup_iters"] = o_.warmup_iters;

@@ -8,9 +8,16 @@
 // Everything is bounded by the timeout; ranks and emulators are reaped (killed after 5 s)
 // on every exit path, their temporary stderr files removed.
 //
+// Packet protection: --security=psk|keys|insecure generates what the ranks need for this
+// run in a temporary directory (a pre-shared key; or one key pair per rank and a file of
+// every rank's public key, labelled "rank-N") and sets NCCL_LONGHAUL_PSK_FILE, _KEY (per
+// rank) and _PEER_KEY, or NCCL_LONGHAUL_INSECURE=1; without it the environment (or the
+// profile) must choose, as the plugin requires.
+//
 // Errors: one line naming the cause on stderr (or {"error": ...} with --json) and exit
-// status 1: a bad option, the plugin not usable (dlerror's text), longhaul-emu not found
-// or not ready, a rank's error (with the stderr of every rank that wrote any), a deadline.
+// status 1: a bad option, no choice of keys, the plugin not usable (dlerror's text),
+// longhaul-emu not found or not ready, a rank's error (with the stderr of every rank that
+// wrote any), a deadline.
 // Exit status 0 only if every size verified. Not thread-safe (one thread).
 #pragma once
 
@@ -46,6 +53,7 @@ struct ParentOptions {
   std::string plugin;  // empty: NCCL_NET_PLUGIN, else <bin>/../lib/libnccl-net-longhaul.so
   std::string emu;     // empty: longhaul-emu next to this binary
   std::string timeout = "600s";
+  std::string security;  // psk | keys | insecure; empty: the environment's choice
 };
 
 class Parent {
@@ -79,6 +87,9 @@ class Parent {
   std::string ResolvePlugin();
   // The link and the emulator binary (with a link).
   std::string ResolveLink();
+  // --security: generates the keys and sets the ranks' variables (rank_keys_ for the
+  // per-rank NCCL_LONGHAUL_KEY); without it, checks that the environment chooses.
+  std::string PrepareSecurity();
   std::string SpawnRanks(const char* argv0);
   // Waits for one message of `type` and `expect` bytes from every rank, in any order; the
   // first error ends the wait. The error text (RankError's), or "".
@@ -110,6 +121,9 @@ class Parent {
   std::vector<std::string> crossing_;
   std::vector<Child> children_;
   std::vector<Emulator> emus_;
+  std::string keys_dir_;                // generated keys (removed at Cleanup); empty: none
+  std::vector<std::string> rank_keys_;  // NCCL_LONGHAUL_KEY of each rank (--security=keys)
+  std::string security_;                // what the ranks use, for the report
 };
 
 }  // namespace longhaul::nccl::bench

@@ -68,6 +68,8 @@ int Recommend(const std::string& link, const std::string& profile) {
   if (!profile.empty()) {
     line(absl::StrCat("export NCCL_LONGHAUL_PROFILE=", profile), "the tuned transport");
   }
+  line("export NCCL_LONGHAUL_KEY=rank.key NCCL_LONGHAUL_PEER_KEY=ranks.pub",
+       "packet protection (longhaul-keygen; or _PSK_FILE)");
   line(absl::StrCat("export NCCL_LONGHAUL_CREDIT=", FormatByteCount(credit)),
        "per comm; x channels >= 2 x BDP in flight per peer");
   line("export NCCL_PROTO=Simple", "LL/LL128 save microseconds, not milliseconds");

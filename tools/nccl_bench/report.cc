@@ -52,6 +52,7 @@ void PrintTableHeader(const TableHeader& h) {
   printf("# plugin: %s (ncclNetPlugin_v%d), device %s, speed %d Mbps, latency %.0f us\n",
          h.plugin.c_str(), h.plugin_version, h.device.c_str(), h.speed_mbps, h.latency_us);
   printf("# env: %s\n", absl::StrJoin(h.env, " ").c_str());
+  printf("# security: %s\n", h.security.c_str());
   printf("# slice %s, %d receives ahead, %d warm-up + %d timed iterations, load average %s\n",
          h.slice.c_str(), h.recv_ahead, h.warmup_iters, h.iters, h.load_average.c_str());
   printf("#\n");

@@ -48,6 +48,7 @@ struct TableHeader {
   int speed_mbps = 0;
   float latency_us = 0;
   std::vector<std::string> env;  // NCCL_LONGHAUL_* of the ranks, sorted
+  std::string security;          // the packet protection the ranks were given
   std::string slice;             // formatted size
   int recv_ahead = 0;
   int warmup_iters = 0;

@@ -6,6 +6,12 @@
 #
 #   tools/perf/bench_loopback.sh [BUILD_DIR] [ROUNDS] [SECONDS] [longhaul-perf flags...]
 #   tools/perf/bench_loopback.sh build 3 10 --cc=bbr --rate=40gbit
+#   BENCH_SECURITY="--psk_file=k.psk" tools/perf/bench_loopback.sh build 3 10
+#
+# longhaul-perf runs plaintext (--insecure, as iperf3 and UDT are) unless BENCH_SECURITY
+# gives its key flags for both sides (BENCH_CLIENT_SECURITY, when set, the client's where
+# they differ: static key pairs); BENCH_SECURITY=none passes none (a build from before
+# packet protection, which knows no --insecure).
 #
 # Prints one line per round and the medians. Traffic stays on 127.0.0.1; every process
 # runs under `timeout` and is stopped by its process id.
@@ -20,6 +26,17 @@ PERF="$BUILD/bin/longhaul-perf"
 UDT="$BUILD/bin/longhaul-udt-peer"
 command -v iperf3 >/dev/null || { echo "bench: iperf3 is not installed (tools/setup.sh)" >&2; exit 1; }
 [ -x "$PERF" ] || { echo "bench: $PERF not built" >&2; exit 1; }
+if [ -z "${BENCH_SECURITY:-}" ]; then
+  BENCH_SECURITY=none
+  "$PERF" --help 2>/dev/null | grep -q -- '--insecure' && BENCH_SECURITY=--insecure
+fi
+SECURITY=() CLIENT_SECURITY=()
+[ "$BENCH_SECURITY" != none ] && read -r -a SECURITY <<<"$BENCH_SECURITY"
+CLIENT_SECURITY=(${SECURITY[@]+"${SECURITY[@]}"})
+if [ -n "${BENCH_CLIENT_SECURITY:-}" ]; then
+  CLIENT_SECURITY=()
+  [ "$BENCH_CLIENT_SECURITY" != none ] && read -r -a CLIENT_SECURITY <<<"$BENCH_CLIENT_SECURITY"
+fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -34,11 +51,12 @@ gbps_iperf3() {  # $1 port
 }
 
 gbps_longhaul() {  # $1 port
-  timeout $((SECS + 60)) "$PERF" --server --bind=127.0.0.1 --port="$1" --one_off >/dev/null 2>&1 &
+  timeout $((SECS + 60)) "$PERF" --server --bind=127.0.0.1 --port="$1" --one_off \
+    ${SECURITY[@]+"${SECURITY[@]}"} >/dev/null 2>&1 &
   local spid=$!
   sleep 0.5
   timeout $((SECS + 50)) "$PERF" --client=127.0.0.1 --port="$1" --time="$SECS" --json \
-    "${EXTRA[@]}" >"$TMP/lh.json" 2>/dev/null || true
+    ${CLIENT_SECURITY[@]+"${CLIENT_SECURITY[@]}"} "${EXTRA[@]}" >"$TMP/lh.json" 2>/dev/null || true
   wait "$spid" 2>/dev/null || true
   python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); e=j["end"]; ok=e["longhaul"]["integrity"]["intact"]; print("%.2f%s" % (e["sum_received"]["bits_per_second"]/1e9, "" if ok else "(NOT-INTACT)"))' "$TMP/lh.json"
 }
@@ -54,7 +72,7 @@ gbps_udt() {  # $1 port
 }
 
 echo "host: $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "longhaul-perf flags: ${EXTRA[*]}"
+echo "longhaul-perf flags: ${EXTRA[*]}; security: ${SECURITY[*]:-none (a build without packet protection)}"
 I=() L=() U=()
 for r in $(seq 1 "$ROUNDS"); do
   base=$(( 20000 + (RANDOM % 20000) ))

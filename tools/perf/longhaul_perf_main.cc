@@ -1,13 +1,17 @@
 // longhaul-perf: iperf3-style throughput and message-latency tests over longhaul.
 // See docs/perf.md.
 //
-//   longhaul-perf --server [--bind=ADDR] [--port=5201]
+//   longhaul-perf --server [--bind=ADDR] [--port=5201] KEYS
 //   longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE] [--reverse]
 //                 [--parallel=N] [--message_size=SIZE] [--interval=SEC] [--json]
 //                 [--workload=messages --load=FRACTION] [--profile=FILE] [transport flags]
+//                 KEYS
+//
+// KEYS: --key=FILE --peer_key=FILE (static keys), --psk_file=FILE (a pre-shared key),
+// both, or --insecure (plaintext); one choice is required (tools/common/security_flags.h).
 //
 // Exit status: 0 when every byte arrived and was verified, 1 for errors (connection,
-// corruption, incomplete transfer), 2 for bad flags.
+// a refused key, corruption, incomplete transfer), 2 for bad flags and key files.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -19,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/security_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
@@ -64,16 +69,21 @@ namespace {
 
 constexpr ToolUsage kUsage("longhaul-perf");
 
-const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transport_flags"};
+const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transport_flags",
+                                            "tools/common/security_flags"};
 
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
-               "                     [--answer_probes=true]\n"
+               "                     [--answer_probes=true] KEYS\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
-               "                     [--profile=FILE] [transport flags] [--json]\n\n"
+               "                     [--profile=FILE] [transport flags] [--json] KEYS\n"
+               "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
+               "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
+               "pre-shared key on both sides), both, or --insecure (plaintext). One is\n"
+               "required; longhaul-keygen writes the files (docs/perf.md).\n\n"
                "iperf3's short forms work too: -s -c HOST -p -t -n -R -P -l -i -J -1 -B.\n"
                "The client's transport settings (flags and profile) apply to both directions\n"
                "of its test; the fixed controller paces at --rate (default 1gbit): give the\n"
@@ -95,7 +105,8 @@ const char* LongName(const std::string& s) {
   return nullptr;
 }
 
-// --name=value, --name value, --[no]bool and iperf3's short forms; exit status 2 and a message naming the flag.
+// --name=value, --name value, --[no]bool and iperf3's short forms; exit status 2 and a message
+// naming the flag.
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
@@ -111,9 +122,21 @@ double SecondsFlag(const std::string& text, const char* flag) {
   return kUsage.Or(ParseDuration(text), flag).seconds();
 }
 
-EndpointOptions EndpointFromFlags() {
+// The keys of --key/--peer_key/--psk_file/--insecure (and --profile's); a usage error
+// (exit 2) naming the flag or file when they are missing or wrong.
+crypto::LoadedKeys KeysFromFlags(bool client) {
+  absl::StatusOr<crypto::LoadedKeys> keys = SecurityFromFlags();
+  if (!keys.ok()) kUsage.Fail(keys.status().message());
+  if (client && keys->security.key.has_value() && keys->peers.size() != 1) {
+    kUsage.Fail(absl::StrCat("--peer_key: ", keys->peer_key_path, " lists ", keys->peers.size(),
+                             " keys; a client takes the server's public key alone"));
+  }
+  return *std::move(keys);
+}
+
+EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   EndpointOptions e;
-  e.security = endpoint::SecurityConfig::Insecure();
+  e.security = keys.security;  // the driver sets the entropy source
   e.socket_buffer = kUsage.Or(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
   e.spin = kUsage.Or(ParseDuration(FLAGS_spin), "spin");
   e.gso = FLAGS_gso;
@@ -141,7 +164,8 @@ int Main(int argc, char** argv) {
     o.bind = FLAGS_bind;
     o.port = static_cast<uint16_t>(FLAGS_port);
     o.config = *config;
-    o.endpoint = EndpointFromFlags();
+    o.keys = KeysFromFlags(/*client=*/false);
+    o.endpoint = EndpointFromFlags(o.keys);
     o.json = FLAGS_json;
     o.one_off = FLAGS_one_off;
     o.answer_probes = FLAGS_answer_probes;
@@ -154,7 +178,8 @@ int Main(int argc, char** argv) {
   if (FLAGS_port == 0) kUsage.Fail("--port must be given (1..65535) for a client");
   o.port = static_cast<uint16_t>(FLAGS_port);
   o.config = *config;
-  o.endpoint = EndpointFromFlags();
+  o.keys = KeysFromFlags(/*client=*/true);
+  o.endpoint = EndpointFromFlags(o.keys);
   o.time_s = SecondsFlag(FLAGS_time, "time");
   if (!FLAGS_bytes.empty()) {
     o.bytes = kUsage.Or(ParseByteCount(FLAGS_bytes), "bytes");

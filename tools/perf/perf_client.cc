@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/security_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
 #include "tools/perf/perf_format.h"
@@ -177,7 +178,9 @@ int RunClient(const ClientOptions& o) {
     }
   }
   const TransportConfig& eff = tracks[0].stream->handle().config();
+  const ConnectionInfo& info0 = tracks[0].stream->handle().info();
   if (!o.json) {
+    std::cout << "      security: " << ConnectionSecurityText(info0, o.keys) << std::endl;
     std::cout << absl::StrFormat(
                      "      %s, %s messages of %s, rate %s (cc %s), segment %d, flows %d, fec %s",
                      o.reverse ? "reverse (server sends)" : "forward (client sends)", o.workload,
@@ -478,6 +481,9 @@ int RunClient(const ClientOptions& o) {
       connected.push_back(c);
     }
     start["connected"] = connected;
+    nlohmann::json security = ConnectionSecurityToJson(info0, o.keys);
+    security["key"] = SecuritySettingsToJson(o.keys)["key"];
+    start["longhaul"]["security"] = security;
     start["version"] = kPerfVersion;
     utsname u{};
     uname(&u);
@@ -598,6 +604,12 @@ int RunClient(const ClientOptions& o) {
                     {"gro", es.gro},
                     {"socket_recv_buffer", es.recv_buffer},
                     {"socket_send_buffer", es.send_buffer}};
+    // This side's packet protection counters (EndpointStats; the peer's are its own).
+    lh["protection"] = {{"packets_unauthenticated", es.packets_unauthenticated},
+                        {"packets_replayed", es.packets_replayed},
+                        {"packets_too_old", es.packets_too_old},
+                        {"plaintext_refused", es.plaintext_refused},
+                        {"handshake_auth_failures", es.handshake_auth_failures}};
     if (!errors.empty()) lh["errors"] = errors;
     end["longhaul"] = lh;
     j["end"] = end;

@@ -17,10 +17,12 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/security_flags.h"
 #include "tools/perf/perf_format.h"
 #include "tools/perf/perf_stream.h"
 #include "tools/perf/perf_tool.h"
 #include "transport/api/endpoint.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 #include "tuner/probe/responder.h"
@@ -35,6 +37,34 @@ std::mutex g_out_mu;
 void Print(const std::string& s) {
   std::lock_guard<std::mutex> l(g_out_mu);
   std::cout << s << std::endl;
+}
+
+// The key-exchange refusals an endpoint counted (EndpointStats), as last reported.
+struct RefusalCounts {
+  uint64_t auth_failures = 0, keys_refused = 0, mismatches = 0;
+};
+
+void ReportRefusals(const EndpointStats& st, bool json, RefusalCounts* last) {
+  const RefusalCounts now{st.handshake_auth_failures, st.keys_refused, st.security_mismatches};
+  if (now.auth_failures == last->auth_failures && now.keys_refused == last->keys_refused &&
+      now.mismatches == last->mismatches) {
+    return;
+  }
+  if (json) {
+    nlohmann::json j;
+    j["event"] = "refused";
+    j["handshake_auth_failures"] = now.auth_failures;
+    j["keys_refused"] = now.keys_refused;
+    j["security_mismatches"] = now.mismatches;
+    Print(j.dump());
+  } else {
+    Print(absl::StrFormat(
+        "refused clients so far: %d whose handshake did not authenticate (another server key "
+        "or pre-shared key), %d with a key this server does not allow, %d with another "
+        "protection mode (the warnings above name the clients, at most one a reason per 10 s)",
+        now.auth_failures, now.keys_refused, now.mismatches));
+  }
+  *last = now;
 }
 
 struct Test {
@@ -76,7 +106,9 @@ int RunServer(const ServerOptions& o) {
     so.is_client = false;
     so.max_duration_s = o.max_duration_s;
     const std::string peer = h->info().peer_address;
-    so.on_request = [peer, json = o.json](PerfStream* s) {
+    nlohmann::json security = ConnectionSecurityToJson(h->info(), o.keys);
+    std::string security_text = ConnectionSecurityText(h->info(), o.keys);
+    so.on_request = [peer, security, security_text, json = o.json](PerfStream* s) {
       const TestRequest& r = s->request();
       if (json) {
         nlohmann::json j;
@@ -87,14 +119,15 @@ int RunServer(const ServerOptions& o) {
         j["streams"] = r.streams;
         j["reverse"] = r.reverse;
         j["workload"] = r.workload;
+        j["security"] = security;
         Print(j.dump());
         return;
       }
       Print(absl::StrFormat(
-          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s)", peer,
+          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s); %s", peer,
           r.test_id, r.stream + 1, r.streams, r.reverse ? "reverse" : "forward", r.workload,
           r.bytes > 0 ? FormatByteCount(r.bytes) : absl::StrFormat("%g s", r.time_s),
-          FormatByteCount(r.message_size)));
+          FormatByteCount(r.message_size), security_text));
     };
     auto s = std::make_shared<PerfStream>(h, so);
     s->Attach();
@@ -129,17 +162,27 @@ int RunServer(const ServerOptions& o) {
     j["port"] = *port;
     j["bind"] = o.bind;
     j["version"] = kPerfVersion;
+    j["security"] = SecuritySettingsToJson(o.keys);
     Print(j.dump());
   } else {
     Print("-----------------------------------------------------------");
     Print(absl::StrCat("Server listening on ", *port, " (longhaul, ", o.bind, ")"));
+    Print(SecuritySettingsLine(o.keys));
     Print("-----------------------------------------------------------");
   }
 
   std::vector<std::shared_ptr<PerfStream>> live;
   std::map<std::string, Test> tests;
   int one_off_status = -1;
+  // Clients refused by the key exchange leave no connection: the endpoint logs each one
+  // (glog, stderr) and counts it; the counts are reported here about once a second.
+  RefusalCounts refused;
+  int64_t next_refusal_check = 0;
   while (!g_stop.load() && one_off_status < 0) {
+    if (const int64_t now = MonotonicNs(); now >= next_refusal_check) {
+      next_refusal_check = now + 1'000'000'000;
+      ReportRefusals((*ep)->stats(), o.json, &refused);
+    }
     {
       std::lock_guard<std::mutex> l(mu);
       while (!fresh.empty()) {

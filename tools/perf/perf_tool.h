@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "transport/datapath/options.h"
 #include "transport/core/config.h"
+#include "transport/crypto/key_files.h"
+#include "transport/datapath/options.h"
 
 namespace longhaul::perf {
 
@@ -16,6 +17,7 @@ struct ClientOptions {
   std::string host;
   uint16_t port = 5201;
   TransportConfig config;
+  crypto::LoadedKeys keys;  // what endpoint.security came from (labels, files)
   EndpointOptions endpoint;
   double time_s = 10;
   uint64_t bytes = 0;  // per stream; 0: time-bounded
@@ -35,6 +37,7 @@ struct ServerOptions {
   std::string bind = "0.0.0.0";
   uint16_t port = 5201;
   TransportConfig config;
+  crypto::LoadedKeys keys;  // what endpoint.security came from (labels, files)
   EndpointOptions endpoint;
   bool json = false;
   bool one_off = false;

@@ -62,10 +62,11 @@ struct ConnectionInfo {
   std::string peer_address;   // "127.0.0.1:5201"
   std::string peer_app_data;  // the peer's handshake application data
   bool is_server = false;
-  // Packet protection of this connection: "insecure (plaintext)", or the Noise pattern and
-  // the AEAD ("Noise IK (static keys), aes-256-gcm"); the peer's static public key (hex)
-  // when static keys authenticated it.
+  // Packet protection of this connection: the mode ("insecure (plaintext)", or the Noise
+  // pattern: "Noise IK (static keys)"), the AEAD ("aes-256-gcm"; empty when plaintext) and
+  // the peer's static public key (hex) when static keys authenticated it.
   std::string security;
+  std::string cipher;
   std::string peer_key;
 };
 

@@ -130,7 +130,7 @@ std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::Connecti
   info.is_server = meta->is_server;
   info.security = endpoint::SecurityModeName(meta->security);
   if (meta->security != endpoint::SecurityMode::kPlaintext) {
-    absl::StrAppend(&info.security, ", ", crypto::CipherName(meta->cipher));
+    info.cipher = crypto::CipherName(meta->cipher);
   }
   if (meta->peer_static_key) info.peer_key = crypto::ToHex(*meta->peer_static_key);
   auto handle = std::make_shared<ConnectionHandle>(this, std::move(info));

@@ -17,6 +17,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
+#include "transport/crypto/key_files.h"
+#include "transport/crypto/primitives.h"
+#include "transport/endpoint/security_config.h"
 #include "transport/nccl/comms.h"
 #include "transport/nccl/devices.h"
 #include "transport/nccl/frames.h"
@@ -44,6 +47,48 @@ std::shared_ptr<Runtime> CurrentRuntime() {
   return g_rt;
 }
 
+std::string KeyPrefix(const crypto::Key32& k) { return crypto::ToHex(k).substr(0, 16) + "..."; }
+
+// "Noise IK (static keys), key 3f2a9c0d1e2b4f5a..., 4 allowed keys (ranks.pub)".
+std::string SecurityText(const crypto::LoadedKeys& keys) {
+  const endpoint::SecurityConfig& s = keys.security;
+  if (s.insecure) {
+    return "insecure (plaintext, NCCL_LONGHAUL_INSECURE=1): packets are neither encrypted nor "
+           "authenticated";
+  }
+  std::string text = endpoint::SecurityModeName(s.mode());
+  if (s.key) absl::StrAppend(&text, ", key ", KeyPrefix(s.key->public_key));
+  if (!s.peer_keys.empty()) {
+    absl::StrAppend(&text, ", ", s.peer_keys.size(), " allowed keys (", keys.peer_key_path, ")");
+  }
+  return text;
+}
+
+// With static keys a connect authenticates the listener by the key in its handle, which
+// must be one this rank allows; the other modes carry none.
+absl::Status CheckListenerKey(const Runtime& rt, const PluginHandle& h) {
+  const endpoint::SecurityConfig& s = rt.keys.security;
+  const bool static_keys = !s.insecure && s.key.has_value();
+  if (static_keys && !h.public_key) {
+    return absl::FailedPreconditionError(
+        "connect: the listener's handle carries no public key: it runs without static keys "
+        "while this rank has NCCL_LONGHAUL_KEY; give every rank the same kind of keys");
+  }
+  if (!static_keys && h.public_key) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "connect: the listener uses static keys (key ", KeyPrefix(*h.public_key),
+        " in its handle) but this rank has no NCCL_LONGHAUL_KEY; give every rank the same "
+        "kind of keys"));
+  }
+  if (static_keys &&
+      std::find(s.peer_keys.begin(), s.peer_keys.end(), *h.public_key) == s.peer_keys.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "connect: the listener's public key ", crypto::ToHex(*h.public_key),
+        " (from its handle) is not in NCCL_LONGHAUL_PEER_KEY (", rt.keys.peer_key_path, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
@@ -51,10 +96,13 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
   if (!g_rt) {
     absl::StatusOr<Settings> s = ReadSettingsFromEnvironment();
     if (!s.ok()) return s.status();
+    absl::StatusOr<crypto::LoadedKeys> keys = LoadPluginKeys(*s);
+    if (!keys.ok()) return keys.status();
     absl::StatusOr<std::vector<DeviceProperties>> devs = FindDevices(*s);
     if (!devs.ok()) return devs.status();
     auto rt = std::make_shared<Runtime>();
     rt->settings = *std::move(s);
+    rt->keys = *std::move(keys);
     rt->devices = *std::move(devs);
     std::random_device rd;
     rt->instance = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
@@ -71,6 +119,7 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
             FormatByteCount(rt->settings.credit).c_str(),
             rt->settings.profile_path.empty() ? "" : ", profile ",
             rt->settings.profile_path.c_str());
+    LogInfo("packet protection: %s", SecurityText(rt->keys).c_str());
   }
   if (g_users == 0 && g_rt->settings.profile_path.empty() && !g_rt->settings.rate_given) {
     LogWarn(
@@ -171,6 +220,9 @@ absl::Status Listen(void* ctx, int dev, void* handle, void** listen_comm) {
   h.instance = rt->instance;
   h.listen_id = ls->id;
   h.credit = rt->settings.credit;
+  if (!rt->keys.security.insecure && rt->keys.security.key) {
+    h.public_key = rt->keys.security.key->public_key;
+  }
   if (absl::Status s = EncodeHandle(h, handle); !s.ok()) {
     rt->RemoveListen(ls->id);
     return s;
@@ -197,6 +249,7 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
   absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
   if (!h.ok()) return absl::InvalidArgumentError(absl::StrCat("connect: ", h.status().message()));
   if (h->credit == 0) return absl::InvalidArgumentError("connect: handle grants no credit");
+  if (absl::Status s = CheckListenerKey(*rt, *h); !s.ok()) return s;
   auto state = std::make_shared<SendState>();
   state->credit = h->credit;
   absl::StatusOr<std::shared_ptr<Link>> link = rt->ClientLink(*h, state);

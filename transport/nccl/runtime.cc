@@ -13,7 +13,7 @@ absl::Status Runtime::EnsureEndpointLocked() {
   if (endpoint_) return absl::OkStatus();
   EndpointOptions eo;
   eo.spin = settings.spin;
-  eo.security = endpoint::SecurityConfig::Insecure();
+  eo.security = keys.security;  // the driver sets the entropy source
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   if (!ep.ok()) return ep.status();
   endpoint_ = *std::move(ep);
@@ -103,6 +103,7 @@ absl::StatusOr<std::shared_ptr<Link>> Runtime::ClientLink(
   ConnectOptions co;
   co.config = settings.config;
   co.timeout = settings.connect_timeout;
+  if (h.public_key) co.server_key = *h.public_key;
   std::weak_ptr<Link> weak = link;
   co.callback = [weak](Event& e) {
     if (std::shared_ptr<Link> lk = weak.lock()) lk->OnEvent(e);

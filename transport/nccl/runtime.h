@@ -14,8 +14,9 @@
 // closes the endpoint (joining the driver thread) and joins the connect helpers; it is
 // idempotent and also run by the destructor.
 //
-// Thread-safety: every member may be called from any thread; `settings`, `devices`,
-// `instance` are written once before the Runtime is shared and only read afterwards.
+// Thread-safety: every member may be called from any thread; `settings`, `keys`,
+// `devices`, `instance` are written once before the Runtime is shared and only read
+// afterwards.
 // Callbacks from the driver thread reach the Runtime through weak references.
 //
 // Errors: FailedPrecondition after Stop ("the plugin was finalized"); Unavailable naming
@@ -46,6 +47,7 @@ namespace longhaul::nccl {
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
   Settings settings;
+  crypto::LoadedKeys keys;  // packet protection (LoadPluginKeys at the first init)
   std::vector<DeviceProperties> devices;
   uint64_t instance = 0;  // random id of this plugin instance (in the handles it writes)
   BufferPool pool;
@@ -60,7 +62,9 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void RemoveListen(uint64_t id);
 
   // The client link to `h.address:h.port` of instance `h.instance`, created (and its
-  // handshake started on a helper thread) if there is none. When the link is ready,
+  // handshake started on a helper thread) if there is none; with static keys the
+  // handshake authenticates the listener by `h.public_key` (the caller checked it is
+  // allowed). When the link is ready,
   // `sender` is attached to it (under the runtime's lock, so a closing comm cannot retire
   // the link in between); sender->id stays 0 otherwise. A failed or closed link is
   // returned once (the caller reports its error) and forgotten, so a later call retries.

@@ -35,7 +35,9 @@ constexpr SettingSpec kSpecs[] = {
     {"PROFILE", SettingType::kPath, 0, 0, "",
      "none (TransportConfig defaults: fixed-rate pacing at 1 Gbit/s; the plugin warns once "
      "when neither a profile nor `NCCL_LONGHAUL_RATE` is given)",
-     "a longhaul profile (`LoadProfile`), e.g. written by `longhaul-tune`",
+     "a longhaul profile (`LoadProfileFile`), e.g. written by `longhaul-tune`; may also "
+     "hold `key`, `peer_key`, `psk_file`, `insecure` (docs/tuning.md), which the variables "
+     "below override",
      &Settings::profile_path},
     {"CREDIT", SettingType::kSize, 64 * kKiB, 64 * kGiB, "",
      "2 x rate x RTT of the profile, in [16 MiB, 1 GiB]",
@@ -62,6 +64,24 @@ constexpr SettingSpec kSpecs[] = {
      "for a relay or port forward in front of the listener (every device; with a fixed "
      "`NCCL_LONGHAUL_PORT`); `tools/nccl/check-real-nccl --link` puts longhaul-emu there",
      &Settings::advertise},
+    {"KEY", SettingType::kPath, 0, 0, "", "none",
+     "this rank's private key file (`longhaul-keygen --out=PREFIX` writes `PREFIX.key`, mode "
+     "0600), for static keys (Noise IK) with `NCCL_LONGHAUL_PEER_KEY`; its public key goes "
+     "into the rank's handles (section 9)",
+     &Settings::key_path},
+    {"PEER_KEY", SettingType::kPath, 0, 0, "", "none",
+     "the public keys of the ranks this rank may connect to and accept, one per line (`#` "
+     "comments, a label after the key); the same file on every rank is the simple choice",
+     &Settings::peer_key_path},
+    {"PSK_FILE", SettingType::kPath, 0, 0, "", "none",
+     "a pre-shared key file (64 hex digits: `longhaul-keygen --psk=FILE`, `openssl rand -hex "
+     "32`, mode 0600), the same on every rank: Noise NNpsk0 alone, IKpsk1 with static keys",
+     &Settings::psk_path},
+    {"INSECURE", SettingType::kSwitch, 0, 1, "",
+     "none: one of the key settings above or `NCCL_LONGHAUL_INSECURE=1` is required",
+     "1: plaintext packets with a CRC32C, readable and forgeable on the path, chosen "
+     "explicitly",
+     &Settings::insecure},
 };
 
 // getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
@@ -134,6 +154,8 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return absl::StrCat("port", range);
     case SettingType::kAddressPort:
       return "numeric address:port";
+    case SettingType::kSwitch:
+      return "0 or 1";
   }
   return "?";
 }
@@ -171,6 +193,10 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
         return BadValue(spec, value, absl::OkStatus());
       }
       return Store(spec, std::string(value), settings);
+    }
+    case SettingType::kSwitch: {
+      if (value != "0" && value != "1") return BadValue(spec, value, absl::OkStatus());
+      return Store(spec, std::optional<bool>(value == "1"), settings);
     }
   }
   return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));
@@ -220,12 +246,13 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
     if (spec.key == "CREDIT") credit_given = v.has_value();
   }
   if (!s.profile_path.empty()) {
-    absl::StatusOr<TransportConfig> c = LoadProfile(s.profile_path, s.config);
+    absl::StatusOr<LoadedProfile> c = LoadProfileFile(s.profile_path, s.config);
     if (!c.ok()) {
       return absl::FailedPreconditionError(
           absl::StrCat(kSettingPrefix, "PROFILE: ", c.status().message()));
     }
-    s.config = *c;
+    s.config = c->config;
+    s.profile_security = c->security;
     s.rate_given = true;
     s.rtt_given = s.config.initial_rtt != TransportConfig{}.initial_rtt;
   }
@@ -261,6 +288,41 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
 }
 
 absl::StatusOr<Settings> ReadSettingsFromEnvironment() { return ReadSettings(environ); }
+
+absl::StatusOr<crypto::LoadedKeys> LoadPluginKeys(const Settings& settings) {
+  auto var = [](absl::string_view key) { return absl::StrCat(kSettingPrefix, key); };
+  auto from_profile = [](const ProfileSetting& p, const char* key) -> crypto::KeyFileSetting {
+    if (!p.set()) return {};
+    return {p.value, absl::StrCat(key, " (", p.where, ", NCCL_LONGHAUL_PROFILE)")};
+  };
+  const ProfileSecurity& ps = settings.profile_security;
+  crypto::KeyChoice profile;
+  profile.key = from_profile(ps.key, "key");
+  profile.peer_key = from_profile(ps.peer_key, "peer_key");
+  profile.psk_file = from_profile(ps.psk_file, "psk_file");
+  profile.insecure = ps.insecure;
+  if (ps.insecure.has_value()) {
+    profile.insecure_source =
+        absl::StrCat("insecure (", ps.insecure_where, ", NCCL_LONGHAUL_PROFILE)");
+  }
+  crypto::KeyChoice env;
+  if (!settings.key_path.empty()) env.key = {settings.key_path, var("KEY")};
+  if (!settings.peer_key_path.empty()) env.peer_key = {settings.peer_key_path, var("PEER_KEY")};
+  if (!settings.psk_path.empty()) env.psk_file = {settings.psk_path, var("PSK_FILE")};
+  if (settings.insecure.has_value()) {
+    env.insecure = settings.insecure;
+    env.insecure_source = absl::StrCat(var("INSECURE"), "=", *settings.insecure ? "1" : "0");
+  }
+  crypto::KeyChoiceNames names;
+  names.key = var("KEY");
+  names.peer_key = var("PEER_KEY");
+  names.psk_file = var("PSK_FILE");
+  names.insecure = absl::StrCat(var("INSECURE"), "=1");
+  absl::StatusOr<crypto::LoadedKeys> keys =
+      crypto::LoadKeys(crypto::OverrideKeyChoice(profile, env), names);
+  if (!keys.ok()) return absl::FailedPreconditionError(keys.status().message());
+  return keys;
+}
 
 std::string PluginSettingsMarkdown() {
   std::string out = "| variable | type | default | meaning |\n| --- | --- | --- | --- |\n";

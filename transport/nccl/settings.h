@@ -14,12 +14,21 @@
 // unknown key 'foo' (known keys: ...)", "NCCL_LONGHAUL_PROFILE: <why the file is bad>",
 // "longhaul configuration from the environment: <Validate()'s message>".
 //
+// Packet protection (docs/security.md): NCCL_LONGHAUL_KEY and NCCL_LONGHAUL_PEER_KEY
+// (static keys: this rank's private key and the public keys of the ranks it may talk
+// to), NCCL_LONGHAUL_PSK_FILE (a pre-shared key), or NCCL_LONGHAUL_INSECURE=1
+// (plaintext), over the profile's key, peer_key, psk_file and insecure settings.
+// ReadSettings only parses them; LoadPluginKeys reads the files and refuses a missing or
+// contradictory choice ("no keys: give NCCL_LONGHAUL_KEY and NCCL_LONGHAUL_PEER_KEY, or
+// NCCL_LONGHAUL_PSK_FILE, or NCCL_LONGHAUL_INSECURE=1 for plaintext").
+//
 // Units: sizes in bytes, durations as Duration (ns), ports as numbers.
 // Thread-safety: pure functions of their arguments (ReadSettingsFromEnvironment reads
 // `environ`, which must not change meanwhile); the table is immutable.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -28,6 +37,8 @@
 #include "absl/types/span.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
+#include "transport/core/profile/profile_file.h"
+#include "transport/crypto/key_files.h"
 
 namespace longhaul::nccl {
 
@@ -51,9 +62,23 @@ struct Settings {
                                 // device's own (validated by ReadSettings)
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
   bool rtt_given = false;       // the profile or NCCL_LONGHAUL_INITIAL_RTT set the RTT
+  // Packet protection as given (paths unchecked; LoadPluginKeys reads them).
+  std::string key_path;              // NCCL_LONGHAUL_KEY
+  std::string peer_key_path;         // NCCL_LONGHAUL_PEER_KEY
+  std::string psk_path;              // NCCL_LONGHAUL_PSK_FILE
+  std::optional<bool> insecure;      // NCCL_LONGHAUL_INSECURE (0 or 1); unset: not given
+  ProfileSecurity profile_security;  // the profile's key, peer_key, psk_file, insecure
 };
 
-enum class SettingType { kInterfaceList, kPath, kSize, kDuration, kPort, kAddressPort };
+enum class SettingType {
+  kInterfaceList,
+  kPath,
+  kSize,
+  kDuration,
+  kPort,
+  kAddressPort,
+  kSwitch,  // 0 or 1
+};
 
 // One NCCL_LONGHAUL_<key> variable of the plugin.
 struct SettingSpec {
@@ -70,7 +95,7 @@ struct SettingSpec {
   absl::string_view default_doc;
   absl::string_view doc;  // one line of markdown
   std::variant<std::string Settings::*, uint64_t Settings::*, Duration Settings::*,
-               uint16_t Settings::*>
+               uint16_t Settings::*, std::optional<bool> Settings::*>
       field;
 };
 
@@ -91,6 +116,15 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
 absl::StatusOr<Settings> ReadSettings(const char* const* envp);
 // ReadSettings(environ).
 absl::StatusOr<Settings> ReadSettingsFromEnvironment();
+
+// The packet protection `settings` choose: the profile's key, peer_key, psk_file and
+// insecure, then the NCCL_LONGHAUL_* variables (crypto::OverrideKeyChoice), each file
+// read and checked (crypto::LoadKeys). FailedPrecondition naming the variable (or the
+// profile's line) and the file: "no keys: give NCCL_LONGHAUL_KEY and
+// NCCL_LONGHAUL_PEER_KEY, or NCCL_LONGHAUL_PSK_FILE, or NCCL_LONGHAUL_INSECURE=1 for
+// plaintext", "NCCL_LONGHAUL_KEY: r0.key is readable by others (mode 0644): chmod 600
+// r0.key".
+absl::StatusOr<crypto::LoadedKeys> LoadPluginKeys(const Settings& settings);
 
 // A numeric address and a port: "198.18.0.1:5000" or "[::1]:5000".
 struct AddressPort {

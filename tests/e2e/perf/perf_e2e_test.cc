@@ -1,7 +1,9 @@
 // longhaul-perf end to end: server and client processes on 127.0.0.1 with kernel-chosen
 // ports, directly and through longhaul-emu (loss, reordering, duplication, corruption).
 // Also a hostile neighbourhood for the server: garbage datagrams, forged cookies, bad
-// test requests, a client killed mid-transfer; the server must keep serving.
+// test requests, a client killed mid-transfer; the server must keep serving. Plaintext
+// (--insecure) throughout: the forged handshakes here are plaintext ones; protected
+// transfers, wrong keys and captures are tests/e2e/security's.
 // Every wait is bounded; processes are killed and reaped by their handles' destructors.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -44,7 +46,8 @@ struct Server {
 };
 
 Server StartServer(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--server", "--bind=127.0.0.1", "--port=0", "--json"};
+  std::vector<std::string> args = {"--server", "--bind=127.0.0.1", "--port=0", "--json",
+                                   "--insecure"};
   args.insert(args.end(), extra.begin(), extra.end());
   Server s;
   absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(LONGHAUL_PERF_BIN, args);
@@ -73,7 +76,8 @@ struct ClientRun {
 };
 
 ClientRun RunClient(int port, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--client=127.0.0.1", absl::StrCat("--port=", port), "--json"};
+  std::vector<std::string> args = {"--client=127.0.0.1", absl::StrCat("--port=", port), "--json",
+                                   "--insecure"};
   args.insert(args.end(), extra.begin(), extra.end());
   ClientRun c;
   absl::StatusOr<RunResult> r = RunToCompletion(LONGHAUL_PERF_BIN, args, kRun);
@@ -151,7 +155,8 @@ TEST(PerfE2E, ConnectToAClosedPortFailsClearly) {
   const int port = ntohs(a.sin_port);
   close(fd);
   absl::StatusOr<RunResult> r = RunToCompletion(
-      LONGHAUL_PERF_BIN, {"--client=127.0.0.1", absl::StrCat("--port=", port), "--time=1"},
+      LONGHAUL_PERF_BIN,
+      {"--client=127.0.0.1", absl::StrCat("--port=", port), "--time=1", "--insecure"},
       milliseconds(30000));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->status, 1);
@@ -159,8 +164,9 @@ TEST(PerfE2E, ConnectToAClosedPortFailsClearly) {
 }
 
 TEST(PerfE2E, BadFlagsExitWithUsageError) {
-  absl::StatusOr<RunResult> r = RunToCompletion(
-      LONGHAUL_PERF_BIN, {"--client=127.0.0.1", "--message_size=3"}, milliseconds(30000));
+  absl::StatusOr<RunResult> r =
+      RunToCompletion(LONGHAUL_PERF_BIN, {"--client=127.0.0.1", "--message_size=3", "--insecure"},
+                      milliseconds(30000));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 2);
   EXPECT_NE(r->stderr_text.find("message_size"), std::string::npos) << r->stderr_text;
@@ -323,7 +329,7 @@ TEST(PerfE2E, ClientVanishingMidTransferIsReportedAndTheServerGoesOn) {
   for (bool reverse : {false, true}) {
     SCOPED_TRACE(reverse ? "reverse" : "forward");
     std::vector<std::string> args = {"--client=127.0.0.1", absl::StrCat("--port=", s.port),
-                                     "--time=60", "--rate=500mbit"};
+                                     "--time=60", "--rate=500mbit", "--insecure"};
     if (reverse) args.push_back("--reverse");
     absl::StatusOr<std::unique_ptr<EmuProcess>> client = EmuProcess::Start(LONGHAUL_PERF_BIN, args);
     ASSERT_TRUE(client.ok());

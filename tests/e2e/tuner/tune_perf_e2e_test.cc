@@ -2,7 +2,9 @@
 // (rate=1gbit,rtt=58ms,loss=1e-3); longhaul-tune --target probes that server through the
 // emulator (the server answers the tuner's probes on its own port) and writes a profile;
 // longhaul-perf with that profile, through the same emulator to the same server, must
-// reach >= 95 % of the link rate (docs/tuning.md, "End to end").
+// reach >= 95 % of the link rate (docs/tuning.md, "End to end"). Server and client hold
+// one pre-shared key (--psk_file): the probes reach a protected server as they reach any
+// (they are not longhaul packets), and the tuned transfer runs sealed.
 //
 // All processes are children with bounded waits; all traffic is on 127.0.0.1 with ports
 // the kernel picks.
@@ -18,6 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
 #include "transport/core/config.h"
+#include "transport/crypto/key_files.h"
 #include "tuner/profile/tuned_profile.h"
 
 namespace longhaul::tuner {
@@ -59,8 +62,16 @@ Json Stop(Child& c, const char* final_event) {
 }
 
 TEST(TunePerfE2eTest, TunedProfileReachesTheLinkRate) {
+  const std::string psk =
+      (std::filesystem::path(::testing::TempDir()) / "tune_perf_e2e.psk").string();
+  absl::StatusOr<crypto::Key32> key = crypto::GeneratePsk();
+  ASSERT_TRUE(key.ok());
+  ASSERT_TRUE(
+      crypto::WriteKeyFile(psk, crypto::KeyFileText(*key), crypto::KeyFileMode::kSecret, true)
+          .ok());
   absl::StatusOr<std::unique_ptr<EmuProcess>> perf_server = EmuProcess::Start(
-      LONGHAUL_PERF_BIN, {"--server", "--bind=127.0.0.1", "--port=0", "--json"});
+      LONGHAUL_PERF_BIN,
+      {"--server", "--bind=127.0.0.1", "--port=0", "--json", "--psk_file=" + psk});
   ASSERT_TRUE(perf_server.ok()) << perf_server.status();
   absl::StatusOr<Json> listening = (*perf_server)->WaitEvent("listening", milliseconds(10000));
   ASSERT_TRUE(listening.ok()) << listening.status() << (*perf_server)->Stderr();
@@ -72,8 +83,8 @@ TEST(TunePerfE2eTest, TunedProfileReachesTheLinkRate) {
       (std::filesystem::path(::testing::TempDir()) / "tune_perf_e2e.profile").string();
   absl::StatusOr<RunResult> tune =
       RunToCompletion(LONGHAUL_TUNE_BIN,
-                      {absl::StrCat("--target=127.0.0.1:", emu.port), "--out=" + profile,
-                       "--json", "--check_budget=30s"},
+                      {absl::StrCat("--target=127.0.0.1:", emu.port), "--out=" + profile, "--json",
+                       "--check_budget=30s"},
                       milliseconds(120000));
   ASSERT_TRUE(tune.ok()) << tune.status();
   ASSERT_EQ(tune->status, 0) << tune->stderr_text;
@@ -90,11 +101,11 @@ TEST(TunePerfE2eTest, TunedProfileReachesTheLinkRate) {
   EXPECT_NEAR(t["link"]["rtt_ns"].get<double>(), 58e6, 0.05 * 58e6);
 
   // 2. longhaul-perf with the profile through the same link to the same server.
-  absl::StatusOr<RunResult> perf = RunToCompletion(
-      LONGHAUL_PERF_BIN,
-      {"--client=127.0.0.1", absl::StrCat("--port=", emu.port), "--json", "--time=10",
-       "--profile=" + profile},
-      milliseconds(120000));
+  absl::StatusOr<RunResult> perf =
+      RunToCompletion(LONGHAUL_PERF_BIN,
+                      {"--client=127.0.0.1", absl::StrCat("--port=", emu.port), "--json",
+                       "--time=10", "--profile=" + profile, "--psk_file=" + psk},
+                      milliseconds(120000));
   Json perf_emu_final = Stop(emu, "final");
   (*perf_server)->Signal(SIGTERM);
   (*perf_server)->Wait(milliseconds(20000)).IgnoreError();
@@ -106,6 +117,8 @@ TEST(TunePerfE2eTest, TunedProfileReachesTheLinkRate) {
   std::printf("longhaul-perf with the tuned profile: %.4g Mbit/s received (%.1f %% of 1 Gbit/s)\n",
               goodput / 1e6, goodput / 1e7);
   EXPECT_TRUE(p["end"]["longhaul"]["integrity"]["intact"].get<bool>());
+  EXPECT_TRUE(p["start"]["longhaul"]["security"]["protected"].get<bool>()) << p["start"].dump();
+  std::filesystem::remove(psk);
   if (perf_emu_final.is_object() && perf_emu_final["own_drops"].get<uint64_t>() > 0) {
     GTEST_SKIP() << "the emulator could not keep up (own drops " << perf_emu_final["own_drops"]
                  << "): not a measurement of the link";

@@ -1,8 +1,10 @@
 #include "transport/nccl/settings.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -17,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "transport/api/endpoint.h"
 #include "transport/base/parse.h"
+#include "transport/crypto/key_files.h"
 
 namespace longhaul::nccl {
 namespace {
@@ -89,6 +92,9 @@ TEST(NcclSettingsTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(s.port, 0);
   EXPECT_FALSE(s.rate_given);
   EXPECT_FALSE(s.rtt_given);
+  EXPECT_EQ(s.key_path, "");
+  EXPECT_FALSE(s.insecure.has_value());
+  EXPECT_FALSE(s.profile_security.any());
   // TransportConfig defaults (1 Gbit/s, 100 ms): 2 x BDP = 25 MB, inside [16 MiB, 1 GiB].
   EXPECT_EQ(s.credit, 25000000u);
   EXPECT_EQ(s.credit, DefaultCredit(TransportConfig{}));
@@ -143,6 +149,14 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
       {"SPIN", {"0", [](const Settings& s) { EXPECT_EQ(s.spin, Duration::Zero()); }}},
       {"ADVERTISE",
        {"198.18.0.9:4000", [](const Settings& s) { EXPECT_EQ(s.advertise, "198.18.0.9:4000"); }}},
+      {"KEY", {"/keys/r0.key", [](const Settings& s) { EXPECT_EQ(s.key_path, "/keys/r0.key"); }}},
+      {"PEER_KEY",
+       {"/keys/ranks.pub",
+        [](const Settings& s) { EXPECT_EQ(s.peer_key_path, "/keys/ranks.pub"); }}},
+      {"PSK_FILE",
+       {"/keys/job.psk", [](const Settings& s) { EXPECT_EQ(s.psk_path, "/keys/job.psk"); }}},
+      {"INSECURE",
+       {"1", [](const Settings& s) { EXPECT_EQ(s.insecure, std::optional<bool>(true)); }}},
   };
 }
 
@@ -396,6 +410,115 @@ TEST(NcclSettingsTest, MarkdownHasOneRowPerSetting) {
     EXPECT_THAT(md, HasSubstr(absl::StrCat("| `NCCL_LONGHAUL_", spec.key, "` | ")));
   }
   EXPECT_THAT(md, HasSubstr("| `NCCL_LONGHAUL_LINGER` | duration in [0, 600s] | `5s` | "));
+}
+
+// ---- packet protection ----
+
+class PluginKeysTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/nccl-keys-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
+    ASSERT_TRUE(pair.ok());
+    pair_ = *pair;
+    key_ = dir_ + "/r0.key";
+    ASSERT_TRUE(crypto::WriteKeyFile(key_, crypto::KeyFileText(pair_.private_key),
+                                     crypto::KeyFileMode::kSecret, false)
+                    .ok());
+    peers_ = dir_ + "/ranks.pub";
+    std::ofstream(peers_) << crypto::ToHex(pair_.public_key) << " rank-0\n";
+    psk_ = dir_ + "/job.psk";
+    ASSERT_TRUE(crypto::WriteKeyFile(psk_, crypto::KeyFileText(pair_.public_key),
+                                     crypto::KeyFileMode::kSecret, false)
+                    .ok());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  absl::StatusOr<crypto::LoadedKeys> Keys(std::initializer_list<std::string> entries) {
+    absl::StatusOr<Settings> s = Read(entries);
+    if (!s.ok()) return s.status();
+    return LoadPluginKeys(*s);
+  }
+  std::string KeysError(std::initializer_list<std::string> entries) {
+    absl::StatusOr<crypto::LoadedKeys> k = Keys(entries);
+    EXPECT_FALSE(k.ok());
+    if (k.ok()) return "";
+    EXPECT_EQ(k.status().code(), absl::StatusCode::kFailedPrecondition) << k.status();
+    return std::string(k.status().message());
+  }
+
+  std::string dir_, key_, peers_, psk_;
+  crypto::KeyPair pair_;
+};
+
+TEST_F(PluginKeysTest, EveryModeFromTheVariables) {
+  absl::StatusOr<crypto::LoadedKeys> k = Keys({"NCCL_LONGHAUL_INSECURE=1"});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k->security.insecure);
+  k = Keys({"NCCL_LONGHAUL_PSK_FILE=" + psk_});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kPsk);
+  k = Keys({"NCCL_LONGHAUL_KEY=" + key_, "NCCL_LONGHAUL_PEER_KEY=" + peers_});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kStaticKeys);
+  EXPECT_EQ(k->security.key->public_key, pair_.public_key);
+  EXPECT_EQ(k->peers.at(0).label, "rank-0");
+  k = Keys({"NCCL_LONGHAUL_KEY=" + key_, "NCCL_LONGHAUL_PEER_KEY=" + peers_,
+            "NCCL_LONGHAUL_PSK_FILE=" + psk_});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kStaticKeysPsk);
+}
+
+TEST_F(PluginKeysTest, NoChoiceAndContradictionsNameTheVariables) {
+  const std::string none =
+      "no keys: give NCCL_LONGHAUL_KEY and NCCL_LONGHAUL_PEER_KEY, or NCCL_LONGHAUL_PSK_FILE, or "
+      "NCCL_LONGHAUL_INSECURE=1 for plaintext";
+  EXPECT_EQ(KeysError({}), none);
+  EXPECT_EQ(KeysError({"NCCL_LONGHAUL_INSECURE=0"}), none);
+  EXPECT_EQ(KeysError({"NCCL_LONGHAUL_INSECURE="}), none) << "an empty value is unset";
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_INSECURE=true"}),
+            "NCCL_LONGHAUL_INSECURE=true: expected a 0 or 1");
+  EXPECT_EQ(KeysError({"NCCL_LONGHAUL_INSECURE=1", "NCCL_LONGHAUL_PSK_FILE=" + psk_}),
+            "NCCL_LONGHAUL_INSECURE=1 (plaintext) was chosen together with keys "
+            "(NCCL_LONGHAUL_PSK_FILE): choose one");
+  EXPECT_EQ(KeysError({"NCCL_LONGHAUL_PEER_KEY=" + peers_}),
+            "NCCL_LONGHAUL_PEER_KEY was given without NCCL_LONGHAUL_KEY (this side's own private "
+            "key)");
+  chmod(key_.c_str(), 0640);
+  EXPECT_EQ(
+      KeysError({"NCCL_LONGHAUL_KEY=" + key_, "NCCL_LONGHAUL_PEER_KEY=" + peers_}),
+      "NCCL_LONGHAUL_KEY: " + key_ + " is readable by its group (mode 0640): chmod 600 " + key_);
+}
+
+TEST_F(PluginKeysTest, TheProfileChoosesAndTheVariablesOverride) {
+  TempProfile psk_profile("rate=2gbit\npsk_file=" + psk_ + "\n");
+  absl::StatusOr<crypto::LoadedKeys> k = Keys({"NCCL_LONGHAUL_PROFILE=" + psk_profile.path()});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kPsk);
+  // INSECURE=1 drops the profile's key files; a key variable the profile's insecure.
+  k = Keys({"NCCL_LONGHAUL_PROFILE=" + psk_profile.path(), "NCCL_LONGHAUL_INSECURE=1"});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_TRUE(k->security.insecure);
+  TempProfile plain("insecure=true\n");
+  k = Keys({"NCCL_LONGHAUL_PROFILE=" + plain.path(), "NCCL_LONGHAUL_PSK_FILE=" + psk_});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kPsk);
+  k = Keys({"NCCL_LONGHAUL_PROFILE=" + psk_profile.path(), "NCCL_LONGHAUL_KEY=" + key_,
+            "NCCL_LONGHAUL_PEER_KEY=" + peers_});
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kStaticKeysPsk);
+  // A profile's file that is missing is named with its line.
+  TempProfile broken("key=" + dir_ + "/none.key\npeer_key=" + peers_ + "\n");
+  EXPECT_EQ(
+      KeysError({"NCCL_LONGHAUL_PROFILE=" + broken.path()}),
+      "key (" + broken.path() + ":1, NCCL_LONGHAUL_PROFILE): " + dir_ + "/none.key: no such file");
+  // Its transport keys still apply; the security keys never reach the core's parser.
+  absl::StatusOr<Settings> s = Read({"NCCL_LONGHAUL_PROFILE=" + psk_profile.path()});
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->config.rate, Bandwidth::Gbps(2));
+  EXPECT_EQ(s->profile_security.psk_file.value, psk_);
 }
 
 }  // namespace

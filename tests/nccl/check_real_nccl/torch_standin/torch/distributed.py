@@ -25,6 +25,11 @@ def init_process_group(backend, init_method, rank, world_size, timeout, device_i
     if net == "longhaul":
         assert os.path.exists(os.environ["NCCL_NET_PLUGIN"]), "the plugin must exist"
         lines += ["NET/Plugin: Loaded net plugin longhaul (v12)", "NET/longhaul: using lo"]
+        if os.environ.get("NCCL_LONGHAUL_PSK_FILE"):
+            lines += ["NET/longhaul: packet protection: Noise NNpsk0 (pre-shared key)"]
+        elif os.environ.get("NCCL_LONGHAUL_INSECURE") == "1":
+            lines += ["NET/longhaul: packet protection: insecure (plaintext, "
+                      "NCCL_LONGHAUL_INSECURE=1)"]
     peer = 1 - rank
     lines += [f"Using network {net}",
               f"Channel 00/0 : {rank}[0] -> {peer}[0] [send] via NET/{net}/0",
