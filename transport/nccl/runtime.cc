@@ -13,6 +13,10 @@ absl::Status Runtime::EnsureEndpointLocked() {
   if (endpoint_) return absl::OkStatus();
   EndpointOptions eo;
   eo.spin = settings.spin;
+  absl::StatusOr<Datapath> datapath =
+      ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath);
+  if (!datapath.ok()) return datapath.status();
+  eo.datapath = *datapath;
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   if (!ep.ok()) return ep.status();
   endpoint_ = *std::move(ep);

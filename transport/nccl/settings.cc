@@ -13,6 +13,7 @@
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
+#include "transport/datapath/options.h"
 
 extern char** environ;
 
@@ -62,6 +63,10 @@ constexpr SettingSpec kSpecs[] = {
      "for a relay or port forward in front of the listener (every device; with a fixed "
      "`NCCL_LONGHAUL_PORT`); `tools/nccl/check-real-nccl --link` puts longhaul-emu there",
      &Settings::advertise},
+    {"DATAPATH", SettingType::kDatapath, 0, 0, "udp", "",
+     "`udp` (sockets) or `verbs` (UD queue pairs on RoCE v2 through rdma-core: the RDMA "
+     "device holding each interface's address; docs/rdma.md)",
+     &Settings::datapath},
 };
 
 // getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
@@ -134,6 +139,8 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return absl::StrCat("port", range);
     case SettingType::kAddressPort:
       return "numeric address:port";
+    case SettingType::kDatapath:
+      return "datapath (udp, verbs)";
   }
   return "?";
 }
@@ -170,6 +177,11 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
       if (a->port < spec.min || a->port > spec.max) {
         return BadValue(spec, value, absl::OkStatus());
       }
+      return Store(spec, std::string(value), settings);
+    }
+    case SettingType::kDatapath: {
+      absl::StatusOr<Datapath> d = ParseDatapath(std::string(value));
+      if (!d.ok()) return BadValue(spec, value, d.status());
       return Store(spec, std::string(value), settings);
     }
   }

@@ -49,11 +49,12 @@ struct Settings {
   uint16_t port = 0;            // UDP port of each device; 0: any
   std::string advertise;        // "address:port" listen writes into handles; empty: the
                                 // device's own (validated by ReadSettings)
+  std::string datapath;         // "udp" or "verbs" (validated by ReadSettings)
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
   bool rtt_given = false;       // the profile or NCCL_LONGHAUL_INITIAL_RTT set the RTT
 };
 
-enum class SettingType { kInterfaceList, kPath, kSize, kDuration, kPort, kAddressPort };
+enum class SettingType { kInterfaceList, kPath, kSize, kDuration, kPort, kAddressPort, kDatapath };
 
 // One NCCL_LONGHAUL_<key> variable of the plugin.
 struct SettingSpec {

@@ -143,6 +143,7 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
       {"SPIN", {"0", [](const Settings& s) { EXPECT_EQ(s.spin, Duration::Zero()); }}},
       {"ADVERTISE",
        {"198.18.0.9:4000", [](const Settings& s) { EXPECT_EQ(s.advertise, "198.18.0.9:4000"); }}},
+      {"DATAPATH", {"verbs", [](const Settings& s) { EXPECT_EQ(s.datapath, "verbs"); }}},
   };
 }
 
@@ -156,6 +157,13 @@ TEST(NcclSettingsTest, EveryKeyOfTheTableIsParsed) {
     const Settings s = MustRead({absl::StrCat("NCCL_LONGHAUL_", spec.key, "=", it->second.value)});
     it->second.check(s);
   }
+}
+
+TEST(NcclSettingsTest, DatapathIsUdpByDefaultAndNamesTheChoicesWhenWrong) {
+  EXPECT_EQ(MustRead({}).datapath, "udp");
+  const std::string err = ReadError({"NCCL_LONGHAUL_DATAPATH=rdma"});
+  EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_DATAPATH=rdma: expected a datapath (udp, verbs)"));
+  EXPECT_THAT(err, HasSubstr("unknown datapath 'rdma' (udp, verbs)"));
 }
 
 TEST(NcclSettingsTest, EveryKeyOfTheTableIsCoveredHere) {
