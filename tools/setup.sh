@@ -14,6 +14,10 @@ PACKAGES=(
   libboost-dev libisal-dev libibverbs-dev nlohmann-json3-dev
   # benchmark peers, network namespaces, plots
   iproute2 iperf3 libudt-dev python3 python3-matplotlib
+  # the rdma tier's soft-RoCE testbed (tools/testbed): guests under qemu on Debian's
+  # kernel package (downloaded into a cache by the testbed, not installed), rdma-core
+  # tools and perftest inside them
+  qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils perftest
 )
 
 missing=()
