@@ -65,6 +65,24 @@ BOOT_DEADLINE_S = 120  # from qemu start to the agent answering (TCG on a busy h
 KVM_PROBE_DEADLINE_S = 25
 
 
+def _die_with_parent():
+    """In the qemu child: SIGKILL when the process that started it dies (even by SIGKILL,
+    e.g. a ctest timeout), so no guest outlives its testbed."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def _exit_on_sigterm():
+    """SIGTERM and SIGHUP unwind (running Testbed.close) instead of ending the process."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, handler)
+
+
 class Unavailable(Exception):
     """No testbed can be had on this machine (qemu, the kernel package, ...)."""
 
@@ -387,6 +405,7 @@ class Testbed:
     # -- lifecycle --
 
     def __enter__(self):
+        _exit_on_sigterm()
         try:
             self.boot()
         except BaseException:
@@ -439,7 +458,7 @@ class Testbed:
         ]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=open(os.path.join(self.work_dir, name + ".qemu.log"), "wb"),
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
         return Guest(name, proc, ctl, con)
 
     def _boot_pair(self, kernel, initrd, accel, deadline_s):
