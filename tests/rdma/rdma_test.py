@@ -29,6 +29,7 @@ class Case:
         self.tb = tb
         self.perf = os.path.join(build, "bin", "longhaul-perf")
         self.peer = os.path.join(build, "tests", "verbs_peer")
+        self.probe = os.path.join(build, "bin", "longhaul-probe")
 
     def netem(self, spec_both):
         self.tb.netem("a", spec_both)
@@ -163,6 +164,18 @@ def case_peer_killed(c):
     expect("peer unreachable" in out, out[-2000:])
 
 
+def case_probe_verbs_server(c):
+    """longhaul-probe against a verbs server: the listener's UDP port answers probes."""
+    c.netem(DELAY)
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s" % (c.perf, SERVER),
+                         "Server listening")
+    rc, out = c.tb.run("b", "%s --target=%s:5201 --duration=6s --max_rate=100mbit"
+                       % (c.probe, SERVER), 60)
+    c.tb.kill("a", pid, 2)
+    c.finish_server(pid, 20)
+    expect(rc == 0 and "answered" in out and "path MTU   9000" in out, out[-2000:])
+
+
 CASES = [
     ("devices", case_devices),
     ("bad_device", case_bad_device),
@@ -176,6 +189,7 @@ CASES = [
     ("messages_0B_to_64MiB", case_messages_0B_to_64MiB),
     ("two_connections", case_two_connections),
     ("peer_killed", case_peer_killed),
+    ("probe_verbs_server", case_probe_verbs_server),
 ]
 
 

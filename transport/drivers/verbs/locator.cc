@@ -9,11 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
+#include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
+#include "transport/net/socket_setup.h"
 
 namespace longhaul::verbs {
 namespace {
@@ -21,6 +24,8 @@ namespace {
 constexpr uint8_t kMagic[4] = {'L', 'H', 'V', 'L'};
 constexpr uint8_t kRequest = 'Q';
 constexpr uint8_t kAnswer = 'A';
+constexpr size_t kMaxUdpPayload = 65507;
+constexpr size_t kLocatorRecvBuffer = 4 << 20;
 
 void Put32(uint8_t* p, uint32_t v) {
   v = htonl(v);
@@ -135,6 +140,75 @@ absl::StatusOr<LocateAnswer> Locate(const net::SocketAddress& server, Duration t
     }
     wait_ns = std::min<int64_t>(wait_ns * 2, 1'000'000'000);
   }
+}
+
+uint32_t SourceAddressTowards(const net::SocketAddress& to) {
+  Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (s.fd < 0) return 0;
+  if (connect(s.fd, to.sockaddr_ptr(), to.sockaddr_len()) != 0) return 0;
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (getsockname(s.fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+  return local.sin_addr.s_addr;
+}
+
+absl::StatusOr<std::unique_ptr<LocatorSocket>> LocatorSocket::Open(const net::SocketAddress& bind,
+                                                                   bool timestamps) {
+  net::UdpSocketFlags flags;
+  flags.recv_ecn = false;
+  flags.rx_timestamps = timestamps;
+  absl::StatusOr<int> fd = net::OpenUdpSocket(bind.family(), flags);
+  if (!fd.ok()) return fd.status();
+  if (absl::Status s = net::BindSocket(*fd, bind); !s.ok()) {
+    close(*fd);
+    return s;
+  }
+  absl::StatusOr<net::SocketAddress> local = net::LocalAddress(*fd);
+  if (!local.ok()) {
+    close(*fd);
+    return local.status();
+  }
+  net::SetSocketBuffer(*fd, net::BufferKind::kReceive, kLocatorRecvBuffer);
+  std::unique_ptr<LocatorSocket> l(new LocatorSocket(*fd, *std::move(local)));
+  l->buf_.resize(kMaxUdpPayload + 1);
+  return l;
+}
+
+LocatorSocket::~LocatorSocket() {
+  if (fd_ >= 0) close(fd_);
+}
+
+bool LocatorSocket::Read(LocatorDatagram* out) {
+  while (true) {
+    alignas(cmsghdr) uint8_t control[256];
+    sockaddr_storage from{};
+    iovec iov{buf_.data(), buf_.size()};
+    msghdr m{};
+    m.msg_name = &from;
+    m.msg_namelen = sizeof(from);
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof(control);
+    const ssize_t n = recvmsg(fd_, &m, 0);
+    if (n < 0) return false;
+    if ((m.msg_flags & MSG_TRUNC) != 0 || static_cast<size_t>(n) > kMaxUdpPayload) {
+      ++truncated_;
+      continue;
+    }
+    out->data = std::span<const uint8_t>(buf_.data(), static_cast<size_t>(n));
+    out->from = net::SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&from), m.msg_namelen);
+    const int64_t t = net::ReceivedRealtimeNs(m);
+    out->kernel_time_ns = t > 0 ? t : 0;
+    return true;
+  }
+}
+
+absl::Status LocatorSocket::Send(std::span<const uint8_t> d, const net::SocketAddress& to) {
+  if (sendto(fd_, d.data(), d.size(), 0, to.sockaddr_ptr(), to.sockaddr_len()) < 0) {
+    return net::ErrnoStatus(errno, absl::StrCat("reply to ", to.ToString()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace longhaul::verbs

@@ -12,10 +12,12 @@
 // ListenOptions::on_foreign_datagram), so longhaul-probe and longhaul-tune measure the
 // path over UDP beside the queue pair.
 //
-// Thread-safety: the codec is pure; Locate blocks the calling thread (not the driver's).
+// Thread-safety: the codec is pure; Locate blocks the calling thread (not the driver's);
+// a LocatorSocket belongs to the driver thread.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,5 +53,48 @@ bool IsLocateMessage(std::span<const uint8_t> d);
 // until `timeout`. Errors: Unavailable "connection refused by ..." (ICMP port
 // unreachable: nothing listens there), DeadlineExceeded (no answer), the socket's errors.
 absl::StatusOr<LocateAnswer> Locate(const net::SocketAddress& server, Duration timeout);
+
+// The local IPv4 address (network order) the kernel would send from towards `to`; 0
+// when there is no route.
+uint32_t SourceAddressTowards(const net::SocketAddress& to);
+
+// One datagram read from a listener's locator socket. `data` points into the socket's
+// buffer and is valid until the next Read.
+struct LocatorDatagram {
+  std::span<const uint8_t> data;
+  net::SocketAddress from;
+  int64_t kernel_time_ns = 0;  // kernel arrival time (CLOCK_REALTIME); 0 if none
+};
+
+// A listener's UDP socket: LOCATE requests and whatever else reaches the port (the
+// tuner's probes, which are as large as the path MTU allows: up to 65507 bytes).
+class LocatorSocket {
+ public:
+  // Binds a non-blocking UDP socket to `bind` (IPv4), with kernel receive timestamps when
+  // `timestamps` (the probe responder needs arrival times) and a 4 MiB receive buffer
+  // (a probe train of 64 datagrams of 9000 bytes, twice). Errors: the socket's.
+  static absl::StatusOr<std::unique_ptr<LocatorSocket>> Open(const net::SocketAddress& bind,
+                                                             bool timestamps);
+  ~LocatorSocket();
+  LocatorSocket(const LocatorSocket&) = delete;
+  LocatorSocket& operator=(const LocatorSocket&) = delete;
+
+  int fd() const { return fd_; }
+  const net::SocketAddress& local() const { return local_; }
+  // The next waiting datagram, whole; false when none is waiting. Datagrams that did not
+  // fit (none can: the buffer holds the largest UDP payload) are counted in
+  // `truncated()` and skipped.
+  bool Read(LocatorDatagram* out);
+  // Sends `d` to `to`; the error text on failure (the socket's buffer full, no route).
+  absl::Status Send(std::span<const uint8_t> d, const net::SocketAddress& to);
+  uint64_t truncated() const { return truncated_; }
+
+ private:
+  LocatorSocket(int fd, net::SocketAddress local) : fd_(fd), local_(std::move(local)) {}
+  int fd_;
+  net::SocketAddress local_;
+  std::vector<uint8_t> buf_;
+  uint64_t truncated_ = 0;
+};
 
 }  // namespace longhaul::verbs

@@ -13,10 +13,8 @@
 //
 // Buffers: one registered send arena of fixed slots (the port's MTU each) shared by every
 // queue pair, so PollTransmit writes into the slot it will be posted from (no copy);
-// each queue pair keeps its posted slots in order, and a signalled completion returns
-// every slot up to it (a UD send queue completes in order). Every 16th work request and
-// the last of each post list is signalled. Each queue pair has its own receive ring
-// (MTU + the 40-byte GRH per slot).
+// each queue pair (queue_pair.h) keeps its posted slots and its own receive ring.
+// Listeners' UDP sockets are locator.h's.
 
 #include "transport/drivers/verbs/verbs_driver.h"
 
@@ -26,7 +24,6 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +31,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -52,18 +48,15 @@
 #include "transport/datapath/endpoint_runtime.h"
 #include "transport/drivers/verbs/locator.h"
 #include "transport/drivers/verbs/peer_address.h"
+#include "transport/drivers/verbs/queue_pair.h"
 #include "transport/drivers/verbs/verbs_device.h"
 #include "transport/endpoint/handshake.h"
-#include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
 #include "transport/net/resolver.h"
-#include "transport/net/socket_setup.h"
 
 namespace longhaul::verbs {
 namespace {
 
-constexpr uint32_t kGrhBytes = 40;
-constexpr uint32_t kSignalEvery = 16;
 constexpr int kCqBatch = 32;
 constexpr int kMaxCqBatchesPerTurn = 8;  // then transmit (ACKs) before reading more
 constexpr uint32_t kRefillBatch = 32;
@@ -90,42 +83,6 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o) {
   return c;
 }
 
-uint64_t WrId(uint32_t qp, uint32_t slot) { return (static_cast<uint64_t>(qp) << 32) | slot; }
-uint32_t WrQp(uint64_t id) { return static_cast<uint32_t>(id >> 32); }
-uint32_t WrSlot(uint64_t id) { return static_cast<uint32_t>(id); }
-
-// The sender's GID from the 40 bytes in front of a UD message: a GRH (IPv6, RoCE v2 over
-// IPv6 or RoCE v1), or for RoCE v2 over IPv4 20 unused bytes and the IPv4 header.
-bool SourceGid(const uint8_t* grh, Gid* gid) {
-  if ((grh[0] >> 4) == 6) {
-    std::memcpy(gid->data(), grh + 8, 16);
-    return true;
-  }
-  if ((grh[20] >> 4) == 4) {
-    uint32_t v4;
-    std::memcpy(&v4, grh + 20 + 12, 4);
-    *gid = Ipv4MappedGid(v4);
-    return true;
-  }
-  return false;
-}
-
-// The local IPv4 address the kernel would send from towards `to` (network order).
-uint32_t SourceAddressTowards(const net::SocketAddress& to) {
-  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  uint32_t out = 0;
-  if (connect(fd, to.sockaddr_ptr(), to.sockaddr_len()) == 0) {
-    sockaddr_in local{};
-    socklen_t len = sizeof(local);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-      out = local.sin_addr.s_addr;
-    }
-  }
-  close(fd);
-  return out;
-}
-
 }  // namespace
 
 class VerbsDriverImpl {
@@ -138,9 +95,9 @@ class VerbsDriverImpl {
                      .close_local = [this](endpoint::LocalId id) { DestroyQp(id); },
                      .local_address =
                          [this](endpoint::LocalId id) {
-                           Qp* q = FindQp(id);
+                           UdQueuePair* q = FindQp(id);
                            if (q == nullptr || dev_ == nullptr) return std::string();
-                           return absl::StrCat(FormatGid(dev_->gid()), " qp ", q->qpn);
+                           return absl::StrCat(FormatGid(dev_->gid()), " qp ", q->qpn());
                          }}),
         ep_(runtime_.endpoint()) {}
 
@@ -239,34 +196,6 @@ class VerbsDriverImpl {
   }
 
  private:
-  struct SendWr {
-    uint32_t slot;
-    uint32_t len;
-    ibv_ah* ah;
-    uint32_t remote_qpn;
-  };
-  struct Qp {
-    uint32_t id = 0;  // its endpoint::LocalId
-    ibv_qp* qp = nullptr;
-    uint32_t qpn = 0;
-    uint32_t max_inline = 0;
-    // receive ring
-    std::vector<uint8_t> recv_mem;
-    ibv_mr* recv_mr = nullptr;
-    uint32_t recv_depth = 0;
-    std::vector<uint32_t> refill;  // slots to post again
-    // send side
-    uint32_t send_depth = 0;
-    std::deque<std::pair<uint32_t, bool>> inflight;  // posted slots, signalled?
-    uint32_t unsignaled_run = 0;
-    std::vector<SendWr> chain;   // built this turn
-    std::deque<SendWr> backlog;  // PollTransmit's output while the send queue was full
-    bool blocked = false;
-    // listener
-    int udp_fd = -1;
-    ForeignDatagramHandler on_foreign;
-  };
-
   // ---- posting work to the driver thread ----
 
   void Kick() {
@@ -339,6 +268,7 @@ class VerbsDriverImpl {
     }
     free_slots_.clear();
     for (uint32_t i = kSendSlots; i > 0; --i) free_slots_.push_back(i - 1);
+    arena_ = SendArena{send_mem_.data(), send_mr_->lkey, slot_size_};
     dev_ = std::move(dev);
     LOG(INFO) << "verbs: " << dev_->Describe();
     return absl::OkStatus();
@@ -379,18 +309,20 @@ class VerbsDriverImpl {
     return static_cast<uint32_t>(depth);
   }
 
-  // The segment fitted to the port's MTU (or the error when it may not be changed).
-  absl::Status FitSegment(TransportConfig* c) const {
-    if (c->MaxDatagramSize() <= slot_size_) return absl::OkStatus();
-    const ByteCount fitted = slot_size_ - (c->MaxDatagramSize() - c->segment);
-    if (!opt_.verbs.fit_segment) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("segment of ", c->segment, " bytes makes datagrams of ",
-                       c->MaxDatagramSize(), " bytes, more than ", dev_->name(),
-                       "'s active MTU of ", slot_size_, "; use --segment=", fitted, " or less"));
+  // A connection's configuration fitted to the port: the segment to the active MTU (or
+  // the error when it may not be changed).
+  absl::Status FitToPort(TransportConfig* c) const {
+    if (c->MaxDatagramSize() > slot_size_) {
+      const ByteCount fitted = slot_size_ - (c->MaxDatagramSize() - c->segment);
+      if (!opt_.verbs.fit_segment) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("segment of ", c->segment, " bytes makes datagrams of ",
+                         c->MaxDatagramSize(), " bytes, more than ", dev_->name(),
+                         "'s active MTU of ", slot_size_, "; use --segment=", fitted, " or less"));
+      }
+      c->segment = fitted;
+      if (c->window < 2 * c->segment) c->window = 2 * c->segment;
     }
-    c->segment = fitted;
-    if (c->window < 2 * c->segment) c->window = 2 * c->segment;
     return c->Validate();
   }
 
@@ -403,77 +335,17 @@ class VerbsDriverImpl {
           absl::StrCat("verbs: completion queues full (", cq_capacity_, " entries; ", qps_.size(),
                        " queue pairs): fewer flows or connections, or a smaller recv_depth"));
     }
-    auto q = std::make_unique<Qp>();
-    q->id = next_qp_id_++;
-    q->recv_depth = recv_depth;
-    q->send_depth = send_depth;
-    ibv_qp_init_attr ia{};
-    ia.send_cq = send_cq_;
-    ia.recv_cq = recv_cq_;
-    ia.qp_type = IBV_QPT_UD;
-    ia.cap.max_send_wr = send_depth;
-    ia.cap.max_recv_wr = recv_depth;
-    ia.cap.max_send_sge = 1;
-    ia.cap.max_recv_sge = 1;
-    ia.cap.max_inline_data = dev_->max_inline();
-    q->qp = ibv_create_qp(dev_->pd(), &ia);
-    if (q->qp == nullptr) {
-      // Some devices refuse inline data: retry without.
-      ia.cap.max_inline_data = 0;
-      q->qp = ibv_create_qp(dev_->pd(), &ia);
-    }
-    if (q->qp == nullptr) {
-      return VerbsError(errno, absl::StrCat("ibv_create_qp (UD, ", send_depth, " send and ",
-                                            recv_depth, " receive work requests)"));
-    }
-    q->qpn = q->qp->qp_num;
-    q->max_inline = ia.cap.max_inline_data;
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
-    a.port_num = dev_->port();
-    a.qkey = kQkey;
-    int err =
-        ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
-    if (err == 0) {
-      a = {};
-      a.qp_state = IBV_QPS_RTR;
-      err = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
-    }
-    if (err == 0) {
-      a = {};
-      a.qp_state = IBV_QPS_RTS;
-      a.sq_psn = static_cast<uint32_t>(RandomWord() & 0xffffff);
-      err = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-    }
-    if (err != 0) {
-      ibv_destroy_qp(q->qp);
-      return VerbsError(err, "ibv_modify_qp (UD to RTS)");
-    }
-    const size_t recv_slot = slot_size_ + kGrhBytes;
-    q->recv_mem.assign(recv_slot * recv_depth, 0);
-    q->recv_mr =
-        ibv_reg_mr(dev_->pd(), q->recv_mem.data(), q->recv_mem.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (q->recv_mr == nullptr) {
-      const int e = errno;
-      ibv_destroy_qp(q->qp);
-      return VerbsError(e,
-                        absl::StrCat("ibv_reg_mr of a ", q->recv_mem.size(), "-byte receive ring"));
-    }
-    const uint32_t id = q->id;
+    const uint32_t id = next_qp_id_++;
+    absl::StatusOr<std::unique_ptr<UdQueuePair>> q = UdQueuePair::Create(
+        *dev_, send_cq_, recv_cq_, id, recv_depth, send_depth, slot_size_, &counters_);
+    if (!q.ok()) return q.status();
     recv_cq_used_ += recv_depth;
     send_cq_used_ += send_depth;
-    Qp& ref = *q;
-    qps_[id] = std::move(q);
-    for (uint32_t s = 0; s < recv_depth; ++s) ref.refill.push_back(s);
-    if (absl::Status st = Refill(ref); !st.ok()) {
-      DestroyQp(id);
-      return st;
-    }
+    qps_[id] = *std::move(q);
     return id;
   }
 
-  Qp* FindQp(uint32_t id) {
+  UdQueuePair* FindQp(uint32_t id) {
     auto it = qps_.find(id);
     return it == qps_.end() ? nullptr : it->second.get();
   }
@@ -481,41 +353,12 @@ class VerbsDriverImpl {
   void DestroyQp(uint32_t id) {
     auto it = qps_.find(id);
     if (it == qps_.end()) return;
-    Qp& q = *it->second;
+    UdQueuePair& q = *it->second;
     ep_.SetBlocked(id, false);
-    if (q.qp != nullptr) ibv_destroy_qp(q.qp);
-    if (q.recv_mr != nullptr) ibv_dereg_mr(q.recv_mr);
-    for (auto& [slot, sig] : q.inflight) free_slots_.push_back(slot);
-    for (const SendWr& w : q.chain) free_slots_.push_back(w.slot);
-    for (const SendWr& w : q.backlog) free_slots_.push_back(w.slot);
-    if (q.udp_fd >= 0) close(q.udp_fd);
-    recv_cq_used_ -= q.recv_depth;
-    send_cq_used_ -= q.send_depth;
+    q.ReleaseSlots(&free_slots_);
+    recv_cq_used_ -= q.recv_depth();
+    send_cq_used_ -= q.send_depth();
     qps_.erase(it);
-  }
-
-  absl::Status Refill(Qp& q) {
-    if (q.refill.empty()) return absl::OkStatus();
-    const size_t n = q.refill.size();
-    recv_wrs_.resize(n);
-    recv_sges_.resize(n);
-    const size_t recv_slot = slot_size_ + kGrhBytes;
-    for (size_t i = 0; i < n; ++i) {
-      recv_sges_[i].addr = reinterpret_cast<uintptr_t>(q.recv_mem.data() + q.refill[i] * recv_slot);
-      recv_sges_[i].length = static_cast<uint32_t>(recv_slot);
-      recv_sges_[i].lkey = q.recv_mr->lkey;
-      recv_wrs_[i] = {};
-      recv_wrs_[i].wr_id = WrId(q.id, q.refill[i]);
-      recv_wrs_[i].sg_list = &recv_sges_[i];
-      recv_wrs_[i].num_sge = 1;
-      recv_wrs_[i].next = i + 1 < n ? &recv_wrs_[i + 1] : nullptr;
-    }
-    ibv_recv_wr* bad = nullptr;
-    ++counters_.recv_syscalls;
-    const int err = ibv_post_recv(q.qp, recv_wrs_.data(), &bad);
-    q.refill.clear();
-    if (err != 0) return VerbsError(err, "ibv_post_recv");
-    return absl::OkStatus();
   }
 
   ibv_ah* AhFor(const Gid& gid) {
@@ -544,7 +387,7 @@ class VerbsDriverImpl {
   absl::StatusOr<uint16_t> ListenOnDriver(const net::SocketAddress& bind, uint32_t ipv4,
                                           ListenOptions lo) {
     if (absl::Status s = OpenDevice(ipv4); !s.ok()) return s;
-    if (absl::Status s = FitSegment(&lo.config); !s.ok()) return s;
+    if (absl::Status s = FitToPort(&lo.config); !s.ok()) return s;
     // The accepted connections' configuration (the policy's, from the client's settings)
     // must fit the MTU as well.
     if (lo.policy) {
@@ -552,35 +395,27 @@ class VerbsDriverImpl {
                       const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
         absl::StatusOr<TransportConfig> c = inner(h);
         if (!c.ok()) return c;
-        if (absl::Status s = FitSegment(&*c); !s.ok()) return s;
+        if (absl::Status s = FitToPort(&*c); !s.ok()) return s;
         return c;
       };
     }
-    net::UdpSocketFlags flags;
-    flags.recv_ecn = false;
-    flags.rx_timestamps = static_cast<bool>(lo.on_foreign_datagram);
-    absl::StatusOr<int> fd = net::OpenUdpSocket(AF_INET, flags);
-    if (!fd.ok()) return fd.status();
-    if (absl::Status s = net::BindSocket(*fd, bind); !s.ok()) {
-      close(*fd);
-      return s;
-    }
-    absl::StatusOr<net::SocketAddress> local = net::LocalAddress(*fd);
+    absl::StatusOr<std::unique_ptr<LocatorSocket>> sock =
+        LocatorSocket::Open(bind, static_cast<bool>(lo.on_foreign_datagram));
+    if (!sock.ok()) return sock.status();
     absl::StatusOr<uint32_t> id = CreateQp(lo.config);
-    if (!id.ok() || !local.ok()) {
-      close(*fd);
-      return id.ok() ? local.status() : id.status();
-    }
-    Qp& q = *qps_.at(*id);
-    q.udp_fd = *fd;
+    if (!id.ok()) return id.status();
+    UdQueuePair& q = *qps_.at(*id);
+    q.locator = *std::move(sock);
     q.on_foreign = lo.on_foreign_datagram;
+    const net::SocketAddress local = q.locator->local();
+    const uint32_t qpn = q.qpn();
     if (absl::Status st = runtime_.Listen(*id, std::move(lo)); !st.ok()) {
       DestroyQp(*id);
       return st;
     }
-    LOG(INFO) << "verbs: listening on " << local->ToString() << " as " << dev_->Describe() << " qp "
-              << q.qpn;
-    return local->port();
+    LOG(INFO) << "verbs: listening on " << local.ToString() << " as " << dev_->Describe() << " qp "
+              << qpn;
+    return local.port();
   }
 
   void StartConnect(const LocateAnswer& server, ConnectOptions co,
@@ -591,7 +426,7 @@ class VerbsDriverImpl {
       wait->done = true;
       wait->cv.notify_all();
     };
-    if (absl::Status s = FitSegment(&co.config); !s.ok()) return fail(s);
+    if (absl::Status s = FitToPort(&co.config); !s.ok()) return fail(s);
     if (co.config.MaxDatagramSize() > server.mtu) {
       return fail(absl::FailedPreconditionError(
           absl::StrCat("the server's active MTU (", server.mtu, ") is smaller than this side's ",
@@ -684,7 +519,7 @@ class VerbsDriverImpl {
     pfds_.push_back({event_fd_, POLLIN, 0});
     if (channel_ != nullptr) pfds_.push_back({channel_->fd, POLLIN, 0});
     for (auto& [id, q] : qps_) {
-      if (q->udp_fd >= 0) pfds_.push_back({q->udp_fd, POLLIN, 0});
+      if (q->locator) pfds_.push_back({q->locator->fd(), POLLIN, 0});
     }
     now = Now();
     next = Deadline(now);
@@ -740,7 +575,7 @@ class VerbsDriverImpl {
       for (int i = 0; i < n; ++i) OnRecv(wcs[i], now);
       runtime_.ProcessEndpointEvents();
       for (auto& [id, q] : qps_) {
-        if (q->refill.size() >= kRefillBatch) ReportRefill(*q);
+        if (q->returned() >= kRefillBatch) ReportRefill(*q);
       }
       if (n < kCqBatch) break;
       if (b + 1 == kMaxCqBatchesPerTurn) return true;
@@ -749,14 +584,14 @@ class VerbsDriverImpl {
     return false;
   }
 
-  void ReportRefill(Qp& q) {
-    if (absl::Status s = Refill(q); !s.ok()) {
+  void ReportRefill(UdQueuePair& q) {
+    if (absl::Status s = q.Refill(&counters_); !s.ok()) {
       rate_log_.Warn("refill", Now(), absl::StrCat("verbs: ", s.message()));
     }
   }
 
   void OnRecv(const ibv_wc& wc, Time now) {
-    Qp* q = FindQp(WrQp(wc.wr_id));
+    UdQueuePair* q = FindQp(WrQp(wc.wr_id));
     if (q == nullptr) return;  // destroyed meanwhile
     const uint32_t slot = WrSlot(wc.wr_id);
     if (wc.status != IBV_WC_SUCCESS) {
@@ -764,25 +599,25 @@ class VerbsDriverImpl {
         ++counters_.receive_truncated;
         rate_log_.Warn("recv-error", now,
                        absl::StrCat("verbs: receive completion: ", ibv_wc_status_str(wc.status)));
-        q->refill.push_back(slot);
+        q->ReturnRecv(slot);
       }
       return;
     }
-    const uint8_t* buf = q->recv_mem.data() + static_cast<size_t>(slot) * (slot_size_ + kGrhBytes);
+    const uint8_t* buf = q->RecvBuffer(slot);
     const uint32_t len = wc.byte_len >= kGrhBytes ? wc.byte_len - kGrhBytes : 0;
     UdAddress from;
     from.qpn = wc.src_qp;
     if (!(wc.wc_flags & IBV_WC_GRH) || !SourceGid(buf, &from.gid)) {
       ++counters_.undecodable;
-      q->refill.push_back(slot);
+      q->ReturnRecv(slot);
       return;
     }
     ++counters_.datagrams_received;
     counters_.bytes_received += len;
-    const uint32_t id = q->id;
+    const uint32_t id = q->id();
     ep_.OnDatagram(now, id, ToPeerAddress(from), std::span<const uint8_t>(buf + kGrhBytes, len));
     // The endpoint copied what it keeps; the buffer goes back (if the QP still exists).
-    if (Qp* again = FindQp(id)) again->refill.push_back(slot);
+    if (UdQueuePair* again = FindQp(id)) again->ReturnRecv(slot);
   }
 
   // ---- locators (UDP) ----
@@ -790,66 +625,53 @@ class VerbsDriverImpl {
   void ReadLocators() {
     ids_.clear();
     for (auto& [id, q] : qps_) {
-      if (q->udp_fd >= 0) ids_.push_back(id);
+      if (q->locator) ids_.push_back(id);
     }
+    LocatorDatagram d;
     for (uint32_t id : ids_) {
       for (int i = 0; i < 64; ++i) {
-        Qp* q = FindQp(id);
+        UdQueuePair* q = FindQp(id);
         if (q == nullptr) break;
-        uint8_t buf[2048];
-        alignas(cmsghdr) uint8_t control[256];
-        sockaddr_storage from{};
-        iovec iov{buf, sizeof(buf)};
-        msghdr m{};
-        m.msg_name = &from;
-        m.msg_namelen = sizeof(from);
-        m.msg_iov = &iov;
-        m.msg_iovlen = 1;
-        m.msg_control = control;
-        m.msg_controllen = sizeof(control);
-        const ssize_t n = recvmsg(q->udp_fd, &m, 0);
-        if (n < 0) break;
-        const net::SocketAddress src =
-            net::SocketAddress::FromSockaddr(reinterpret_cast<sockaddr*>(&from), m.msg_namelen);
-        OnLocatorDatagram(*q, std::span<const uint8_t>(buf, static_cast<size_t>(n)), src,
-                          net::ReceivedRealtimeNs(m));
+        const uint64_t truncated = q->locator->truncated();
+        const bool got = q->locator->Read(&d);
+        counters_.receive_truncated += q->locator->truncated() - truncated;
+        if (!got) break;
+        OnLocatorDatagram(*q, d);
       }
     }
   }
 
-  void SendUdp(Qp& q, std::span<const uint8_t> d, const net::SocketAddress& to) {
-    if (sendto(q.udp_fd, d.data(), d.size(), 0, to.sockaddr_ptr(), to.sockaddr_len()) < 0) {
-      rate_log_.Warn("locator-send", Now(),
-                     absl::StrCat("verbs: reply to ", to.ToString(), ": ", std::strerror(errno)));
+  void SendUdp(UdQueuePair& q, std::span<const uint8_t> d, const net::SocketAddress& to) {
+    if (absl::Status s = q.locator->Send(d, to); !s.ok()) {
+      rate_log_.Warn("locator-send", Now(), absl::StrCat("verbs: ", s.message()));
     }
   }
 
-  void OnLocatorDatagram(Qp& q, std::span<const uint8_t> d, const net::SocketAddress& src,
-                         int64_t kernel_ns) {
-    if (std::optional<uint64_t> nonce = DecodeLocateRequest(d)) {
+  void OnLocatorDatagram(UdQueuePair& q, const LocatorDatagram& d) {
+    if (std::optional<uint64_t> nonce = DecodeLocateRequest(d.data)) {
       LocateAnswer a;
       a.address.gid = dev_->gid();
-      a.address.qpn = q.qpn;
+      a.address.qpn = q.qpn();
       a.qkey = kQkey;
       a.mtu = slot_size_;
-      SendUdp(q, EncodeLocateAnswer(*nonce, a), src);
+      SendUdp(q, EncodeLocateAnswer(*nonce, a), d.from);
       return;
     }
-    if (IsLocateMessage(d) || !q.on_foreign) {
+    if (IsLocateMessage(d.data) || !q.on_foreign) {
       ++counters_.undecodable;
       return;
     }
     ForeignDatagram f;
-    f.data = d;
-    f.from = src.ToString();
-    f.kernel_time_ns = kernel_ns > 0 ? kernel_ns : 0;
+    f.data = d.data;
+    f.from = d.from.ToString();
+    f.kernel_time_ns = d.kernel_time_ns;
     f.now_ns = RealtimeNs();
     ++counters_.foreign_datagrams;
     foreign_replies_.clear();
     q.on_foreign(f, &foreign_replies_);
     for (const std::vector<uint8_t>& r : foreign_replies_) {
       if (r.empty() || r.size() > kMaxForeignReply) continue;
-      SendUdp(q, r, src);
+      SendUdp(q, r, d.from);
       ++counters_.foreign_replies;
     }
   }
@@ -865,7 +687,7 @@ class VerbsDriverImpl {
       if (n <= 0) break;
       total += n;
       for (int i = 0; i < n; ++i) {
-        Qp* q = FindQp(WrQp(wcs[i].wr_id));
+        UdQueuePair* q = FindQp(WrQp(wcs[i].wr_id));
         if (q == nullptr) continue;
         if (wcs[i].status != IBV_WC_SUCCESS && wcs[i].status != IBV_WC_WR_FLUSH_ERR) {
           ++counters_.send_errors;
@@ -873,13 +695,7 @@ class VerbsDriverImpl {
               "send-error", Now(),
               absl::StrCat("verbs: send completion: ", ibv_wc_status_str(wcs[i].status)));
         }
-        const uint32_t slot = WrSlot(wcs[i].wr_id);
-        while (!q->inflight.empty()) {
-          const uint32_t s = q->inflight.front().first;
-          q->inflight.pop_front();
-          free_slots_.push_back(s);
-          if (s == slot) break;
-        }
+        q->Completed(WrSlot(wcs[i].wr_id), &free_slots_);
       }
       if (n < kCqBatch) break;
     }
@@ -891,15 +707,15 @@ class VerbsDriverImpl {
     return total;
   }
 
-  void FlushBacklog(Qp& q) {
-    while (!q.backlog.empty() && q.inflight.size() + q.chain.size() < q.send_depth) {
+  void FlushBacklog(UdQueuePair& q) {
+    while (!q.backlog.empty() && q.send_room() > 0) {
       q.chain.push_back(q.backlog.front());
       q.backlog.pop_front();
     }
     PostChain(q);
     if (q.backlog.empty() && q.blocked) {
       q.blocked = false;
-      ep_.SetBlocked(q.id, false);
+      ep_.SetBlocked(q.id(), false);
     }
   }
 
@@ -912,7 +728,7 @@ class VerbsDriverImpl {
       uint8_t* buf = send_mem_.data() + static_cast<size_t>(slot) * slot_size_;
       const size_t n = ep_.PollTransmit(now, buf, slot_size_, &t, turn);
       if (n == 0) break;
-      Qp* q = FindQp(t.local);
+      UdQueuePair* q = FindQp(t.local);
       if (q == nullptr) continue;  // destroyed meanwhile: lost like on a wire
       std::optional<UdAddress> to = FromPeerAddress(t.to);
       ibv_ah* ah = to ? AhFor(to->gid) : nullptr;
@@ -922,12 +738,12 @@ class VerbsDriverImpl {
       }
       free_slots_.pop_back();
       SendWr w{slot, static_cast<uint32_t>(n), ah, to->qpn};
-      if (!q->backlog.empty() || q->inflight.size() + q->chain.size() >= q->send_depth) {
+      if (!q->backlog.empty() || q->send_room() == 0) {
         q->backlog.push_back(w);
         if (!q->blocked) {
           q->blocked = true;
           ++counters_.send_blocked;
-          ep_.SetBlocked(q->id, true);
+          ep_.SetBlocked(q->id(), true);
         }
         continue;
       }
@@ -937,58 +753,11 @@ class VerbsDriverImpl {
     for (auto& [id, q] : qps_) PostChain(*q);
   }
 
-  void PostChain(Qp& q) {
-    const size_t n = q.chain.size();
-    if (n == 0) return;
-    send_wrs_.resize(n);
-    send_sges_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const SendWr& w = q.chain[i];
-      send_sges_[i].addr =
-          reinterpret_cast<uintptr_t>(send_mem_.data() + static_cast<size_t>(w.slot) * slot_size_);
-      send_sges_[i].length = w.len;
-      send_sges_[i].lkey = send_mr_->lkey;
-      ibv_send_wr& wr = send_wrs_[i];
-      wr = {};
-      wr.wr_id = WrId(q.id, w.slot);
-      wr.sg_list = &send_sges_[i];
-      wr.num_sge = 1;
-      wr.opcode = IBV_WR_SEND;
-      wr.wr.ud.ah = w.ah;
-      wr.wr.ud.remote_qpn = w.remote_qpn;
-      wr.wr.ud.remote_qkey = kQkey;
-      const bool signal = ++q.unsignaled_run >= kSignalEvery || i + 1 == n;
-      if (signal) {
-        wr.send_flags |= IBV_SEND_SIGNALED;
-        q.unsignaled_run = 0;
-      }
-      if (w.len <= q.max_inline) wr.send_flags |= IBV_SEND_INLINE;
-      wr.next = i + 1 < n ? &send_wrs_[i + 1] : nullptr;
-    }
-    ibv_send_wr* bad = nullptr;
-    ++counters_.send_syscalls;
-    if (n > 1) ++counters_.gso_sends;
-    const int err = ibv_post_send(q.qp, send_wrs_.data(), &bad);
-    size_t posted = n;
-    if (err != 0) {
-      posted = bad != nullptr ? static_cast<size_t>(bad - send_wrs_.data()) : 0;
-      counters_.send_errors += n - posted;
+  void PostChain(UdQueuePair& q) {
+    if (const int err = q.PostChain(arena_, &free_slots_, &counters_); err != 0) {
       rate_log_.Warn("post-send", Now(),
                      absl::StrCat("verbs: ibv_post_send: ", std::strerror(err)));
     }
-    for (size_t i = 0; i < n; ++i) {
-      if (i < posted) {
-        q.inflight.emplace_back(q.chain[i].slot,
-                                (send_wrs_[i].send_flags & IBV_SEND_SIGNALED) != 0);
-        ++counters_.datagrams_sent;
-        counters_.bytes_sent += q.chain[i].len;
-      } else {
-        free_slots_.push_back(q.chain[i].slot);
-      }
-    }
-    // A refused post list may have left the last posted WR unsignalled: its slots return
-    // with the next signalled one.
-    q.chain.clear();
   }
 
   // ---- stats and teardown ----
@@ -1017,7 +786,7 @@ class VerbsDriverImpl {
       const int64_t until = MonotonicNs() + 50'000'000;
       while (MonotonicNs() < until) {
         bool pending = false;
-        for (auto& [id, q] : qps_) pending |= !q->inflight.empty();
+        for (auto& [id, q] : qps_) pending |= q->has_inflight();
         if (!pending) break;
         PollSend();
       }
@@ -1044,17 +813,14 @@ class VerbsDriverImpl {
   uint32_t slot_size_ = 0;
   std::vector<uint8_t> send_mem_;
   ibv_mr* send_mr_ = nullptr;
+  SendArena arena_;
   std::vector<uint32_t> free_slots_;
   absl::flat_hash_map<Gid, ibv_ah*> ahs_;
-  std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps_;
+  std::unordered_map<uint32_t, std::unique_ptr<UdQueuePair>> qps_;
   uint32_t next_qp_id_ = 1;
   bool recv_seen_this_turn_ = false;
 
   // Scratch (driver thread).
-  std::vector<ibv_recv_wr> recv_wrs_;
-  std::vector<ibv_sge> recv_sges_;
-  std::vector<ibv_send_wr> send_wrs_;
-  std::vector<ibv_sge> send_sges_;
   std::vector<pollfd> pfds_;
   std::vector<uint32_t> ids_;
   std::vector<std::vector<uint8_t>> foreign_replies_;
