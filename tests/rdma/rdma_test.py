@@ -29,6 +29,8 @@ class Case:
         self.tb = tb
         self.perf = os.path.join(build, "bin", "longhaul-perf")
         self.peer = os.path.join(build, "tests", "verbs_peer")
+        self.rank = os.path.join(build, "tests", "nccl_verbs_rank")
+        self.plugin = os.path.join(build, "lib", "libnccl-net-longhaul.so")
         self.probe = os.path.join(build, "bin", "longhaul-probe")
 
     def netem(self, spec_both):
@@ -164,6 +166,40 @@ def case_peer_killed(c):
     expect("peer unreachable" in out, out[-2000:])
 
 
+def rxe_sent_packets(c, guest):
+    rc, out = c.tb.run(guest, "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", 20)
+    expect(rc == 0, out)
+    return int(out.strip())
+
+
+def case_nccl_allreduce(c):
+    """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
+    verified run is the exact sum, and the data went through rxe0 (its packet counter)."""
+    if not os.path.exists(c.rank):
+        raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
+    c.netem(DELAY + " loss 0.1%")
+    env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms")
+    sizes = "4096,1048576,4194304"
+    sent_before = rxe_sent_packets(c, "b")
+    pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+                         "control listening", log="/tmp/rank0.log")
+    rc, out = c.tb.run("b", "env %s %s 1 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+                       240)
+    src, sout = c.finish_server(pid, 60, log="/tmp/rank0.log")
+    expect(rc == 0 and "allreduce intact" in out, "rank 1 rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "allreduce intact" in sout, "rank 0 rc %s:\n%s" % (src, sout[-2000:]))
+    expect("device eth0" in out and "size 4194304: 2 iterations" in out, out[-2000:])
+    # Rank 1 sends about 4 MiB (+ 1 MiB, + 4 KiB) per run, 4 runs of each size (warm-up, 2
+    # timed, 1 verified): far more 4 KiB RoCE packets than this if it went over UDP.
+    sent = rxe_sent_packets(c, "b") - sent_before
+    expect(sent > 4 * (4 << 20) // 4096, "rxe0 sent only %d packets" % sent)
+    for line in out.splitlines():
+        if line.startswith("size "):
+            print("         rank 1: " + line, flush=True)
+    print("         rank 1: rxe0 sent %d packets" % sent, flush=True)
+
+
 def case_probe_verbs_server(c):
     """longhaul-probe against a verbs server: the listener's UDP port answers probes."""
     c.netem(DELAY)
@@ -189,6 +225,7 @@ CASES = [
     ("messages_0B_to_64MiB", case_messages_0B_to_64MiB),
     ("two_connections", case_two_connections),
     ("peer_killed", case_peer_killed),
+    ("nccl_allreduce_2_ranks", case_nccl_allreduce),
     ("probe_verbs_server", case_probe_verbs_server),
 ]
 
