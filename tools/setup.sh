@@ -20,6 +20,10 @@ if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then PACKAGES+=(libip
 PACKAGES+=(
   # benchmark peers, network namespaces, plots
   iproute2 iperf3 libudt-dev python3 python3-matplotlib
+  # the rdma tier's soft-RoCE testbed (tools/testbed): guests under qemu on Debian's
+  # kernel package (downloaded into a cache by the testbed, not installed), rdma-core
+  # tools and perftest inside them
+  qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils perftest
 )
 
 missing=()

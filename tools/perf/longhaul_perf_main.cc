@@ -62,6 +62,10 @@ DEFINE_bool(gso, true, "use UDP GSO (UDP_SEGMENT) where the kernel has it");
 DEFINE_bool(gro, true, "use UDP GRO where the kernel has it");
 DEFINE_int32(tx_batch, 64, "datagrams per sendmmsg batch");
 DEFINE_int32(rx_batch, 32, "messages per recvmmsg");
+DEFINE_string(datapath, "udp", "udp (sockets) or verbs (RDMA UD queue pairs on RoCE v2; docs/rdma.md)");
+DEFINE_string(device, "", "verbs: RDMA device (rxe0, mlx5_0); empty: the one holding the local address");
+DEFINE_int32(gid_index, -1, "verbs: GID table index; -1: the RoCE v2 GID of the local IPv4 address");
+DEFINE_int32(traffic_class, 0, "verbs: IP traffic class of sent packets (DSCP << 2)");
 DECLARE_string(profile);
 
 namespace longhaul::perf {
@@ -75,11 +79,13 @@ const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transpo
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
-               "                     [--answer_probes=true] KEYS\n"
+               "                     [--answer_probes=true] [--datapath=verbs [--device=NAME]\n"
+               "                     [--gid_index=N]] KEYS\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
-               "                     [--profile=FILE] [transport flags] [--json] KEYS\n"
+               "                     [--profile=FILE] [transport flags] [--json]\n"
+               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
                "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
                "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
                "pre-shared key on both sides), both, or --insecure (plaintext). One is\n"
@@ -148,6 +154,18 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   e.rx_batch = static_cast<uint32_t>(FLAGS_rx_batch);
   if (FLAGS_max_connections < 1) kUsage.Fail("--max_connections must be >= 1");
   e.max_connections = static_cast<uint32_t>(FLAGS_max_connections);
+  e.datapath = kUsage.Or(ParseDatapath(FLAGS_datapath), "datapath");
+  e.verbs.device = FLAGS_device;
+  if (FLAGS_gid_index < -1 || FLAGS_gid_index > 255) kUsage.Fail("--gid_index must be in [-1, 255]");
+  e.verbs.gid_index = FLAGS_gid_index;
+  if (FLAGS_traffic_class < 0 || FLAGS_traffic_class > 255) {
+    kUsage.Fail("--traffic_class must be in [0, 255]");
+  }
+  e.verbs.traffic_class = static_cast<uint8_t>(FLAGS_traffic_class);
+  // A segment given on the command line is kept (an error if the port's MTU is smaller);
+  // the default follows the MTU.
+  e.verbs.fit_segment = gflags::GetCommandLineFlagInfoOrDie("segment").is_default &&
+                        gflags::GetCommandLineFlagInfoOrDie("mtu").is_default;
   return e;
 }
 

@@ -1,13 +1,35 @@
 #include "transport/api/endpoint.h"
 
 #include "transport/drivers/udp/udp_driver.h"
+#ifdef LONGHAUL_HAVE_VERBS
+#include "transport/drivers/verbs/verbs_driver.h"
+#endif
 
 namespace longhaul {
 
 absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions& options) {
-  absl::StatusOr<std::unique_ptr<udp::UdpDriver>> d = udp::UdpDriver::Create(options);
-  if (!d.ok()) return d.status();
-  return std::unique_ptr<Endpoint>(new Endpoint(*std::move(d)));
+  std::unique_ptr<Driver> driver;
+  switch (options.datapath) {
+    case Datapath::kUdp: {
+      absl::StatusOr<std::unique_ptr<udp::UdpDriver>> d = udp::UdpDriver::Create(options);
+      if (!d.ok()) return d.status();
+      driver = *std::move(d);
+      break;
+    }
+    case Datapath::kVerbs: {
+#ifdef LONGHAUL_HAVE_VERBS
+      absl::StatusOr<std::unique_ptr<verbs::VerbsDriver>> d = verbs::VerbsDriver::Create(options);
+      if (!d.ok()) return d.status();
+      driver = *std::move(d);
+      break;
+#else
+      return absl::UnimplementedError(
+          "the verbs datapath is not built in (libibverbs-dev was missing at build time)");
+#endif
+    }
+  }
+  if (driver == nullptr) return absl::InvalidArgumentError("unknown datapath");
+  return std::unique_ptr<Endpoint>(new Endpoint(std::move(driver)));
 }
 
 Endpoint::Endpoint(std::unique_ptr<Driver> driver) : driver_(std::move(driver)) {}

@@ -1,5 +1,6 @@
 // Endpoint: the application's entry point to longhaul. It owns a datapath driver
-// (transport/datapath/driver.h; today the UDP driver, transport/drivers/udp) whose
+// (transport/datapath/driver.h; EndpointOptions::datapath picks the UDP driver,
+// transport/drivers/udp, or the verbs driver, transport/drivers/verbs) whose
 // thread runs every connection of the endpoint; an endpoint can listen (server), connect
 // (client), or both.
 //

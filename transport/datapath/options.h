@@ -20,6 +20,36 @@
 
 namespace longhaul {
 
+// ---- datapath choice (transport/api/endpoint.cc picks the driver) ----
+enum class Datapath {
+  kUdp,    // UDP sockets (transport/drivers/udp)
+  kVerbs,  // rdma-core verbs, UD queue pairs on RoCE v2 (transport/drivers/verbs)
+};
+const char* DatapathName(Datapath d);
+// "udp" or "verbs"; InvalidArgument naming the accepted values otherwise.
+absl::StatusOr<Datapath> ParseDatapath(const std::string& name);
+
+// Options of the verbs datapath (docs/rdma.md). Ignored by the UDP datapath.
+struct VerbsOptions {
+  // RDMA device ("rxe0", "mlx5_0"); empty: the device whose RoCE v2 GID table holds the
+  // local address (Listen's address, or the source address towards Connect's host).
+  std::string device;
+  uint8_t port = 1;  // the device's port
+  // GID table index; -1: the RoCE v2 GID that carries the local IPv4 address
+  // (IPv4-mapped, ::ffff:a.b.c.d).
+  int gid_index = -1;
+  // IP traffic class of the sent packets (DSCP << 2; the ECN bits are the NIC's).
+  uint8_t traffic_class = 0;
+  // true: a segment too large for the port's active MTU is reduced to fit (the default
+  // 8 KiB segment becomes 4096 - headers on a 4096-byte MTU); false: it is an error.
+  bool fit_segment = true;
+  // Receive buffers posted per queue pair; 0 derives them from rate x initial RTT
+  // (clamped to [256, the device's limit]).
+  uint32_t recv_depth = 0;
+  uint32_t send_depth = 512;  // send work requests in flight per queue pair
+};
+// ---- end of the datapath choice ----
+
 struct EndpointOptions {
   // Packet protection: keys (static key pairs and peer keys, or a pre-shared key), or an
   // explicit choice of plaintext (SecurityConfig::Insecure()). Nothing chosen is an error
@@ -47,6 +77,9 @@ struct EndpointOptions {
   // Seed for the connections' randomness and connection ids; 0 draws one from
   // std::random_device.
   uint64_t seed = 0;
+  // Which driver carries the datagrams, and the verbs driver's options.
+  Datapath datapath = Datapath::kUdp;
+  VerbsOptions verbs;
 };
 
 // What a server learns from a client's validated Hello, and its policy (the sans-IO

@@ -14,6 +14,10 @@ absl::Status Runtime::EnsureEndpointLocked() {
   EndpointOptions eo;
   eo.spin = settings.spin;
   eo.security = keys.security;  // the driver sets the entropy source
+  absl::StatusOr<Datapath> datapath =
+      ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath);
+  if (!datapath.ok()) return datapath.status();
+  eo.datapath = *datapath;
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   if (!ep.ok()) return ep.status();
   endpoint_ = *std::move(ep);

@@ -13,6 +13,7 @@
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
+#include "transport/datapath/options.h"
 
 extern char** environ;
 
@@ -82,6 +83,10 @@ constexpr SettingSpec kSpecs[] = {
      "1: plaintext packets with a CRC32C, readable and forgeable on the path, chosen "
      "explicitly",
      &Settings::insecure},
+    {"DATAPATH", SettingType::kDatapath, 0, 0, "udp", "",
+     "`udp` (sockets) or `verbs` (UD queue pairs on RoCE v2 through rdma-core: the RDMA "
+     "device holding each interface's address; docs/rdma.md)",
+     &Settings::datapath},
 };
 
 // getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
@@ -156,6 +161,8 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return "numeric address:port";
     case SettingType::kSwitch:
       return "0 or 1";
+    case SettingType::kDatapath:
+      return "datapath (udp, verbs)";
   }
   return "?";
 }
@@ -197,6 +204,11 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
     case SettingType::kSwitch: {
       if (value != "0" && value != "1") return BadValue(spec, value, absl::OkStatus());
       return Store(spec, std::optional<bool>(value == "1"), settings);
+    }
+    case SettingType::kDatapath: {
+      absl::StatusOr<Datapath> d = ParseDatapath(std::string(value));
+      if (!d.ok()) return BadValue(spec, value, d.status());
+      return Store(spec, std::string(value), settings);
     }
   }
   return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));

@@ -60,6 +60,7 @@ struct Settings {
   uint16_t port = 0;            // UDP port of each device; 0: any
   std::string advertise;        // "address:port" listen writes into handles; empty: the
                                 // device's own (validated by ReadSettings)
+  std::string datapath;         // "udp" or "verbs" (validated by ReadSettings)
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
   bool rtt_given = false;       // the profile or NCCL_LONGHAUL_INITIAL_RTT set the RTT
   // Packet protection as given (paths unchecked; LoadPluginKeys reads them).
@@ -78,6 +79,7 @@ enum class SettingType {
   kPort,
   kAddressPort,
   kSwitch,  // 0 or 1
+  kDatapath,
 };
 
 // One NCCL_LONGHAUL_<key> variable of the plugin.

@@ -157,6 +157,7 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
        {"/keys/job.psk", [](const Settings& s) { EXPECT_EQ(s.psk_path, "/keys/job.psk"); }}},
       {"INSECURE",
        {"1", [](const Settings& s) { EXPECT_EQ(s.insecure, std::optional<bool>(true)); }}},
+      {"DATAPATH", {"verbs", [](const Settings& s) { EXPECT_EQ(s.datapath, "verbs"); }}},
   };
 }
 
@@ -170,6 +171,13 @@ TEST(NcclSettingsTest, EveryKeyOfTheTableIsParsed) {
     const Settings s = MustRead({absl::StrCat("NCCL_LONGHAUL_", spec.key, "=", it->second.value)});
     it->second.check(s);
   }
+}
+
+TEST(NcclSettingsTest, DatapathIsUdpByDefaultAndNamesTheChoicesWhenWrong) {
+  EXPECT_EQ(MustRead({}).datapath, "udp");
+  const std::string err = ReadError({"NCCL_LONGHAUL_DATAPATH=rdma"});
+  EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_DATAPATH=rdma: expected a datapath (udp, verbs)"));
+  EXPECT_THAT(err, HasSubstr("unknown datapath 'rdma' (udp, verbs)"));
 }
 
 TEST(NcclSettingsTest, EveryKeyOfTheTableIsCoveredHere) {

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""The rdma tier: longhaul over the verbs datapath between two soft-RoCE guests.
+
+Boots the testbed (tools/testbed/longhaul_testbed.py) once, runs every case in it with
+netem on both guests' eth0, and prints one line per case and a closing
+'N passed, N failed' line. Exit status: 0 all passed, 1 a case failed, 77 (ctest's
+SKIP_RETURN_CODE) when no testbed can be had here (qemu, the kernel package) or the
+build has no verbs driver; the reason is printed.
+
+    rdma_test.py --build_dir=build [--cases=bulk,reorder] [--keep]
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "testbed"))
+import longhaul_testbed as lt  # noqa: E402
+
+SERVER = "198.18.1.1"
+DELAY = "delay 29ms limit 100000"  # each way: RTT 58 ms
+
+
+class Case:
+    def __init__(self, tb, build):
+        self.tb = tb
+        self.perf = os.path.join(build, "bin", "longhaul-perf")
+        self.peer = os.path.join(build, "tests", "verbs_peer")
+        self.rank = os.path.join(build, "tests", "nccl_verbs_rank")
+        self.plugin = os.path.join(build, "lib", "libnccl-net-longhaul.so")
+        self.probe = os.path.join(build, "bin", "longhaul-probe")
+
+    def netem(self, spec_both):
+        self.tb.netem("a", spec_both)
+        self.tb.netem("b", spec_both)
+
+    def start_server(self, cmd, ready_text, log="/tmp/server.log"):
+        """Starts `cmd` in guest a and waits (bounded) until its log shows `ready_text`."""
+        pid = self.tb.spawn("a", cmd, log)
+        rc, out = self.tb.run("a", "timeout 30 sh -c 'until grep -q \"%s\" %s; do sleep 0.05; done'"
+                              % (ready_text, log), 40)
+        if rc != 0:
+            self.tb.kill("a", pid)
+            _, text = self.tb.run("a", "cat " + log, 10)
+            raise AssertionError("server did not start: " + text[-1500:])
+        return pid
+
+    def finish_server(self, pid, timeout=60, log="/tmp/server.log"):
+        rc = self.tb.wait("a", pid, timeout)
+        if rc is None:
+            self.tb.kill("a", pid)
+        _, text = self.tb.run("a", "cat " + log, 10)
+        return rc, text
+
+    def perf_pair(self, client_flags, server_flags="", timeout=180):
+        pid = self.start_server("%s --server --datapath=verbs --one_off --bind=%s %s"
+                                % (self.perf, SERVER, server_flags), "Server listening")
+        rc, out = self.tb.run("b", "%s --client=%s --datapath=verbs %s"
+                              % (self.perf, SERVER, client_flags), timeout)
+        src, sout = self.finish_server(pid)
+        return rc, out, src, sout
+
+
+def expect(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def bulk(c, netem_extra, flags=""):
+    c.netem(DELAY + netem_extra)
+    rc, out, src, sout = c.perf_pair("--bytes=6MiB --rate=20mbit --interval=5 " + flags)
+    expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "payload intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
+
+
+def case_devices(c):
+    for g in lt.GUESTS:
+        rc, out = c.tb.run(g, "ibv_devinfo -d rxe0", 30)
+        expect(rc == 0 and "PORT_ACTIVE" in out and "active_mtu:\t\t4096" in out,
+               "guest %s: %s" % (g, out))
+
+
+def case_bad_device(c):
+    rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --device=nosuch --bytes=1MiB"
+                       % (c.perf, SERVER), 30)
+    expect(rc != 0, "exit status 0 with --device=nosuch")
+    expect("'nosuch' not found" in out and "present: rxe0" in out, out)
+    rc, out = c.tb.run("b", "%s --server --datapath=verbs --device=rxe0 --gid_index=99 --port=5301"
+                       % c.perf, 30)
+    expect(rc != 0 and "no GID index 99" in out, out)
+
+
+def case_no_listener(c):
+    c.netem("")
+    rc, out = c.tb.run("b", "%s --client=%s --port=5999 --datapath=verbs --bytes=1MiB"
+                       % (c.perf, SERVER), 30)
+    expect(rc != 0 and "connection refused" in out, out)
+
+
+def case_bulk_clean(c):
+    bulk(c, "")
+
+
+def case_bulk_loss_1e3(c):
+    bulk(c, " loss 0.1%")
+
+
+def case_bulk_loss_1e2(c):
+    bulk(c, " loss 1%")
+
+
+def case_bulk_reorder(c):
+    bulk(c, " reorder 5% 50%")
+
+
+def case_fec(c):
+    c.netem(DELAY + " loss 1%")
+    rc, out, src, sout = c.perf_pair("--bytes=6MiB --rate=20mbit --interval=5 --fec=16,4")
+    expect(rc == 0 and "verified intact" in out, out[-2000:])
+    expect("fec 16,4" in out or "FEC" in out, out[-2000:])
+
+
+def case_reverse_and_parallel(c):
+    c.netem(DELAY + " loss 0.1%")
+    rc, out, src, sout = c.perf_pair("--bytes=3MiB --rate=10mbit --interval=5 --parallel=2 --reverse")
+    expect(rc == 0 and "verified intact" in out, out[-2000:])
+
+
+def peer_pair(c, connections, max_bytes, timeout=240):
+    pid = c.start_server("%s server 5401 %d %d" % (c.peer, connections, max_bytes), "listening")
+    rc, out = c.tb.run("b", "%s client %s 5401 %d %d" % (c.peer, SERVER, connections, max_bytes),
+                       timeout)
+    src, sout = c.finish_server(pid, 120)
+    expect(rc == 0, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "%d of %d connections intact" % (connections, connections) in sout,
+           "server rc %s:\n%s" % (src, sout[-2000:]))
+
+
+def case_messages_0B_to_64MiB(c):
+    c.netem(DELAY + " loss 0.1%")
+    peer_pair(c, 1, 64 << 20)
+
+
+def case_two_connections(c):
+    c.netem(DELAY + " loss 0.1%")
+    peer_pair(c, 2, 1 << 20)
+
+
+def case_peer_killed(c):
+    c.netem(DELAY)
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s --idle_timeout=3s"
+                         % (c.perf, SERVER), "Server listening")
+    cpid = c.tb.spawn("b", "%s --client=%s --datapath=verbs --time=60 --rate=10mbit --interval=5 "
+                      "--idle_timeout=3s" % (c.perf, SERVER), "/tmp/client.log")
+    rc, _ = c.tb.run("a", "timeout 30 sh -c 'until grep -q Accepted /tmp/server.log; do sleep 0.05; done'", 40)
+    expect(rc == 0, "the server never accepted")
+    c.tb.kill("a", pid)
+    crc = c.tb.wait("b", cpid, 40)
+    if crc is None:
+        c.tb.kill("b", cpid)
+    _, out = c.tb.run("b", "cat /tmp/client.log", 10)
+    expect(crc not in (None, 0), "client rc %s after the server was killed:\n%s" % (crc, out[-2000:]))
+    expect("peer unreachable" in out, out[-2000:])
+
+
+def rxe_sent_packets(c, guest):
+    rc, out = c.tb.run(guest, "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", 20)
+    expect(rc == 0, out)
+    return int(out.strip())
+
+
+def case_nccl_allreduce(c):
+    """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
+    verified run is the exact sum, and the data went through rxe0 (its packet counter)."""
+    if not os.path.exists(c.rank):
+        raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
+    c.netem(DELAY + " loss 0.1%")
+    env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms")
+    sizes = "4096,1048576,4194304"
+    sent_before = rxe_sent_packets(c, "b")
+    pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+                         "control listening", log="/tmp/rank0.log")
+    rc, out = c.tb.run("b", "env %s %s 1 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+                       240)
+    src, sout = c.finish_server(pid, 60, log="/tmp/rank0.log")
+    expect(rc == 0 and "allreduce intact" in out, "rank 1 rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "allreduce intact" in sout, "rank 0 rc %s:\n%s" % (src, sout[-2000:]))
+    expect("device eth0" in out and "size 4194304: 2 iterations" in out, out[-2000:])
+    # Rank 1 sends about 4 MiB (+ 1 MiB, + 4 KiB) per run, 4 runs of each size (warm-up, 2
+    # timed, 1 verified): far more 4 KiB RoCE packets than this if it went over UDP.
+    sent = rxe_sent_packets(c, "b") - sent_before
+    expect(sent > 4 * (4 << 20) // 4096, "rxe0 sent only %d packets" % sent)
+    for line in out.splitlines():
+        if line.startswith("size "):
+            print("         rank 1: " + line, flush=True)
+    print("         rank 1: rxe0 sent %d packets" % sent, flush=True)
+
+
+def case_probe_verbs_server(c):
+    """longhaul-probe against a verbs server: the listener's UDP port answers probes."""
+    c.netem(DELAY)
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s" % (c.perf, SERVER),
+                         "Server listening")
+    rc, out = c.tb.run("b", "%s --target=%s:5201 --duration=6s --max_rate=100mbit"
+                       % (c.probe, SERVER), 60)
+    c.tb.kill("a", pid, 2)
+    c.finish_server(pid, 20)
+    expect(rc == 0 and "answered" in out and "path MTU   9000" in out, out[-2000:])
+
+
+CASES = [
+    ("devices", case_devices),
+    ("bad_device", case_bad_device),
+    ("no_listener", case_no_listener),
+    ("bulk_rtt58ms", case_bulk_clean),
+    ("bulk_rtt58ms_loss1e-3", case_bulk_loss_1e3),
+    ("bulk_rtt58ms_loss1e-2", case_bulk_loss_1e2),
+    ("bulk_rtt58ms_reorder", case_bulk_reorder),
+    ("fec_loss1e-2", case_fec),
+    ("reverse_parallel2", case_reverse_and_parallel),
+    ("messages_0B_to_64MiB", case_messages_0B_to_64MiB),
+    ("two_connections", case_two_connections),
+    ("peer_killed", case_peer_killed),
+    ("nccl_allreduce_2_ranks", case_nccl_allreduce),
+    ("probe_verbs_server", case_probe_verbs_server),
+]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build_dir", required=True)
+    ap.add_argument("--cases", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args(argv)
+    build = os.path.abspath(args.build_dir)
+    if not os.path.exists(os.path.join(build, "tests", "verbs_peer")):
+        print("skipped: this build has no verbs driver (libibverbs-dev missing)")
+        return lt.SKIP
+    why = lt.check_available(lt.default_cache())
+    if why:
+        print("skipped: " + why)
+        return lt.SKIP
+    chosen = [c for c in CASES if not args.cases or c[0] in args.cases.split(",")]
+    work = os.path.join(build, "rdma-testbed")
+    shutil.rmtree(work, ignore_errors=True)
+    passed = failed = 0
+    start = time.monotonic()
+    try:
+        with lt.Testbed(work) as tb:
+            print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
+            c = Case(tb, build)
+            for name, fn in chosen:
+                t0 = time.monotonic()
+                try:
+                    fn(c)
+                    passed += 1
+                    print("[ OK   ] %s (%.1f s)" % (name, time.monotonic() - t0), flush=True)
+                except (AssertionError, TimeoutError, RuntimeError) as e:
+                    failed += 1
+                    print("[ FAIL ] %s (%.1f s): %s" % (name, time.monotonic() - t0, e), flush=True)
+    except (TimeoutError, RuntimeError) as e:
+        print("testbed failed: %s" % e)
+        failed += 1
+    print("rdma tier: %.1f s in all" % (time.monotonic() - start))
+    print("%d passed, %d failed" % (passed, failed))
+    if failed == 0 and not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

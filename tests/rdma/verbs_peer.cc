@@ -1,0 +1,179 @@
+// verbs_peer: both ends of the rdma tier's message test, run one per guest by
+// rdma_test.py (tests/rdma). Over the verbs datapath, the client opens CONNECTIONS
+// connections at once and sends on each the messages of kSizes up to MAX_BYTES (0 B to
+// 64 MiB), every byte a function of (message, offset); the server accepts CONNECTIONS
+// connections, receives into transport-owned memory and checks every message's size and
+// bytes. Exit status 0 when everything arrived intact (server) or was acknowledged
+// (client), 1 otherwise, 2 for bad arguments.
+//
+//   verbs_peer server PORT CONNECTIONS MAX_BYTES
+//   verbs_peer client HOST PORT CONNECTIONS MAX_BYTES
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/api/endpoint.h"
+
+namespace longhaul {
+namespace {
+
+constexpr uint64_t kSizes[] = {0, 1, 63, 4017, 4018, 4019, 65536, 1 << 20, 8 << 20, 64 << 20};
+constexpr Duration kWait = Duration::Seconds(120);
+
+uint8_t Byte(uint64_t message, uint64_t offset) {
+  return static_cast<uint8_t>(message * 131 + offset * 7 + (offset >> 12) + 11);
+}
+
+std::vector<uint64_t> Sizes(uint64_t max_bytes) {
+  std::vector<uint64_t> out;
+  for (uint64_t s : kSizes) {
+    if (s <= max_bytes) out.push_back(s);
+  }
+  return out;
+}
+
+TransportConfig Config() {
+  TransportConfig c;
+  c.rate = Bandwidth::Mbps(20);
+  c.initial_rtt = Duration::Milliseconds(60);
+  c.idle_timeout = Duration::Seconds(20);
+  return c;
+}
+
+EndpointOptions Options() {
+  EndpointOptions o;
+  o.datapath = Datapath::kVerbs;
+  return o;
+}
+
+int Server(uint16_t port, int connections, uint64_t max_bytes) {
+  auto ep = Endpoint::Create(Options());
+  if (!ep.ok()) {
+    std::fprintf(stderr, "server: %s\n", std::string(ep.status().message()).c_str());
+    return 1;
+  }
+  ListenOptions lo;
+  lo.config = Config();
+  auto p = (*ep)->Listen("0.0.0.0", port, lo);
+  if (!p.ok()) {
+    std::fprintf(stderr, "server: %s\n", std::string(p.status().message()).c_str());
+    return 1;
+  }
+  std::printf("server: listening on %u\n", *p);
+  std::fflush(stdout);
+  const std::vector<uint64_t> sizes = Sizes(max_bytes);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(connections, 0);
+  for (int i = 0; i < connections; ++i) {
+    auto c = (*ep)->Accept(kWait);
+    if (!c.ok()) {
+      std::fprintf(stderr, "server: accept: %s\n", std::string(c.status().message()).c_str());
+      break;
+    }
+    threads.emplace_back([&, i, h = *c] {
+      size_t got = 0;
+      bool bad = false;
+      Event e;
+      while (got < sizes.size() && h->Wait(&e, kWait)) {
+        if (e.type == Event::Type::kClosed) break;
+        if (e.type != Event::Type::kReceiveComplete) continue;
+        const uint64_t want = sizes[got];
+        if (!e.status.ok() || e.size != want) {
+          std::fprintf(stderr, "server: conn %d message %zu: %llu bytes, expected %llu\n", i, got,
+                       static_cast<unsigned long long>(e.size),
+                       static_cast<unsigned long long>(want));
+          bad = true;
+        } else {
+          for (uint64_t j = 0; j < e.size; ++j) {
+            if (e.data[j] != Byte(got, j)) {
+              std::fprintf(stderr, "server: conn %d message %zu: byte %llu differs\n", i, got,
+                           static_cast<unsigned long long>(j));
+              bad = true;
+              break;
+            }
+          }
+        }
+        h->ReturnBuffer(std::move(e.owned));
+        ++got;
+      }
+      std::printf("server: conn %d from %s: %zu of %zu messages, %s\n", i,
+                  h->info().peer_address.c_str(), got, sizes.size(), bad ? "CORRUPT" : "intact");
+      ok[i] = !bad && got == sizes.size();
+      h->WaitClosed(Duration::Seconds(30));
+    });
+  }
+  for (auto& t : threads) t.join();
+  int good = 0;
+  for (int v : ok) good += v;
+  std::printf("server: %d of %d connections intact\n", good, connections);
+  return good == connections ? 0 : 1;
+}
+
+int Client(const std::string& host, uint16_t port, int connections, uint64_t max_bytes) {
+  auto ep = Endpoint::Create(Options());
+  if (!ep.ok()) {
+    std::fprintf(stderr, "client: %s\n", std::string(ep.status().message()).c_str());
+    return 1;
+  }
+  const std::vector<uint64_t> sizes = Sizes(max_bytes);
+  std::vector<std::vector<uint8_t>> data;
+  for (size_t m = 0; m < sizes.size(); ++m) {
+    data.emplace_back(sizes[m]);
+    for (uint64_t j = 0; j < sizes[m]; ++j) data[m][j] = Byte(m, j);
+  }
+  std::vector<std::shared_ptr<ConnectionHandle>> conns;
+  for (int i = 0; i < connections; ++i) {
+    ConnectOptions co;
+    co.config = Config();
+    co.timeout = Duration::Seconds(10);
+    auto c = (*ep)->Connect(host, port, co);
+    if (!c.ok()) {
+      std::fprintf(stderr, "client: connect: %s\n", std::string(c.status().message()).c_str());
+      return 1;
+    }
+    conns.push_back(*c);
+  }
+  int good = 0;
+  for (auto& h : conns) {
+    for (size_t m = 0; m < sizes.size(); ++m) {
+      auto id = h->Send({data[m].data(), data[m].size()}, m);
+      if (!id.ok())
+        std::fprintf(stderr, "client: send: %s\n", std::string(id.status().message()).c_str());
+    }
+  }
+  for (size_t i = 0; i < conns.size(); ++i) {
+    size_t done = 0;
+    Event e;
+    while (done < sizes.size() && conns[i]->Wait(&e, kWait)) {
+      if (e.type == Event::Type::kClosed) break;
+      if (e.type == Event::Type::kSendComplete && e.status.ok()) ++done;
+    }
+    std::printf("client: conn %d: %zu of %zu messages acknowledged\n", static_cast<int>(i), done,
+                sizes.size());
+    good += done == sizes.size();
+    conns[i]->Close();
+  }
+  for (auto& h : conns) h->WaitClosed(Duration::Seconds(10));
+  return good == connections ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace longhaul
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "server" && argc == 5) {
+    return longhaul::Server(static_cast<uint16_t>(std::atoi(argv[2])), std::atoi(argv[3]),
+                            std::strtoull(argv[4], nullptr, 10));
+  }
+  if (mode == "client" && argc == 6) {
+    return longhaul::Client(argv[2], static_cast<uint16_t>(std::atoi(argv[3])), std::atoi(argv[4]),
+                            std::strtoull(argv[5], nullptr, 10));
+  }
+  std::fprintf(stderr,
+               "usage: verbs_peer server PORT CONNECTIONS MAX_BYTES\n"
+               "       verbs_peer client HOST PORT CONNECTIONS MAX_BYTES\n");
+  return 2;
+}

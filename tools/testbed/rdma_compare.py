@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Side by side in the soft-RoCE testbed (docs/rdma.md section 6, docs/benchmarks.md).
+
+Boots the two guests once, measures what UD carries between them with no netem, then
+with netem (rate, 29 ms each way, loss) on both guests' eth0 runs, for each loss:
+longhaul over verbs, longhaul over UDP, perftest ib_write_bw RC with the common recipe
+(1 MiB in flight, MTU 4096, QP timeout 18 = 1.07 s), with perftest's defaults, and the
+recipe with 4 QPs. Prints one line per run (receiver goodput, Mbit/s) and a markdown
+table.
+
+    rdma_compare.py --build_dir=build [--rate_mbit=20] [--seconds=15] [--losses=0,0.001,0.01]
+"""
+
+import argparse
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import longhaul_testbed as lt  # noqa: E402
+
+SERVER = "198.18.1.1"
+GID = 1  # rxe0's RoCE v2 IPv4-mapped GID in the guests (ibv_devinfo -v)
+
+
+def wait_ready(tb, text, log):
+    # perftest's stdout is block-buffered into the log: wait for its TCP port instead.
+    cond = ("ss -ltn | grep -q ':18515 '" if text == "Waiting for client"
+            else "grep -q \"%s\" %s" % (text, log))
+    rc, _ = tb.run("a", "timeout 30 sh -c \"until %s; do sleep 0.05; done\"" % cond.replace('"', '\\"'), 40)
+    return rc == 0
+
+
+def pair(tb, server_cmd, ready, client_cmd, timeout):
+    log = "/tmp/cmp-server.log"
+    pid = tb.spawn("a", server_cmd, log)
+    if not wait_ready(tb, ready, log):
+        tb.kill("a", pid)
+        return None, tb.run("a", "cat " + log, 10)[1]
+    rc, out = tb.run("b", client_cmd, timeout)
+    if tb.wait("a", pid, 30) is None:
+        tb.kill("a", pid)
+    _, sout = tb.run("a", "cat " + log, 10)
+    return rc, out + "\n--- server ---\n" + sout
+
+
+def longhaul_mbit(out):
+    m = re.findall(r"([\d.]+) Mbits/sec\s+receiver", out)
+    return float(m[-1]) if m else None
+
+
+def perftest_mbit(out):
+    # --report_gbits: "#bytes #iterations BW peak[Gb/sec] BW average[Gb/sec] MsgRate[Mpps]"
+    rows = re.findall(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", out, re.M)
+    return float(rows[0][3]) * 1000 if rows else None
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build_dir", required=True)
+    ap.add_argument("--rate_mbit", type=float, default=20)
+    ap.add_argument("--seconds", type=int, default=15)
+    ap.add_argument("--losses", default="0,0.001,0.01")
+    args = ap.parse_args(argv)
+    build = os.path.abspath(args.build_dir)
+    perf = os.path.join(build, "bin", "longhaul-perf")
+    work = os.path.join(build, "rdma-compare")
+    T = args.seconds
+    dev = "-d rxe0 -x %d --report_gbits" % GID
+    results = []
+    with lt.Testbed(work) as tb:
+        print("booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
+        tb.netem("a", "")
+        tb.netem("b", "")
+        # 1. What UD carries with no netem.
+        rc, out = pair(tb, "ib_send_bw -c UD -s 4096 -D %d %s" % (T, dev), "Waiting for client",
+                       "ib_send_bw -c UD -s 4096 -D %d %s %s" % (T, dev, SERVER), T + 60)
+        print("no netem: ib_send_bw UD 4096 B: %s Mbit/s (client side)" % perftest_mbit(out),
+              flush=True)
+        if perftest_mbit(out) is None:
+            print(out[-2500:], flush=True)
+        for rate in (200, 100):
+            rc, out = pair(tb, "%s --server --datapath=verbs --one_off --bind=%s" % (perf, SERVER),
+                           "Server listening",
+                           "%s --client=%s --datapath=verbs --time=%d --rate=%dmbit --interval=%d"
+                           % (perf, SERVER, T, rate, T), T + 90)
+            print("no netem: longhaul verbs paced at %d Mbit/s: %s Mbit/s received"
+                  % (rate, longhaul_mbit(out)), flush=True)
+        # 2. Through netem.
+        r = args.rate_mbit
+        pace = r * 0.975  # RoCE v2 headers: 66 B per 4 KiB packet more than the pacer counts
+        for loss in [float(x) for x in args.losses.split(",")]:
+            spec = "rate %gmbit delay 29ms limit 100000%s" % (r, " loss %g%%" % (loss * 100) if loss else "")
+            tb.netem("a", spec)
+            tb.netem("b", spec)
+            runs = [
+                ("longhaul verbs", "%s --server --datapath=verbs --one_off --bind=%s" % (perf, SERVER),
+                 "Server listening",
+                 "%s --client=%s --datapath=verbs --time=%d --rate=%gmbit --interval=%d"
+                 % (perf, SERVER, T, pace, T), longhaul_mbit),
+                ("longhaul UDP", "%s --server --one_off --bind=%s" % (perf, SERVER),
+                 "Server listening",
+                 "%s --client=%s --time=%d --rate=%gmbit --interval=%d" % (perf, SERVER, T, pace, T),
+                 longhaul_mbit),
+                ("ib_write_bw RC recipe (1 MiB in flight, -m 4096 -u 18)",
+                 "ib_write_bw -s 1048576 -t 1 -m 4096 -u 18 -D %d %s" % (T, dev), "Waiting for client",
+                 "ib_write_bw -s 1048576 -t 1 -m 4096 -u 18 -D %d %s %s" % (T, dev, SERVER),
+                 perftest_mbit),
+                ("ib_write_bw RC defaults", "ib_write_bw -D %d %s" % (T, dev), "Waiting for client",
+                 "ib_write_bw -D %d %s %s" % (T, dev, SERVER), perftest_mbit),
+                ("ib_write_bw RC recipe, 4 QPs",
+                 "ib_write_bw -q 4 -s 1048576 -t 1 -m 4096 -u 18 -D %d %s" % (T, dev),
+                 "Waiting for client",
+                 "ib_write_bw -q 4 -s 1048576 -t 1 -m 4096 -u 18 -D %d %s %s" % (T, dev, SERVER),
+                 perftest_mbit),
+            ]
+            for name, scmd, ready, ccmd, parse in runs:
+                rc, out = pair(tb, scmd, ready, ccmd, T + 120)
+                v = parse(out) if rc is not None else None
+                results.append((loss, name, v, rc))
+                print("loss %g: %s: %s Mbit/s (rc %s)" % (loss, name, v, rc), flush=True)
+                if v is None:
+                    print(out[-1500:], flush=True)
+    print("\n| loss | run | Mbit/s | of the %g Mbit/s netem rate |\n| --- | --- | --- | --- |"
+          % args.rate_mbit)
+    for loss, name, v, rc in results:
+        share = "%.0f %%" % (100 * v / args.rate_mbit) if v is not None else "failed (rc %s)" % rc
+        print("| %g | %s | %s | %s |" % (loss, name, "%.1f" % v if v is not None else "-", share))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
