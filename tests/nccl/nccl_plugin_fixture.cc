@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
+#include <thread>
 
 #include "absl/strings/match.h"
 
@@ -53,6 +55,16 @@ int ThreadCount() {
     if (e->d_name[0] != '.') ++n;
   }
   closedir(d);
+  return n;
+}
+
+int ThreadCountOnceAtMost(int expected) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  int n = ThreadCount();
+  while (n > expected && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    n = ThreadCount();
+  }
   return n;
 }
 

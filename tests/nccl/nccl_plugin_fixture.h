@@ -39,6 +39,10 @@ bool LoggedInfo(const std::string& text);
 
 // Threads of this process (/proc/self/task); -1 if unreadable.
 int ThreadCount();
+// ThreadCount() once it is at most `expected`, or after 5 s whatever it is then. A joined
+// thread can still be listed in /proc/self/task for a moment (the kernel wakes the joiner
+// before it has finished the thread's exit), so a count right after a join may be one high.
+int ThreadCountOnceAtMost(int expected);
 
 // Polls test() until done or the deadline; returns the last result (ncclInProgress on
 // timeout).

@@ -13,6 +13,7 @@ build has no verbs driver; the reason is printed.
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -24,9 +25,27 @@ SERVER = "198.18.1.1"
 DELAY = "delay 29ms limit 100000"  # each way: RTT 58 ms
 
 
+def make_keys(build, keys):
+    """Key pairs for the server and the client and a pre-shared key, in `keys` (under the
+    build folder, which the guests see at the same path)."""
+    shutil.rmtree(keys, ignore_errors=True)
+    os.makedirs(keys)
+    keygen = os.path.join(build, "bin", "longhaul-keygen")
+    for args in (["--out=" + os.path.join(keys, "server")], ["--out=" + os.path.join(keys, "client")],
+                 ["--psk=" + os.path.join(keys, "link.psk")]):
+        subprocess.run([keygen] + args, check=True, capture_output=True, timeout=30)
+
+
 class Case:
-    def __init__(self, tb, build):
+    """Every longhaul process of the tier runs protected (static keys; the NCCL ranks and
+    verbs_peer a pre-shared key) unless a case asks for plaintext."""
+
+    def __init__(self, tb, build, keys):
         self.tb = tb
+        self.keys = keys
+        self.server_keys = "--key=%s/server.key --peer_key=%s/client.pub" % (keys, keys)
+        self.client_keys = "--key=%s/client.key --peer_key=%s/server.pub" % (keys, keys)
+        self.psk = os.path.join(keys, "link.psk")
         self.perf = os.path.join(build, "bin", "longhaul-perf")
         self.peer = os.path.join(build, "tests", "verbs_peer")
         self.rank = os.path.join(build, "tests", "nccl_verbs_rank")
@@ -55,11 +74,15 @@ class Case:
         _, text = self.tb.run("a", "cat " + log, 10)
         return rc, text
 
-    def perf_pair(self, client_flags, server_flags="", timeout=180):
-        pid = self.start_server("%s --server --datapath=verbs --one_off --bind=%s %s"
-                                % (self.perf, SERVER, server_flags), "Server listening")
-        rc, out = self.tb.run("b", "%s --client=%s --datapath=verbs %s"
-                              % (self.perf, SERVER, client_flags), timeout)
+    def perf_pair(self, client_flags, server_flags="", timeout=180, server_keys=None,
+                  client_keys=None):
+        server_keys = self.server_keys if server_keys is None else server_keys
+        client_keys = self.client_keys if client_keys is None else client_keys
+        pid = self.start_server("%s --server --datapath=verbs --one_off --bind=%s %s %s"
+                                % (self.perf, SERVER, server_keys, server_flags),
+                                "Server listening")
+        rc, out = self.tb.run("b", "%s --client=%s --datapath=verbs %s %s"
+                              % (self.perf, SERVER, client_keys, client_flags), timeout)
         src, sout = self.finish_server(pid)
         return rc, out, src, sout
 
@@ -74,6 +97,7 @@ def bulk(c, netem_extra, flags=""):
     rc, out, src, sout = c.perf_pair("--bytes=6MiB --rate=20mbit --interval=5 " + flags)
     expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
     expect(src == 0 and "payload intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
+    expect("Noise IK (static keys)" in out, "not protected:\n" + out[-2000:])
 
 
 def case_devices(c):
@@ -84,20 +108,46 @@ def case_devices(c):
 
 
 def case_bad_device(c):
-    rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --device=nosuch --bytes=1MiB"
-                       % (c.perf, SERVER), 30)
+    rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --device=nosuch --bytes=1MiB %s"
+                       % (c.perf, SERVER, c.client_keys), 30)
     expect(rc != 0, "exit status 0 with --device=nosuch")
     expect("'nosuch' not found" in out and "present: rxe0" in out, out)
-    rc, out = c.tb.run("b", "%s --server --datapath=verbs --device=rxe0 --gid_index=99 --port=5301"
-                       % c.perf, 30)
+    rc, out = c.tb.run("b", "%s --server --datapath=verbs --device=rxe0 --gid_index=99 --port=5301 %s"
+                       % (c.perf, c.server_keys), 30)
     expect(rc != 0 and "no GID index 99" in out, out)
 
 
 def case_no_listener(c):
     c.netem("")
-    rc, out = c.tb.run("b", "%s --client=%s --port=5999 --datapath=verbs --bytes=1MiB"
-                       % (c.perf, SERVER), 30)
+    rc, out = c.tb.run("b", "%s --client=%s --port=5999 --datapath=verbs --bytes=1MiB %s"
+                       % (c.perf, SERVER, c.client_keys), 30)
     expect(rc != 0 and "connection refused" in out, out)
+
+
+def case_wrong_key(c):
+    """A client that holds the wrong key for the server is refused over verbs, and the
+    server serves the next (right) client."""
+    c.netem(DELAY)
+    pid = c.start_server("%s --server --datapath=verbs --one_off --bind=%s %s"
+                         % (c.perf, SERVER, c.server_keys), "Server listening")
+    wrong = "--key=%s/client.key --peer_key=%s/client.pub" % (c.keys, c.keys)
+    rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --bytes=1MiB --rate=20mbit %s"
+                       % (c.perf, SERVER, wrong), 60)
+    expect(rc != 0 and "did not authenticate" in out, "rc %s:\n%s" % (rc, out[-2000:]))
+    rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --bytes=1MiB --rate=20mbit %s"
+                       % (c.perf, SERVER, c.client_keys), 60)
+    src, sout = c.finish_server(pid)
+    expect(rc == 0 and "verified intact" in out, "rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0, "server rc %s:\n%s" % (src, sout[-2000:]))
+
+
+def case_bulk_plaintext(c):
+    """Plaintext, chosen explicitly, works over verbs too and says so."""
+    c.netem(DELAY + " loss 0.1%")
+    rc, out, src, sout = c.perf_pair("--bytes=6MiB --rate=20mbit --interval=5",
+                                     server_keys="--insecure", client_keys="--insecure")
+    expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect("insecure (plaintext)" in out, out[-2000:])
 
 
 def case_bulk_clean(c):
@@ -130,9 +180,10 @@ def case_reverse_and_parallel(c):
 
 
 def peer_pair(c, connections, max_bytes, timeout=240):
-    pid = c.start_server("%s server 5401 %d %d" % (c.peer, connections, max_bytes), "listening")
-    rc, out = c.tb.run("b", "%s client %s 5401 %d %d" % (c.peer, SERVER, connections, max_bytes),
-                       timeout)
+    pid = c.start_server("%s server 5401 %d %d %s" % (c.peer, connections, max_bytes, c.psk),
+                         "listening")
+    rc, out = c.tb.run("b", "%s client %s 5401 %d %d %s"
+                       % (c.peer, SERVER, connections, max_bytes, c.psk), timeout)
     src, sout = c.finish_server(pid, 120)
     expect(rc == 0, "client rc %s:\n%s" % (rc, out[-2000:]))
     expect(src == 0 and "%d of %d connections intact" % (connections, connections) in sout,
@@ -151,10 +202,10 @@ def case_two_connections(c):
 
 def case_peer_killed(c):
     c.netem(DELAY)
-    pid = c.start_server("%s --server --datapath=verbs --bind=%s --idle_timeout=3s"
-                         % (c.perf, SERVER), "Server listening")
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s --idle_timeout=3s %s"
+                         % (c.perf, SERVER, c.server_keys), "Server listening")
     cpid = c.tb.spawn("b", "%s --client=%s --datapath=verbs --time=60 --rate=10mbit --interval=5 "
-                      "--idle_timeout=3s" % (c.perf, SERVER), "/tmp/client.log")
+                      "--idle_timeout=3s %s" % (c.perf, SERVER, c.client_keys), "/tmp/client.log")
     rc, _ = c.tb.run("a", "timeout 30 sh -c 'until grep -q Accepted /tmp/server.log; do sleep 0.05; done'", 40)
     expect(rc == 0, "the server never accepted")
     c.tb.kill("a", pid)
@@ -179,7 +230,7 @@ def case_nccl_allreduce(c):
         raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
     c.netem(DELAY + " loss 0.1%")
     env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
-           "NCCL_LONGHAUL_INITIAL_RTT=58ms")
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_PSK_FILE=" + c.psk)
     sizes = "4096,1048576,4194304"
     sent_before = rxe_sent_packets(c, "b")
     pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
@@ -203,8 +254,8 @@ def case_nccl_allreduce(c):
 def case_probe_verbs_server(c):
     """longhaul-probe against a verbs server: the listener's UDP port answers probes."""
     c.netem(DELAY)
-    pid = c.start_server("%s --server --datapath=verbs --bind=%s" % (c.perf, SERVER),
-                         "Server listening")
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s %s"
+                         % (c.perf, SERVER, c.server_keys), "Server listening")
     rc, out = c.tb.run("b", "%s --target=%s:5201 --duration=6s --max_rate=100mbit"
                        % (c.probe, SERVER), 60)
     c.tb.kill("a", pid, 2)
@@ -216,10 +267,12 @@ CASES = [
     ("devices", case_devices),
     ("bad_device", case_bad_device),
     ("no_listener", case_no_listener),
+    ("wrong_key", case_wrong_key),
     ("bulk_rtt58ms", case_bulk_clean),
     ("bulk_rtt58ms_loss1e-3", case_bulk_loss_1e3),
     ("bulk_rtt58ms_loss1e-2", case_bulk_loss_1e2),
     ("bulk_rtt58ms_reorder", case_bulk_reorder),
+    ("bulk_plaintext_loss1e-3", case_bulk_plaintext),
     ("fec_loss1e-2", case_fec),
     ("reverse_parallel2", case_reverse_and_parallel),
     ("messages_0B_to_64MiB", case_messages_0B_to_64MiB),
@@ -252,7 +305,9 @@ def main(argv):
     try:
         with lt.Testbed(work) as tb:
             print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
-            c = Case(tb, build)
+            keys = os.path.join(build, "rdma-keys")
+            make_keys(build, keys)
+            c = Case(tb, build, keys)
             for name, fn in chosen:
                 t0 = time.monotonic()
                 try:

@@ -4,10 +4,11 @@
 // 64 MiB), every byte a function of (message, offset); the server accepts CONNECTIONS
 // connections, receives into transport-owned memory and checks every message's size and
 // bytes. Exit status 0 when everything arrived intact (server) or was acknowledged
-// (client), 1 otherwise, 2 for bad arguments.
+// (client), 1 otherwise, 2 for bad arguments. PSK names a pre-shared key file
+// (longhaul-keygen --psk) both ends hold, or is "insecure" for plaintext.
 //
-//   verbs_peer server PORT CONNECTIONS MAX_BYTES
-//   verbs_peer client HOST PORT CONNECTIONS MAX_BYTES
+//   verbs_peer server PORT CONNECTIONS MAX_BYTES PSK
+//   verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "transport/api/endpoint.h"
+#include "transport/crypto/key_files.h"
 
 namespace longhaul {
 namespace {
@@ -42,14 +44,30 @@ TransportConfig Config() {
   return c;
 }
 
-EndpointOptions Options() {
+// The endpoint options over verbs with the packet protection `psk` names.
+absl::StatusOr<EndpointOptions> Options(const std::string& psk) {
+  crypto::KeyChoice choice;
+  if (psk == "insecure") {
+    choice.insecure = true;
+  } else {
+    choice.psk_file = {psk, "PSK"};
+  }
+  absl::StatusOr<crypto::LoadedKeys> keys = crypto::LoadKeys(choice);
+  if (!keys.ok()) return keys.status();
   EndpointOptions o;
   o.datapath = Datapath::kVerbs;
+  o.security = keys->security;
   return o;
 }
 
-int Server(uint16_t port, int connections, uint64_t max_bytes) {
-  auto ep = Endpoint::Create(Options());
+absl::StatusOr<std::unique_ptr<Endpoint>> Create(const std::string& psk) {
+  absl::StatusOr<EndpointOptions> o = Options(psk);
+  if (!o.ok()) return o.status();
+  return Endpoint::Create(*o);
+}
+
+int Server(uint16_t port, int connections, uint64_t max_bytes, const std::string& psk) {
+  auto ep = Create(psk);
   if (!ep.ok()) {
     std::fprintf(stderr, "server: %s\n", std::string(ep.status().message()).c_str());
     return 1;
@@ -111,8 +129,9 @@ int Server(uint16_t port, int connections, uint64_t max_bytes) {
   return good == connections ? 0 : 1;
 }
 
-int Client(const std::string& host, uint16_t port, int connections, uint64_t max_bytes) {
-  auto ep = Endpoint::Create(Options());
+int Client(const std::string& host, uint16_t port, int connections, uint64_t max_bytes,
+           const std::string& psk) {
+  auto ep = Create(psk);
   if (!ep.ok()) {
     std::fprintf(stderr, "client: %s\n", std::string(ep.status().message()).c_str());
     return 1;
@@ -164,16 +183,17 @@ int Client(const std::string& host, uint16_t port, int connections, uint64_t max
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "server" && argc == 5) {
+  if (mode == "server" && argc == 6) {
     return longhaul::Server(static_cast<uint16_t>(std::atoi(argv[2])), std::atoi(argv[3]),
-                            std::strtoull(argv[4], nullptr, 10));
+                            std::strtoull(argv[4], nullptr, 10), argv[5]);
   }
-  if (mode == "client" && argc == 6) {
+  if (mode == "client" && argc == 7) {
     return longhaul::Client(argv[2], static_cast<uint16_t>(std::atoi(argv[3])), std::atoi(argv[4]),
-                            std::strtoull(argv[5], nullptr, 10));
+                            std::strtoull(argv[5], nullptr, 10), argv[6]);
   }
   std::fprintf(stderr,
-               "usage: verbs_peer server PORT CONNECTIONS MAX_BYTES\n"
-               "       verbs_peer client HOST PORT CONNECTIONS MAX_BYTES\n");
+               "usage: verbs_peer server PORT CONNECTIONS MAX_BYTES PSK\n"
+               "       verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK\n"
+               "PSK: a pre-shared key file (longhaul-keygen --psk=FILE) or 'insecure'\n");
   return 2;
 }

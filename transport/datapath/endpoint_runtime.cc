@@ -1,7 +1,11 @@
 #include "transport/datapath/endpoint_runtime.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +13,49 @@
 #include "transport/base/parse.h"
 
 namespace longhaul::datapath {
+
+endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
+                                           endpoint::AddressFormatter format_address) {
+  std::random_device rd;
+  const auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) ^ rd(); };
+  endpoint::EndpointConfig c;
+  c.cookie_lifetime = o.cookie_lifetime;
+  c.max_connections = o.max_connections;
+  c.max_flows = std::clamp<uint32_t>(o.max_flows, 1, 65535);
+  c.seed = o.seed != 0 ? o.seed : word();
+  c.cookie_secret = endpoint::SipKey{word(), word()};
+  c.format_address = std::move(format_address);
+  c.security = o.security;
+  if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
+  return c;
+}
+
+absl::Status ValidateEndpointOptions(const EndpointOptions& options) {
+  if (options.tx_batch == 0 || options.tx_batch > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tx_batch=", options.tx_batch, " is outside [1, 1024]"));
+  }
+  if (options.spin < Duration::Zero() || options.spin > Duration::Milliseconds(10)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spin=", FormatDuration(options.spin), " is outside [0, 10ms]"));
+  }
+  if (options.cookie_lifetime < Duration::Seconds(1)) {
+    return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
+  }
+  return EndpointConfigFor(options, nullptr).Validate();
+}
+
+void SystemEntropy(std::span<uint8_t> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = getrandom(out.data() + done, out.size() - done, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      PLOG(FATAL) << "getrandom";
+    }
+    done += static_cast<size_t>(n);
+  }
+}
 
 EndpointRuntime::EndpointRuntime(endpoint::EndpointConfig config, Hooks hooks)
     : endpoint_(std::move(config)), hooks_(std::move(hooks)) {}

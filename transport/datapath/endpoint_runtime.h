@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,24 @@
 #include "transport/endpoint/endpoint.h"
 
 namespace longhaul::datapath {
+
+// The endpoint's configuration from the application's options, the same for every driver:
+// cookie lifetime, connection and flow limits, a seed and a cookie secret from
+// std::random_device unless the options fix the seed, the packet protection, and the
+// driver's way of printing its addresses. Protected endpoints without an entropy source of
+// their own draw their ephemeral keys from SystemEntropy.
+endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& options,
+                                           endpoint::AddressFormatter format_address);
+
+// The checks every driver makes of the options it is created with: tx_batch in [1, 1024],
+// spin in [0, 10ms], cookie_lifetime at least 1 s, and the endpoint configuration they
+// give (EndpointConfig::Validate: packet protection chosen, limits). InvalidArgument
+// naming the option.
+absl::Status ValidateEndpointOptions(const EndpointOptions& options);
+
+// The kernel's CSPRNG (getrandom(2), blocking until it is seeded); aborts the process if
+// the kernel refuses, since no key may be made without it. Thread-safe.
+void SystemEntropy(std::span<uint8_t> out);
 
 // A Connect() waiting for its handshake; shared between the caller's thread and the
 // driver thread.

@@ -12,7 +12,6 @@
 #include "transport/drivers/udp/udp_driver.h"
 
 #include <sys/prctl.h>
-#include <sys/random.h>
 
 #include <cerrno>
 
@@ -55,42 +54,11 @@ constexpr size_t kMaxForeignReply = 65507;
 // steady_clock (CLOCK_MONOTONIC), the clock of the Asio timer.
 Time Now() { return Time::FromNanoseconds(MonotonicNs()); }
 
-// The kernel's CSPRNG (getrandom), for the ephemeral keys of the key exchange.
-void SystemEntropy(std::span<uint8_t> out) {
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = getrandom(out.data() + done, out.size() - done, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      PLOG(FATAL) << "getrandom";
-    }
-    done += static_cast<size_t>(n);
-  }
-}
-
-uint64_t RandomWord() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
 // The socket buffer to ask for when the options leave it to us: window / 4 within
 // [4 MiB, 256 MiB]. It absorbs what arrives while the driver thread is not reading.
 ByteCount SocketBufferFor(const EndpointOptions& o, const TransportConfig& c) {
   if (o.socket_buffer > 0) return o.socket_buffer;
   return std::clamp<ByteCount>(c.window / 4, ByteCount{4} << 20, ByteCount{256} << 20);
-}
-
-endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o) {
-  endpoint::EndpointConfig c;
-  c.cookie_lifetime = o.cookie_lifetime;
-  c.max_connections = o.max_connections;
-  c.max_flows = std::clamp<uint32_t>(o.max_flows, 1, 65535);
-  c.seed = o.seed != 0 ? o.seed : RandomWord();
-  c.cookie_secret = endpoint::SipKey{RandomWord(), RandomWord()};
-  c.format_address = FormatPeerAddress;
-  c.security = o.security;
-  if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
-  return c;
 }
 
 }  // namespace
@@ -100,7 +68,7 @@ class UdpDriverImpl {
   explicit UdpDriverImpl(const EndpointOptions& o)
       : opt_(o),
         timer_(io_),
-        runtime_(EndpointConfigFor(o),
+        runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
                  datapath::EndpointRuntime::Hooks{
                      .wake = [this] { asio::post(io_, [] {}); },
                      .close_local = [this](endpoint::LocalId id) { CloseSocket(id); },
@@ -708,22 +676,11 @@ class UdpDriverImpl {
 // ---- UdpDriver ----
 
 absl::StatusOr<std::unique_ptr<UdpDriver>> UdpDriver::Create(const EndpointOptions& options) {
-  if (options.tx_batch == 0 || options.tx_batch > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tx_batch=", options.tx_batch, " is outside [1, 1024]"));
-  }
+  if (absl::Status s = datapath::ValidateEndpointOptions(options); !s.ok()) return s;
   if (options.rx_batch == 0 || options.rx_batch > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("rx_batch=", options.rx_batch, " is outside [1, 1024]"));
   }
-  if (options.spin < Duration::Zero() || options.spin > Duration::Milliseconds(10)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spin=", FormatDuration(options.spin), " is outside [0, 10ms]"));
-  }
-  if (options.cookie_lifetime < Duration::Seconds(1)) {
-    return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
-  }
-  if (absl::Status s = EndpointConfigFor(options).Validate(); !s.ok()) return s;
   std::unique_ptr<UdpDriver> d(new UdpDriver(std::make_unique<UdpDriverImpl>(options)));
   d->impl_->Start();
   return d;

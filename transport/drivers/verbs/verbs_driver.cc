@@ -67,29 +67,13 @@ constexpr size_t kMaxForeignReply = 65507;
 
 Time Now() { return Time::FromNanoseconds(MonotonicNs()); }
 
-uint64_t RandomWord() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
-endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o) {
-  endpoint::EndpointConfig c;
-  c.cookie_lifetime = o.cookie_lifetime;
-  c.max_connections = o.max_connections;
-  c.max_flows = std::clamp<uint32_t>(o.max_flows, 1, 65535);
-  c.seed = o.seed != 0 ? o.seed : RandomWord();
-  c.cookie_secret = endpoint::SipKey{RandomWord(), RandomWord()};
-  c.format_address = FormatPeerAddress;
-  return c;
-}
-
 }  // namespace
 
 class VerbsDriverImpl {
  public:
   explicit VerbsDriverImpl(const EndpointOptions& o)
       : opt_(o),
-        runtime_(EndpointConfigFor(o),
+        runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
                  datapath::EndpointRuntime::Hooks{
                      .wake = [this] { Kick(); },
                      .close_local = [this](endpoint::LocalId id) { DestroyQp(id); },
@@ -839,17 +823,7 @@ class VerbsDriverImpl {
 // ---- VerbsDriver ----
 
 absl::StatusOr<std::unique_ptr<VerbsDriver>> VerbsDriver::Create(const EndpointOptions& options) {
-  if (options.tx_batch == 0 || options.tx_batch > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tx_batch=", options.tx_batch, " is outside [1, 1024]"));
-  }
-  if (options.spin < Duration::Zero() || options.spin > Duration::Milliseconds(10)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spin=", FormatDuration(options.spin), " is outside [0, 10ms]"));
-  }
-  if (options.cookie_lifetime < Duration::Seconds(1)) {
-    return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
-  }
+  if (absl::Status s = datapath::ValidateEndpointOptions(options); !s.ok()) return s;
   if (options.verbs.gid_index < -1 || options.verbs.gid_index > 255) {
     return absl::InvalidArgumentError(
         absl::StrCat("gid_index=", options.verbs.gid_index, " is outside [-1, 255]"));
