@@ -45,6 +45,37 @@ absl::Status ValidateEndpointOptions(const EndpointOptions& options) {
   return EndpointConfigFor(options, nullptr).Validate();
 }
 
+absl::Status ValidateConnectOptions(const ConnectOptions& options) {
+  if (absl::Status s = options.config.Validate(); !s.ok()) return s;
+  if (options.app_data.size() > endpoint::kMaxAppDataSize) {
+    return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
+                                                   options.app_data.size(), " bytes exceeds ",
+                                                   endpoint::kMaxAppDataSize));
+  }
+  return absl::OkStatus();
+}
+
+void RunOnDriverThread(bool on_driver_thread,
+                       const std::function<bool(std::function<void()>)>& post,
+                       const std::function<void()>& fn) {
+  if (on_driver_thread) {
+    fn();
+    return;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  const bool posted = post([&] {
+    fn();
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+    cv.notify_all();
+  });
+  if (!posted) return;
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done; });
+}
+
 void SystemEntropy(std::span<uint8_t> out) {
   size_t done = 0;
   while (done < out.size()) {

@@ -47,6 +47,17 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& options,
 // naming the option.
 absl::Status ValidateEndpointOptions(const EndpointOptions& options);
 
+// The checks every driver makes of a Connect's options: the configuration is valid and
+// the application data fits the handshake (kMaxAppDataSize). InvalidArgument naming it.
+absl::Status ValidateConnectOptions(const ConnectOptions& options);
+
+// Runs `fn` on a driver's thread and waits until it has run: at once when the caller is
+// that thread, else through `post` (which queues a task for the thread and returns false,
+// not running it, once the driver has stopped; `fn` then does not run either).
+void RunOnDriverThread(bool on_driver_thread,
+                       const std::function<bool(std::function<void()>)>& post,
+                       const std::function<void()>& fn);
+
 // The kernel's CSPRNG (getrandom(2), blocking until it is seeded); aborts the process if
 // the kernel refuses, since no key may be made without it. Thread-safe.
 void SystemEntropy(std::span<uint8_t> out);

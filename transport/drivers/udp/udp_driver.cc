@@ -125,12 +125,7 @@ class UdpDriverImpl {
     }
     absl::StatusOr<net::SocketAddress> server = net::Resolve(host, port);
     if (!server.ok()) return server.status();
-    if (absl::Status s = co.config.Validate(); !s.ok()) return s;
-    if (co.app_data.size() > endpoint::kMaxAppDataSize) {
-      return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
-                                                     co.app_data.size(), " bytes exceeds ",
-                                                     endpoint::kMaxAppDataSize));
-    }
+    if (absl::Status s = datapath::ValidateConnectOptions(co); !s.ok()) return s;
     auto wait = std::make_shared<datapath::ConnectWait>();
     const Duration timeout = co.timeout;
     const bool posted = Post([this, server = *server, co = std::move(co), wait]() mutable {
@@ -203,22 +198,9 @@ class UdpDriverImpl {
   }
 
   void RunOnDriver(const std::function<void()>& fn) {
-    if (runtime_.OnDriverThread()) {
-      fn();
-      return;
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    bool posted = Post([&] {
-      fn();
-      std::lock_guard<std::mutex> l(mu);
-      done = true;
-      cv.notify_all();
-    });
-    if (!posted) return;
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return done; });
+    datapath::RunOnDriverThread(
+        runtime_.OnDriverThread(), [this](std::function<void()> f) { return Post(std::move(f)); },
+        fn);
   }
 
   // ---- the loop ----

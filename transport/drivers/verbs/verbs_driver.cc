@@ -129,12 +129,7 @@ class VerbsDriverImpl {
       return absl::InvalidArgumentError(
           absl::StrCat("verbs: ", host, " has no IPv4 address (RoCE v2 over IPv4)"));
     }
-    if (absl::Status s = co.config.Validate(); !s.ok()) return s;
-    if (co.app_data.size() > endpoint::kMaxAppDataSize) {
-      return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
-                                                     co.app_data.size(), " bytes exceeds ",
-                                                     endpoint::kMaxAppDataSize));
-    }
+    if (absl::Status s = datapath::ValidateConnectOptions(co); !s.ok()) return s;
     const int64_t start = MonotonicNs();
     absl::StatusOr<LocateAnswer> located = Locate(*server, co.timeout);
     if (!located.ok()) return located.status();
@@ -199,22 +194,9 @@ class VerbsDriverImpl {
   }
 
   void RunOnDriver(const std::function<void()>& fn) {
-    if (runtime_.OnDriverThread()) {
-      fn();
-      return;
-    }
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    bool posted = Post([&] {
-      fn();
-      std::lock_guard<std::mutex> l(mu);
-      done = true;
-      cv.notify_all();
-    });
-    if (!posted) return;
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return done; });
+    datapath::RunOnDriverThread(
+        runtime_.OnDriverThread(), [this](std::function<void()> f) { return Post(std::move(f)); },
+        fn);
   }
 
   // ---- the device ----
