@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "transport/drivers/verbs/ibverbs.h"
 
 namespace longhaul::verbs {
 
@@ -38,11 +39,11 @@ absl::StatusOr<std::unique_ptr<UdQueuePair>> UdQueuePair::Create(
   ia.cap.max_send_sge = 1;
   ia.cap.max_recv_sge = 1;
   ia.cap.max_inline_data = dev.max_inline();
-  q->qp_ = ibv_create_qp(dev.pd(), &ia);
+  q->qp_ = Ibverbs().create_qp(dev.pd(), &ia);
   if (q->qp_ == nullptr) {
     // Some devices refuse inline data: retry without.
     ia.cap.max_inline_data = 0;
-    q->qp_ = ibv_create_qp(dev.pd(), &ia);
+    q->qp_ = Ibverbs().create_qp(dev.pd(), &ia);
   }
   if (q->qp_ == nullptr) {
     return VerbsError(errno, absl::StrCat("ibv_create_qp (UD, ", send_depth, " send and ",
@@ -55,23 +56,23 @@ absl::StatusOr<std::unique_ptr<UdQueuePair>> UdQueuePair::Create(
   a.pkey_index = 0;
   a.port_num = dev.port();
   a.qkey = kQkey;
-  int err = ibv_modify_qp(q->qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+  int err = Ibverbs().modify_qp(q->qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
   if (err == 0) {
     a = {};
     a.qp_state = IBV_QPS_RTR;
-    err = ibv_modify_qp(q->qp_, &a, IBV_QP_STATE);
+    err = Ibverbs().modify_qp(q->qp_, &a, IBV_QP_STATE);
   }
   if (err == 0) {
     a = {};
     a.qp_state = IBV_QPS_RTS;
     std::random_device rd;
     a.sq_psn = rd() & 0xffffff;
-    err = ibv_modify_qp(q->qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+    err = Ibverbs().modify_qp(q->qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
   }
   if (err != 0) return VerbsError(err, "ibv_modify_qp (UD to RTS)");
   q->recv_mem_.assign(static_cast<size_t>(slot_size + kGrhBytes) * recv_depth, 0);
   q->recv_mr_ =
-      ibv_reg_mr(dev.pd(), q->recv_mem_.data(), q->recv_mem_.size(), IBV_ACCESS_LOCAL_WRITE);
+      Ibverbs().reg_mr(dev.pd(), q->recv_mem_.data(), q->recv_mem_.size(), IBV_ACCESS_LOCAL_WRITE);
   if (q->recv_mr_ == nullptr) {
     return VerbsError(errno,
                       absl::StrCat("ibv_reg_mr of a ", q->recv_mem_.size(), "-byte receive ring"));
@@ -82,8 +83,8 @@ absl::StatusOr<std::unique_ptr<UdQueuePair>> UdQueuePair::Create(
 }
 
 UdQueuePair::~UdQueuePair() {
-  if (qp_ != nullptr) ibv_destroy_qp(qp_);
-  if (recv_mr_ != nullptr) ibv_dereg_mr(recv_mr_);
+  if (qp_ != nullptr) Ibverbs().destroy_qp(qp_);
+  if (recv_mr_ != nullptr) Ibverbs().dereg_mr(recv_mr_);
 }
 
 absl::Status UdQueuePair::Refill(EndpointStats* stats) {

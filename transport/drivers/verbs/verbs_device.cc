@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "transport/drivers/verbs/ibverbs.h"
 
 namespace longhaul::verbs {
 namespace {
@@ -52,9 +53,9 @@ std::string Ipv4Text(uint32_t ipv4) {
 }
 
 struct DeviceList {
-  DeviceList() { list = ibv_get_device_list(&n); }
+  DeviceList() { list = Ibverbs().get_device_list(&n); }
   ~DeviceList() {
-    if (list != nullptr) ibv_free_device_list(list);
+    if (list != nullptr) Ibverbs().free_device_list(list);
   }
   ibv_device** list = nullptr;
   int n = 0;
@@ -70,7 +71,7 @@ std::vector<RoceGid> RoceV2Ipv4Gids(ibv_context* ctx, uint8_t port, int table_le
   std::vector<RoceGid> out;
   for (int i = 0; i < table_len; ++i) {
     ibv_gid_entry e{};
-    if (ibv_query_gid_ex(ctx, port, i, &e, 0) != 0) continue;
+    if (QueryGidEx(ctx, port, i, &e) != 0) continue;
     if (e.gid_type != IBV_GID_TYPE_ROCE_V2) continue;
     Gid g;
     std::memcpy(g.data(), e.gid.raw, 16);
@@ -83,16 +84,17 @@ std::vector<RoceGid> RoceV2Ipv4Gids(ibv_context* ctx, uint8_t port, int table_le
 
 std::string PresentList(const DeviceList& dl) {
   std::vector<std::string> names;
-  for (int i = 0; i < dl.n; ++i) names.push_back(ibv_get_device_name(dl.list[i]));
+  for (int i = 0; i < dl.n; ++i) names.push_back(Ibverbs().get_device_name(dl.list[i]));
   return names.empty() ? "none" : absl::StrJoin(names, ", ");
 }
 
 }  // namespace
 
 std::vector<std::string> ListDeviceNames() {
+  if (!LoadIbverbs().ok()) return {};
   DeviceList dl;
   std::vector<std::string> out;
-  for (int i = 0; i < dl.n; ++i) out.push_back(ibv_get_device_name(dl.list[i]));
+  for (int i = 0; i < dl.n; ++i) out.push_back(Ibverbs().get_device_name(dl.list[i]));
   return out;
 }
 
@@ -112,6 +114,7 @@ absl::Status VerbsError(int err, const std::string& what) {
 absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOptions& o,
                                                                uint32_t local_ipv4) {
   if (o.port == 0) return absl::InvalidArgumentError("verbs port must be >= 1");
+  if (absl::StatusOr<const IbverbsApi*> api = LoadIbverbs(); !api.ok()) return api.status();
   DeviceList dl;
   if (dl.list == nullptr || dl.n == 0) {
     return absl::NotFoundError(absl::StrCat(
@@ -124,7 +127,7 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
   ibv_device* chosen = nullptr;
   if (!o.device.empty()) {
     for (int i = 0; i < dl.n; ++i) {
-      if (o.device == ibv_get_device_name(dl.list[i])) chosen = dl.list[i];
+      if (o.device == Ibverbs().get_device_name(dl.list[i])) chosen = dl.list[i];
     }
     if (chosen == nullptr) {
       return absl::NotFoundError(
@@ -134,7 +137,7 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
   // Without a name: the first device whose port carries the address as a RoCE v2 GID.
   for (int i = 0; i < dl.n; ++i) {
     ibv_device* dev = chosen != nullptr ? chosen : dl.list[i];
-    ibv_context* ctx = ibv_open_device(dev);
+    ibv_context* ctx = Ibverbs().open_device(dev);
     if (ctx == nullptr) {
       if (chosen != nullptr) {
         return VerbsError(errno, absl::StrCat("ibv_open_device(", o.device, ")"));
@@ -142,8 +145,8 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
       continue;
     }
     ibv_port_attr pa{};
-    if (ibv_query_port(ctx, o.port, &pa) != 0) {
-      ibv_close_device(ctx);
+    if (QueryPort(ctx, o.port, &pa) != 0) {
+      Ibverbs().close_device(ctx);
       if (chosen != nullptr) {
         return absl::InvalidArgumentError(
             absl::StrCat(o.device, " has no port ", static_cast<int>(o.port)));
@@ -155,16 +158,16 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
     Gid gid{};
     if (o.gid_index >= 0) {
       ibv_gid_entry e{};
-      if (o.gid_index >= pa.gid_tbl_len || ibv_query_gid_ex(ctx, o.port, o.gid_index, &e, 0) != 0) {
-        ibv_close_device(ctx);
+      if (o.gid_index >= pa.gid_tbl_len || QueryGidEx(ctx, o.port, o.gid_index, &e) != 0) {
+        Ibverbs().close_device(ctx);
         return absl::InvalidArgumentError(
-            absl::StrCat(ibv_get_device_name(dev), " port ", static_cast<int>(o.port),
+            absl::StrCat(Ibverbs().get_device_name(dev), " port ", static_cast<int>(o.port),
                          " has no GID index ", o.gid_index, " (table of ", pa.gid_tbl_len, ")"));
       }
       if (e.gid_type != IBV_GID_TYPE_ROCE_V2) {
-        ibv_close_device(ctx);
+        Ibverbs().close_device(ctx);
         return absl::FailedPreconditionError(
-            absl::StrCat(ibv_get_device_name(dev), " GID index ", o.gid_index,
+            absl::StrCat(Ibverbs().get_device_name(dev), " GID index ", o.gid_index,
                          " is not a RoCE v2 GID (longhaul sends RoCE v2 UD datagrams)"));
       }
       index = o.gid_index;
@@ -179,8 +182,8 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
       }
     }
     if (index < 0) {
-      const std::string name = ibv_get_device_name(dev);
-      ibv_close_device(ctx);
+      const std::string name = Ibverbs().get_device_name(dev);
+      Ibverbs().close_device(ctx);
       if (chosen == nullptr) continue;
       if (gids.empty()) {
         return absl::FailedPreconditionError(absl::StrCat(
@@ -192,27 +195,27 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
                        Ipv4Text(local_ipv4), "; give --gid_index"));
     }
     if (pa.state != IBV_PORT_ACTIVE) {
-      const std::string name = ibv_get_device_name(dev);
-      ibv_close_device(ctx);
+      const std::string name = Ibverbs().get_device_name(dev);
+      Ibverbs().close_device(ctx);
       return absl::FailedPreconditionError(absl::StrCat(name, " port ", static_cast<int>(o.port),
                                                         " is ", PortStateName(pa.state),
                                                         ", not ACTIVE"));
     }
     ibv_device_attr da{};
-    if (ibv_query_device(ctx, &da) != 0) {
+    if (Ibverbs().query_device(ctx, &da) != 0) {
       const int e = errno;
-      ibv_close_device(ctx);
+      Ibverbs().close_device(ctx);
       return VerbsError(e, "ibv_query_device");
     }
     d->ctx_ = ctx;
-    d->name_ = ibv_get_device_name(dev);
+    d->name_ = Ibverbs().get_device_name(dev);
     d->port_ = o.port;
     d->gid_index_ = index;
     d->gid_ = gid;
     d->active_mtu_ = MtuBytes(pa.active_mtu);
     d->max_qp_wr_ = static_cast<uint32_t>(da.max_qp_wr);
     d->max_cqe_ = static_cast<uint32_t>(da.max_cqe);
-    d->pd_ = ibv_alloc_pd(ctx);
+    d->pd_ = Ibverbs().alloc_pd(ctx);
     if (d->pd_ == nullptr) return VerbsError(errno, absl::StrCat("ibv_alloc_pd(", d->name_, ")"));
     return d;
   }
@@ -223,8 +226,8 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
 }
 
 VerbsDevice::~VerbsDevice() {
-  if (pd_ != nullptr) ibv_dealloc_pd(pd_);
-  if (ctx_ != nullptr) ibv_close_device(ctx_);
+  if (pd_ != nullptr) Ibverbs().dealloc_pd(pd_);
+  if (ctx_ != nullptr) Ibverbs().close_device(ctx_);
 }
 
 std::string VerbsDevice::Describe() const {

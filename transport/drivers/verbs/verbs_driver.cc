@@ -46,6 +46,7 @@
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
 #include "transport/datapath/endpoint_runtime.h"
+#include "transport/drivers/verbs/ibverbs.h"
 #include "transport/drivers/verbs/locator.h"
 #include "transport/drivers/verbs/peer_address.h"
 #include "transport/drivers/verbs/queue_pair.h"
@@ -212,13 +213,13 @@ class VerbsDriverImpl {
           " bytes, more than the active MTU; raise the netdev's MTU "
           "(9000 gives an active MTU of 4096)"));
     }
-    channel_ = ibv_create_comp_channel(dev->context());
+    channel_ = Ibverbs().create_comp_channel(dev->context());
     if (channel_ == nullptr) return VerbsError(errno, "ibv_create_comp_channel");
     const int flags = fcntl(channel_->fd, F_GETFL);
     fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK);
     cq_capacity_ = std::min<uint32_t>(dev->max_cqe(), 65536);
-    send_cq_ = ibv_create_cq(dev->context(), static_cast<int>(cq_capacity_), nullptr, channel_, 0);
-    recv_cq_ = ibv_create_cq(dev->context(), static_cast<int>(cq_capacity_), nullptr, channel_, 0);
+    send_cq_ = Ibverbs().create_cq(dev->context(), static_cast<int>(cq_capacity_), nullptr, channel_, 0);
+    recv_cq_ = Ibverbs().create_cq(dev->context(), static_cast<int>(cq_capacity_), nullptr, channel_, 0);
     if (send_cq_ == nullptr || recv_cq_ == nullptr) {
       const int e = errno;
       DestroyDeviceObjects();
@@ -226,7 +227,7 @@ class VerbsDriverImpl {
     }
     slot_size_ = dev->active_mtu();
     send_mem_.assign(static_cast<size_t>(kSendSlots) * slot_size_, 0);
-    send_mr_ = ibv_reg_mr(dev->pd(), send_mem_.data(), send_mem_.size(), IBV_ACCESS_LOCAL_WRITE);
+    send_mr_ = Ibverbs().reg_mr(dev->pd(), send_mem_.data(), send_mem_.size(), IBV_ACCESS_LOCAL_WRITE);
     if (send_mr_ == nullptr) {
       const int e = errno;
       DestroyDeviceObjects();
@@ -242,21 +243,21 @@ class VerbsDriverImpl {
 
   void DestroyDeviceObjects() {
     while (!qps_.empty()) DestroyQp(qps_.begin()->first);
-    for (auto& [gid, ah] : ahs_) ibv_destroy_ah(ah);
+    for (auto& [gid, ah] : ahs_) Ibverbs().destroy_ah(ah);
     ahs_.clear();
-    if (send_mr_ != nullptr) ibv_dereg_mr(send_mr_);
+    if (send_mr_ != nullptr) Ibverbs().dereg_mr(send_mr_);
     send_mr_ = nullptr;
     if (send_cq_ != nullptr) {
-      ibv_ack_cq_events(send_cq_, unacked_send_events_);
-      ibv_destroy_cq(send_cq_);
+      Ibverbs().ack_cq_events(send_cq_, unacked_send_events_);
+      Ibverbs().destroy_cq(send_cq_);
     }
     if (recv_cq_ != nullptr) {
-      ibv_ack_cq_events(recv_cq_, unacked_events_);
-      ibv_destroy_cq(recv_cq_);
+      Ibverbs().ack_cq_events(recv_cq_, unacked_events_);
+      Ibverbs().destroy_cq(recv_cq_);
     }
     unacked_events_ = unacked_send_events_ = 0;
     send_cq_ = recv_cq_ = nullptr;
-    if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
+    if (channel_ != nullptr) Ibverbs().destroy_comp_channel(channel_);
     channel_ = nullptr;
     dev_.reset();
   }
@@ -337,7 +338,7 @@ class VerbsDriverImpl {
     a.grh.hop_limit = 64;
     a.grh.traffic_class = opt_.verbs.traffic_class;
     a.port_num = dev_->port();
-    ibv_ah* ah = ibv_create_ah(dev_->pd(), &a);
+    ibv_ah* ah = Ibverbs().create_ah(dev_->pd(), &a);
     if (ah == nullptr) {
       rate_log_.Warn(
           "create-ah", Now(),
@@ -510,7 +511,7 @@ class VerbsDriverImpl {
   void DrainChannel() {
     ibv_cq* cq;
     void* ctx;
-    while (ibv_get_cq_event(channel_, &cq, &ctx) == 0) {
+    while (Ibverbs().get_cq_event(channel_, &cq, &ctx) == 0) {
       if (cq == recv_cq_) {
         ++unacked_events_;
       } else {
@@ -518,11 +519,11 @@ class VerbsDriverImpl {
       }
     }
     if (unacked_events_ >= 64) {
-      ibv_ack_cq_events(recv_cq_, unacked_events_);
+      Ibverbs().ack_cq_events(recv_cq_, unacked_events_);
       unacked_events_ = 0;
     }
     if (unacked_send_events_ >= 64) {
-      ibv_ack_cq_events(send_cq_, unacked_send_events_);
+      Ibverbs().ack_cq_events(send_cq_, unacked_send_events_);
       unacked_send_events_ = 0;
     }
   }
@@ -564,7 +565,7 @@ class VerbsDriverImpl {
       if (wc.status != IBV_WC_WR_FLUSH_ERR) {
         ++counters_.receive_truncated;
         rate_log_.Warn("recv-error", now,
-                       absl::StrCat("verbs: receive completion: ", ibv_wc_status_str(wc.status)));
+                       absl::StrCat("verbs: receive completion: ", Ibverbs().wc_status_str(wc.status)));
         q->ReturnRecv(slot);
       }
       return;
@@ -659,7 +660,7 @@ class VerbsDriverImpl {
           ++counters_.send_errors;
           rate_log_.Warn(
               "send-error", Now(),
-              absl::StrCat("verbs: send completion: ", ibv_wc_status_str(wcs[i].status)));
+              absl::StrCat("verbs: send completion: ", Ibverbs().wc_status_str(wcs[i].status)));
         }
         q->Completed(WrSlot(wcs[i].wr_id), &free_slots_);
       }
