@@ -13,7 +13,6 @@ build has no verbs driver; the reason is printed.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -25,27 +24,16 @@ SERVER = "198.18.1.1"
 DELAY = "delay 29ms limit 100000"  # each way: RTT 58 ms
 
 
-def make_keys(build, keys):
-    """Key pairs for the server and the client and a pre-shared key, in `keys` (under the
-    build folder, which the guests see at the same path)."""
-    shutil.rmtree(keys, ignore_errors=True)
-    os.makedirs(keys)
-    keygen = os.path.join(build, "bin", "longhaul-keygen")
-    for args in (["--out=" + os.path.join(keys, "server")], ["--out=" + os.path.join(keys, "client")],
-                 ["--psk=" + os.path.join(keys, "link.psk")]):
-        subprocess.run([keygen] + args, check=True, capture_output=True, timeout=30)
-
-
 class Case:
     """Every longhaul process of the tier runs protected (static keys; the NCCL ranks and
     verbs_peer a pre-shared key) unless a case asks for plaintext."""
 
     def __init__(self, tb, build, keys):
         self.tb = tb
-        self.keys = keys
-        self.server_keys = "--key=%s/server.key --peer_key=%s/client.pub" % (keys, keys)
-        self.client_keys = "--key=%s/client.key --peer_key=%s/server.pub" % (keys, keys)
-        self.psk = os.path.join(keys, "link.psk")
+        self.keys = keys.folder
+        self.server_keys = keys.flags("ik", "server")
+        self.client_keys = keys.flags("ik", "client")
+        self.psk = keys.psk
         self.perf = os.path.join(build, "bin", "longhaul-perf")
         self.peer = os.path.join(build, "tests", "verbs_peer")
         self.rank = os.path.join(build, "tests", "nccl_verbs_rank")
@@ -305,9 +293,7 @@ def main(argv):
     try:
         with lt.Testbed(work) as tb:
             print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
-            keys = os.path.join(build, "rdma-keys")
-            make_keys(build, keys)
-            c = Case(tb, build, keys)
+            c = Case(tb, build, lt.Keys(build, os.path.join(build, "rdma-keys")))
             for name, fn in chosen:
                 t0 = time.monotonic()
                 try:

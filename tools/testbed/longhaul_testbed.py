@@ -566,6 +566,36 @@ class Testbed:
             raise RuntimeError("netem %r on guest %s: %s" % (spec, guest, out))
 
 
+class Keys:
+    """Packet-protection flags for longhaul processes in the guests: key pairs for a
+    server and a client and a pre-shared key, written by longhaul-keygen into `folder`
+    (under the build folder, which the guests see at the same path). mode "ik" gives
+    static keys, "psk" the pre-shared key, "insecure" plaintext."""
+
+    def __init__(self, build, folder):
+        self.folder = folder
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        keygen = os.path.join(build, "bin", "longhaul-keygen")
+        for args in (["--out=" + os.path.join(folder, "server")],
+                     ["--out=" + os.path.join(folder, "client")],
+                     ["--psk=" + self.psk]):
+            subprocess.run([keygen] + args, check=True, capture_output=True, timeout=30)
+
+    @property
+    def psk(self):
+        return os.path.join(self.folder, "link.psk")
+
+    def flags(self, mode, side):
+        """longhaul-perf's flags for `side` ("server" or "client") in `mode`."""
+        if mode == "insecure":
+            return "--insecure"
+        if mode == "psk":
+            return "--psk_file=" + self.psk
+        peer = "client" if side == "server" else "server"
+        return "--key=%s/%s.key --peer_key=%s/%s.pub" % (self.folder, side, self.folder, peer)
+
+
 def check_available(cache):
     """None when a testbed can be had, else the reason."""
     try:

@@ -80,10 +80,17 @@ def main(argv):
     ap.add_argument("--losses", default="0,0.001,0.01")
     ap.add_argument("--pacing_burst", default="20ms", help="longhaul's, for the paced runs")
     ap.add_argument("--tune", default="true", help="run longhaul-tune and the tuned runs")
+    ap.add_argument("--security", default="ik", choices=["ik", "psk", "insecure"],
+                    help="longhaul's packet protection: static keys (the default), a "
+                         "pre-shared key, or plaintext")
     args = ap.parse_args(argv)
     tune = args.tune.lower() in ("1", "true", "yes")
     build = os.path.abspath(args.build_dir)
+    keys = lt.Keys(build, os.path.join(build, "rdma-compare-keys"))
     perf = os.path.join(build, "bin", "longhaul-perf")
+    sperf = "%s %s" % (perf, keys.flags(args.security, "server"))  # the server's command
+    cperf = "%s %s" % (perf, keys.flags(args.security, "client"))  # the client's
+    print("longhaul packet protection: %s" % args.security, flush=True)
     tuner = os.path.join(build, "bin", "longhaul-tune")
     work = os.path.join(build, "rdma-compare")
     T = args.seconds
@@ -101,10 +108,10 @@ def main(argv):
         if perftest_mbit(out) is None:
             print(out[-2500:], flush=True)
         for rate in (200, 100):
-            rc, out = pair(tb, "%s --server --datapath=verbs --one_off --bind=%s" % (perf, SERVER),
+            rc, out = pair(tb, "%s --server --datapath=verbs --one_off --bind=%s" % (sperf, SERVER),
                            "Server listening",
                            "%s --client=%s --datapath=verbs --time=%d --rate=%dmbit --interval=%d --json"
-                           % (perf, SERVER, T, rate, T), T + 90)
+                           % (cperf, SERVER, T, rate, T), T + 90)
             print("no netem: longhaul verbs paced at %d Mbit/s: %s Mbit/s received"
                   % (rate, longhaul_mbit(out)), flush=True)
         # 2. Through netem. Paced a little below the netem rate: netem counts the Ethernet
@@ -118,7 +125,7 @@ def main(argv):
             spec = "rate %gmbit delay 29ms limit 100000" % r
             tb.netem("a", spec)
             tb.netem("b", spec)
-            pid = tb.spawn("a", "%s --server --datapath=verbs --bind=%s" % (perf, SERVER),
+            pid = tb.spawn("a", "%s --server --datapath=verbs --bind=%s" % (sperf, SERVER),
                            "/tmp/tune-server.log")
             wait_ready(tb, "Server listening", "/tmp/tune-server.log")
             t0 = time.monotonic()
@@ -136,19 +143,19 @@ def main(argv):
             tb.netem("a", spec)
             tb.netem("b", spec)
             runs = [
-                ("longhaul verbs", "%s --server --datapath=verbs --one_off --bind=%s" % (perf, SERVER),
+                ("longhaul verbs", "%s --server --datapath=verbs --one_off --bind=%s" % (sperf, SERVER),
                  "Server listening",
-                 "%s --client=%s --datapath=verbs %s" % (perf, SERVER, lh), longhaul_mbit),
-                ("longhaul UDP", "%s --server --one_off --bind=%s" % (perf, SERVER),
-                 "Server listening", "%s --client=%s %s" % (perf, SERVER, lh), longhaul_mbit),
+                 "%s --client=%s --datapath=verbs %s" % (cperf, SERVER, lh), longhaul_mbit),
+                ("longhaul UDP", "%s --server --one_off --bind=%s" % (sperf, SERVER),
+                 "Server listening", "%s --client=%s %s" % (cperf, SERVER, lh), longhaul_mbit),
             ]
             if tune:
                 runs.append(
                     ("longhaul verbs, longhaul-tune's profile",
-                     "%s --server --datapath=verbs --one_off --bind=%s" % (perf, SERVER),
+                     "%s --server --datapath=verbs --one_off --bind=%s" % (sperf, SERVER),
                      "Server listening",
                      "%s --client=%s --datapath=verbs --profile=%s --time=%d --interval=%d --json"
-                     % (perf, SERVER, profile, T, T), longhaul_mbit))
+                     % (cperf, SERVER, profile, T, T), longhaul_mbit))
             runs += [
                 ("ib_write_bw RC recipe (1 MiB in flight, -m 4096 -u 18)",
                  "ib_write_bw -s 1048576 -t 1 -m 4096 -u 18 -D %d %s" % (T, dev), "Waiting for client",

@@ -162,7 +162,8 @@ def one_run(tb, perf, args, r):
     dp = "--datapath=verbs" if r["datapath"] == "verbs" else ""
     pace = rate * r["pace"]
     log = "/tmp/shortfall-server.log"
-    pid = tb.spawn("a", "%s --server --one_off --bind=%s %s" % (perf, SERVER, dp), log)
+    pid = tb.spawn("a", "%s --server --one_off --bind=%s %s %s"
+                   % (perf, SERVER, dp, args.keys.flags(args.security, "server")), log)
     tb.run("a", "timeout 30 sh -c 'until grep -q \"Server listening\" %s; do sleep 0.05; done'"
            % log, 40)
     before = {g: counters(tb, g) for g in lt.GUESTS}
@@ -172,8 +173,9 @@ def one_run(tb, perf, args, r):
     try:
         hb = host_cpu(tb)
         t0 = time.monotonic()
-        rc, out = tb.run("b", "%s --client=%s %s --time=%d --rate=%gmbit --interval=1 --json %s"
-                         % (perf, SERVER, dp, args.seconds, pace, r["extra"]), args.seconds + 120)
+        rc, out = tb.run("b", "%s --client=%s %s %s --time=%d --rate=%gmbit --interval=1 --json %s"
+                         % (perf, SERVER, dp, args.keys.flags(args.security, "client"),
+                            args.seconds, pace, r["extra"]), args.seconds + 120)
         wall = time.monotonic() - t0
         ha = host_cpu(tb)
     finally:
@@ -247,9 +249,13 @@ def main(argv):
     ap.add_argument("--limit", type=int, default=100000, help="netem limit, packets")
     ap.add_argument("--runs", default="verbs:loss=0;udp:loss=0")
     ap.add_argument("--json_out", default="", help="also write every run's record here")
+    ap.add_argument("--security", default="ik", choices=["ik", "psk", "insecure"],
+                    help="longhaul's packet protection: static keys (the default), a "
+                         "pre-shared key, or plaintext")
     args = ap.parse_args(argv)
     runs = parse_runs(args.runs)
     build = os.path.abspath(args.build_dir)
+    args.keys = lt.Keys(build, os.path.join(build, "rdma-shortfall-keys"))
     perf = os.path.join(build, "bin", "longhaul-perf")
     results = []
     with lt.Testbed(os.path.join(build, "rdma-shortfall")) as tb:
