@@ -99,6 +99,19 @@ TEST(TunePerfE2eTest, TunedProfileReachesTheLinkRate) {
   EXPECT_NE(t["command"].get<std::string>().find("--target=127.0.0.1:"), std::string::npos);
   // The probe measured the emulated link, not loopback.
   EXPECT_NEAR(t["link"]["rtt_ns"].get<double>(), 58e6, 0.05 * 58e6);
+  // A sender that kept falling short of its probe trains was on a busy host (the prober
+  // says so): the rate it read, and the profile tuned to it, are the host's, not the
+  // link's (as in probe_accuracy_test).
+  const Json& probe_rate = t["probe"]["rate"];
+  if (probe_rate.is_object() && probe_rate.value("host_limited", false)) {
+    (*perf_server)->Signal(SIGTERM);
+    (*perf_server)->Wait(milliseconds(20000)).IgnoreError();
+    Stop(emu, "final");
+    std::filesystem::remove(psk);
+    GTEST_SKIP() << "the host could not keep up with the probe (" << probe_rate["short_trains"]
+                 << " short trains, rate search " << probe_rate["stop_reason"]
+                 << "): not a measurement of the link";
+  }
 
   // 2. longhaul-perf with the profile through the same link to the same server.
   absl::StatusOr<RunResult> perf =
