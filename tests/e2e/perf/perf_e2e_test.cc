@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
+#include "tests/e2e/perf/perf_process.h"
 #include "transport/api/endpoint.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/wire/packet.h"
@@ -36,58 +37,23 @@ using Json = nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kStart(10000);
-constexpr milliseconds kRun(120000);
 
 bool EmuAvailable() { return access(LONGHAUL_EMU_BIN, X_OK) == 0; }
 
-struct Server {
-  std::unique_ptr<EmuProcess> proc;
-  int port = 0;
-};
+using Server = perf_testing::PerfServer;
+using ClientRun = perf_testing::PerfRun;
 
 Server StartServer(std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--server", "--bind=127.0.0.1", "--port=0", "--json",
-                                   "--insecure"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  Server s;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(LONGHAUL_PERF_BIN, args);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return s;
-  s.proc = *std::move(p);
-  absl::StatusOr<Json> ready = s.proc->WaitEvent("listening", kStart);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << s.proc->Stderr();
-  if (ready.ok()) s.port = (*ready)["port"].get<int>();
-  return s;
+  extra.insert(extra.begin(), "--insecure");
+  return perf_testing::StartPerfServer(LONGHAUL_PERF_BIN, extra);
 }
 
 // Stops the server with SIGTERM; it must exit cleanly (it never crashed meanwhile).
-void StopServer(Server& s) {
-  ASSERT_TRUE(s.proc);
-  s.proc->Signal(SIGTERM);
-  absl::StatusOr<int> st = s.proc->Wait(milliseconds(20000));
-  ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_EQ(*st, 0) << s.proc->Stderr();
-}
-
-struct ClientRun {
-  int status = -1;
-  Json json;
-  std::string out, err;
-};
+void StopServer(Server& s) { perf_testing::StopPerfServer(s); }
 
 ClientRun RunClient(int port, std::vector<std::string> extra) {
-  std::vector<std::string> args = {"--client=127.0.0.1", absl::StrCat("--port=", port), "--json",
-                                   "--insecure"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  ClientRun c;
-  absl::StatusOr<RunResult> r = RunToCompletion(LONGHAUL_PERF_BIN, args, kRun);
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return c;
-  c.status = r->status;
-  c.out = r->stdout_text;
-  c.err = r->stderr_text;
-  c.json = Json::parse(c.out, nullptr, false);
-  return c;
+  extra.insert(extra.begin(), "--insecure");
+  return perf_testing::RunPerfClient(LONGHAUL_PERF_BIN, port, extra);
 }
 
 // The checks every successful run must pass: exit 0, bytes verified, nothing corrupt, and
@@ -359,24 +325,10 @@ TEST(PerfE2E, ClientVanishingMidTransferIsReportedAndTheServerGoesOn) {
 
 // ---- through the emulator ----
 
-struct Emu {
-  std::unique_ptr<EmuProcess> proc;
-  int port = 0;
-};
+using Emu = perf_testing::EmuRelay;
 
 Emu StartEmu(const std::string& link, int forward_port) {
-  Emu e;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p =
-      EmuProcess::Start(LONGHAUL_EMU_BIN, {absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
-                                           absl::StrCat("--forward=127.0.0.1:", forward_port),
-                                           "--json", "--max_time=300s"});
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return e;
-  e.proc = *std::move(p);
-  absl::StatusOr<Json> ready = e.proc->WaitEvent("ready", kStart);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << e.proc->Stderr();
-  if (ready.ok()) e.port = (*ready)["listen_port"].get<int>();
-  return e;
+  return perf_testing::StartEmuRelay(LONGHAUL_EMU_BIN, link, forward_port);
 }
 
 class PerfThroughEmu : public ::testing::TestWithParam<std::string> {};

@@ -40,6 +40,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
+#include "tests/e2e/perf/perf_process.h"
 #include "tools/perf/perf_pattern.h"
 #include "transport/crypto/key_files.h"
 
@@ -56,7 +57,6 @@ using std::chrono::milliseconds;
 using ::testing::HasSubstr;
 
 constexpr milliseconds kStart(10000);
-constexpr milliseconds kRun(120000);
 
 // ---- keys ----
 
@@ -100,55 +100,17 @@ class Keys {
 
 // ---- processes ----
 
-struct Server {
-  std::unique_ptr<EmuProcess> proc;
-  int port = 0;
-  Json listening;
-};
+using Server = perf_testing::PerfServer;
+using ClientRun = perf_testing::PerfRun;
 
 Server StartServer(const std::vector<std::string>& keys) {
-  std::vector<std::string> args = {"--server", "--bind=127.0.0.1", "--port=0", "--json"};
-  args.insert(args.end(), keys.begin(), keys.end());
-  Server s;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(LONGHAUL_PERF_BIN, args);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return s;
-  s.proc = *std::move(p);
-  absl::StatusOr<Json> ready = s.proc->WaitEvent("listening", kStart);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << s.proc->Stderr();
-  if (ready.ok()) {
-    s.port = (*ready)["port"].get<int>();
-    s.listening = *ready;
-  }
-  return s;
+  return perf_testing::StartPerfServer(LONGHAUL_PERF_BIN, keys);
 }
 
-void StopServer(Server& s) {
-  ASSERT_TRUE(s.proc);
-  s.proc->Signal(SIGTERM);
-  absl::StatusOr<int> st = s.proc->Wait(milliseconds(20000));
-  ASSERT_TRUE(st.ok()) << st.status();
-  EXPECT_EQ(*st, 0) << s.proc->Stderr();
-}
-
-struct ClientRun {
-  int status = -1;
-  Json json;
-  std::string out, err;
-};
+void StopServer(Server& s) { perf_testing::StopPerfServer(s); }
 
 ClientRun RunClient(int port, std::vector<std::string> args, bool json = true) {
-  args.insert(args.begin(), {"--client=127.0.0.1", absl::StrCat("--port=", port)});
-  if (json) args.push_back("--json");
-  ClientRun c;
-  absl::StatusOr<RunResult> r = RunToCompletion(LONGHAUL_PERF_BIN, args, kRun);
-  EXPECT_TRUE(r.ok()) << r.status();
-  if (!r.ok()) return c;
-  c.status = r->status;
-  c.out = r->stdout_text;
-  c.err = r->stderr_text;
-  if (json) c.json = Json::parse(c.out, nullptr, false);
-  return c;
+  return perf_testing::RunPerfClient(LONGHAUL_PERF_BIN, port, std::move(args), json);
 }
 
 void ExpectIntact(const ClientRun& c, uint64_t bytes) {
@@ -160,24 +122,10 @@ void ExpectIntact(const ClientRun& c, uint64_t bytes) {
   EXPECT_TRUE(end["longhaul"]["integrity"]["intact"].get<bool>());
 }
 
-struct Emu {
-  std::unique_ptr<EmuProcess> proc;
-  int port = 0;
-};
+using Emu = perf_testing::EmuRelay;
 
 Emu StartEmu(const std::string& link, int forward_port) {
-  Emu e;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p =
-      EmuProcess::Start(LONGHAUL_EMU_BIN, {absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
-                                           absl::StrCat("--forward=127.0.0.1:", forward_port),
-                                           "--json", "--max_time=300s"});
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return e;
-  e.proc = *std::move(p);
-  absl::StatusOr<Json> ready = e.proc->WaitEvent("ready", kStart);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << e.proc->Stderr();
-  if (ready.ok()) e.port = (*ready)["listen_port"].get<int>();
-  return e;
+  return perf_testing::StartEmuRelay(LONGHAUL_EMU_BIN, link, forward_port);
 }
 
 // ---- protected transfers through the emulator ----
