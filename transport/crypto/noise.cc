@@ -71,40 +71,31 @@ absl::StatusOr<NoiseHandshake> NoiseHandshake::Initiator(NoisePattern pattern,
                                                          const NoiseKeys& keys,
                                                          std::span<const uint8_t> prologue,
                                                          const Key32& ephemeral_private) {
-  NoiseHandshake hs(pattern, true);
   const bool ik = pattern != NoisePattern::kNNpsk0;
   if (ik && (!keys.static_key || !keys.remote_static)) {
     return absl::InvalidArgumentError(absl::StrCat(
         NoisePatternName(pattern), ": the client needs its key pair and the server's public key"));
   }
-  if (hs.psk_mode() && !keys.psk) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(NoisePatternName(pattern), ": a pre-shared key is needed"));
-  }
-  absl::StatusOr<KeyPair> e = KeyPairFromPrivate(ephemeral_private);
-  if (!e.ok()) return e.status();
-  hs.e_ = *e;
-  if (ik) {
-    hs.s_ = *keys.static_key;
-    hs.has_s_ = true;
-    hs.rs_ = keys.remote_static;
-  }
-  hs.psk_ = keys.psk;
-  hs.MixHash(prologue);
-  if (ik) hs.MixHash(*hs.rs_);  // pre-message: <- s
-  return hs;
+  return Start(pattern, true, keys, prologue, ephemeral_private);
 }
 
 absl::StatusOr<NoiseHandshake> NoiseHandshake::Responder(NoisePattern pattern,
                                                          const NoiseKeys& keys,
                                                          std::span<const uint8_t> prologue,
                                                          const Key32& ephemeral_private) {
-  NoiseHandshake hs(pattern, false);
   const bool ik = pattern != NoisePattern::kNNpsk0;
   if (ik && !keys.static_key) {
     return absl::InvalidArgumentError(
         absl::StrCat(NoisePatternName(pattern), ": the server needs its key pair"));
   }
+  return Start(pattern, false, keys, prologue, ephemeral_private);
+}
+
+absl::StatusOr<NoiseHandshake> NoiseHandshake::Start(NoisePattern pattern, bool initiator,
+                                                     const NoiseKeys& keys,
+                                                     std::span<const uint8_t> prologue,
+                                                     const Key32& ephemeral_private) {
+  NoiseHandshake hs(pattern, initiator);
   if (hs.psk_mode() && !keys.psk) {
     return absl::InvalidArgumentError(
         absl::StrCat(NoisePatternName(pattern), ": a pre-shared key is needed"));
@@ -112,13 +103,16 @@ absl::StatusOr<NoiseHandshake> NoiseHandshake::Responder(NoisePattern pattern,
   absl::StatusOr<KeyPair> e = KeyPairFromPrivate(ephemeral_private);
   if (!e.ok()) return e.status();
   hs.e_ = *e;
+  const bool ik = pattern != NoisePattern::kNNpsk0;
   if (ik) {
     hs.s_ = *keys.static_key;
     hs.has_s_ = true;
+    if (initiator) hs.rs_ = keys.remote_static;
   }
   hs.psk_ = keys.psk;
   hs.MixHash(prologue);
-  if (ik) hs.MixHash(hs.s_.public_key);  // pre-message: <- s
+  // Pre-message <- s: the responder's static public key.
+  if (ik) hs.MixHash(initiator ? *hs.rs_ : hs.s_.public_key);
   return hs;
 }
 

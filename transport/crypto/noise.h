@@ -86,6 +86,13 @@ class NoiseHandshake {
 
  private:
   NoiseHandshake(NoisePattern pattern, bool initiator);
+  // What both sides do once their keys are checked: the ephemeral key pair, the static
+  // pair (IK patterns), the pre-shared key, the prologue and the pre-message (the
+  // responder's static public key, known to both).
+  static absl::StatusOr<NoiseHandshake> Start(NoisePattern pattern, bool initiator,
+                                              const NoiseKeys& keys,
+                                              std::span<const uint8_t> prologue,
+                                              const Key32& ephemeral_private);
   void MixHash(std::span<const uint8_t> data);
   void MixKey(std::span<const uint8_t> input);
   void MixKeyAndHash(const Key32& input);
