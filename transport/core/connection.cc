@@ -95,7 +95,7 @@ class ConnectionImpl {
     // Recent message size (packets), for the FEC policy's per-message repair target.
     const double packets = std::max(1.0, static_cast<double>(b.size) / cfg_.segment);
     message_packets_ = message_packets_ == 0 ? packets : 0.9 * message_packets_ + 0.1 * packets;
-    return send_.Push(b.data, b.size, std::move(b.owner), tag);
+    return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
   }
 
   bool PollEvent(Event* e) {
@@ -344,6 +344,8 @@ class ConnectionImpl {
   bool closed() const { return state_ == State::kClosed; }
   uint64_t pending_send_messages() const { return send_.pending_messages(); }
   ByteCount pending_send_bytes() const { return send_.pending_bytes(); }
+  uint64_t stream_units_submitted() const { return send_.stream_end(); }
+  uint64_t stream_units_sent() const { return send_.next_unsent(); }
   ReceiveStream& recv() { return recv_; }
   int64_t largest_acked_packet() const {
     return loss_.has_largest_acked() ? static_cast<int64_t>(loss_.largest_acked()) : -1;
@@ -786,6 +788,8 @@ ConnectionDebugState Connection::debug_state() const { return impl_->debug_state
 bool Connection::closed() const { return impl_->closed(); }
 uint64_t Connection::pending_send_messages() const { return impl_->pending_send_messages(); }
 ByteCount Connection::pending_send_bytes() const { return impl_->pending_send_bytes(); }
+uint64_t Connection::stream_units_submitted() const { return impl_->stream_units_submitted(); }
+uint64_t Connection::stream_units_sent() const { return impl_->stream_units_sent(); }
 uint64_t Connection::posted_receives() const { return impl_->recv().posted_count(); }
 
 int64_t Connection::largest_acked_packet() const { return impl_->largest_acked_packet(); }

@@ -9,8 +9,12 @@
 // Messages: Send() takes a message of any size (0 bytes to tens of GiB). The bytes are
 // read in place (zero copy) until the message's kSendComplete event, so the memory must
 // stay valid and unchanged until then (or be owned through SendBuffer::owner). Messages
-// arrive whole and in submission order: the receiver gets one kReceiveComplete per
-// message, in order. Data lands in place in a buffer posted with PostReceive() (posted
+// arrive whole and, by default, in submission order: the receiver gets one
+// kReceiveComplete per message, in order. A message sent with SendBuffer::unordered is
+// delivered as soon as it is complete, before earlier messages that are still missing
+// pieces (independent streams over one connection: one lost packet holds back only its
+// own message); a message sent in order still waits for every earlier message, ordered
+// or not. Send completions come in submission order either way. Data lands in place in a buffer posted with PostReceive() (posted
 // buffers match messages in order), or, when no buffer was posted for a message, in
 // transport-owned memory handed over in the event (give it back with ReturnBuffer() to
 // have it reused).
@@ -50,6 +54,9 @@ struct SendBuffer {
   ByteCount size = 0;
   // Optional owner of `data`, released after the message's send completion.
   std::shared_ptr<const void> owner;
+  // Deliver as soon as the message is complete, not after every earlier message (the
+  // DATA frames carry wire::kDataFlagUnordered).
+  bool unordered = false;
 };
 
 // Receive memory allocated by the connection (messages that had no posted buffer).
@@ -165,6 +172,10 @@ class Connection {
   const ConnectionStats& stats() const;
   ConnectionDebugState debug_state() const;
   bool closed() const;
+  // Stream units (a message's max(size, 1)) submitted, and those sent at least once:
+  // their difference is the backlog not yet sent (both only grow).
+  uint64_t stream_units_submitted() const;
+  uint64_t stream_units_sent() const;
   // Messages submitted but not yet send-complete, and their bytes.
   uint64_t pending_send_messages() const;
   ByteCount pending_send_bytes() const;

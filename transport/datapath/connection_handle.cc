@@ -30,6 +30,7 @@ absl::StatusOr<uint64_t> ConnectionHandle::Send(SendBuffer buffer, uint64_t tag)
                      status_.ok() ? "" : absl::StrCat(" (", status_.message(), ")")));
   }
   if (closing_) return absl::FailedPreconditionError("connection is closing; cannot send");
+  submitted_units_.fetch_add(buffer.size == 0 ? 1 : buffer.size, std::memory_order_relaxed);
   Op op;
   op.kind = Op::Kind::kSend;
   op.send = std::move(buffer);

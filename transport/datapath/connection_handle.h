@@ -24,6 +24,7 @@
 // when the peer vanished, Aborted for errors, Cancelled when the endpoint shut down.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -105,6 +106,16 @@ class ConnectionHandle {
   bool closed() const;
   // OK while open; after kClosed, its status.
   absl::Status status() const;
+  // Bytes (stream units: a message counts max(size, 1)) accepted by Send that the
+  // driver has not yet transmitted once: the connection's send backlog. An application
+  // that multiplexes several sources keeps it small so that what it submits next is not
+  // queued behind a long backlog (longhaul-bridge does). Lock-free; the driver updates
+  // what was sent on every pass of its loop.
+  uint64_t unsent_bytes() const {
+    const uint64_t submitted = submitted_units_.load(std::memory_order_relaxed);
+    const uint64_t sent = sent_units_.load(std::memory_order_relaxed);
+    return submitted > sent ? submitted - sent : 0;
+  }
   // Snapshots the driver publishes (every few milliseconds and at close).
   ConnectionStats stats() const;
   ConnectionDebugState debug_state() const;
@@ -132,6 +143,8 @@ class ConnectionHandle {
   // Delivers events queued before a callback was set (after SetCallback).
   void FlushToCallback();
   void PublishStats(const ConnectionStats& stats, const ConnectionDebugState& debug);
+  // The connection's Connection::stream_units_sent() (see unsent_bytes()).
+  void PublishSent(uint64_t units) { sent_units_.store(units, std::memory_order_relaxed); }
   // The driver is done with this connection (closed, or the endpoint shut down): queued
   // sends are cancelled, a kClosed event with `status` is produced if none was, and
   // later submissions fail.
@@ -152,6 +165,8 @@ class ConnectionHandle {
   bool flush_pending_ = false;  // events_ must go to the new callback first
   bool delivering_ = false;     // a callback is running (driver thread)
   uint64_t next_send_id_ = 0;
+  std::atomic<uint64_t> submitted_units_{0};  // by Send (under mu_)
+  std::atomic<uint64_t> sent_units_{0};       // by the driver
   bool closing_ = false;  // Close/Abort requested
   bool closed_ = false;   // kClosed produced
   absl::Status status_;

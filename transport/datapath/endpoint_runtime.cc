@@ -368,6 +368,7 @@ void EndpointRuntime::DeliverAll(Time now) {
     Event ev;
     while (conn->PollEvent(&ev)) events_.push_back(std::move(ev));
     const bool closed = conn->closed();
+    e.handle->PublishSent(conn->stream_units_sent());
     if (closed || now - e.last_publish >= kStatsPublishPeriod) {
       e.handle->PublishStats(conn->stats(), conn->debug_state());
       e.last_publish = now;

@@ -336,7 +336,7 @@ absl::StatusOr<bool> FrameReader::Next(Frame* f) {
       DataFrame& d = f->data;
       if (p >= end_) return Malformed("DATA", "truncated flags");
       d.flags = *p++;
-      if (d.flags & ~kDataFlagLast) return Malformed("DATA", "unknown flag bits");
+      if (d.flags & ~kDataFlagsKnown) return Malformed("DATA", "unknown flag bits");
       LH_READ_VARINT("DATA", "message id", &d.message_id);
       LH_READ_VARINT("DATA", "message length", &d.message_length);
       LH_READ_VARINT("DATA", "offset", &d.offset);

@@ -80,7 +80,9 @@ struct PacketHeader {
 };
 
 // DATA: a contiguous piece of one message.
-inline constexpr uint8_t kDataFlagLast = 0x01;  // piece ends the message
+inline constexpr uint8_t kDataFlagLast = 0x01;       // piece ends the message
+inline constexpr uint8_t kDataFlagUnordered = 0x02;  // message may be delivered out of order
+inline constexpr uint8_t kDataFlagsKnown = kDataFlagLast | kDataFlagUnordered;
 struct DataFrame {
   uint8_t flags = 0;
   uint64_t message_id = 0;      // consecutive from 0 in submission order
@@ -90,6 +92,7 @@ struct DataFrame {
   uint64_t length = 0;          // bytes of payload that follow
   const uint8_t* payload = nullptr;
   bool last() const { return flags & kDataFlagLast; }
+  bool unordered() const { return flags & kDataFlagUnordered; }
 };
 
 // ACK: which packet numbers were received. Ranges are encoded from the largest down, as

@@ -390,7 +390,7 @@ TEST(MalformedDataTest, LastFlagInconsistent) {
 }
 
 TEST(MalformedDataTest, UnknownFlagBits) {
-  for (int flag : {0x02, 0x80, 0xFF}) {
+  for (int flag : {0x04, 0x80, 0xFF}) {  // 0x01 last, 0x02 unordered
     ExpectMalformed(DataFrameBytes(static_cast<uint8_t>(flag), 100, 0, 0, 100, 100), "flag");
   }
 }

@@ -44,7 +44,12 @@ absl::Status ReceiveStream::Post(uint8_t* data, ByteCount capacity, uint64_t tag
   if (data == nullptr && capacity > 0) {
     return absl::InvalidArgumentError("PostReceive: null buffer with non-zero capacity");
   }
+  // Skip messages already delivered out of order: the buffer is for the next one that
+  // was not.
   uint64_t id = posted_next_id_++;
+  while (id - next_id_ < messages_.size() && messages_[id - next_id_].delivered) {
+    id = posted_next_id_++;
+  }
   uint64_t idx = id - next_id_;
   while (posted_.size() <= idx) posted_.emplace_back();
   posted_[idx] = Posted{data, capacity, tag, true};
@@ -71,6 +76,7 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   Message& m = Slot(f.message_id);
   if (!m.started) {
     m.started = true;
+    m.unordered = f.unordered();
     m.base = f.stream_base;
     m.size = f.message_length;
     m.units = units;
@@ -100,10 +106,12 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
       m.dest = m.owned.data();
       owned_outstanding_ += m.size;
     }
-  } else if (m.base != f.stream_base || m.size != f.message_length) {
+  } else if (m.base != f.stream_base || m.size != f.message_length ||
+             m.unordered != f.unordered()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "message ", f.message_id, " changed size or position (", m.size, " bytes at ", m.base,
-        " vs ", f.message_length, " at ", f.stream_base, ")"));
+        "message ", f.message_id, " changed size, position or ordering (", m.size,
+        " bytes at ", m.base, m.unordered ? " unordered" : "", " vs ", f.message_length, " at ",
+        f.stream_base, f.unordered() ? " unordered" : "", ")"));
   }
   if (m.complete) return 0;
   // Units of this piece: bytes, or the single unit of a zero-byte message.
@@ -148,7 +156,10 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
     }
   }
   m.received_units += fresh;
-  if (m.received_units == m.units) m.complete = true;
+  if (m.received_units == m.units) {
+    m.complete = true;
+    if (m.unordered) ready_.push_back(f.message_id);
+  }
   return m.size == 0 ? 0 : fresh;
 }
 
@@ -170,25 +181,16 @@ bool ReceiveStream::PopCancelledPost(const absl::Status& why, Event* e) {
   return false;
 }
 
-bool ReceiveStream::PopDelivered(Event* e) {
-  if (messages_.empty() || !messages_.front().complete) return false;
-  Message m = std::move(messages_.front());
-  messages_.pop_front();
+void ReceiveStream::MakeDelivery(uint64_t id, Message& m, const Posted& p, Event* e) {
   if (m.owned) owned_outstanding_ -= m.size;
-  Posted p;
-  if (!posted_.empty()) {
-    p = posted_.front();
-    posted_.pop_front();
-  }
-  if (posted_next_id_ <= next_id_) posted_next_id_ = next_id_ + 1;
   *e = Event{};
   e->type = Event::Type::kReceiveComplete;
-  e->message_id = next_id_;
+  e->message_id = id;
   e->size = m.size;
   if (p.valid) {
     e->tag = p.tag;
     if (m.too_large || p.capacity < m.size) {
-      e->status = absl::OutOfRangeError(absl::StrCat("message ", next_id_, " of ", m.size,
+      e->status = absl::OutOfRangeError(absl::StrCat("message ", id, " of ", m.size,
                                                      " bytes does not fit the posted buffer of ",
                                                      p.capacity, " bytes"));
       ReturnBuffer(std::move(m.owned));
@@ -205,8 +207,54 @@ bool ReceiveStream::PopDelivered(Event* e) {
     e->data = m.owned.data();
     e->owned = std::move(m.owned);
   }
+  m.dest = nullptr;
+}
+
+void ReceiveStream::AdvanceFront() {
+  while (!messages_.empty() && messages_.front().delivered) {
+    const Message& m = messages_.front();
+    delivered_units_ = m.base + m.units;
+    messages_.pop_front();
+    if (!posted_.empty()) posted_.pop_front();
+    ++next_id_;
+  }
+  if (posted_next_id_ < next_id_) posted_next_id_ = next_id_;
+}
+
+bool ReceiveStream::PopDelivered(Event* e) {
+  // Complete unordered messages first, wherever they are.
+  while (!ready_.empty()) {
+    const uint64_t id = ready_.front();
+    ready_.pop_front();
+    if (id < next_id_) continue;  // cannot happen: unordered messages leave only from here
+    const uint64_t idx = id - next_id_;
+    Message& m = messages_[idx];
+    if (m.delivered) continue;
+    Posted p;
+    if (idx < posted_.size()) {
+      p = posted_[idx];
+      posted_[idx].valid = false;  // used; never cancelled
+    }
+    MakeDelivery(id, m, p, e);
+    m.delivered = true;
+    AdvanceFront();
+    return true;
+  }
+  if (messages_.empty() || !messages_.front().complete || messages_.front().unordered) {
+    return false;
+  }
+  Message m = std::move(messages_.front());
+  messages_.pop_front();
+  Posted p;
+  if (!posted_.empty()) {
+    p = posted_.front();
+    posted_.pop_front();
+  }
+  if (posted_next_id_ <= next_id_) posted_next_id_ = next_id_ + 1;
+  MakeDelivery(next_id_, m, p, e);
   ++next_id_;
   delivered_units_ = m.base + m.units;
+  AdvanceFront();
   return true;
 }
 

@@ -3,7 +3,10 @@
 // DATA pieces land in place: in the buffer posted for their message (posted buffers
 // match messages in order), or in transport-owned memory when none was posted. Duplicate
 // bytes are detected per message and dropped. Messages are delivered whole and in order:
-// a complete message waits for every earlier one. The receive credit (flow control) is
+// a complete message waits for every earlier one, unless its DATA frames carry the
+// unordered flag, in which case it is delivered as soon as it is complete (its slot
+// stays, marked delivered, until every earlier message was delivered too, so ids,
+// posted buffers and the credit keep their meaning). The receive credit (flow control) is
 // the stream offset of the first undelivered unit plus the receive window; pieces beyond
 // it, or inconsistent with what arrived before, are protocol violations.
 // Not thread-safe.
@@ -34,7 +37,8 @@ class ReceiveStream {
   absl::Status Post(uint8_t* data, ByteCount capacity, uint64_t tag);
   void ReturnBuffer(OwnedBuffer b);
 
-  // Next in-order complete message; false if none.
+  // Next deliverable message: a complete unordered one, else the next in order; false
+  // if none.
   bool PopDelivered(Event* e);
   // On close: the next posted buffer that will not be filled, as a Cancelled completion
   // carrying its tag (and `data` pointing at the buffer); false when none is left.
@@ -58,6 +62,8 @@ class ReceiveStream {
     bool started = false;
     bool complete = false;
     bool too_large = false;
+    bool unordered = false;
+    bool delivered = false;  // unordered, handed over before earlier messages
     uint64_t base = 0;
     ByteCount size = 0;
     uint64_t units = 0;
@@ -70,6 +76,10 @@ class ReceiveStream {
   };
 
   Message& Slot(uint64_t id);
+  // Builds the delivery event of message `id` (its slot `m`, its posted buffer `p`).
+  void MakeDelivery(uint64_t id, Message& m, const Posted& p, Event* e);
+  // Drops delivered messages from the front, advancing next_id_.
+  void AdvanceFront();
   uint64_t Frontier() const;
   OwnedBuffer Allocate(ByteCount size);
   // Transport-owned bytes held for messages not yet delivered, and the bound on them.
@@ -84,6 +94,7 @@ class ReceiveStream {
   uint64_t delivered_units_ = 0;    // stream units delivered
   std::deque<Message> messages_;    // ids next_id_ .. next_id_ + size - 1
   std::deque<Posted> posted_;       // ids next_id_ .. ; may be longer than messages_
+  std::deque<uint64_t> ready_;      // complete unordered messages not yet delivered
   uint64_t posted_next_id_ = 0;     // id the next Post() is for
   std::vector<OwnedBuffer> pool_;   // returned owned buffers
 };

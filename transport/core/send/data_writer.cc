@@ -26,7 +26,8 @@ void WriteStreamRun(const SendStream& stream, uint64_t start, uint64_t units,
   while (left > 0) {
     MessagePiece piece = stream.PieceAt(u, left);
     wire::DataFrame df;
-    df.flags = piece.last ? wire::kDataFlagLast : 0;
+    df.flags = (piece.last ? wire::kDataFlagLast : 0) |
+               (piece.message->unordered ? wire::kDataFlagUnordered : 0);
     df.message_id = piece.message->id;
     df.message_length = piece.message->size;
     df.offset = piece.offset;

@@ -7,7 +7,7 @@
 namespace longhaul {
 
 uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<const void> owner,
-                          uint64_t tag) {
+                          uint64_t tag, bool unordered) {
   SendMessage m;
   m.id = next_id_++;
   m.base = end_;
@@ -16,6 +16,7 @@ uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<c
   m.data = data;
   m.owner = std::move(owner);
   m.tag = tag;
+  m.unordered = unordered;
   end_ += m.units;
   pending_bytes_ += size;
   messages_.push_back(std::move(m));
