@@ -1,0 +1,47 @@
+// What longhaul-bridge counts, and the Prometheus text format it serves them in
+// (GET /metrics on --metrics=ADDR:PORT; docs/bridge.md section 6).
+//
+// Counters are kept by the bridge's io thread only (no locks): the sessions count stream
+// and byte events, the tool counts reconnects; the metrics server runs on the same
+// thread and formats a snapshot.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "transport/core/stats.h"
+
+namespace longhaul::bridge {
+
+struct Metrics {
+  uint64_t streams_opened = 0;     // streams begun (client: accepted; server: OPEN)
+  uint64_t streams_completed = 0;  // ended by FIN both ways
+  // Streams ended by a reset, by reason (ResetCodeName) and by who reset them
+  // ("local": this bridge, "peer": the other bridge).
+  std::map<std::pair<std::string, std::string>, uint64_t> streams_reset;
+  uint64_t bytes_from_tcp = 0;  // read from TCP sockets, sent over longhaul
+  uint64_t bytes_to_tcp = 0;    // received over longhaul, written to TCP sockets
+  uint64_t sessions_opened = 0;  // longhaul connections established
+  uint64_t reconnects = 0;       // client: connections after the first
+  uint64_t connect_failures = 0;  // client: attempts that failed
+  uint64_t protocol_errors = 0;   // sessions ended by a malformed or out-of-bounds frame
+  uint64_t target_connect_failures = 0;  // server: targets that refused or were unreachable
+};
+
+// One longhaul connection's view, for the gauges.
+struct SessionSnapshot {
+  std::string peer;
+  uint64_t streams_open = 0;
+  ConnectionStats stats;
+  ConnectionDebugState debug;
+};
+
+// The Prometheus text exposition (version 0.0.4): longhaul_bridge_* counters and gauges
+// with HELP and TYPE lines; per-session series carry a peer="ADDR:PORT" label.
+// `mode` is "client" or "server"; `uptime_s` the seconds since start.
+std::string FormatMetrics(const std::string& mode, double uptime_s, const Metrics& m,
+                          const std::vector<SessionSnapshot>& sessions);
+
+}  // namespace longhaul::bridge

@@ -1,0 +1,45 @@
+// longhaul-bridge's two modes (docs/bridge.md). The client accepts TCP connections on
+// each forward's listen address and carries them over one longhaul connection to the
+// server bridge, reconnecting with backoff when that connection ends; the server
+// accepts longhaul connections from client bridges and connects each stream to its
+// forward's target. Both drain on SIGTERM/SIGINT (no new streams; exit when the open
+// ones end or --drain_timeout passes) and serve Prometheus metrics when asked to.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "tools/bridge/bridge_config.h"
+#include "tools/bridge/bridge_session.h"
+#include "transport/crypto/key_files.h"
+#include "transport/datapath/options.h"
+
+namespace longhaul::bridge {
+
+struct BridgeOptions {
+  bool is_client = true;
+  std::vector<Forward> forwards;  // client: listen addresses; server: targets
+  std::string peer_host;          // client: the server bridge
+  uint16_t peer_port = 0;
+  std::string listen_host;        // server: the longhaul (UDP) address
+  uint16_t listen_port = 0;
+  std::string metrics_host;       // empty: no metrics endpoint
+  uint16_t metrics_port = 0;
+  TransportConfig config;
+  EndpointOptions endpoint;
+  crypto::LoadedKeys keys;
+  SessionOptions session;
+  std::chrono::milliseconds connect_timeout{5000};   // client: one handshake
+  std::chrono::milliseconds reconnect_max{5000};     // client: longest backoff
+  std::chrono::milliseconds connect_wait{10000};     // client: a TCP connection waits this
+                                                     // long for the peer when it is down
+  std::chrono::milliseconds drain_timeout{30000};
+};
+
+// Run until a signal (then drain) or a fatal error. Exit status: 0 after a drain, 1 for
+// errors (a port in use, the endpoint not created).
+int RunClient(const BridgeOptions& o);
+int RunServer(const BridgeOptions& o);
+
+}  // namespace longhaul::bridge

@@ -1,0 +1,201 @@
+// longhaul-bridge: carries TCP connections between two sites over one longhaul
+// connection (a performance-enhancing proxy: TCP stays short and local at each end).
+// See docs/bridge.md.
+//
+//   longhaul-bridge client --listen=ADDR:PORT --peer=HOST:PORT [--forwards=FILE] KEYS
+//   longhaul-bridge server --listen=ADDR:PORT --target=HOST:PORT [--forwards=FILE] KEYS
+//
+// Exit status: 0 after a drain (SIGTERM/SIGINT), 1 for errors (a port in use, no
+// endpoint), 2 for bad flags, forwards files and key files.
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "tools/bridge/bridge_config.h"
+#include "tools/bridge/bridge_tool.h"
+#include "tools/common/security_flags.h"
+#include "tools/common/tool_flags.h"
+#include "tools/common/transport_flags.h"
+#include "transport/base/parse.h"
+#include "transport/net/socket_address.h"
+
+DEFINE_string(listen, "",
+              "client: TCP ADDR:PORT to accept connections on (the forward 'default'); "
+              "server: the longhaul (UDP) ADDR:PORT to listen on");
+DEFINE_string(peer, "", "client: the server bridge's longhaul address, HOST:PORT");
+DEFINE_string(target, "", "server: the TCP service HOST:PORT of the forward 'default'");
+DEFINE_string(forwards, "",
+              "file of more forwards, one a line: NAME ADDRESS:PORT (client: the TCP "
+              "address to listen on; server: the target); '#' comments");
+DEFINE_string(metrics, "", "ADDR:PORT to serve Prometheus metrics on (GET /metrics)");
+DEFINE_string(stream_window, "32MiB",
+              "most one stream's receiver buffers (its flow-control window); enough for "
+              "one stream to fill the link: >= 2 x rate x RTT");
+DEFINE_string(memory, "512MiB",
+              "receive memory shared by the open streams: windows shrink to memory / "
+              "streams when many are open");
+DEFINE_string(send_memory, "256MiB",
+              "most bytes read from TCP and not yet acknowledged by the peer, all streams");
+DEFINE_int32(max_streams, 4096, "most streams (TCP connections) at once per connection");
+DEFINE_string(connect_timeout, "5s", "client: give up one handshake with the peer after this");
+DEFINE_string(reconnect_max, "5s", "client: longest wait between attempts to reach the peer");
+DEFINE_string(connect_wait, "10s",
+              "client: how long a new TCP connection waits for the peer while it is down "
+              "(then it is reset)");
+DEFINE_string(target_timeout, "10s", "server: give up connecting to a target after this");
+DEFINE_string(drain_timeout, "30s",
+              "on SIGTERM/SIGINT: how long open streams may take to end before they are reset");
+DECLARE_string(profile);
+
+namespace longhaul::bridge {
+namespace {
+
+constexpr ToolUsage kUsage("longhaul-bridge");
+
+const std::vector<std::string> kFlagDirs = {"tools/bridge/", "tools/common/transport_flags",
+                                            "tools/common/security_flags"};
+
+void PrintHelp() {
+  std::cout
+      << "longhaul-bridge: carry TCP connections over one longhaul connection\n\n"
+         "usage: longhaul-bridge client --listen=ADDR:PORT --peer=HOST:PORT\n"
+         "                      [--forwards=FILE] [--metrics=ADDR:PORT] [transport flags] KEYS\n"
+         "       longhaul-bridge server --listen=ADDR:PORT --target=HOST:PORT\n"
+         "                      [--forwards=FILE] [--metrics=ADDR:PORT] [transport flags] KEYS\n"
+         "The client accepts TCP connections and carries each as a stream over one longhaul\n"
+         "connection to the server bridge, which connects it to the target. Streams do not\n"
+         "wait for each other's repairs, each has its own flow control, and a half-close or\n"
+         "a reset crosses as one. KEYS: --key=FILE --peer_key=FILE, --psk_file=FILE, or\n"
+         "--insecure (plaintext), as for longhaul-perf (docs/security.md).\n"
+         "Congestion control: bbr unless --rate, --cc or a --profile sets the rate (a fixed\n"
+         "rate floods a slower link and wastes a faster one). SIGTERM drains: no new\n"
+         "connections, exit when the open ones end. Exit status: 0 after a drain, 1 errors,\n"
+         "2 bad flags or files. docs/bridge.md.\n\nflags:\n";
+  PrintToolFlags(std::cout, kFlagDirs);
+}
+
+std::chrono::milliseconds Millis(const std::string& text, const char* flag) {
+  const Duration d = kUsage.Or(ParseDuration(text), flag);
+  if (d <= Duration::Zero()) kUsage.Fail(absl::StrCat("--", flag, " must be > 0"));
+  return std::chrono::milliseconds(std::max<int64_t>(1, d.ns() / 1'000'000));
+}
+
+net::HostPort HostPortFlag(const std::string& text, const char* flag, bool port_required) {
+  net::HostPort hp = kUsage.Or(net::SplitHostPort(text), flag);
+  if (port_required && hp.port == 0) kUsage.Fail(absl::StrCat("--", flag, ": give a port (1..65535)"));
+  return hp;
+}
+
+std::vector<Forward> ReadForwardsFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) kUsage.Fail(absl::StrCat("--forwards: cannot read ", path, ": ", std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return kUsage.Or(ParseForwards(ss.str(), path), "forwards");
+}
+
+crypto::LoadedKeys KeysFromFlags(bool client) {
+  absl::StatusOr<crypto::LoadedKeys> keys = SecurityFromFlags();
+  if (!keys.ok()) kUsage.Fail(keys.status().message());
+  if (client && keys->security.key.has_value() && keys->peers.size() != 1) {
+    kUsage.Fail(absl::StrCat("--peer_key: ", keys->peer_key_path, " lists ", keys->peers.size(),
+                             " keys; a client takes the server's public key alone"));
+  }
+  return *std::move(keys);
+}
+
+int Main(int argc, char** argv) {
+  if (argc < 2 || (std::strcmp(argv[1], "client") != 0 && std::strcmp(argv[1], "server") != 0)) {
+    bool help = false;
+    for (int i = 1; i < argc; ++i) {
+      help |= std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0;
+    }
+    if (help) {
+      PrintHelp();
+      return 0;
+    }
+    kUsage.Fail("the first argument must be the mode: client or server");
+  }
+  const bool client = std::strcmp(argv[1], "client") == 0;
+  // The flags after the mode.
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
+  ToolFlagOptions fo;
+  fo.dirs = kFlagDirs;
+  ParseToolFlagsOrExit(static_cast<int>(rest.size()), rest.data(), fo, kUsage.tool(), PrintHelp);
+
+  BridgeOptions o;
+  o.is_client = client;
+  absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
+  if (!config.ok()) kUsage.Fail(config.status().message());
+  o.config = *config;
+  if (FLAGS_profile.empty() && !TransportFlagWasSet("rate") && !TransportFlagWasSet("cc")) {
+    o.config.cc = CongestionControl::kBbr;
+  }
+  if (FLAGS_listen.empty()) kUsage.Fail("--listen=ADDR:PORT is required");
+  if (client) {
+    if (FLAGS_peer.empty()) kUsage.Fail("client: --peer=HOST:PORT (the server bridge) is required");
+    if (!FLAGS_target.empty()) kUsage.Fail("--target is the server's; the client takes --peer");
+    const net::HostPort listen = HostPortFlag(FLAGS_listen, "listen", false);
+    o.forwards.push_back({"default", listen.host, listen.port, "--listen"});
+    const net::HostPort peer = HostPortFlag(FLAGS_peer, "peer", true);
+    o.peer_host = peer.host;
+    o.peer_port = peer.port;
+  } else {
+    if (!FLAGS_peer.empty()) kUsage.Fail("--peer is the client's; the server takes --target");
+    const net::HostPort listen = HostPortFlag(FLAGS_listen, "listen", false);
+    o.listen_host = listen.host;
+    o.listen_port = listen.port;
+    if (FLAGS_target.empty() && FLAGS_forwards.empty()) {
+      kUsage.Fail("server: --target=HOST:PORT or --forwards=FILE is required");
+    }
+    if (!FLAGS_target.empty()) {
+      const net::HostPort t = HostPortFlag(FLAGS_target, "target", true);
+      o.forwards.push_back({"default", t.host, t.port, "--target"});
+    }
+  }
+  if (!FLAGS_forwards.empty()) {
+    for (Forward& f : ReadForwardsFile(FLAGS_forwards)) {
+      if (absl::Status s = AddForward(std::move(f), &o.forwards); !s.ok()) kUsage.Fail(s.message());
+    }
+  }
+  if (!FLAGS_metrics.empty()) {
+    const net::HostPort m = HostPortFlag(FLAGS_metrics, "metrics", false);
+    o.metrics_host = m.host;
+    o.metrics_port = m.port;
+  }
+  o.session.is_client = client;
+  o.session.stream_window = kUsage.Or(ParseByteCount(FLAGS_stream_window), "stream_window");
+  o.session.memory = kUsage.Or(ParseByteCount(FLAGS_memory), "memory");
+  o.session.send_memory = kUsage.Or(ParseByteCount(FLAGS_send_memory), "send_memory");
+  if (o.session.stream_window < kChunk) {
+    kUsage.Fail(absl::StrCat("--stream_window must be at least ", kChunk, " bytes"));
+  }
+  if (o.session.memory < o.session.stream_window) kUsage.Fail("--memory must be >= --stream_window");
+  if (o.session.send_memory < 1024 * 1024) kUsage.Fail("--send_memory must be at least 1MiB");
+  if (FLAGS_max_streams < 1) kUsage.Fail("--max_streams must be >= 1");
+  o.session.max_streams = static_cast<size_t>(FLAGS_max_streams);
+  o.session.connect_timeout = Millis(FLAGS_target_timeout, "target_timeout");
+  o.connect_timeout = Millis(FLAGS_connect_timeout, "connect_timeout");
+  o.reconnect_max = Millis(FLAGS_reconnect_max, "reconnect_max");
+  o.connect_wait = Millis(FLAGS_connect_wait, "connect_wait");
+  o.drain_timeout = Millis(FLAGS_drain_timeout, "drain_timeout");
+  o.keys = KeysFromFlags(client);
+  o.endpoint.security = o.keys.security;
+  return client ? RunClient(o) : RunServer(o);
+}
+
+}  // namespace
+}  // namespace longhaul::bridge
+
+int main(int argc, char** argv) {
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  return longhaul::bridge::Main(argc, argv);
+}
