@@ -198,5 +198,31 @@ TEST(DataWriterTest, ACopyIsCutToTheRoomLeft) {
   EXPECT_EQ(copy.data[0].length, room);
 }
 
+TEST(DataWriterTest, ACopyOfManySmallMessagesIsCutPieceByPiece) {
+  // One packet carries a run of small messages (a frame header each); its copy, with
+  // less room in front, must stop at the last piece whose frame fits instead of
+  // assuming one header for the whole run.
+  Fixture f;
+  for (int i = 0; i < 200; ++i) f.Push(100);  // more than one packet holds
+  Written original;
+  ASSERT_TRUE(f.Build(&original));
+  const uint64_t run = f.record_.stream_units;
+  ASSERT_GT(original.data.size(), 10u);
+  f.buffer_.resize(f.buffer_.size() - 700);
+  Written copy;
+  ASSERT_TRUE(f.Build(&copy, 0, run));
+  EXPECT_TRUE(f.record_.retransmission);
+  EXPECT_EQ(f.record_.stream_start, 0u);
+  ASSERT_FALSE(copy.data.empty());
+  EXPECT_LT(copy.data.size(), original.data.size());
+  uint64_t units = 0;
+  for (size_t i = 0; i < copy.data.size(); ++i) {
+    EXPECT_EQ(copy.data[i].message_id, original.data[i].message_id);
+    EXPECT_EQ(copy.data[i].offset, 0u);
+    units += copy.data[i].length;
+  }
+  EXPECT_EQ(f.record_.stream_units, units);
+}
+
 }  // namespace
 }  // namespace longhaul

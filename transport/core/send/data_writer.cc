@@ -18,6 +18,20 @@ uint64_t DataRoom(const wire::PacketWriter& w) {
   return r > wire::kMaxDataFrameHeaderSize ? r - wire::kMaxDataFrameHeaderSize : 0;
 }
 
+// Writes one message piece as a DATA frame. False (nothing written) if it does not fit.
+bool WritePiece(const MessagePiece& piece, wire::PacketWriter* w) {
+  wire::DataFrame df;
+  df.flags = (piece.last ? wire::kDataFlagLast : 0) |
+             (piece.message->unordered ? wire::kDataFlagUnordered : 0);
+  df.message_id = piece.message->id;
+  df.message_length = piece.message->size;
+  df.offset = piece.offset;
+  df.stream_base = piece.message->base;
+  df.length = piece.length;
+  df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
+  return w->WriteData(df) != nullptr;
+}
+
 }  // namespace
 
 void WriteStreamRun(const SendStream& stream, uint64_t start, uint64_t units,
@@ -25,17 +39,7 @@ void WriteStreamRun(const SendStream& stream, uint64_t start, uint64_t units,
   uint64_t u = start, left = units;
   while (left > 0) {
     MessagePiece piece = stream.PieceAt(u, left);
-    wire::DataFrame df;
-    df.flags = (piece.last ? wire::kDataFlagLast : 0) |
-               (piece.message->unordered ? wire::kDataFlagUnordered : 0);
-    df.message_id = piece.message->id;
-    df.message_length = piece.message->size;
-    df.offset = piece.offset;
-    df.stream_base = piece.message->base;
-    df.length = piece.length;
-    df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
-    uint8_t* wrote = w->WriteData(df);
-    CHECK(wrote != nullptr || piece.length == 0) << "DATA frame did not fit";
+    CHECK(WritePiece(piece, w)) << "DATA frame did not fit";
     u += piece.units;
     left -= piece.units;
   }
@@ -101,12 +105,25 @@ bool WriteDataPacket(Time now, PacketNumber pn, const DataLimits& limits, SendSt
 
 bool WriteDataCopy(const SendStream& stream, uint64_t start, uint64_t units, wire::PacketWriter* w,
                    SentPacket* rec) {
-  // The original packet had no ACK in front of its data; this one may: copy what fits.
-  units = std::min(units, DataRoom(*w));
-  if (units == 0) return false;
-  WriteStreamRun(stream, start, units, w);
+  // The original packet had no ACK in front of its data; this one may: copy the
+  // leading pieces that fit. A run of small messages is one frame (and one frame
+  // header) per message, so the room is checked piece by piece.
+  uint64_t u = start, left = units, copied = 0;
+  while (left > 0 && w->remaining() > wire::kMaxDataFrameHeaderSize) {
+    MessagePiece piece = stream.PieceAt(u, left);
+    if (piece.length > 0) {
+      const uint64_t room = DataRoom(*w);
+      if (room == 0) break;
+      if (piece.units > room) piece = stream.PieceAt(u, room);
+    }
+    if (!WritePiece(piece, w)) break;
+    u += piece.units;
+    left -= piece.units;
+    copied += piece.units;
+  }
+  if (copied == 0) return false;
   rec->stream_start = start;
-  rec->stream_units = static_cast<uint32_t>(units);
+  rec->stream_units = static_cast<uint32_t>(copied);
   rec->retransmission = true;
   return true;
 }
