@@ -74,9 +74,10 @@ void PrintHelp() {
          "a reset crosses as one. KEYS: --key=FILE --peer_key=FILE, --psk_file=FILE, or\n"
          "--insecure (plaintext), as for longhaul-perf (docs/security.md).\n"
          "Congestion control: bbr unless --rate, --cc or a --profile sets the rate (a fixed\n"
-         "rate floods a slower link and wastes a faster one). SIGTERM drains: no new\n"
-         "connections, exit when the open ones end. Exit status: 0 after a drain, 1 errors,\n"
-         "2 bad flags or files. docs/bridge.md.\n\nflags:\n";
+         "rate floods a slower link and wastes a faster one); idle_timeout 10s and\n"
+         "keepalive 1s unless set, so a vanished peer is noticed in seconds. SIGTERM\n"
+         "drains: no new connections, exit when the open ones end. Exit status: 0 after a\n"
+         "drain, 1 errors, 2 bad flags or files. docs/bridge.md.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
 }
 
@@ -137,7 +138,17 @@ int Main(int argc, char** argv) {
   o.config = *config;
   if (FLAGS_profile.empty() && !TransportFlagWasSet("rate") && !TransportFlagWasSet("cc")) {
     o.config.cc = CongestionControl::kBbr;
+    o.config.rate = Bandwidth();  // no cap: BBR finds the link's rate
   }
+  // A bridge notices a vanished peer in seconds, not the transport's 30 s: its streams
+  // are reset and new TCP connections wait for the reconnected session instead.
+  if (FLAGS_profile.empty() && !TransportFlagWasSet("idle_timeout")) {
+    o.config.idle_timeout = Duration::Seconds(10);
+  }
+  if (FLAGS_profile.empty() && !TransportFlagWasSet("keepalive")) {
+    o.config.keepalive = Duration::Seconds(1);
+  }
+  if (absl::Status v = o.config.Validate(); !v.ok()) kUsage.Fail(v.message());
   if (FLAGS_listen.empty()) kUsage.Fail("--listen=ADDR:PORT is required");
   if (client) {
     if (FLAGS_peer.empty()) kUsage.Fail("client: --peer=HOST:PORT (the server bridge) is required");
