@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <sys/socket.h>
 #include <utility>
 #include <vector>
 
@@ -49,11 +50,13 @@ struct Session::Stream {
   uint64_t written = 0;  // bytes written to the TCP socket
   uint64_t granted = 0;  // the grant we gave the peer
   bool fin_written = false;
+  bool fin_received = false;  // a FIN arrived (maybe still out of order)
   bool opened = false;  // server: OPEN processed
+  bool watching_errors = false;  // after our FIN: an RST from the application
 };
 
 Session::Session(asio::io_context& io, SessionOptions options, Metrics* metrics)
-    : io_(io), o_(std::move(options)), metrics_(metrics), pump_timer_(io) {}
+    : io_(io), o_(std::move(options)), metrics_(metrics), pump_timer_(io), close_timer_(io) {}
 
 Session::~Session() = default;
 
@@ -87,10 +90,16 @@ uint64_t Session::WindowFor() const {
                               o_.stream_window);
 }
 
+size_t Session::StreamLimit() const {
+  // Every stream may be sent kInitialWindow before its receiver says otherwise: the
+  // receive memory bounds the number of streams too.
+  return std::min<size_t>(o_.max_streams, std::max<uint64_t>(1, o_.memory / kInitialWindow));
+}
+
 void Session::OpenStream(tcp::socket socket, const std::string& forward) {
-  if (closed_ || draining_ || goaway_received_ || streams_.size() >= o_.max_streams) {
-    const char* why = closed_ ? "session_lost" : streams_.size() >= o_.max_streams ? "limit"
-                                                                                   : "draining";
+  if (closed_ || draining_ || goaway_received_ || streams_.size() >= StreamLimit()) {
+    const char* why = closed_ ? "session_lost" : streams_.size() >= StreamLimit() ? "limit"
+                                                                                  : "draining";
     ++metrics_->streams_reset[{why, "local"}];
     LOG(WARNING) << "event=stream_refused forward=" << forward << " reason=" << why;
     boost::system::error_code ec;
@@ -140,17 +149,37 @@ void Session::RemoveStream(const StreamPtr& s) {
   s->reorder.clear();
   s->writeq.clear();
   streams_.erase(s->id);
-  if (draining_ && streams_.empty() && !closed_) conn_->Close();
+  if (draining_ && streams_.empty()) CloseWhenFlushed(std::chrono::seconds(10));
+}
+
+void Session::CloseWhenFlushed(std::chrono::milliseconds deadline) {
+  if (closed_ || close_when_flushed_) return;
+  close_when_flushed_ = true;
+  close_timer_.expires_after(deadline);
+  close_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !closed_) conn_->Close();
+  });
+  MaybeCloseFlushed();
+}
+
+void Session::MaybeCloseFlushed() {
+  if (close_when_flushed_ && !closed_ && send_inflight_ == 0) {
+    close_timer_.cancel();
+    conn_->Close();
+  }
 }
 
 void Session::ResetStream(const StreamPtr& s, ResetCode code, const std::string& reason,
-                          bool tell_peer) {
+                          ResetBy by) {
   if (s->gone) return;
-  if (tell_peer && !closed_) SendControl(FrameType::kReset, s->id, static_cast<uint64_t>(code), reason);
-  ++metrics_->streams_reset[{ResetCodeName(code), tell_peer ? "local" : "peer"}];
+  if (by == ResetBy::kLocal && !closed_) {
+    SendControl(FrameType::kReset, s->id, static_cast<uint64_t>(code), reason);
+  }
+  const char* who = by == ResetBy::kPeer ? "peer" : "local";
+  ++metrics_->streams_reset[{ResetCodeName(code), who}];
   LOG(INFO) << "event=stream_reset stream=" << s->id << " forward=" << s->forward
-            << " by=" << (tell_peer ? "local" : "peer") << " reason=" << ResetCodeName(code)
-            << " detail=\"" << reason << "\"";
+            << " by=" << who << " reason=" << ResetCodeName(code) << " detail=\"" << reason
+            << "\"";
   // An RST on the TCP side: the application sees the reset, not a clean end.
   boost::system::error_code ec;
   s->sock.set_option(asio::socket_base::linger(true, 0), ec);
@@ -172,6 +201,7 @@ void Session::OnEvent(Event& e) {
   switch (e.type) {
     case Event::Type::kSendComplete:
       send_inflight_ -= std::min<uint64_t>(send_inflight_, e.size);
+      MaybeCloseFlushed();
       Pump();
       break;
     case Event::Type::kReceiveComplete:
@@ -202,6 +232,8 @@ void Session::OnFrame(Event& e) {
   StreamPtr s = it == streams_.end() ? nullptr : it->second;
   switch (f->type) {
     case FrameType::kGoAway:
+      if (!o_.is_client) return ProtocolError("GOAWAY from a client bridge");
+      if (!goaway_received_ && on_goaway) asio::post(io_, on_goaway);
       goaway_received_ = true;
       LOG(INFO) << "event=goaway peer=" << conn_->info().peer_address << " detail=\"" << f->text()
                 << "\"";
@@ -220,7 +252,7 @@ void Session::OnFrame(Event& e) {
         if (!o_.is_client && IsNewPeerStream(f->stream)) MarkPeerStreamSeen(f->stream);
         return;
       }
-      ResetStream(s, static_cast<ResetCode>(f->value), std::string(f->text()), /*tell_peer=*/false);
+      ResetStream(s, static_cast<ResetCode>(f->value), std::string(f->text()), ResetBy::kPeer);
       break;
     case FrameType::kOpen:
     case FrameType::kData:
@@ -230,7 +262,7 @@ void Session::OnFrame(Event& e) {
         // Only the client opens streams: a frame for an unknown stream is for one that
         // ended (late, ignored), or, on the server, the first frame of a new one.
         if (o_.is_client || !IsNewPeerStream(f->stream)) return;
-        if (streams_.size() >= o_.max_streams) {
+        if (streams_.size() >= StreamLimit()) {
           MarkPeerStreamSeen(f->stream);
           ++metrics_->streams_reset[{"limit", "local"}];
           SendControl(FrameType::kReset, f->stream, static_cast<uint64_t>(ResetCode::kLimit),
@@ -241,6 +273,16 @@ void Session::OnFrame(Event& e) {
         s = NewStream(f->stream, tcp::socket(io_));
         s->peer_limit = 0;  // until OPEN gives the client's grant
         s->granted = kInitialWindow;
+        if (f->type != FrameType::kOpen) {
+          // Its OPEN is still on the way; a stream whose OPEN never comes is dropped.
+          s->timer.expires_after(kOpenTimeout);
+          s->timer.async_wait([this, self = shared_from_this(), s](boost::system::error_code ec) {
+            if (ec || s->gone || s->opened) return;
+            LOG(WARNING) << "event=stream_dropped stream=" << s->id
+                         << " detail=\"no OPEN within " << kOpenTimeout.count() << " s\"";
+            RemoveStream(s);
+          });
+        }
       }
       if (f->type == FrameType::kOpen && o_.is_client) {
         return ProtocolError("OPEN from a server bridge");
@@ -254,6 +296,17 @@ void Session::OnFrame(Event& e) {
 void Session::Sequenced(const StreamPtr& s, uint64_t seq, Event& e, const Frame& f) {
   if (seq < s->next_seq || s->reorder.count(seq)) {
     return ProtocolError(absl::StrCat("stream ", s->id, ": sequence number ", seq, " repeated"));
+  }
+  if (f.type == FrameType::kData && f.body.empty()) {
+    return ProtocolError(absl::StrCat("stream ", s->id, ": empty DATA frame"));
+  }
+  if (f.type == FrameType::kFin) {
+    if (s->fin_received) return ProtocolError(absl::StrCat("stream ", s->id, ": second FIN"));
+    s->fin_received = true;
+  }
+  if (s->reorder.size() >= kMaxReorderFrames) {
+    return ProtocolError(absl::StrCat("stream ", s->id, ": more than ", kMaxReorderFrames,
+                                      " frames out of order"));
   }
   // What the peer may have in flight on this stream: its grant.
   const uint64_t payload = f.type == FrameType::kData ? f.body.size() : 0;
@@ -311,12 +364,12 @@ void Session::OnOpen(const StreamPtr& s, const Frame& f) {
   s->peer_limit = f.value;
   s->opened = true;
   if (draining_) {
-    return ResetStream(s, ResetCode::kDraining, "server bridge is draining", true);
+    return ResetStream(s, ResetCode::kDraining, "server bridge is draining", ResetBy::kLocal);
   }
   const Forward* fwd = o_.find_forward ? o_.find_forward(s->forward) : nullptr;
   if (fwd == nullptr) {
     return ResetStream(s, ResetCode::kUnknownForward,
-                       absl::StrCat("no forward '", s->forward, "' on the server bridge"), true);
+                       absl::StrCat("no forward '", s->forward, "' on the server bridge"), ResetBy::kLocal);
   }
   // The full window now: the data that arrives while the target connects is buffered.
   s->granted = WindowFor();
@@ -334,7 +387,7 @@ void Session::ConnectTarget(const StreamPtr& s, const Forward& fwd) {
     ResetStream(s, ResetCode::kTargetUnreachable,
                 absl::StrCat("target ", target, " did not answer within ",
                              o_.connect_timeout.count(), " ms"),
-                true);
+                ResetBy::kLocal);
   });
   resolver->async_resolve(
       fwd.host, std::to_string(fwd.port),
@@ -344,7 +397,7 @@ void Session::ConnectTarget(const StreamPtr& s, const Forward& fwd) {
         if (ec) {
           ++metrics_->target_connect_failures;
           return ResetStream(s, ResetCode::kTargetUnreachable,
-                             absl::StrCat("target ", target, ": ", ec.message()), true);
+                             absl::StrCat("target ", target, ": ", ec.message()), ResetBy::kLocal);
         }
         asio::async_connect(
             s->sock, results,
@@ -355,7 +408,7 @@ void Session::ConnectTarget(const StreamPtr& s, const Forward& fwd) {
                 const bool refused = ec == asio::error::connection_refused;
                 return ResetStream(s, refused ? ResetCode::kTargetRefused
                                               : ResetCode::kTargetUnreachable,
-                                   absl::StrCat("target ", target, ": ", ec.message()), true);
+                                   absl::StrCat("target ", target, ": ", ec.message()), ResetBy::kLocal);
               }
               s->timer.cancel();
               boost::system::error_code e2;
@@ -386,7 +439,7 @@ void Session::StartWrite(const StreamPtr& s) {
                       if (s->gone) return;
                       if (ec) {
                         return ResetStream(s, ResetCode::kAborted,
-                                           absl::StrCat("writing to TCP: ", ec.message()), true);
+                                           absl::StrCat("writing to TCP: ", ec.message()), ResetBy::kLocal);
                       }
                       Stream::Chunk done = std::move(s->writeq.front());
                       s->writeq.pop_front();
@@ -418,7 +471,7 @@ void Session::OnClosed(const absl::Status& status) {
   for (const StreamPtr& s : all) {
     ResetStream(s, ResetCode::kSessionLost,
                 absl::StrCat("longhaul connection ended: ", status.ok() ? "closed" : status.message()),
-                /*tell_peer=*/false);
+                ResetBy::kLocalSilent);
   }
   ready_.clear();
   if (on_closed) on_closed(status);
@@ -447,6 +500,27 @@ void Session::ArmRead(const StreamPtr& s) {
                        if (ec || s->gone) return;
                        MakeReady(s);
                        Pump();
+                     });
+}
+
+// After its EOF the socket is no longer read, but the application may still reset the
+// connection (an RST after its FIN): Linux then reports an error on the socket.
+void Session::WatchErrors(const StreamPtr& s) {
+  if (s->gone || s->watching_errors) return;
+  s->watching_errors = true;
+  s->sock.async_wait(tcp::socket::wait_error,
+                     [this, self = shared_from_this(), s](boost::system::error_code ec) {
+                       s->watching_errors = false;
+                       if (ec || s->gone) return;
+                       int err = 0;
+                       socklen_t len = sizeof(err);
+                       if (getsockopt(s->sock.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+                           err != 0) {
+                         ResetStream(s, ResetCode::kAborted,
+                                     absl::StrCat("TCP connection reset after its FIN: ",
+                                                  std::strerror(err)),
+                                     ResetBy::kLocal);
+                       }
                      });
 }
 
@@ -480,10 +554,11 @@ bool Session::ReadOne(const StreamPtr& s) {
     s->fin_sent = true;
     SendControl(FrameType::kFin, s->id, s->send_seq++);
     MaybeFinish(s);
+    WatchErrors(s);
     return false;
   }
   if (ec) {
-    ResetStream(s, ResetCode::kAborted, absl::StrCat("reading from TCP: ", ec.message()), true);
+    ResetStream(s, ResetCode::kAborted, absl::StrCat("reading from TCP: ", ec.message()), ResetBy::kLocal);
     return false;
   }
   buf->resize(kFrameHeaderSize + got);
@@ -529,15 +604,17 @@ void Session::Drain() {
   if (draining_ || closed_) return;
   draining_ = true;
   if (!o_.is_client) SendControl(FrameType::kGoAway, 0, 0, "server bridge is shutting down");
-  if (streams_.empty()) conn_->Close();
+  if (streams_.empty()) CloseWhenFlushed(std::chrono::seconds(10));
 }
 
 void Session::Abort(const std::string& reason) {
   if (closed_) return;
+  draining_ = true;
   std::vector<StreamPtr> all;
   for (auto& [id, s] : streams_) all.push_back(s);
-  for (const StreamPtr& s : all) ResetStream(s, ResetCode::kAborted, reason, true);
-  conn_->Close();
+  for (const StreamPtr& s : all) ResetStream(s, ResetCode::kAborted, reason, ResetBy::kLocal);
+  // The RESETs get a moment to be acknowledged; then the connection closes regardless.
+  CloseWhenFlushed(std::chrono::seconds(1));
 }
 
 }  // namespace longhaul::bridge

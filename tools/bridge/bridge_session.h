@@ -49,6 +49,10 @@ inline constexpr const char* kBridgeAppData = "longhaul-bridge/1";
 inline constexpr uint64_t kInitialWindow = 256 * 1024;
 // Most payload bytes per DATA frame (one read from TCP).
 inline constexpr size_t kChunk = 64 * 1024;
+// Most frames one stream may hold out of order (each costs an event and a buffer).
+inline constexpr size_t kMaxReorderFrames = 65536;
+// Server: a stream whose first frames arrived without their OPEN is dropped after this.
+inline constexpr std::chrono::seconds kOpenTimeout{30};
 
 struct SessionOptions {
   bool is_client = true;
@@ -87,6 +91,9 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::shared_ptr<ConnectionHandle>& connection() const { return conn_; }
   // Called once, on the io thread, when the longhaul connection has ended.
   std::function<void(const absl::Status&)> on_closed;
+  // Client: called once when the server announces it is draining (GOAWAY): open no new
+  // streams here; the streams already open go on.
+  std::function<void()> on_goaway;
 
  private:
   struct Stream;
@@ -107,7 +114,16 @@ class Session : public std::enable_shared_from_this<Session> {
   void StartWrite(const StreamPtr& s);
   void MaybeGrant(const StreamPtr& s);
   void MaybeFinish(const StreamPtr& s);
-  void ResetStream(const StreamPtr& s, ResetCode code, const std::string& reason, bool tell_peer);
+  // Who ended a stream: this bridge (and it tells the peer), the peer (its RESET), or
+  // this bridge without telling (the connection is gone).
+  enum class ResetBy { kLocal, kPeer, kLocalSilent };
+  void ResetStream(const StreamPtr& s, ResetCode code, const std::string& reason, ResetBy by);
+  void WatchErrors(const StreamPtr& s);
+  size_t StreamLimit() const;
+  // Closes the connection once every submitted frame was acknowledged (so the last
+  // DATA, FIN, RESET or GOAWAY is not cancelled by the close), or after `deadline`.
+  void CloseWhenFlushed(std::chrono::milliseconds deadline);
+  void MaybeCloseFlushed();
   void RemoveStream(const StreamPtr& s);
 
   // Sending.
@@ -137,6 +153,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool draining_ = false;
   bool closed_ = false;
   bool goaway_received_ = false;
+  bool close_when_flushed_ = false;
+  boost::asio::steady_timer close_timer_;
 };
 
 }  // namespace longhaul::bridge

@@ -101,10 +101,10 @@ class Runner {
     signals_.async_wait([this, on_drain, on_abort](boost::system::error_code ec, int sig) {
       if (ec) return;
       LOG(INFO) << "event=drain signal=" << sig;
+      if (metrics_server_) metrics_server_->Stop();
+      on_drain();  // first: the listeners close before anyone reads the line below
       Print(absl::StrCat("draining (signal ", sig, "): no new connections; exiting when the open ",
                          "ones end, at most ", o_.drain_timeout.count(), " ms"));
-      if (metrics_server_) metrics_server_->Stop();
-      on_drain();
       drain_timer_.expires_after(o_.drain_timeout);
       drain_timer_.async_wait([on_abort](boost::system::error_code ec) {
         if (!ec) on_abort();
@@ -163,6 +163,9 @@ class Client {
     if (!r_.StartMetrics([this] {
           std::vector<SessionSnapshot> v;
           if (session_ && !session_->closed()) v.push_back(Snapshot(*session_));
+          for (const auto& s : old_sessions_) {
+            if (!s->closed()) v.push_back(Snapshot(*s));
+          }
           return v;
         })) {
       return 1;
@@ -262,14 +265,31 @@ class Client {
     if (r_.metrics_.sessions_opened > 0) ++r_.metrics_.reconnects;
     session_ = std::make_shared<Session>(r_.io_, o_.session, &r_.metrics_);
     session_->Attach(*h);
-    session_->on_closed = [this](const absl::Status& st) {
+    std::weak_ptr<Session> weak = session_;
+    session_->on_closed = [this, weak](const absl::Status& st) {
       LOG(WARNING) << "event=session_closed peer=" << o_.peer_host << ":" << o_.peer_port
                    << " detail=\"" << (st.ok() ? "closed" : st.message()) << "\"";
-      asio::post(r_.io_, [this] {
-        session_.reset();
-        if (draining_) return Finish();
-        StartConnect();
+      asio::post(r_.io_, [this, weak] {
+        std::shared_ptr<Session> s = weak.lock();
+        if (s && s == session_) {
+          session_.reset();
+          if (!draining_) StartConnect();
+        } else if (s) {
+          old_sessions_.erase(s);
+        }
+        if (draining_ && !session_ && old_sessions_.empty()) Finish();
       });
+    };
+    // The server is going away: its open streams finish on this session, new ones wait
+    // for the next (the restarted server, or another behind the same address).
+    session_->on_goaway = [this, weak] {
+      std::shared_ptr<Session> s = weak.lock();
+      if (!s || s != session_) return;
+      LOG(INFO) << "event=peer_draining peer=" << o_.peer_host << ":" << o_.peer_port;
+      old_sessions_.insert(s);
+      session_.reset();
+      s->Drain();
+      StartConnect();
     };
     (*h)->SetCallback(Session::EventCallbackFor(r_.io_, session_));
     const ConnectionInfo& info = (*h)->info();
@@ -292,9 +312,10 @@ class Client {
     for (Waiting& w : waiting_) ResetSocket(w.socket);
     waiting_.clear();
     retry_timer_.cancel();
+    for (const auto& s : old_sessions_) s->Drain();
     if (session_ && !session_->closed()) {
       session_->Drain();  // closes when its streams end; on_closed then finishes
-    } else if (!connecting_) {
+    } else if (!connecting_ && old_sessions_.empty()) {
       Finish();
     }
   }
@@ -302,6 +323,7 @@ class Client {
   void Abort() {
     LOG(WARNING) << "event=drain_abort";
     if (session_ && !session_->closed()) session_->Abort("client bridge shutting down");
+    for (const auto& s : old_sessions_) s->Abort("client bridge shutting down");
     exit_status_ = 0;
     Finish();
   }
@@ -312,7 +334,8 @@ class Client {
   Runner r_;
   std::unique_ptr<Endpoint> ep_;
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, std::string>> acceptors_;
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<Session> session_;              // takes new streams
+  std::set<std::shared_ptr<Session>> old_sessions_;  // draining: their streams finish
   std::deque<Waiting> waiting_;
   std::thread connector_;
   asio::steady_timer retry_timer_, wait_timer_;
