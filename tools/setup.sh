@@ -20,6 +20,8 @@ if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then PACKAGES+=(libip
 PACKAGES+=(
   # benchmark peers, network namespaces, plots
   iproute2 iperf3 libudt-dev python3 python3-matplotlib
+  # longhaul-bridge's comparison (tools/bench/bridge-compare): kcptun and an HTTP client
+  kcptun curl
   # the rdma tier's soft-RoCE testbed (tools/testbed): guests under qemu on Debian's
   # kernel package (downloaded into a cache by the testbed, not installed), rdma-core
   # tools and perftest inside them
