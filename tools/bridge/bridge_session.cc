@@ -534,7 +534,8 @@ uint64_t Session::BacklogLimit() {
   // A few milliseconds of the connection's pacing rate: enough to keep the pacer busy
   // between two pumps, little enough that a new small frame waits behind at most that.
   const double rate_Bps = conn_->debug_state().pacing_rate.BytesPerSecond();
-  return std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(rate_Bps * 0.004));
+  return std::max<uint64_t>(o_.min_backlog,
+                            static_cast<uint64_t>(rate_Bps * o_.send_backlog.count() * 1e-6));
 }
 
 // Reads one chunk from a readable stream and submits it. False when the stream should

@@ -60,6 +60,11 @@ struct SessionOptions {
   uint64_t memory = 512ull << 20;        // receive budget shared by the open streams
   uint64_t send_memory = 256ull << 20;   // submitted, not yet acknowledged, all streams
   size_t max_streams = 4096;
+  // The longhaul connection's unsent backlog the bridge keeps: this long at the pacing
+  // rate, at least min_backlog bytes. Shorter: less wait for a small frame behind bulk
+  // data; longer: more slack for late wake-ups of the bridge's thread.
+  std::chrono::microseconds send_backlog{2000};
+  uint64_t min_backlog = 256 * 1024;
   std::chrono::milliseconds connect_timeout{10000};  // server: connecting to a target
   // Server: the target of a forward; nullptr when there is none of that name.
   std::function<const Forward*(const std::string& name)> find_forward;

@@ -42,6 +42,10 @@ DEFINE_string(memory, "512MiB",
               "streams when many are open");
 DEFINE_string(send_memory, "256MiB",
               "most bytes read from TCP and not yet acknowledged by the peer, all streams");
+DEFINE_string(send_backlog, "2ms",
+              "data kept queued in the longhaul connection ahead of its pacer, as time at "
+              "the pacing rate (at least 256KiB): what a small request may wait behind "
+              "bulk data on the sending side");
 DEFINE_int32(max_streams, 4096, "most streams (TCP connections) at once per connection");
 DEFINE_string(connect_timeout, "5s", "client: give up one handshake with the peer after this");
 DEFINE_string(reconnect_max, "5s", "client: longest wait between attempts to reach the peer");
@@ -193,6 +197,13 @@ int Main(int argc, char** argv) {
   if (FLAGS_max_streams < 1) kUsage.Fail("--max_streams must be >= 1");
   o.session.max_streams = static_cast<size_t>(FLAGS_max_streams);
   o.session.connect_timeout = Millis(FLAGS_target_timeout, "target_timeout");
+  {
+    const Duration b = kUsage.Or(ParseDuration(FLAGS_send_backlog), "send_backlog");
+    if (b < Duration::Microseconds(100) || b > Duration::Seconds(1)) {
+      kUsage.Fail("--send_backlog must be in [100us, 1s]");
+    }
+    o.session.send_backlog = std::chrono::microseconds(b.ns() / 1000);
+  }
   o.connect_timeout = Millis(FLAGS_connect_timeout, "connect_timeout");
   o.reconnect_max = Millis(FLAGS_reconnect_max, "reconnect_max");
   o.connect_wait = Millis(FLAGS_connect_wait, "connect_wait");
