@@ -297,6 +297,21 @@ TEST(BridgeProtocolE2E, ViolationsEndTheConnection) {
          c.SendData(1, 1, 0, 10);
        },
        "stream 1: sequence number 1 repeated"},
+      {"empty DATA frame",
+       {},
+       [](FakeClient& c) {
+         c.Send(Open(1, kMiB));
+         c.SendData(1, 1, 0, 0);
+       },
+       "stream 1: empty DATA frame"},
+      {"second FIN",
+       {},
+       [](FakeClient& c) {
+         c.Send(Open(1, kMiB));
+         c.Send(EncodeFrame(FrameType::kFin, 1, 3));  // out of order: waits for 1 and 2
+         c.Send(EncodeFrame(FrameType::kFin, 1, 2));
+       },
+       "stream 1: second FIN"},
       {"data beyond the window",
        {"--stream_window=1MiB", "--memory=1MiB"},
        [](FakeClient& c) {
