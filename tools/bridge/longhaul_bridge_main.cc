@@ -106,12 +106,9 @@ std::vector<Forward> ReadForwardsFile(const std::string& path) {
 }
 
 crypto::LoadedKeys KeysFromFlags(bool client) {
-  absl::StatusOr<crypto::LoadedKeys> keys = SecurityFromFlags();
+  absl::StatusOr<crypto::LoadedKeys> keys =
+      client ? ClientSecurityFromFlags() : SecurityFromFlags();
   if (!keys.ok()) kUsage.Fail(keys.status().message());
-  if (client && keys->security.key.has_value() && keys->peers.size() != 1) {
-    kUsage.Fail(absl::StrCat("--peer_key: ", keys->peer_key_path, " lists ", keys->peers.size(),
-                             " keys; a client takes the server's public key alone"));
-  }
   return *std::move(keys);
 }
 

@@ -70,6 +70,16 @@ absl::StatusOr<crypto::LoadedKeys> SecurityFromFlags() {
   return crypto::LoadKeys(crypto::OverrideKeyChoice(profile, flags));
 }
 
+absl::StatusOr<crypto::LoadedKeys> ClientSecurityFromFlags() {
+  absl::StatusOr<crypto::LoadedKeys> keys = SecurityFromFlags();
+  if (keys.ok() && keys->security.key.has_value() && keys->peers.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--peer_key: ", keys->peer_key_path, " lists ", keys->peers.size(),
+                     " keys; a client takes the server's public key alone"));
+  }
+  return keys;
+}
+
 nlohmann::json SecuritySettingsToJson(const crypto::LoadedKeys& keys) {
   const endpoint::SecurityConfig& s = keys.security;
   nlohmann::json j;

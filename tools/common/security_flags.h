@@ -27,6 +27,10 @@ namespace longhaul {
 // or --psk_file, or --insecure for plaintext", "--key: a.key is readable by others (mode
 // 0644): chmod 600 a.key", "key (p.profile:3): ..."; a missing --profile is NotFound.
 [[nodiscard]] absl::StatusOr<crypto::LoadedKeys> SecurityFromFlags();
+// SecurityFromFlags for a connecting side: with static keys, --peer_key must hold the
+// server's public key alone (InvalidArgument "--peer_key: FILE lists N keys; a client
+// takes the server's public key alone").
+[[nodiscard]] absl::StatusOr<crypto::LoadedKeys> ClientSecurityFromFlags();
 
 // This side's settings, for start lines and "listening" events: {"mode": "Noise IK
 // (static keys)", "protected": true, "key": own public key (hex) or null, "peer_keys":

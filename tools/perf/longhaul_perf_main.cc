@@ -131,12 +131,9 @@ double SecondsFlag(const std::string& text, const char* flag) {
 // The keys of --key/--peer_key/--psk_file/--insecure (and --profile's); a usage error
 // (exit 2) naming the flag or file when they are missing or wrong.
 crypto::LoadedKeys KeysFromFlags(bool client) {
-  absl::StatusOr<crypto::LoadedKeys> keys = SecurityFromFlags();
+  absl::StatusOr<crypto::LoadedKeys> keys =
+      client ? ClientSecurityFromFlags() : SecurityFromFlags();
   if (!keys.ok()) kUsage.Fail(keys.status().message());
-  if (client && keys->security.key.has_value() && keys->peers.size() != 1) {
-    kUsage.Fail(absl::StrCat("--peer_key: ", keys->peer_key_path, " lists ", keys->peers.size(),
-                             " keys; a client takes the server's public key alone"));
-  }
   return *std::move(keys);
 }
 

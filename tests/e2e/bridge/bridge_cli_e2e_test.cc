@@ -88,6 +88,8 @@ TEST(BridgeCliE2E, UsageErrorsExit2NamingTheProblem) {
       {{"client", "--insecure", listen, peer, "--connect_wait=0s"}, "--connect_wait must be > 0"},
       {{"server", "--insecure", listen, target, "--target_timeout=soon"}, "--target_timeout: "},
       {{"client", "--insecure", listen, peer, "--bogus=1"}, "unknown flag '--bogus'"},
+      {{"client", "--insecure", listen, peer, "--send_backlog=10us"},
+       "--send_backlog must be in [100us, 1s]"},
   };
   for (const UsageCase& c : cases) {
     SCOPED_TRACE(absl::StrCat("longhaul-bridge ", absl::StrJoin(c.args, " ")));
