@@ -58,7 +58,7 @@ void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* e
   switch (f.type) {
     case FrameType::kData: {
       const DataFrame& d = f.data;
-      FUZZ_CHECK((d.flags & ~kDataFlagLast) == 0);
+      FUZZ_CHECK((d.flags & ~kDataFlagsKnown) == 0);
       FUZZ_CHECK(d.offset <= d.message_length);
       FUZZ_CHECK(d.length <= d.message_length - d.offset);
       FUZZ_CHECK(!d.last() || d.offset + d.length == d.message_length);

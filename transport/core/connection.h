@@ -14,8 +14,9 @@
 // delivered as soon as it is complete, before earlier messages that are still missing
 // pieces (independent streams over one connection: one lost packet holds back only its
 // own message); a message sent in order still waits for every earlier message, ordered
-// or not. Send completions come in submission order either way. Data lands in place in a buffer posted with PostReceive() (posted
-// buffers match messages in order), or, when no buffer was posted for a message, in
+// or not. Send completions come in submission order either way. Data lands in place
+// in a buffer posted with PostReceive() (posted buffers match message ids in order,
+// skipping messages already delivered), or, when no buffer was posted for a message, in
 // transport-owned memory handed over in the event (give it back with ReturnBuffer() to
 // have it reused).
 //

@@ -226,7 +226,7 @@ bool ReceiveStream::PopDelivered(Event* e) {
   while (!ready_.empty()) {
     const uint64_t id = ready_.front();
     ready_.pop_front();
-    if (id < next_id_) continue;  // cannot happen: unordered messages leave only from here
+    if (id < next_id_) continue;  // dropped by PopCancelledPost at close
     const uint64_t idx = id - next_id_;
     Message& m = messages_[idx];
     if (m.delivered) continue;
