@@ -56,7 +56,7 @@ DEFINE_double(reorder_rtt_fraction, longhaul::TransportConfig().reorder_rtt_frac
               "Time reordering threshold as a fraction of the RTT.");
 DEFINE_string(initial_rtt, DefaultOf("initial_rtt"), "RTT assumed before the first sample (58ms).");
 DEFINE_string(min_pto, DefaultOf("min_pto"), "Lower bound on the probe timeout.");
-DEFINE_string(max_pto, DefaultOf("max_pto"), "Upper bound on the backed-off probe timeout.");
+DEFINE_string(max_pto, DefaultOf("max_pto"), "Upper bound on the probe timeout (it does not back off; see docs/reliability.md).");
 DEFINE_uint32(ack_every, longhaul::TransportConfig().ack_every,
               "Acknowledge after this many ack-eliciting packets.");
 DEFINE_string(max_ack_delay, DefaultOf("max_ack_delay"), "Longest an ACK is held back.");

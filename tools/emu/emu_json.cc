@@ -62,7 +62,8 @@ nlohmann::json EmuStatsToJson(const EmuStats& s, bool udp_mode) {
   if (udp_mode) {
     j["clients"] = {{"active", s.clients_active},
                     {"created", s.clients_created},
-                    {"evicted", s.clients_evicted}};
+                    {"evicted", s.clients_evicted},
+                    {"rebound", s.clients_rebound}};
     j["port_unreachable"] = s.port_unreachable;
     j["tcp_connections"] = s.tcp_connections;
     j["socket_buffers"] = {{"requested", s.socket_buffers.requested},

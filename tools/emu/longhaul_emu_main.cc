@@ -44,7 +44,7 @@ DEFINE_string(link, "",
               "e.g. ts-1g,loss=1e-4 or rate=1gbit,rtt=58ms (required)");
 DEFINE_string(link_schedule, "",
               "link changes over time since the start, e.g. 2s:rate=5gbit,4s:rate=10gbit,loss=1e-3 "
-              "(keys: rate rtt jitter loss burst reorder reorder_delay dup corrupt queue ecn)");
+              "(keys: rate rtt jitter loss burst reorder reorder_delay dup corrupt queue ecn mtu; mtu only downward)");
 DEFINE_string(listen, "", "UDP mode: address clients send to, e.g. 127.0.0.1:9000 (port 0: any)");
 DEFINE_string(forward, "", "UDP mode: address datagrams are relayed to, e.g. 127.0.0.1:9001");
 DEFINE_bool(tun, false, "TUN mode (root): join two network namespaces (--netns) by TUN devices");
@@ -73,6 +73,10 @@ DEFINE_int32(realtime, 0,
              "run the emulator's loop under SCHED_FIFO at this priority (1..99, "
              "root): wake-ups on time even when other processes keep the CPUs busy; 0: off");
 DEFINE_string(port_file, "", "UDP mode: once listening, write the listen port to this file");
+DEFINE_string(rebind_at, "",
+              "UDP mode: NAT rebinding at these times since the start, e.g. 3s or 3s,6s: every "
+              "client flow moves to a new upstream socket, so the target sees its source "
+              "port change mid-flow (what it still sends to the old port is lost)");
 DEFINE_string(tun_name, "lhemu0", "TUN mode: name of the TUN device in each namespace");
 
 namespace longhaul {
@@ -187,6 +191,18 @@ bool WritePortFile(const std::string& path, uint16_t port) {
 
 std::vector<Duration> g_schedule_times;
 std::vector<sim::LinkSpec> g_schedule_specs;
+std::vector<Duration> g_rebind_times;
+
+// --rebind_at: durations separated by commas, each > 0.
+std::vector<Duration> ParseRebindTimes(const std::string& text) {
+  std::vector<Duration> times;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const Duration d = kUsage.Or(ParseDuration(part), "rebind_at");
+    if (d <= Duration::Zero()) kUsage.Fail("--rebind_at: each time must be > 0");
+    times.push_back(d);
+  }
+  return times;
+}
 
 int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time, ByteCount buffer,
            ByteCount socket_buffer) {
@@ -205,6 +221,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.realtime_priority = FLAGS_realtime;
   o.schedule_times = g_schedule_times;
   o.schedule_specs = g_schedule_specs;
+  o.rebind_times = g_rebind_times;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
   emu::EmuStats prev;
@@ -251,6 +268,7 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     j["forward"] = o.forward.ToString();
     j["link"] = nlohmann::json::parse(link.ToJson());
     if (!FLAGS_link_schedule.empty()) j["link_schedule"] = FLAGS_link_schedule;
+    if (!FLAGS_rebind_at.empty()) j["rebind_at"] = FLAGS_rebind_at;
     j["seed"] = FLAGS_seed;
     PrintJsonLine(j);
   }
@@ -381,7 +399,16 @@ int Main(int argc, char** argv) {
         kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
     g_schedule_specs = kUsage.Or(sim::ResolveLinkSchedule(link, schedule), "link_schedule");
     for (const sim::LinkScheduleStep& step : schedule.steps) g_schedule_times.push_back(step.at);
+    for (const sim::LinkSpec& spec : g_schedule_specs) {
+      // Buffers and the TUN devices are sized for the starting MTU: a step may lower it (a
+      // path-MTU drop without ICMP), not raise it.
+      if (spec.mtu > link.mtu) {
+        kUsage.Fail(absl::StrCat("--link_schedule: mtu=", spec.mtu, " is above the link's mtu ",
+                                 link.mtu, "; a schedule may only lower the MTU"));
+      }
+    }
   }
+  if (!FLAGS_rebind_at.empty()) g_rebind_times = ParseRebindTimes(FLAGS_rebind_at);
   const Duration stats_interval = kUsage.Or(ParseDuration(FLAGS_stats_interval), "stats_interval");
   const Duration max_time = kUsage.Or(ParseDuration(FLAGS_max_time), "max_time");
   if (stats_interval < Duration::Zero()) kUsage.Fail("--stats_interval must be >= 0");
@@ -395,8 +422,8 @@ int Main(int argc, char** argv) {
   if (FLAGS_tun && udp) kUsage.Fail("--tun cannot be combined with --listen/--forward");
   if (FLAGS_tun) {
     if (FLAGS_netns.empty()) kUsage.Fail("--tun needs --netns=A,B");
-    if (!FLAGS_port_file.empty() || FLAGS_tcp_relay) {
-      kUsage.Fail("--port_file and --tcp_relay are UDP-mode flags");
+    if (!FLAGS_port_file.empty() || FLAGS_tcp_relay || !FLAGS_rebind_at.empty()) {
+      kUsage.Fail("--port_file, --tcp_relay and --rebind_at are UDP-mode flags");
     }
     return RunTun(link, stats_interval, max_time, buffer);
   }

@@ -33,6 +33,10 @@ DEFINE_string(link, "",
               "e.g. tokyo-singapore,loss=1e-3 or rate=10gbit,rtt=58ms,loss=1e-4 (required)");
 DEFINE_string(link_schedule, "",
               "link changes over time, e.g. 2s:rate=5gbit,4s:rate=10gbit,loss=1e-3");
+DEFINE_string(reverse_link, "",
+              "settings of the reverse (ACK) direction on top of --link and every schedule "
+              "step, e.g. loss=0.05 for an ACK path that loses 5 percent (keys as in "
+              "--link_schedule)");
 DEFINE_string(workload, "bulk", "bulk (stream --bytes) or messages (open-loop messages)");
 DEFINE_string(bytes, "1GiB", "bulk: bytes each connection transfers");
 DEFINE_string(chunk, "16MiB", "bulk: message size the stream is cut into");
@@ -210,6 +214,7 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
   std::cout << "link      " << opt.link.ToString() << " (queue "
             << FormatByteCount(opt.link.QueueLimitBytes()) << " bytes)\n";
   if (!opt.schedule.empty()) std::cout << "schedule  " << opt.schedule.ToString() << "\n";
+  if (!FLAGS_reverse_link.empty()) std::cout << "reverse   " << FLAGS_reverse_link << "\n";
   std::cout << "workload  " << sim::WorkloadName(opt.workload) << ", "
             << opt.connections << " connection(s), seed " << opt.seed << "\n";
   std::cout << "transport segment " << opt.sender_config.segment << ", window "
@@ -271,6 +276,7 @@ int Main(int argc, char** argv) {
   if (!FLAGS_link_schedule.empty()) {
     opt.schedule = kUsage.Or(sim::ParseLinkSchedule(FLAGS_link_schedule), "link_schedule");
   }
+  opt.reverse = kUsage.Or(sim::ParseLinkOverrides(FLAGS_reverse_link), "reverse_link");
   absl::StatusOr<TransportConfig> from_flags = TransportConfigFromFlags();
   if (!from_flags.ok()) kUsage.Fail(from_flags.status().message());
   TransportConfig config = *from_flags;
@@ -332,6 +338,7 @@ int Main(int argc, char** argv) {
     nlohmann::json j;
     j["link"] = nlohmann::json::parse(opt.link.ToJson());
     if (!opt.schedule.empty()) j["link_schedule"] = opt.schedule.ToString();
+    if (!FLAGS_reverse_link.empty()) j["reverse_link"] = FLAGS_reverse_link;
     j["params"] = TransportConfigToJson(config);
     nlohmann::json w;
     w["workload"] = sim::WorkloadName(opt.workload);

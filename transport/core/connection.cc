@@ -266,7 +266,10 @@ class ConnectionImpl {
         ack_eliciting = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, &w, &rec);
         if (ack_eliciting) CountDataPacket(rec);
       }
-      if (probe) loss_.OnProbeSent();
+      if (probe) {
+        loss_.OnProbeSent();
+        silence_mark_ = now;
+      }
     }
     if (!ack_eliciting && (ping_pending_ || probe)) {
       if (w.WritePing()) ack_eliciting = true;
@@ -583,12 +586,12 @@ class ConnectionImpl {
         span, cc_->PacingRate().TransferTime(static_cast<ByteCount>(span) * max_datagram_)};
     loss_.DetectLosses(now, rtt_, fec, &sent_, [&](PacketNumber, SentPacket& p) {
       ++stats_.packets_lost;
-      if (p.in_flight) {
-        bytes_in_flight_ -= p.bytes;
-        ev.bytes_lost += p.bytes;
+      if (p.in_flight) bytes_in_flight_ -= p.bytes;
+      if (p.sent_time > silence_mark_) {
+        if (p.in_flight) ev.bytes_lost += p.bytes;
+        ++ev.packets_lost;
+        ev.largest_lost_sent_time = p.sent_time;
       }
-      ++ev.packets_lost;
-      ev.largest_lost_sent_time = p.sent_time;
       if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
     });
     if (ev.packets_lost > 0) {
@@ -600,6 +603,7 @@ class ConnectionImpl {
   void OnPto(Time now) {
     ++stats_.pto_count;
     loss_.OnPtoFired();
+    silence_mark_ = now;
     // Resend the oldest outstanding data without declaring it lost: if the tail of a
     // flight was lost, nothing later will be acknowledged to reveal it.
     PacketNumber x = sent_.FindOutstanding(sent_.base());
@@ -748,6 +752,10 @@ class ConnectionImpl {
   Pacer pacer_;
   Time last_receive_time_;
   Time last_eliciting_sent_;
+  // Packets sent up to this time crossed a silence: a probe timeout fired after them, or
+  // they were its probes. Their loss says the path was out, not that a queue overflowed,
+  // so congestion control does not count it (they are resent all the same).
+  Time silence_mark_ = Time::Zero();
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
   uint32_t next_flow_ = 0;

@@ -33,6 +33,7 @@ struct EmuStats {
   size_t clients_active = 0;
   uint64_t clients_created = 0;
   uint64_t clients_evicted = 0;
+  uint64_t clients_rebound = 0;   // flows moved to a new upstream socket (NAT rebinding)
   uint64_t port_unreachable = 0;  // ICMP port unreachable from the --forward target
   uint64_t tcp_connections = 0;   // relayed TCP connections (--tcp_relay)
   net::SocketBuffers socket_buffers;  // what the kernel granted the relay's sockets

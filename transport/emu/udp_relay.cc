@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -148,6 +149,29 @@ UdpRelay::~UdpRelay() {
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
+int UdpRelay::OpenUpstream(uint32_t index, const net::SocketAddress& client) {
+  absl::StatusOr<int> fd = net::OpenUdpSocket(options_.forward.family(), SocketFlags());
+  if (!fd.ok()) {
+    LOG_EVERY_N(WARNING, 1000) << "client " << client.ToString() << ": " << fd.status();
+    return -1;
+  }
+  net::SetSocketBuffers(*fd, options_.socket_buffer_bytes);
+  if (absl::Status s = net::ConnectSocket(*fd, options_.forward); !s.ok()) {
+    LOG_EVERY_N(WARNING, 1000) << "client " << client.ToString() << ": " << s;
+    close(*fd);
+    return -1;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagFlow | index;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, *fd, &ev) != 0) {
+    LOG(WARNING) << "epoll_ctl: " << strerror(errno);
+    close(*fd);
+    return -1;
+  }
+  return *fd;
+}
+
 int64_t UdpRelay::FlowFor(const net::SocketAddress& addr, int64_t now) {
   if (last_flow_ < flows_.size() && clients_.entry(last_flow_).in_use &&
       clients_.entry(last_flow_).addr == addr) {
@@ -157,36 +181,36 @@ int64_t UdpRelay::FlowFor(const net::SocketAddress& addr, int64_t now) {
     last_flow_ = *f;
     return *f;
   }
-  absl::StatusOr<int> fd = net::OpenUdpSocket(options_.forward.family(), SocketFlags());
-  if (!fd.ok()) {
-    LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << fd.status();
-    return -1;
-  }
-  net::SetSocketBuffers(*fd, options_.socket_buffer_bytes);
-  if (absl::Status s = net::ConnectSocket(*fd, options_.forward); !s.ok()) {
-    LOG_EVERY_N(WARNING, 1000) << "new client " << addr.ToString() << ": " << s;
-    close(*fd);
-    return -1;
-  }
   ClientMap::InsertResult ins = clients_.Insert(addr, now);
   if (ins.index >= flows_.size()) flows_.resize(ins.index + 1);
   if (ins.evicted) {
     VLOG(1) << "client map full: evicted " << ins.evicted_addr.ToString();
     CloseFlow(ins.index);
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = kTagFlow | ins.index;
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, *fd, &ev) != 0) {
-    LOG(WARNING) << "epoll_ctl: " << strerror(errno);
-    close(*fd);
+  const int fd = OpenUpstream(ins.index, addr);
+  if (fd < 0) {
     clients_.Remove(ins.index);
     return -1;
   }
-  flows_[ins.index].fd = *fd;
+  flows_[ins.index].fd = fd;
   flows_[ins.index].drops_seen = 0;
   last_flow_ = ins.index;
   return ins.index;
+}
+
+void UdpRelay::ApplyRebind() {
+  rebind_pending_.store(false, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < flows_.size(); ++i) {
+    if (flows_[i].fd < 0 || !clients_.entry(i).in_use) continue;
+    // The new socket is opened before the old one is closed, so the kernel cannot hand
+    // the same port back: the target really sees a new source port.
+    const int fd = OpenUpstream(i, clients_.entry(i).addr);
+    if (fd < 0) continue;  // keeps its old socket
+    CloseFlow(i);
+    flows_[i].fd = fd;
+    flows_[i].drops_seen = 0;
+    ++rebinds_;
+  }
 }
 
 void UdpRelay::CloseFlow(uint32_t index) {
@@ -459,6 +483,9 @@ absl::Status UdpRelay::Run() {
   LinkSchedule schedule(options_.schedule_times, options_.schedule_specs, options_.seed);
   schedule.Start(now_ns_);
   const int64_t end = options_.max_time.ns() > 0 ? now_ns_ + options_.max_time.ns() : kNever;
+  std::vector<int64_t> rebinds;
+  for (Duration d : options_.rebind_times) rebinds.push_back(now_ns_ + d.ns());
+  std::sort(rebinds.begin(), rebinds.end(), std::greater<int64_t>());  // next at the back
   epoll_event events[64];
   bool stop = false;
   while (!stop) {
@@ -467,18 +494,25 @@ absl::Status UdpRelay::Run() {
     now_ns_ = now;
     if (now >= end) break;
     schedule.ApplyDue(now, &forward_, &reverse_);
+    while (!rebinds.empty() && rebinds.back() <= now) {
+      rebinds.pop_back();
+      RebindClients();
+    }
+    if (rebind_pending_.load(std::memory_order_acquire)) ApplyRebind();
     if (now >= next_stats) {
       SampleSocketDrops();
       if (options_.on_stats) options_.on_stats(Stats());
       while (next_stats <= now) next_stats += interval;
     }
     int64_t deadline = std::min(
-        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, schedule.next_at()});
+        {forward_.NextDeadline(), reverse_.NextDeadline(), next_stats, end, schedule.next_at(),
+         rebinds.empty() ? kNever : rebinds.back()});
     deadline = WakeTarget(deadline, now);
     const int n =
         EpollWaitUntil(epoll_fd_, events, 64, deadline == kNever ? kNever : deadline + epoch_ns_);
     ++wakeups_;
     if (link_change_pending_.load(std::memory_order_acquire)) ApplyLinkChange(Now());
+    if (rebind_pending_.load(std::memory_order_acquire)) ApplyRebind();
     if (n < 0) {
       if (errno == EINTR) continue;
       return absl::InternalError(absl::StrCat("epoll_pwait2: ", strerror(errno)));
@@ -520,6 +554,7 @@ EmuStats UdpRelay::Stats() const {
   s.clients_active = clients_.size();
   s.clients_created = clients_.inserted();
   s.clients_evicted = clients_.evictions();
+  s.clients_rebound = rebinds_;
   s.port_unreachable = port_unreachable_;
   s.tcp_connections = tcp_ != nullptr ? tcp_->accepted() : 0;
   s.socket_buffers = buffers_;

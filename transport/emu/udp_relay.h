@@ -22,8 +22,13 @@
 //
 // Sockets and addresses come from transport/net (socket_setup.h, control_messages.h).
 //
+// NAT rebinding (rebind_times, RebindClients()): every client flow moves to a fresh
+// upstream socket (a new source port as the target sees it); the old socket is closed, so
+// what the target still sends to the old port is lost, as behind a NAT whose mapping
+// changed. Datagrams already queued in either direction keep their client.
+//
 // Thread-safety: Run() on one thread; Stop() from any thread or a signal handler;
-// ChangeLink() from any thread; Stats() only from the thread that ran Run() (or the
+// ChangeLink() and RebindClients() from any thread; Stats() only from the thread that ran Run() (or the
 // on_stats callback, or after Run()).
 #pragma once
 
@@ -66,6 +71,9 @@ struct UdpRelayOptions {
   // effect at schedule_times[i] after Run() starts.
   std::vector<Duration> schedule_times;
   std::vector<sim::LinkSpec> schedule_specs;
+  // NAT rebinding (--rebind_at): at each of these times after Run() starts, every client
+  // flow gets a new upstream socket (RebindClients()).
+  std::vector<Duration> rebind_times;
   std::function<void(const EmuStats&)> on_stats;
 };
 
@@ -97,6 +105,11 @@ class UdpRelay {
   // (UdpSlotBytes). Thread-safe. Errors: InvalidArgument for a zero rate.
   absl::Status ChangeLink(const sim::LinkSpec& spec);
 
+  // Moves every client flow to a new upstream socket (new source port towards the
+  // forward target) when the loop next wakes, closing the old one: the target sees each
+  // client's address change mid-flow, as after a NAT rebinding. Thread-safe.
+  void RebindClients() { rebind_pending_.store(true, std::memory_order_release); }
+
   EmuStats Stats() const;
 
  private:
@@ -121,12 +134,18 @@ class UdpRelay {
   void Flush(TxBatch& batch, int fd, int family, EmuDirection& dir);
   void SampleSocketDrops();
   void ApplyLinkChange(int64_t now);
+  // Opens an upstream socket connected to the forward target and registers it for
+  // `index`; -1 on failure (logged).
+  int OpenUpstream(uint32_t index, const net::SocketAddress& client);
+  void ApplyRebind();
 
   UdpRelayOptions options_;
   StopSignal stop_;
   std::mutex link_mu_;
   std::optional<sim::LinkSpec> link_change_;  // guarded by link_mu_
   std::atomic<bool> link_change_pending_{false};
+  std::atomic<bool> rebind_pending_{false};
+  uint64_t rebinds_ = 0;  // client flows moved to a new upstream socket
   net::SocketAddress listen_addr_;
   int epoll_fd_ = -1;
   int listen_fd_ = -1;

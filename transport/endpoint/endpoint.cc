@@ -7,6 +7,7 @@
 #include "transport/endpoint/endpoint.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
 
@@ -138,6 +139,8 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
     ++counters_.undecodable;  // sealed packets for a plaintext connection
     return;
   }
+  // Opened size when sealed: a little under the wire size, on the safe side for the 3x budget.
+  const size_t wire_bytes = datagram.size();
   c.conn->OnDatagram(now, datagram, ecn);
   const uint64_t received = c.conn->stats().packets_received;
   if (received != c.last_packets_received) {
@@ -145,11 +148,70 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
     c.last_packets_received = received;
     c.unreachable_since = Time::Infinite();
     if (c.meta.is_server) {
-      if (h.flow < c.peer_addrs.size()) c.peer_addrs[h.flow] = from;
+      if (h.flow < c.paths.size()) {
+        OnPeerPacket(now, c, h.flow, from, wire_bytes, datagram);
+      }
       if (!c.confirmed) ConfirmServerConn(c);
     }
   }
   c.next_timeout = c.conn->NextTimeout();
+}
+
+void Endpoint::OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from,
+                            size_t bytes, std::span<const uint8_t> packet) {
+  PeerPath& path = c.paths[flow];
+  if (path.validated() && from == path.address()) return;  // the common case: nothing to do
+  // The packet's acknowledgements (the proof an unvalidated address needs). The packet
+  // was accepted by the connection, so it parses; only the first ranges are looked at.
+  std::array<wire::AckRange, 16> ranges;
+  size_t n = 0;
+  absl::StatusOr<wire::PacketView> v =
+      c.protector ? wire::ParseOpenedPacket(packet) : wire::ParsePacket(packet);
+  if (v.ok()) {
+    wire::FrameReader reader(*v);
+    wire::Frame f;
+    while (true) {
+      absl::StatusOr<bool> more = reader.Next(&f);
+      if (!more.ok() || !*more) break;
+      if (f.type != wire::FrameType::kAck) continue;
+      wire::AckRangeIterator it(f.ack);
+      while (n < ranges.size() && it.Next(&ranges[n])) ++n;
+      break;
+    }
+  }
+  const PeerAddress old = path.address();
+  switch (path.OnPacket(from, bytes, std::span<const wire::AckRange>(ranges.data(), n))) {
+    case PeerPath::Change::kNone:
+      break;
+    case PeerPath::Change::kMoved:
+      ++counters_.path_changes;
+      log_.Warn("path-change", now,
+                absl::StrCat("connection ", c.meta.id, " flow ", flow, ": the client moved from ",
+                             Format(old), " to ", Format(from),
+                             "; at most 3x what it sends goes there until it acknowledges a "
+                             "packet sent there"));
+      break;
+    case PeerPath::Change::kReturned:
+      ++counters_.path_returns;
+      break;
+    case PeerPath::Change::kValidated:
+      ++counters_.paths_validated;
+      break;
+  }
+  c.path_pending = false;
+  for (const PeerPath& p : c.paths) c.path_pending = c.path_pending || !p.validated();
+}
+
+bool Endpoint::PathLimited(const Conn& c, Time now, Time* until) const {
+  if (!c.path_pending) return false;
+  const size_t full = c.conn->config().MaxDatagramSize() + wire::kSealExpansion;
+  bool limited = false;
+  for (const PeerPath& p : c.paths) {
+    if (p.validated() || p.CanSend(now, full)) continue;
+    limited = true;
+    if (until != nullptr) *until = std::min(*until, p.next_probe());
+  }
+  return limited;
 }
 
 void Endpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) {
@@ -195,7 +257,12 @@ bool Endpoint::Blocked(const Conn& c) const {
 void Endpoint::StartRound(Time now) {
   round_.clear();
   for (auto& [cid, c] : conns_) {
-    if (c->next_timeout <= now && !Blocked(*c)) round_.push_back(c.get());
+    if (c->next_timeout > now || Blocked(*c)) continue;
+    if (PathLimited(*c, now)) {
+      ++counters_.path_limited;
+      continue;
+    }
+    round_.push_back(c.get());
   }
   // Connection-id order: the same inputs give the same interleaving.
   std::sort(round_.begin(), round_.end(),
@@ -210,7 +277,7 @@ void Endpoint::StartRound(Time now) {
 void Endpoint::EndRound(Time now) {
   for (Conn* c : round_) {
     c->next_timeout = c->conn->NextTimeout();
-    if (c->next_timeout <= now && !Blocked(*c) && !c->conn->closed()) {
+    if (c->next_timeout <= now && !Blocked(*c) && !c->conn->closed() && !PathLimited(*c, now)) {
       // Nothing more could be sent at `now` although the deadline has passed: wait a
       // little (new input re-evaluates it at once) rather than spin on it.
       ++counters_.stalled_deadlines;
@@ -259,8 +326,16 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
     if (turn_left_ == 0) turn_left_ = std::max<size_t>(4, turn_ / active_.size());
     if (!Blocked(*c)) {
       TransmitInfo info;
-      const size_t n = c->conn->PollTransmit(now, buffer, capacity, &info);
+      const size_t n = PathLimited(*c, now) ? 0 : c->conn->PollTransmit(now, buffer, capacity, &info);
       if (n > 0) {
+        PeerPath* path = nullptr;
+        PacketNumber pn = 0;
+        if (c->meta.is_server && !c->paths[info.flow < c->paths.size() ? info.flow : 0].validated()) {
+          path = &c->paths[info.flow < c->paths.size() ? info.flow : 0];
+          absl::StatusOr<wire::PacketHeader> hdr =
+              wire::PeekHeader(std::span<const uint8_t>(buffer, n));
+          if (hdr.ok()) pn = hdr->packet_number;
+        }
         if (c->protector) {
           c->protector->Seal(now, std::span<uint8_t>(buffer, n), c->conn->largest_acked_packet());
         }
@@ -268,7 +343,12 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
         out->ecn = info.ecn;
         if (c->meta.is_server) {
           out->local = c->meta.listener;
-          out->to = c->peer_addrs[info.flow < c->peer_addrs.size() ? info.flow : 0];
+          out->to = c->paths[info.flow < c->paths.size() ? info.flow : 0].address();
+          if (path != nullptr) {
+            const uint64_t probes = path->probes();
+            path->OnSent(now, out->size, pn);
+            counters_.path_probes += path->probes() - probes;
+          }
         } else {
           out->local = c->meta.locals[info.flow < c->meta.locals.size() ? info.flow : 0];
           out->to = c->meta.peer;
@@ -293,6 +373,7 @@ Time Endpoint::NextTimeout(Time now) const {
   for (const auto& [cid, c] : conns_) {
     Time t = c->next_timeout;
     if (Blocked(*c)) t = std::max(t, now + kBlockedRecheck);
+    if (Time until = Time::Infinite(); PathLimited(*c, now, &until)) t = std::max(t, until);
     next = std::min(next, t);
     if (!c->confirmed) next = std::min({next, c->next_accept_resend, c->confirm_deadline});
   }

@@ -155,6 +155,15 @@ struct EndpointCounters {
   uint64_t connections_accepted = 0;
   uint64_t handshake_errors = 0;       // malformed handshake packets
   uint64_t amplification_limited = 0;  // replies withheld by the 3x limit
+  // A client flow's address changed (docs/endpoint.md, "Address changes"): moves to a new
+  // (unvalidated) address, proofs of one (an ACK of a packet sent there), returns to the
+  // validated address, transmit rounds a connection sat out because an unvalidated
+  // address had no budget left, and datagrams sent beyond the budget as probes.
+  uint64_t path_changes = 0;
+  uint64_t paths_validated = 0;
+  uint64_t path_returns = 0;
+  uint64_t path_limited = 0;
+  uint64_t path_probes = 0;
   // Times a connection's deadline had passed but it produced nothing; it is then
   // re-polled after kStalledDeadlineWait (a diagnostic for the core).
   uint64_t stalled_deadlines = 0;
@@ -294,6 +303,12 @@ class Endpoint {
              size_t received_bytes, bool validated);
   void RunHandshakeTimers(Time now);
   bool Blocked(const Conn& c) const;
+  // A server connection with an unvalidated client address whose budget cannot take a
+  // full datagram (and whose probe is not due): not polled until `*until` or new input.
+  bool PathLimited(const Conn& c, Time now, Time* until = nullptr) const;
+  // A valid packet of `c` from `from` on `flow`: follows an address change.
+  void OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from, size_t bytes,
+                    std::span<const uint8_t> opened);
   void StartRound(Time now);
   void EndRound(Time now);
   ConnectionId NewCid();

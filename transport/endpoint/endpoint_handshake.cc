@@ -317,7 +317,7 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
   c->meta.peer = from;
   c->meta.locals = {local};
   c->meta.peer_app_data = m.app_data;
-  c->peer_addrs.assign(config.flows, from);
+  c->paths.assign(config.flows, PeerPath(from));
   longhaul::ConnectionIds ids;
   ids.local = c->meta.id;
   ids.peer = c->meta.peer_id;

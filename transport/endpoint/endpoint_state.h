@@ -11,6 +11,7 @@
 #include "transport/crypto/noise.h"
 #include "transport/crypto/packet_protection.h"
 #include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/peer_path.h"
 
 namespace longhaul::endpoint {
 
@@ -18,7 +19,9 @@ struct Endpoint::Conn {
   ConnectionMeta meta;
   std::unique_ptr<Connection> conn;
   std::unique_ptr<crypto::PacketProtector> protector;  // protected connections
-  std::vector<PeerAddress> peer_addrs;  // server: the client's address per flow
+  // server: the client's address per flow, and its validation (amplification limit)
+  std::vector<PeerPath> paths;
+  bool path_pending = false;  // some flow's address is not validated
   Time next_timeout;
   // server handshake state
   bool confirmed = true;

@@ -144,7 +144,7 @@ const std::vector<std::string>& LinkSpecKeys() {
 const std::vector<std::string>& LinkScheduleKeys() {
   static const auto* keys = new std::vector<std::string>{
       "rate", "rtt", "jitter", "loss", "burst", "reorder", "reorder_delay",
-      "dup",  "corrupt", "queue", "ecn"};
+      "dup",  "corrupt", "queue", "ecn",  "mtu"};
   return *keys;
 }
 
@@ -318,6 +318,23 @@ absl::StatusOr<LinkSchedule> ParseLinkSchedule(absl::string_view text) {
     schedule.steps.back().settings.emplace_back(key, value);
   }
   return schedule;
+}
+
+absl::StatusOr<LinkOverrides> ParseLinkOverrides(absl::string_view text) {
+  if (absl::StripAsciiWhitespace(text).empty()) return LinkOverrides{};
+  absl::StatusOr<LinkSchedule> one = ParseLinkSchedule(absl::StrCat("0s:", text));
+  if (!one.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "link overrides '", text, "': ",
+        absl::StripPrefix(one.status().message(), "link schedule: ")));
+  }
+  return std::move(one->steps.front().settings);
+}
+
+absl::StatusOr<LinkSpec> ApplyLinkOverrides(LinkSpec spec, const LinkOverrides& overrides) {
+  for (const auto& [k, v] : overrides) LH_RETURN_IF_ERROR(ApplyLinkSetting(&spec, k, v));
+  LH_RETURN_IF_ERROR(Validate(spec));
+  return spec;
 }
 
 absl::StatusOr<std::vector<LinkSpec>> ResolveLinkSchedule(const LinkSpec& base,

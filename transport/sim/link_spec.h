@@ -144,6 +144,14 @@ const std::vector<std::string>& LinkScheduleKeys();
 // are checked against a spec; steps must be in increasing time order.
 absl::StatusOr<LinkSchedule> ParseLinkSchedule(absl::string_view text);
 
+// Settings one direction has on top of the spec (and of every schedule step), e.g. the
+// reverse direction of an asymmetric link: "loss=0.05" loses 5 % of the ACK path only.
+// Keys as in a schedule (LinkScheduleKeys); "" = none.
+using LinkOverrides = std::vector<std::pair<std::string, std::string>>;
+absl::StatusOr<LinkOverrides> ParseLinkOverrides(absl::string_view text);
+// `spec` with the overrides applied; errors name the key.
+absl::StatusOr<LinkSpec> ApplyLinkOverrides(LinkSpec spec, const LinkOverrides& overrides);
+
 // The specs in force after each step: result[i] = base with steps 0..i applied.
 absl::StatusOr<std::vector<LinkSpec>> ResolveLinkSchedule(const LinkSpec& base,
                                                           const LinkSchedule& schedule);

@@ -94,6 +94,9 @@ class EndpointNode final : public SimNode {
   }
   size_t PollTransmit(Time now, uint8_t* buf, size_t cap, TransmitInfo* info) override {
     size_t n = conn_.PollTransmit(now, buf, cap, info);
+    // Sending the CLOSE finishes the close: its events (kClosed, cancelled sends) must
+    // reach the application now, as no timer will wake this node again.
+    if (conn_.closed()) Drain(now);
     if (n > 0 && sender_ && pair_->result.first_send.IsInfinite()) {
       pair_->result.first_send = now;
     }
@@ -156,7 +159,8 @@ class SenderApp final : public App {
   void OnEvent(Time now, Connection& conn, Event& ev) override {
     if (ev.type == Event::Type::kSendComplete) {
       outstanding_ -= std::min(outstanding_, ev.size);
-      if (opt_.workload == Workload::kBulk) Fill(now, conn);
+      // A cancelled send means the connection is closing: its kClosed event says why.
+      if (opt_.workload == Workload::kBulk && !conn.closed()) Fill(now, conn);
     } else if (ev.type == Event::Type::kClosed && !pair_->finished) {
       Fail(pair_, absl::StrCat("sender closed: ", ev.status.ToString()));
     }
@@ -369,9 +373,13 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
       return absl::InvalidArgumentError("message_size must be <= 4GiB");
     }
   }
-  if (absl::StatusOr<std::vector<LinkSpec>> s = ResolveLinkSchedule(opt.link, opt.schedule);
-      !s.ok()) {
-    return s.status();
+  absl::StatusOr<std::vector<LinkSpec>> steps = ResolveLinkSchedule(opt.link, opt.schedule);
+  if (!steps.ok()) return steps.status();
+  steps->push_back(opt.link);
+  for (const LinkSpec& spec : *steps) {
+    if (absl::StatusOr<LinkSpec> r = ApplyLinkOverrides(spec, opt.reverse); !r.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("reverse link: ", r.status().message()));
+    }
   }
 
   // Per-pair message plan.
@@ -427,6 +435,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& opt) {
   SimulatorOptions sim_opt;
   sim_opt.link = opt.link;
   sim_opt.schedule = opt.schedule;
+  sim_opt.reverse = opt.reverse;
   sim_opt.seed = opt.seed;
   sim_opt.max_datagram =
       std::max(opt.sender_config.MaxDatagramSize(), opt.receiver_config.MaxDatagramSize());

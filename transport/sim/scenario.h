@@ -43,6 +43,7 @@ const char* WorkloadName(Workload w);
 struct ScenarioOptions {
   LinkSpec link;
   LinkSchedule schedule;
+  LinkOverrides reverse;            // the reverse (ACK) direction's differences
   TransportConfig sender_config;    // left endpoints (must Validate())
   TransportConfig receiver_config;  // right endpoints
   Workload workload = Workload::kBulk;

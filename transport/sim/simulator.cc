@@ -256,7 +256,9 @@ Simulator::Simulator(const SimulatorOptions& options)
   uint64_t s = options.seed;
   uint64_t seed_fwd = SplitMix64(s);
   uint64_t seed_rev = SplitMix64(s);
-  LinkSpec rev = options.link;
+  absl::StatusOr<LinkSpec> reverse = ApplyLinkOverrides(options.link, options.reverse);
+  CHECK(reverse.ok()) << reverse.status();
+  LinkSpec rev = *reverse;
   if (rev.seed.has_value()) rev.seed = *rev.seed ^ 0x5bd1e995u;  // distinct reverse stream
   links_[0] = std::make_unique<LinkDirection>(options.link, seed_fwd);
   links_[1] = std::make_unique<LinkDirection>(rev, seed_rev);
@@ -266,6 +268,11 @@ Simulator::Simulator(const SimulatorOptions& options)
       ResolveLinkSchedule(options.link, options.schedule);
   CHECK(specs.ok()) << specs.status();
   schedule_specs_ = *std::move(specs);
+  for (const LinkSpec& spec : schedule_specs_) {
+    absl::StatusOr<LinkSpec> r = ApplyLinkOverrides(spec, options.reverse);
+    CHECK(r.ok()) << r.status();
+    reverse_specs_.push_back(*r);
+  }
 }
 
 Simulator::~Simulator() = default;
@@ -287,7 +294,7 @@ int Simulator::AddPair(SimNode* left, SimNode* right) {
 void Simulator::ApplyScheduleStep() {
   const LinkSpec& spec = schedule_specs_[next_step_];
   links_[0]->Reconfigure(spec, now_);
-  links_[1]->Reconfigure(spec, now_);
+  links_[1]->Reconfigure(reverse_specs_[next_step_], now_);
   Mix(0x5c4ed01e ^ next_step_);
   ++next_step_;
 }
@@ -397,7 +404,10 @@ StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duratio
       best = timers_->top_time();
       kind = 4;
     }
-    if (kind < 0) {
+    // Only schedule steps left (no packet on the way, no timer): nothing can happen any
+    // more, since a link change alone sends nothing.
+    if (kind < 0 || (fifo_[0]->empty() && fifo_[1]->empty() && held_->q.empty() &&
+                     timers_->empty())) {
       reason = StopReason::kIdle;
       break;
     }

@@ -54,6 +54,7 @@ class SimNode {
 struct SimulatorOptions {
   LinkSpec link;           // both directions of the bottleneck
   LinkSchedule schedule;   // optional changes over time (applied to both directions)
+  LinkOverrides reverse;   // the reverse direction's differences (asymmetric links)
   uint64_t seed = 1;       // link randomness (unless link.seed is set)
   // Capacity of each datagram buffer handed to PollTransmit.
   size_t max_datagram = 65536;
@@ -115,6 +116,7 @@ class Simulator {
 
   SimulatorOptions options_;
   std::vector<LinkSpec> schedule_specs_;
+  std::vector<LinkSpec> reverse_specs_;  // schedule_specs_ with options_.reverse applied
   size_t next_step_ = 0;
   std::unique_ptr<LinkDirection> links_[2];
   std::vector<SimNode*> nodes_;

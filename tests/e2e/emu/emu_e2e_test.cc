@@ -642,7 +642,7 @@ TEST(EmuE2eTest, BadFlagsExitWithStatusTwoNamingTheProblem) {
       {{"--link=rate=1gbit", "--netns=a,b"}, "--netns"},
       {{"--link=rate=1gbit", "stray"}, "unexpected argument 'stray'"},
       {{"--link=rate=1gbit", "--listen=127.0.0.1:0", "--forward=127.0.0.1:9",
-        "--link_schedule=2s:mtu=1500"},
+        "--link_schedule=2s:overhead=40"},
        "--link_schedule"},
   };
   for (const Case& c : cases) {

@@ -138,16 +138,21 @@ TEST(LossDetectorTest, SpuriousLossWidensBothThresholdsUpToTheirBounds) {
   EXPECT_TRUE(f.Detect(kT0).empty());
 }
 
-TEST(LossDetectorTest, ProbeTimeoutBacksOffWithinItsBounds) {
+TEST(LossDetectorTest, ProbeTimeoutKeepsItsPeriodThroughConsecutiveTimeouts) {
   Fixture f;
   // 50 ms + 4 x 25 ms + 1 ms.
   EXPECT_EQ(f.loss_.PtoPeriod(f.rtt_), Duration::Milliseconds(151));
   EXPECT_EQ(f.loss_.PtoTime(kT0, f.rtt_), kT0 + Duration::Milliseconds(151));
   f.loss_.OnPtoFired();
   EXPECT_EQ(f.loss_.debug_state().pto_backoff, 1u);
-  EXPECT_EQ(f.loss_.PtoPeriod(f.rtt_), Duration::Milliseconds(302));
+  // No doubling: a path that comes back after an outage is probed within one period.
+  EXPECT_EQ(f.loss_.PtoPeriod(f.rtt_), Duration::Milliseconds(151));
   for (int i = 0; i < 10; ++i) f.loss_.OnPtoFired();
-  EXPECT_EQ(f.loss_.PtoPeriod(f.rtt_), Duration::Seconds(2));  // max_pto
+  EXPECT_EQ(f.loss_.PtoPeriod(f.rtt_), Duration::Milliseconds(151));
+  // max_pto bounds the period when the RTT estimate exceeds it.
+  RttEstimator slow(Duration::Seconds(3));
+  slow.OnSample(Duration::Seconds(3), Duration::Zero());
+  EXPECT_EQ(f.loss_.PtoPeriod(slow), Duration::Seconds(2));
   // An ACK of nothing new keeps the backoff; one of something new resets it.
   f.Send(2, Duration::Zero());
   f.loss_.OnAckReceived(0, /*newly_acked=*/false);
@@ -164,7 +169,7 @@ TEST(LossDetectorTest, ProbeTimeoutIsAtLeastMinPto) {
   // 200 us + 4 x 100 us + 1 ms = 1.6 ms, below min_pto.
   EXPECT_EQ(f.loss_.PtoPeriod(fast), Duration::Milliseconds(5));
   f.loss_.OnPtoFired();
-  EXPECT_EQ(f.loss_.PtoPeriod(fast), Duration::Milliseconds(10));
+  EXPECT_EQ(f.loss_.PtoPeriod(fast), Duration::Milliseconds(5));
 }
 
 TEST(LossDetectorTest, ATimeoutAsksForTwoProbes) {

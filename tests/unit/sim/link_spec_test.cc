@@ -231,7 +231,7 @@ TEST(LinkScheduleTest, Errors) {
   auto err = [](const char* t) { return std::string(ParseLinkSchedule(t).status().message()); };
   EXPECT_THAT(err("rate=5gbit"), HasSubstr("has no time"));
   EXPECT_THAT(err("2s:rate=fast"), HasSubstr("bad value 'fast' for key 'rate'"));
-  EXPECT_THAT(err("2s:mtu=1500"), HasSubstr("cannot change during a run"));
+  EXPECT_THAT(err("2s:overhead=40"), HasSubstr("cannot change during a run"));
   EXPECT_THAT(err("2s:rate=5gbit,1s:rate=1gbit"), HasSubstr("must increase"));
   EXPECT_THAT(err("soon:rate=5gbit"), HasSubstr("bad time 'soon'"));
   EXPECT_THAT(err("2s"), HasSubstr("not TIME:key=value"));

@@ -62,7 +62,6 @@ void LossDetector::DetectLosses(Time now, const RttEstimator& rtt, const FecSpan
 Duration LossDetector::PtoPeriod(const RttEstimator& rtt) const {
   Duration base = rtt.srtt() + std::max(rtt.rttvar() * 4, kGranularity) + max_ack_delay_;
   base = std::max(base, min_pto_);
-  for (uint32_t i = 0; i < pto_backoff_ && base < max_pto_; ++i) base = base * 2;
   return std::min(base, max_pto_);
 }
 

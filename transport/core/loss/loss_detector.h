@@ -16,10 +16,14 @@
 // threshold (up to 1), as RACK widens its reordering window on DSACK.
 //
 // Probe timeout (RFC 9002 section 6.2): srtt + max(4 rttvar, kGranularity) +
-// max_ack_delay, at least min_pto, doubled per consecutive timeout (backoff) and at most
-// max_pto, counted from the last ack-eliciting packet sent. When it fires the sender
-// sends kProbesPerTimeout probe packets that ignore pacing and the window; an ACK that
-// acknowledges anything new resets the backoff.
+// max_ack_delay, at least min_pto and at most max_pto, counted from the last
+// ack-eliciting packet sent. When it fires the sender sends kProbesPerTimeout probe
+// packets that ignore pacing and the window. Unlike RFC 9002 the period does not double
+// per consecutive timeout: through a blackout of seconds the doubling left the sender
+// silent for seconds after the path came back (a 5 s outage at 58 ms: full rate 3.7 s
+// after its end; without it 2-3 round trips, docs/reliability.md), while the probes it
+// saves cost two packets a period. Consecutive timeouts are still counted (pto_backoff),
+// and an ACK that acknowledges anything new resets the count.
 //
 // The detector owns the thresholds, the largest acknowledged packet number, the loss
 // timer and the PTO backoff; the caller owns the sent-packet table, the RTT estimator
@@ -95,14 +99,14 @@ class LossDetector {
   Time loss_time() const { return loss_time_; }
 
   // ---- probe timeout ----
-  // The backed-off probe timeout period.
+  // The probe timeout period.
   Duration PtoPeriod(const RttEstimator& rtt) const;
   // When the probe timer fires, given the send time of the last ack-eliciting packet.
   // The caller arms it only while bytes are in flight.
   Time PtoTime(Time last_ack_eliciting_sent, const RttEstimator& rtt) const {
     return last_ack_eliciting_sent + PtoPeriod(rtt);
   }
-  // The probe timer fired: back off and ask for kProbesPerTimeout probe packets.
+  // The probe timer fired: count it and ask for kProbesPerTimeout probe packets.
   void OnPtoFired();
   uint32_t probes_pending() const { return probes_pending_; }
   // A probe packet was sent.
