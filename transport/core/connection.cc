@@ -35,6 +35,7 @@
 #include "transport/core/send/data_writer.h"
 #include "transport/core/send/fec_sender.h"
 #include "transport/core/send/pacer.h"
+#include "transport/core/send/path_mtu.h"
 #include "transport/core/send/send_stream.h"
 #include "transport/core/send/sent_packet_table.h"
 #include "transport/core/send/tail_protector.h"
@@ -61,6 +62,7 @@ class ConnectionImpl {
         pacer_(config.pacing_burst),
         last_receive_time_(now),
         last_eliciting_sent_(now),
+        pmtu_(config.MaxDatagramSize()),
         rate_(now) {
     absl::Status valid = config.Validate();
     CHECK(valid.ok()) << "invalid TransportConfig: " << valid;
@@ -74,12 +76,25 @@ class ConnectionImpl {
   }
 
   void OnPathMtu(ByteCount mtu) {
-    // Segments follow the path MTU (downward only: never above the configured segment).
+    // A limit the driver learned: the packet size that fits it (sealing excluded).
     const ByteCount fit = std::max<ByteCount>(64, TransportConfig::SegmentForMtu(mtu) - seal_extra_);
-    segment_ = std::min<ByteCount>(cfg_.segment, fit);
-    TransportConfig c = cfg_;
-    c.segment = segment_;
-    max_datagram_ = c.MaxDatagramSize();
+    pmtu_.OnExternalLimit(Time::Zero(), fit + PacketOverhead());
+    ApplyPacketSize(pmtu_.current());
+  }
+  // Packet and frame headers of a full data packet.
+  ByteCount PacketOverhead() const { return cfg_.MaxDatagramSize() - cfg_.segment; }
+  // Segments follow the path MTU search (never above the configured segment). Data
+  // already in flight is resent in pieces that fit; FEC parity sized for larger packets
+  // is dropped.
+  void ApplyPacketSize(ByteCount packet) {
+    const ByteCount before = max_datagram_;
+    const ByteCount overhead = PacketOverhead();
+    segment_ = std::clamp<ByteCount>(packet > overhead ? packet - overhead : 0, 64, cfg_.segment);
+    max_datagram_ = segment_ + overhead;
+    if (max_datagram_ < before) {
+      fec_tx_.Flush();
+      fec_tx_.DiscardRepairs();
+    }
   }
   ByteCount segment() const { return segment_; }
 
@@ -203,13 +218,20 @@ class ConnectionImpl {
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
 
     const bool probe = loss_.probes_pending() > 0;
+    // The second probe of a timeout is small once large packets may be vanishing.
+    const bool small_probe = probe && loss_.probes_pending() == 1 && pmtu_.WantSmallProbe();
     const bool data_ready = HasDataToSend();
     const bool paced_ok = WindowAllows() && pacer_.CanSend(now);
+    // A path MTU search probe goes before data (one at a time, paced like data).
+    ByteCount search = !probe && paced_ok && data_ready ? pmtu_.ProbeSize(now) : 0;
+    if (search + seal_extra_ > cap) search = 0;
     const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
     if (fc_blocked && !fc_blocked_) ++stats_.flow_control_blocked;
     fc_blocked_ = fc_blocked;
     bool send_data = false;
-    if (probe) {
+    if (small_probe || search > 0) {
+      send_data = false;
+    } else if (probe) {
       send_data = true;
     } else if (data_ready && paced_ok) {
       send_data = true;
@@ -226,17 +248,20 @@ class ConnectionImpl {
       fec_tx_.Flush();
       if (!fec_tx_.has_repair()) pacer_.OnIdle();
     }
-    const bool send_repair = !probe && fec_tx_.has_repair() && paced_ok;
+    const bool send_repair = !probe && search == 0 && fec_tx_.has_repair() && paced_ok;
     if (send_repair) send_data = false;
     uint64_t copy_start = 0, copy_units = 0;
-    if (!send_data && !send_repair && !data_ready && paced_ok && TailProtectionOn() &&
+    if (!send_data && !send_repair && search == 0 && !data_ready && paced_ok && TailProtectionOn() &&
         tail_.NextCopy(now, rtt_.srtt(), send_, &sent_, &copy_start, &copy_units)) {
       send_data = true;
     }
     const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
-    if (!send_data && !send_repair && !ack_due && !ping_pending_) return 0;
+    if (!send_data && !send_repair && !ack_due && !ping_pending_ && !small_probe && search == 0) {
+      return 0;
+    }
 
-    wire::PacketWriter w(buf, max_datagram_ + seal_extra_, integrity_);
+    const ByteCount padded_to = small_probe ? PathMtu::kBaseDatagram : search;
+    wire::PacketWriter w(buf, (padded_to > 0 ? padded_to : max_datagram_) + seal_extra_, integrity_);
     const PacketNumber pn = sent_.next_packet_number();
     wire::PacketHeader h;
     h.connection_id = ids_.peer;
@@ -271,8 +296,17 @@ class ConnectionImpl {
         silence_mark_ = now;
       }
     }
-    if (!ack_eliciting && (ping_pending_ || probe)) {
+    if (!ack_eliciting && (ping_pending_ || probe || padded_to > 0)) {
       if (w.WritePing()) ack_eliciting = true;
+    }
+    if (padded_to > 0) {
+      // A PING padded to the size under test (a path MTU probe or a small timeout probe).
+      w.WritePadding(w.remaining());
+      rec.mtu_probe = search > 0;
+      if (small_probe) {
+        loss_.OnProbeSent();
+        silence_mark_ = now;
+      }
     }
     if (ack_eliciting) ping_pending_ = false;
     if (w.size() == wire::kHeaderSize) return 0;  // nothing fitted (cannot happen)
@@ -288,12 +322,17 @@ class ConnectionImpl {
     if (ack_eliciting) {
       p.in_flight = true;
       rate_.OnPacketSent(now, bytes_in_flight_, &p);
+      // Probes ignore pacing and the window (timeouts) or test a size (path MTU): what
+      // their ACKs deliver says nothing about the bottleneck's rate.
+      if (probe || p.mtu_probe) p.is_app_limited = true;
       bytes_in_flight_ += n;
       last_eliciting_sent_ = now;
       cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
-      if (p.stream_units > 0 || probe || p.fec_repair) {
+      if (p.stream_units > 0 || probe || p.fec_repair || p.mtu_probe) {
         pacer_.OnPacketSent(now, n, cc_->PacingRate());
       }
+      if (p.mtu_probe) pmtu_.OnProbeSent(now, pn, n);
+      if (probe) pmtu_.OnTimeoutProbeSent(pn, n);
       if (p.fec_repair) {
         ++stats_.fec_repair_packets_sent;
         stats_.fec_overhead_bytes += n;
@@ -342,6 +381,10 @@ class ConnectionImpl {
     d.fec_interleave = fec_tx_.interleave();
     d.peer_loss_rate = peer_loss_rate_;
     d.peer_mean_burst = peer_mean_burst_;
+    d.datagram_size = max_datagram_ + seal_extra_;
+    const PathMtuDebugState pm = pmtu_.debug_state();
+    d.pmtu_black_holes = pm.black_holes;
+    d.pmtu_probes_sent = pm.probes_sent;
     return d;
   }
   bool closed() const { return state_ == State::kClosed; }
@@ -520,6 +563,7 @@ class ConnectionImpl {
     peer_ect0_ = std::max(peer_ect0_, ack.ecn_ect0);
 
     ByteCount bytes_acked = 0;
+    bool size_rose = false;
     bool largest_newly_acked = false;
     bool any_new = false;
     rate_.BeginAck();
@@ -532,6 +576,8 @@ class ConnectionImpl {
         SentPacket& p = sent_.Get(x);
         sent_.MarkAcked(x);
         any_new = true;
+        pmtu_.OnPacketAcked(x, p.bytes);
+        if (p.mtu_probe && pmtu_.OnProbeAcked(now, x)) size_rose = true;
         if (x == ack.largest) largest_newly_acked = p.ack_eliciting;
         bool delivered = false;
         if (p.lost) {
@@ -558,6 +604,7 @@ class ConnectionImpl {
     }
     loss_.OnAckReceived(ack.largest, any_new);
     rate_.EndAck(now, any_new);
+    if (pmtu_.OnAckDone(now) || size_rose) ApplyPacketSize(pmtu_.current());
 
     DetectLosses(now);
 
@@ -584,10 +631,11 @@ class ConnectionImpl {
     const uint32_t span = fec_tx_.block_span();
     const LossDetector::FecSpan fec{
         span, cc_->PacingRate().TransferTime(static_cast<ByteCount>(span) * max_datagram_)};
-    loss_.DetectLosses(now, rtt_, fec, &sent_, [&](PacketNumber, SentPacket& p) {
+    loss_.DetectLosses(now, rtt_, fec, &sent_, [&](PacketNumber pn, SentPacket& p) {
       ++stats_.packets_lost;
       if (p.in_flight) bytes_in_flight_ -= p.bytes;
-      if (p.sent_time > silence_mark_) {
+      if (p.mtu_probe) pmtu_.OnProbeLost(now, pn);
+      if (p.sent_time > silence_mark_ && !p.mtu_probe) {
         if (p.in_flight) ev.bytes_lost += p.bytes;
         ++ev.packets_lost;
         ev.largest_lost_sent_time = p.sent_time;
@@ -603,6 +651,7 @@ class ConnectionImpl {
   void OnPto(Time now) {
     ++stats_.pto_count;
     loss_.OnPtoFired();
+    pmtu_.OnProbeTimeout();
     silence_mark_ = now;
     // Resend the oldest outstanding data without declaring it lost: if the tail of a
     // flight was lost, nothing later will be acknowledged to reveal it.
@@ -756,6 +805,7 @@ class ConnectionImpl {
   // they were its probes. Their loss says the path was out, not that a queue overflowed,
   // so congestion control does not count it (they are resent all the same).
   Time silence_mark_ = Time::Zero();
+  PathMtu pmtu_;  // sizes are packets before sealing
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
   uint32_t next_flow_ = 0;

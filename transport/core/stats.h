@@ -59,6 +59,9 @@ struct ConnectionDebugState {
   uint32_t fec_interleave = 0;
   double peer_loss_rate = 0;
   double peer_mean_burst = 0;
+  ByteCount datagram_size = 0;     // largest packet sent now (path MTU search, path_mtu.h)
+  uint64_t pmtu_black_holes = 0;   // falls to the base size after large packets vanished
+  uint64_t pmtu_probes_sent = 0;
 };
 
 }  // namespace longhaul

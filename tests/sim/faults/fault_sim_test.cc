@@ -166,6 +166,39 @@ TEST_P(FaultTest, RateDropToATenthAndBack) {
   }
 }
 
+// The path MTU falls from 9000 to 1500 mid-transfer with no ICMP (a black hole for large
+// packets): black-hole detection drops to the base size, the search finds the new MTU, and
+// the transfer goes on intact at nearly full rate (1500-byte packets carry less payload).
+TEST_P(FaultTest, PathMtuDropFrom9000To1500IsDetectedAndSearched) {
+  ScenarioOptions o = Options(GetParam(), 512 * kMiB);
+  // A window near two BDPs, as tuned profiles have: the probe timeout that reveals the
+  // black hole fires once a window of packets has vanished.
+  o.sender_config.window = 8 * kMiB;
+  o.receiver_config.window = 8 * kMiB;
+  o.schedule = Schedule("5s:mtu=1500");
+  o.sample_interval = Duration::Milliseconds(50);
+  ScenarioResult r = RunSim(o);
+  EXPECT_TRUE(r.delivered_intact) << r.error;
+  EXPECT_EQ(r.stop_reason, "done");
+  EXPECT_GT(r.forward.dropped_too_big, 0u);
+  // 1500-byte packets: the payload share of the link is about 1440 / 1528.
+  const double back = FirstAtRate(r, 5.0, kRate, 0.9);
+  ASSERT_GT(back, 0) << "goodput never returned to 90 % of the link after the MTU drop";
+  EXPECT_LE(back - 5.0, 1.0) << "stalled " << back - 5.0 << " s";
+  RecordProperty("recovery_s", std::to_string(back - 5.0));
+  // Later: no more packets too big (the search settled under 1500).
+  double late_rate = 0;
+  int n = 0;
+  for (const IntervalSample& s : r.series) {
+    if (s.t_s > 7 && s.t_s <= 9) {
+      late_rate += s.goodput_bps;
+      ++n;
+    }
+  }
+  ASSERT_GT(n, 0);
+  EXPECT_GE(late_rate / n, 0.85 * kRate);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cc, FaultTest,
                          ::testing::Values(CongestionControl::kFixed, CongestionControl::kBbr),
                          [](const auto& info) { return CcName(info.param); });

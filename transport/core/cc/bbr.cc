@@ -113,8 +113,12 @@ void BbrController::OnPacketSent(Time now, ByteCount bytes, ByteCount bytes_in_f
 
 void BbrController::OnLoss(const LossEvent& loss, const RttEstimator& rtt) {
   // A probe timeout says that nothing was acknowledged for a long time, not how fast the
-  // bottleneck is: the model stays (the connection sends its probes regardless).
-  if (loss.persistent) return;
+  // bottleneck is: the model stays (the connection sends its probes regardless), and the
+  // round it falls in says nothing either (its RTTs and delivery span the silence).
+  if (loss.persistent) {
+    round_had_timeout_ = true;
+    return;
+  }
   bytes_in_flight_ = loss.bytes_in_flight;
   round_lost_ += loss.bytes_lost;
   round_lost_packets_ += loss.packets_lost;
@@ -193,7 +197,9 @@ void BbrController::EndRound(Time now) {
   // This round acknowledged what the previous round sent; its signals were answered
   // already if that round started before the last response.
   const bool answered =
-      last_congestion_round_ != ~uint64_t{0} && round_count_ <= last_congestion_round_ + 1;
+      (last_congestion_round_ != ~uint64_t{0} && round_count_ <= last_congestion_round_ + 1) ||
+      round_had_timeout_;
+  round_had_timeout_ = false;
   const bool sent_at_gain_1 = sent_gain_prev_ <= 1.0;
   if (!answered) {
     if (round_lost_packets_ >= params_.min_loss_packets && last_loss_rate_ > loss_threshold_) {

@@ -189,6 +189,7 @@ class BbrController : public CongestionController {
   ByteCount round_acked_ = 0;
   ByteCount round_lost_ = 0;
   uint64_t round_lost_packets_ = 0;
+  bool round_had_timeout_ = false;  // a probe timeout fired: the round's signals are void
   uint64_t round_ce_ = 0;
   uint64_t round_ect_ = 0;
   Duration round_min_rtt_ = Duration::Infinite();

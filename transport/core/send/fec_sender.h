@@ -57,6 +57,9 @@ class FecSender {
   Time flush_deadline() const { return group_open_ ? last_source_ + flush_after_ : Time::Infinite(); }
 
   bool has_repair() const { return !repairs_.empty(); }
+  // Drops the queued repairs (the datagram size fell below their shards' size: the
+  // blocks' losses are resent instead).
+  void DiscardRepairs() { repairs_.clear(); }
   // Writes the next queued repair frame; false if none (or it does not fit).
   bool WriteRepair(wire::PacketWriter* w);
 

@@ -42,6 +42,7 @@ struct SentPacket {
   bool tail_copied = false;    // a tail-protection copy was sent
   bool fec_member = false;     // a data or repair packet of an FEC block
   bool fec_repair = false;
+  bool mtu_probe = false;      // a padded PING probing a path MTU (path_mtu.h)
 };
 
 class SentPacketTable {
