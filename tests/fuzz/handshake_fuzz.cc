@@ -8,6 +8,7 @@
 // Built as a libFuzzer binary with -DLONGHAUL_FUZZ=ON (clang), and replayed as an ordinary
 // test (handshake_fuzz_replay_test) over seeds and bounded mutations on every compiler.
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,10 +31,22 @@
 namespace longhaul::endpoint {
 namespace {
 
-crypto::KeyPair Pair(uint8_t v) {
-  crypto::Key32 k;
-  k.fill(v);
-  return *crypto::KeyPairFromPrivate(k);
+// The fixed key pairs, derived once: an X25519 derivation per call was most of the cost
+// of an input (six per input), and the derived pairs are the same every time.
+const crypto::KeyPair& Pair(uint8_t v) {
+  static const auto* pairs = [] {
+    auto* p = new std::array<crypto::KeyPair, 4>;
+    for (uint8_t i = 1; i < p->size(); ++i) {  // 1: client, 2: server
+      crypto::Key32 k;
+      k.fill(i);
+      absl::StatusOr<crypto::KeyPair> kp = crypto::KeyPairFromPrivate(k);
+      FUZZ_CHECK(kp.ok());
+      (*p)[i] = *kp;
+    }
+    return p;
+  }();
+  FUZZ_CHECK(v >= 1 && v < pairs->size());
+  return (*pairs)[v];
 }
 
 void CheckBody(std::span<const uint8_t> d) {

@@ -1,8 +1,19 @@
 // Runs the handshake fuzz target (handshake_fuzz.cc) as an ordinary test: over seeds (every
 // handshake kind, with and without security fields, as bodies and as packets) and a
-// bounded number of seeded random mutations of them.
+// bounded number of seeded random mutations of them; and over the committed corpus
+// (tests/fuzz/corpus/handshake: these seeds and minimised inputs of fuzzing campaigns).
+//
+// To regenerate the seed files after an intended change of the handshake format:
+//   LONGHAUL_WRITE_HANDSHAKE_CORPUS=tests/fuzz/corpus/handshake
+//     build/tests/handshake_fuzz_replay_test
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -77,6 +88,49 @@ TEST(HandshakeFuzzReplayTest, Seeds) {
     Bytes copy = s;
     LLVMFuzzerTestOneInput(copy.data(), copy.size());
   }
+}
+
+std::string SeedName(size_t i) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "seed_%02zu.bin", i);
+  return name;
+}
+
+TEST(HandshakeFuzzReplayTest, MaybeWriteCorpus) {
+  const char* dir = std::getenv("LONGHAUL_WRITE_HANDSHAKE_CORPUS");
+  if (dir == nullptr) GTEST_SKIP() << "set LONGHAUL_WRITE_HANDSHAKE_CORPUS=<dir> to regenerate";
+  std::filesystem::create_directories(dir);
+  const std::vector<Bytes> seeds = Seeds();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::ofstream out(std::filesystem::path(dir) / SeedName(i), std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(seeds[i].data()),
+              static_cast<std::streamsize>(seeds[i].size()));
+    ASSERT_TRUE(out.good());
+  }
+}
+
+// The committed corpus holds today's seeds (so a fuzzing campaign starts from them) and
+// every input in it runs through the target.
+TEST(HandshakeFuzzReplayTest, ReplayCorpus) {
+  namespace fs = std::filesystem;
+  const std::vector<Bytes> seeds = Seeds();
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(LONGHAUL_HANDSHAKE_CORPUS_DIR)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    Bytes b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    SCOPED_TRACE(e.path().string());
+    const std::string name = e.path().filename().string();
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      if (name == SeedName(i)) {
+        EXPECT_EQ(b, seeds[i]) << name << " differs; regenerate it";
+      }
+    }
+    b.shrink_to_fit();
+    LLVMFuzzerTestOneInput(b.data(), b.size());
+    ++files;
+  }
+  EXPECT_GE(files, seeds.size());
 }
 
 TEST(HandshakeFuzzReplayTest, BoundedRandomMutations) {

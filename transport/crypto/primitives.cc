@@ -194,16 +194,22 @@ bool CpuHasAesInstructions() {
 // them (3-5x OpenSSL 3.0 on this project's machines, docs/security.md): one manager per
 // process (its direct GCM calls keep their state in the caller's context), the expanded
 // key per Aead.
+//
+// The manager lives in static storage, not in alloc_mb_mgr's heap block: a heap block
+// behind a never-freed static pointer was lost each time the NCCL plugin holding this code
+// was unloaded (LeakSanitizer: ~200 KB per dlclose), and freeing it in a static destructor
+// would pull it from under a driver thread still sealing during exit(). Static storage
+// goes with the library and needs no destructor. The library says at run time how much
+// it needs; a larger future manager falls back to OpenSSL.
 IMB_MGR* IpsecMb() {
   static IMB_MGR* mgr = [] {
-    IMB_MGR* m = alloc_mb_mgr(0);
+    alignas(64) static unsigned char storage[256 << 10];
+    if (imb_get_mb_mgr_size() > sizeof(storage)) return static_cast<IMB_MGR*>(nullptr);
+    IMB_MGR* m = imb_set_pointers_mb_mgr(storage, 0, 1);
     if (m == nullptr) return static_cast<IMB_MGR*>(nullptr);
     IMB_ARCH arch;
     init_mb_mgr_auto(m, &arch);
-    if (imb_get_errno(m) != 0) {
-      free_mb_mgr(m);
-      return static_cast<IMB_MGR*>(nullptr);
-    }
+    if (imb_get_errno(m) != 0) return static_cast<IMB_MGR*>(nullptr);
     return m;
   }();
   return mgr;

@@ -117,6 +117,10 @@ struct ProbeMessage {
 };
 
 // True if the datagram claims to be a probe message (byte 0 is the magic).
+// The responder never answers with more than 3x the request's bytes (its sources are
+// not validated), so a REPORT_REQ (whose REPORT is 180 bytes) is padded to this size.
+inline constexpr size_t kReportReqPaddedSize = 64;
+
 inline bool IsProbeDatagram(std::span<const uint8_t> d) { return !d.empty() && d[0] == kProbeMagic; }
 
 // Encodes `m` into `out` (resized), padded with zeros to at least `pad_to` bytes.

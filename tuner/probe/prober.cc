@@ -321,7 +321,7 @@ class Prober {
       ProbeMessage m = Header(ProbeType::kReportReq, next_echo_++);
       m.train = train;
       m.packets_sent = sent;
-      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
+      if (absl::Status s = SendMessage(m, probe::kReportReqPaddedSize); !s.ok()) return s;
       const int64_t until = std::min(deadline_ns_, RealtimeNs() + wait.ns());
       if (until <= RealtimeNs()) break;
       if (absl::Status s = PollUntil(until, [&] { return reports_.count(train) > 0; }); !s.ok()) {

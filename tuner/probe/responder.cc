@@ -30,6 +30,12 @@ ProbeResponder::~ProbeResponder() = default;
 void ProbeResponder::Reply(const ProbeMessage& m, std::vector<std::vector<uint8_t>>* replies) {
   std::vector<uint8_t> out;
   if (EncodeProbe(m, 0, &out).ok()) {
+    // Sources are not validated: never send more than 3x what the request carried, so a
+    // spoofed request cannot turn the responder into an amplifier (docs/endpoint.md).
+    if (out.size() > 3 * request_bytes_) {
+      ++stats_.amplification_limited;
+      return;
+    }
     replies->push_back(std::move(out));
     ++stats_.replies;
   }
@@ -61,18 +67,21 @@ void ProbeResponder::Expire(int64_t now_ns) {
 void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d, int64_t now_ns,
                             std::vector<std::vector<uint8_t>>* replies, int64_t handled_ns) {
   ++stats_.datagrams;
+  request_bytes_ = d.size();
   const uint64_t hold =
       handled_ns > now_ns ? static_cast<uint64_t>(handled_ns - now_ns) : uint64_t{0};
   absl::StatusOr<ProbeMessage> in = DecodeProbe(d);
   if (!in.ok()) {
     ++stats_.malformed;
-    // A newer prober deserves to hear why it gets no answers; anything else is ignored.
-    if (d.size() >= kHeaderSize && d[0] == kProbeMagic && d[1] != kProbeVersion) {
+    // A newer prober deserves to hear why it gets no answers (it opens with a HELLO);
+    // anything else is ignored.
+    if (d.size() >= kHeaderSize && d[0] == kProbeMagic && d[1] != kProbeVersion &&
+        d[2] == static_cast<uint8_t>(ProbeType::kHello)) {
       ProbeHeader h;
       h.type = ProbeType::kError;
       h.session = (uint32_t{d[4]} << 24) | (uint32_t{d[5]} << 16) | (uint32_t{d[6]} << 8) | d[7];
       Refuse(h, ProbeError::kBadVersion,
-             absl::StrCat("responder speaks probe protocol version ", kProbeVersion), replies);
+             absl::StrCat("probe protocol version ", kProbeVersion, " only"), replies);
     }
     return;
   }

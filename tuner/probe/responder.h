@@ -14,7 +14,8 @@
 // Bounds (ResponderOptions): sessions, trains per session, trace length per train (the
 // trace is a bitmap: 2 MiB per 16 M packets); sessions idle longer than session_idle
 // are dropped. Malformed datagrams are counted and ignored, never answered. A prober
-// over the limits gets an ERROR message naming the limit.
+// over the limits gets an ERROR message naming the limit. No reply is larger than 3x the
+// datagram it answers (sources are not validated; counted as amplification_limited).
 //
 // Thread-safety: none; one thread calls Handle()/Expire() (ProbeServer::Run is that
 // thread for the standalone server; Stop() may be called from any thread).
@@ -51,6 +52,7 @@ struct ResponderStats {
   uint64_t malformed = 0;   // undecodable or not a probe message
   uint64_t replies = 0;
   uint64_t refused = 0;     // ERROR replies (limits, versions)
+  uint64_t amplification_limited = 0;  // replies dropped: more than 3x the request
   uint64_t sessions_opened = 0;
   uint64_t sessions_expired = 0;
 };
@@ -86,6 +88,7 @@ class ProbeResponder {
   ResponderOptions opt_;
   std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Session>> sessions_;
   ResponderStats stats_;
+  size_t request_bytes_ = 0;  // size of the datagram being handled (the 3x bound)
   uint64_t socket_drops_ = 0;
 };
 

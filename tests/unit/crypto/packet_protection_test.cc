@@ -29,7 +29,7 @@ std::vector<uint8_t> Plain(uint64_t pn, size_t frames = 100, uint8_t fill = 0x5a
   p[1] = 0;
   p[2] = 0;
   p[3] = 3;  // flow
-  for (int i = 0; i < 8; ++i) p[4 + i] = static_cast<uint8_t>(0xc1d >> (8 * (7 - i)));
+  for (int i = 0; i < 8; ++i) p[4 + i] = static_cast<uint8_t>(uint64_t{0xc1d} >> (8 * (7 - i)));
   for (int i = 0; i < 8; ++i) p[12 + i] = static_cast<uint8_t>(pn >> (8 * (7 - i)));
   for (size_t i = 0; i < frames; ++i) p[20 + i] = static_cast<uint8_t>(fill + i);
   return p;

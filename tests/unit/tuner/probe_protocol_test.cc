@@ -204,7 +204,10 @@ TEST_F(ResponderTest, TrainReportHasTheDeliveryRate) {
   ProbeMessage req = Msg(ProbeType::kReportReq, 5, 2);
   req.train = 1;
   req.packets_sent = 100;
-  std::vector<ProbeMessage> r = Send(req, 4'000'000);
+  // Unpadded, the REPORT would be 6x the request: not answered (spoofable sources).
+  EXPECT_TRUE(Send(req, 4'000'000).empty());
+  EXPECT_EQ(responder_.stats().amplification_limited, 1u);
+  std::vector<ProbeMessage> r = Send(req, 4'000'000, kReportReqPaddedSize);
   ASSERT_EQ(r.size(), 1u);
   const TrainReport& t = r[0].report;
   EXPECT_EQ(t.packets, 100u);
@@ -215,7 +218,7 @@ TEST_F(ResponderTest, TrainReportHasTheDeliveryRate) {
   EXPECT_EQ(t.trace_packets, 0u);  // not a trace train
   // An unknown train reports nothing received.
   req.train = 9;
-  r = Send(req, 4'000'001);
+  r = Send(req, 4'000'001, kReportReqPaddedSize);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].report.packets, 0u);
 }
@@ -238,7 +241,7 @@ TEST_F(ResponderTest, TraceTrainReportsLossCountsAndReordering) {
   ProbeMessage req = Msg(ProbeType::kReportReq, 5, 3);
   req.train = 2;
   req.packets_sent = 1002;  // the last two never arrived
-  std::vector<ProbeMessage> r = Send(req, t + 1);
+  std::vector<ProbeMessage> r = Send(req, t + 1, kReportReqPaddedSize);
   ASSERT_EQ(r.size(), 1u);
   const TrainReport& rep = r[0].report;
   EXPECT_EQ(rep.trace_packets, 1002u);
@@ -288,6 +291,18 @@ TEST_F(ResponderTest, LimitsAreRefusedWithAReasonAndMalformedInputIgnored) {
   small.Handle("a", newer, 8, &replies);
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_THAT(DecodeProbe(replies[0])->error_text, HasSubstr("version 1"));
+  EXPECT_LE(replies[0].size(), 3 * newer.size());
+  // Sources are not validated: another type with a foreign version (random bytes after
+  // the magic) is not answered, nor is a request too short for a reply within 3x.
+  replies.clear();
+  std::vector<uint8_t> other = newer;
+  other[2] = static_cast<uint8_t>(ProbeType::kEcho);
+  small.Handle("a", other, 8, &replies);
+  EXPECT_TRUE(replies.empty());
+  std::vector<uint8_t> bare(newer.begin(), newer.begin() + kHeaderSize);
+  small.Handle("a", bare, 8, &replies);
+  EXPECT_TRUE(replies.empty());
+  EXPECT_EQ(small.stats().amplification_limited, 1u);
   // Idle sessions expire; BYE ends one at once.
   small.Handle("b", Encode(Msg(ProbeType::kBye, 1, 0)), 9, &replies);
   EXPECT_EQ(small.sessions(), 1u);
