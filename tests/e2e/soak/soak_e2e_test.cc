@@ -14,29 +14,15 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/run_command.h"
 
 namespace longhaul {
 namespace {
 
 using Json = nlohmann::json;
 
-struct Output {
-  int status = -1;
-  std::string out;
-};
-
-// Runs a shell command bounded by `timeout -k`, capturing stdout (stderr: the test log).
-Output RunCommand(const std::string& cmd, int bound_s) {
-  Output o;
-  FILE* p = popen(absl::StrCat("timeout -k 10 ", bound_s, " ", cmd).c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) o.out.append(buf, n);
-  const int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+using Output = testing::CommandOutput;
+using testing::RunCommand;
 
 TEST(SoakE2eTest, AMinuteOfBulkAndMessagesThroughBlackoutsLosesNothing) {
   const std::string cmd = absl::StrCat(

@@ -19,28 +19,15 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/run_command.h"
 
 namespace longhaul {
 namespace {
 
 using Json = nlohmann::json;
 
-struct Output {
-  int status = -1;
-  std::string out;
-};
-
-Output RunCommand(const std::string& cmd, int bound_s) {
-  Output o;
-  FILE* p = popen(absl::StrCat("timeout -k 10 ", bound_s, " ", cmd).c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) o.out.append(buf, n);
-  const int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+using Output = testing::CommandOutput;
+using testing::RunCommand;
 
 std::set<std::string> FloodNamespaces() {
   std::set<std::string> out;
