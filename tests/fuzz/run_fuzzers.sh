@@ -10,10 +10,12 @@
 #   TARGET...           only these targets (default: all of them)
 # Environment: LONGHAUL_FUZZ_ARTIFACTS=DIR keeps crash reproducers and logs there
 # (default: a temporary directory, kept only when something failed); NICE=N runs the
-# fuzzers under nice -n N (default 10).
+# fuzzers under nice -n N (default 10); LONGHAUL_FUZZ_RUNS=N also stops each target after
+# N executions (the campaign: LONGHAUL_FUZZ_RUNS=10000000 with a generous time);
+# LONGHAUL_FUZZ_CORPUS_OUT=DIR keeps each target's grown corpus in DIR/TARGET (default:
+# discarded; minimise and commit finds by hand: see docs/reliability.md).
 #
-# Each target runs in one process (-jobs is not used), one after another; the grown
-# corpus is discarded (minimise and commit finds by hand: see docs/reliability.md).
+# Each target runs in one process (-jobs is not used), one after another.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,6 +43,12 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [[ "$seconds" -lt 1 ]]; then
   exit 2
 fi
 
+runs="${LONGHAUL_FUZZ_RUNS:--1}"
+if ! [[ "$runs" =~ ^-?[0-9]+$ ]]; then
+  echo "run_fuzzers.sh: LONGHAUL_FUZZ_RUNS must be a number of executions, not '$runs'" >&2
+  exit 2
+fi
+
 work="$(mktemp -d "${TMPDIR:-/tmp}/longhaul-fuzz.XXXXXX")"
 artifacts="${LONGHAUL_FUZZ_ARTIFACTS:-$work/artifacts}"
 mkdir -p "$artifacts"
@@ -59,6 +67,7 @@ for t in "${targets[@]}"; do
     continue
   fi
   corpus="$work/corpus-$t"
+  if [[ -n "${LONGHAUL_FUZZ_CORPUS_OUT:-}" ]]; then corpus="$LONGHAUL_FUZZ_CORPUS_OUT/$t"; fi
   mkdir -p "$corpus" "$artifacts/$t"
   if [[ -d "$here/corpus/${corpus_of[$t]}" ]]; then
     cp -R "$here/corpus/${corpus_of[$t]}/." "$corpus/"
@@ -67,7 +76,7 @@ for t in "${targets[@]}"; do
   echo "== $t: ${seconds}s over $(ls "$corpus" | wc -l) corpus files"
   rc=0
   # -timeout: an input taking over 25 s is a hang; -rss_limit_mb: a runaway allocation.
-  nice -n "${NICE:-10}" "$bin" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 \
+  nice -n "${NICE:-10}" "$bin" -max_total_time="$seconds" -runs="$runs" -timeout=25 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$t/" "$corpus" >"$log" 2>&1 || rc=$?
   # The final stat lines: executions, speed, coverage.
   grep -E '^(Done|stat::number_of_executed_units|stat::average_exec_per_sec)' "$log" | sed 's/^/   /' || true
@@ -89,4 +98,4 @@ if [[ ${#failed[@]} -ne 0 ]]; then
   exit 1
 fi
 if [[ -z "${LONGHAUL_FUZZ_ARTIFACTS:-}" ]]; then rm -rf "$work"; fi
-echo "run_fuzzers.sh: all ${#targets[@]} targets ran ${seconds}s each without a crash"
+echo "run_fuzzers.sh: all ${#targets[@]} targets ran (${seconds}s or ${runs} executions each, -1: no count limit) without a crash"

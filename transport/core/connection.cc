@@ -181,6 +181,8 @@ class ConnectionImpl {
     if (state_ == State::kClosing) return Time::Zero();
     Time t = std::min(acks_.ack_deadline(), loss_.loss_time());
     if (loss_.probes_pending() > 0) return Time::Zero();
+    if (recv_.CreditUpdateDue() && acks_.has_packets()) return Time::Zero();
+    if (fc_blocked_ && bytes_in_flight_ == 0) t = std::min(t, FcProbeTime());
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
@@ -205,6 +207,10 @@ class ConnectionImpl {
     if (now >= loss_.loss_time()) DetectLosses(now);
     if (bytes_in_flight_ > 0 && now >= PtoTime()) OnPto(now);
     if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
+    if (fc_blocked_ && bytes_in_flight_ == 0 && now >= FcProbeTime()) {
+      ping_pending_ = true;
+      ++fc_probes_;
+    }
     if (now >= fec_tx_.flush_deadline()) fec_tx_.Flush();
   }
 
@@ -255,7 +261,8 @@ class ConnectionImpl {
         tail_.NextCopy(now, rtt_.srtt(), send_, &sent_, &copy_start, &copy_units)) {
       send_data = true;
     }
-    const bool ack_due = acks_.AckDue(now) && acks_.has_packets();
+    const bool credit_due = recv_.CreditUpdateDue() && acks_.has_packets();
+    const bool ack_due = (acks_.AckDue(now) || credit_due) && acks_.has_packets();
     if (!send_data && !send_repair && !ack_due && !ping_pending_ && !small_probe && search == 0) {
       return 0;
     }
@@ -277,7 +284,7 @@ class ConnectionImpl {
       CHECK(ack_eliciting) << "FEC repair frame does not fit an empty packet";
       rec.fec_repair = true;
     }
-    if (acks_.ack_pending() && acks_.has_packets()) WriteAck(now, &w);
+    if ((acks_.ack_pending() || credit_due) && acks_.has_packets()) WriteAck(now, &w);
 
     if (send_data) {
       if (copy_units > 0) {
@@ -393,6 +400,7 @@ class ConnectionImpl {
   uint64_t stream_units_submitted() const { return send_.stream_end(); }
   uint64_t stream_units_sent() const { return send_.next_unsent(); }
   ReceiveStream& recv() { return recv_; }
+  void set_track_consumption(bool on) { track_consumption_ = on; }
   int64_t largest_acked_packet() const {
     return loss_.has_largest_acked() ? static_cast<int64_t>(loss_.largest_acked()) : -1;
   }
@@ -498,11 +506,15 @@ class ConnectionImpl {
   }
 
   Time PtoTime() const { return loss_.PtoTime(last_eliciting_sent_, rtt_); }
+  Time FcProbeTime() const {
+    const Duration interval = std::min(cfg_.keepalive, rtt_.srtt() * (2 << std::min(fc_probes_, 3)));
+    return last_eliciting_sent_ + interval;
+  }
 
   void WriteAck(Time now, wire::PacketWriter* w) {
     wire::AckFrame ack;
     acks_.BuildAck(now, &ack, &ack_ranges_);
-    ack.max_stream = recv_.max_stream();
+    ack.max_stream = recv_.GrantCredit();
     if (w->WriteAck(ack, ack_ranges_, cfg_.max_ack_ranges) == 0) return;
     wire::LossReportFrame lr;
     lr.packets_received = acks_.packets_received();
@@ -556,6 +568,7 @@ class ConnectionImpl {
       ProtocolViolation(absl::StrCat("ACK of packet ", ack.largest, " which was never sent"));
       return false;
     }
+    if (ack.max_stream > peer_max_stream_) fc_probes_ = 0;
     peer_max_stream_ = std::max(peer_max_stream_, ack.max_stream);
     uint64_t ce_delta = ack.ecn_ce > peer_ce_ ? ack.ecn_ce - peer_ce_ : 0;
     uint64_t ect_delta = ack.ecn_ect0 > peer_ect0_ ? ack.ecn_ect0 - peer_ect0_ : 0;
@@ -702,6 +715,10 @@ class ConnectionImpl {
     Event e;
     while (recv_.PopDelivered(&e)) {
       ++stats_.messages_received;
+      if (track_consumption_) {
+        e.credit_units = (e.owned ? e.size : 0) + Connection::kEventCreditCharge;
+        recv_.AddUnconsumed(e.credit_units);
+      }
       events_.push_back(std::move(e));
     }
   }
@@ -808,6 +825,11 @@ class ConnectionImpl {
   PathMtu pmtu_;  // sizes are packets before sealing
   bool ping_pending_ = false;
   bool fc_blocked_ = false;
+  // Blocked by the peer's credit with nothing in flight: PINGs every 2 x srtt, doubling
+  // to 16 x srtt (at most the keepalive), fetch its credit in case the ACK that raised it
+  // was lost (about 100 bytes a second at 58 ms while the peer's application is stopped).
+  int fc_probes_ = 0;
+  bool track_consumption_ = false;  // see Connection::SetConsumptionTracking
   uint32_t next_flow_ = 0;
   TailProtector tail_;
 
@@ -829,6 +851,8 @@ absl::Status Connection::PostReceive(uint8_t* data, ByteCount capacity, uint64_t
 }
 void Connection::ReturnBuffer(OwnedBuffer buffer) { impl_->recv().ReturnBuffer(std::move(buffer)); }
 bool Connection::PollEvent(Event* event) { return impl_->PollEvent(event); }
+void Connection::SetConsumptionTracking(bool on) { impl_->set_track_consumption(on); }
+void Connection::OnConsumed(uint64_t credit_units) { impl_->recv().Consumed(credit_units); }
 void Connection::Close(CloseCode code, std::string reason) { impl_->Close(code, std::move(reason)); }
 void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   impl_->OnDatagram(now, d, ecn);

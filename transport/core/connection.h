@@ -100,6 +100,9 @@ struct Event {
   uint8_t* data = nullptr;  // receive: where the message is (posted buffer or owned.data())
   OwnedBuffer owned;      // receive into transport-owned memory
   absl::Status status;
+  // kReceiveComplete with consumption tracking on: the receive credit this event holds
+  // until the application took it (see Connection::SetConsumptionTracking).
+  uint64_t credit_units = 0;
 };
 
 // What the driver needs to know about a datagram PollTransmit produced.
@@ -149,6 +152,17 @@ class Connection {
   void ReturnBuffer(OwnedBuffer buffer);
   // Next completion or state change; false if none.
   bool PollEvent(Event* event);
+  // Receive flow control and an application that stops reading. By default a message
+  // stops counting against the receive credit when PollEvent hands its kReceiveComplete
+  // out. A layer that queues events for an application (the datapath's ConnectionHandle)
+  // turns tracking on: each such event then carries credit_units (the bytes of its
+  // transport-owned memory plus kEventCreditCharge) that count against the credit until
+  // OnConsumed reports them taken. An application that stops reading so stalls its
+  // sender within one receive window instead of growing a queue, and an ACK carrying the
+  // grown credit goes out when it reads again.
+  static constexpr uint64_t kEventCreditCharge = 128;
+  void SetConsumptionTracking(bool on);
+  void OnConsumed(uint64_t credit_units);
   // Starts a clean close (code kNoError) or an abortive one (any other code).
   void Close(CloseCode code, std::string reason);
 

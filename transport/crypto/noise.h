@@ -61,6 +61,9 @@ class NoiseHandshake {
                                                   const Key32& ephemeral_private);
   ~NoiseHandshake();
   NoiseHandshake(NoiseHandshake&&) = default;
+  // A copy continues from the same state independently (a test or fuzz target starts many
+  // handshakes from one prepared state); each copy wipes its own secrets.
+  NoiseHandshake(const NoiseHandshake&) = default;
   NoiseHandshake& operator=(NoiseHandshake&&) = default;
 
   // Mixes more context into the transcript (both sides must mix the same bytes at the same

@@ -19,6 +19,13 @@ void ConnectionHandle::WakeLocked() {
   }
 }
 
+void ConnectionHandle::TakenLocked(const Event& e) {
+  if (e.credit_units == 0) return;
+  const uint64_t pending = consumed_.fetch_add(e.credit_units, std::memory_order_relaxed) +
+                           e.credit_units;
+  if (events_.empty() || pending >= info_.config.recv_window / 8) WakeLocked();
+}
+
 absl::StatusOr<uint64_t> ConnectionHandle::Send(SendBuffer buffer, uint64_t tag) {
   if (buffer.data == nullptr && buffer.size > 0) {
     return absl::InvalidArgumentError("Send: null data with non-zero size");
@@ -98,6 +105,7 @@ bool ConnectionHandle::Poll(Event* event) {
   if (events_.empty() || flush_pending_) return false;
   *event = std::move(events_.front());
   events_.pop_front();
+  TakenLocked(*event);
   return true;
 }
 
@@ -111,6 +119,7 @@ bool ConnectionHandle::Wait(Event* event, Duration timeout) {
   if (events_.empty() || flush_pending_) return false;
   *event = std::move(events_.front());
   events_.pop_front();
+  TakenLocked(*event);
   return true;
 }
 
@@ -178,7 +187,12 @@ void ConnectionHandle::Deliver(std::vector<Event>* events) {
   if (callback_ && !flush_pending_) {
     EventCallback cb = callback_;
     l.unlock();
-    for (Event& e : *events) cb(e);
+    uint64_t taken = 0;
+    for (Event& e : *events) {
+      taken += e.credit_units;
+      cb(e);
+    }
+    consumed_.fetch_add(taken, std::memory_order_relaxed);
     l.lock();
   } else {
     for (Event& e : *events) events_.push_back(std::move(e));
@@ -197,7 +211,12 @@ void ConnectionHandle::FlushToCallback() {
   queued.swap(events_);
   EventCallback cb = callback_;
   l.unlock();
-  for (Event& e : queued) cb(e);
+  uint64_t taken = 0;
+  for (Event& e : queued) {
+    taken += e.credit_units;
+    cb(e);
+  }
+  consumed_.fetch_add(taken, std::memory_order_relaxed);
 }
 
 void ConnectionHandle::PublishStats(const ConnectionStats& stats,

@@ -13,6 +13,12 @@
 // event or until kClosed. Transport-owned receive memory (Event::owned) belongs to the
 // application once delivered; give it back with ReturnBuffer to have it reused.
 //
+// Memory: received messages wait in the event queue until the application takes them;
+// what they hold counts against the receive credit (Connection::SetConsumptionTracking),
+// so an application that stops polling stalls its sender within one recv_window instead
+// of letting the queue grow, and the sender resumes when it polls again. An event given
+// to the callback is taken when the callback returns.
+//
 // Completions: by polling (Poll / Wait; a thread-safe queue), or by a callback that the
 // driver thread calls for every event, in order, without holding any lock (the callback
 // may submit; it must not block for long, it holds up the driver). Set the callback
@@ -143,6 +149,9 @@ class ConnectionHandle {
   // Delivers events queued before a callback was set (after SetCallback).
   void FlushToCallback();
   void PublishStats(const ConnectionStats& stats, const ConnectionDebugState& debug);
+  // Credit units (Event::credit_units) of the events the application took since the last
+  // call, for Connection::OnConsumed.
+  uint64_t TakeConsumed() { return consumed_.exchange(0, std::memory_order_relaxed); }
   // The connection's Connection::stream_units_sent() (see unsent_bytes()).
   void PublishSent(uint64_t units) { sent_units_.store(units, std::memory_order_relaxed); }
   // The driver is done with this connection (closed, or the endpoint shut down): queued
@@ -152,6 +161,9 @@ class ConnectionHandle {
 
  private:
   void WakeLocked();
+  // The application took `e` from the queue: its credit goes back to the driver, which is
+  // woken when that is worth an ACK (a fraction of the window, or the queue is empty).
+  void TakenLocked(const Event& e);
 
   const ConnectionInfo info_;
   mutable std::mutex mu_;
@@ -167,6 +179,7 @@ class ConnectionHandle {
   uint64_t next_send_id_ = 0;
   std::atomic<uint64_t> submitted_units_{0};  // by Send (under mu_)
   std::atomic<uint64_t> sent_units_{0};       // by the driver
+  std::atomic<uint64_t> consumed_{0};         // credit units taken, not yet reported
   bool closing_ = false;  // Close/Abort requested
   bool closed_ = false;   // kClosed produced
   absl::Status status_;

@@ -213,6 +213,9 @@ std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::Connecti
   if (meta->peer_static_key) info.peer_key = crypto::ToHex(*meta->peer_static_key);
   auto handle = std::make_shared<ConnectionHandle>(this, std::move(info));
   handle_index_[handle.get()] = id;
+  // The handle queues events for the application: what it holds counts against the
+  // receive credit until the application takes it.
+  conn->SetConsumptionTracking(true);
   return handle;
 }
 
@@ -351,6 +354,7 @@ void EndpointRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
   ops_.clear();
   if (!failed.empty()) entry.handle->Deliver(&failed);
   entry.handle->FlushToCallback();
+  conn->OnConsumed(entry.handle->TakeConsumed());
   endpoint_.Touch(id);
 }
 
@@ -374,6 +378,7 @@ void EndpointRuntime::DeliverAll(Time now) {
       e.last_publish = now;
     }
     if (!events_.empty()) e.handle->Deliver(&events_);
+    conn->OnConsumed(e.handle->TakeConsumed());
     if (closed) dead.push_back(id);
   }
   for (endpoint::ConnectionId id : dead) {

@@ -501,6 +501,79 @@ TEST(ConnectionTest, FlowControlBoundsTheReceiverAndStillCompletes) {
   EXPECT_GT(p.a().stats().flow_control_blocked, 0u);
 }
 
+// Consumption tracking (what the datapath's handles turn on): delivered messages the
+// application has not taken count against the credit, so a receiver that stops reading
+// stalls the sender within one window; reading again resumes it even when the ACK that
+// carries the new credit is lost (the blocked sender's PINGs fetch it).
+TEST(ConnectionTest, UnconsumedMessagesHoldTheCreditUntilTheApplicationTakesThem) {
+  TransportConfig c = TestConfig();
+  c.recv_window = 200000;
+  ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(5), Bandwidth()});
+  p.b().SetConsumptionTracking(true);
+  bool drop_next_ack = false;
+  uint64_t dropped = 0;
+  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    if (dir == 1 && drop_next_ack) {
+      v.drop = true;
+      drop_next_ack = false;
+      ++dropped;
+    }
+    return v;
+  });
+  constexpr size_t kMessage = 50000, kCount = 40;
+  std::vector<std::vector<uint8_t>> msgs;
+  for (size_t i = 0; i < kCount; ++i) {
+    msgs.push_back(Pattern(kMessage, i + 1));
+    ASSERT_TRUE(p.a().Send(SendBuffer{msgs.back().data(), kMessage}, i).ok());
+  }
+  auto received = [&] { return Count(p.b_events(), Event::Type::kReceiveComplete); };
+  // Nobody consumes: the transfer stops after about one window.
+  EXPECT_FALSE(p.RunUntil([&] { return received() == kCount; }, Duration::Seconds(10)));
+  EXPECT_LE(received(), c.recv_window / kMessage + 2);
+  EXPECT_GT(p.a().stats().flow_control_blocked, 0u);
+  // While stalled the sender only probes for credit: one PING per 16 RTTs (10 ms) once
+  // backed off, where the rest of the transfer is 1200 packets.
+  const uint64_t a_sent = p.datagrams(0);
+  EXPECT_FALSE(p.RunUntil([&] { return received() == kCount; }, Duration::Seconds(20)));
+  EXPECT_LE(p.datagrams(0) - a_sent, 20000 / 160 + 5u);
+  uint64_t credit = 0;
+  for (const Event& e : p.b_events()) {
+    if (e.type != Event::Type::kReceiveComplete) continue;
+    EXPECT_EQ(e.credit_units, kMessage + Connection::kEventCreditCharge);
+    credit += e.credit_units;
+  }
+  // The application takes them all; the ACK announcing the credit is lost.
+  drop_next_ack = true;
+  p.b().OnConsumed(credit);
+  size_t consumed = received();
+  ASSERT_TRUE(p.RunUntil(
+      [&] {
+        // Keep consuming what arrives.
+        uint64_t more = 0;
+        size_t seen = 0;
+        for (const Event& e : p.b_events()) {
+          if (e.type != Event::Type::kReceiveComplete) continue;
+          if (seen++ >= consumed) more += e.credit_units;
+        }
+        consumed = seen;
+        if (more > 0) p.b().OnConsumed(more);
+        return received() == kCount &&
+               Count(p.a_events(), Event::Type::kSendComplete) == kCount;
+      },
+      // The lost ACK costs at most one probe interval (160 ms): well inside the keepalive.
+      Duration::Seconds(1)));
+  EXPECT_EQ(dropped, 1u);
+  size_t r = 0;
+  for (const Event& e : p.b_events()) {
+    if (e.type != Event::Type::kReceiveComplete) continue;
+    ASSERT_TRUE(e.status.ok());
+    ASSERT_EQ(e.message_id, r);
+    ASSERT_EQ(0, std::memcmp(e.data, msgs[r].data(), kMessage)) << r;
+    ++r;
+  }
+}
+
 TEST(ConnectionTest, PacingSpreadsPacketsAtTheRate) {
   TransportConfig c = TestConfig();
   c.rate = Bandwidth::Mbps(100);

@@ -8,7 +8,9 @@
 // stays, marked delivered, until every earlier message was delivered too, so ids,
 // posted buffers and the credit keep their meaning). The receive credit (flow control) is
 // the stream offset of the first undelivered unit plus the receive window; pieces beyond
-// it, or inconsistent with what arrived before, are protocol violations.
+// it, or inconsistent with what arrived before, are protocol violations. Delivered
+// messages the application has not consumed yet (AddUnconsumed / Consumed) are taken
+// off that credit, and the credit advertised never shrinks (GrantCredit).
 // Not thread-safe.
 #pragma once
 
@@ -48,7 +50,26 @@ class ReceiveStream {
   // in-order frontier (every unit below it has arrived) plus the receive window, so the
   // span the receiver must reassemble is bounded by the window even for messages larger
   // than it.
-  uint64_t max_stream() const { return Frontier() + recv_window_; }
+  // Delivered events still held by the application (credit units; see
+  // Connection::SetConsumptionTracking) reduce it; it never falls below what was
+  // advertised already.
+  uint64_t max_stream() const {
+    const uint64_t f = Frontier();
+    return std::max(granted_, f - std::min(f, unconsumed_) + recv_window_);
+  }
+  // The credit as an ACK carries it: max_stream(), remembered as advertised.
+  uint64_t GrantCredit() {
+    granted_ = max_stream();
+    return granted_;
+  }
+  // The credit grew by a quarter of the window since it was last advertised (the
+  // application took what it held): worth an ACK of its own, the sender may be waiting.
+  bool CreditUpdateDue() const {
+    return max_stream() >= granted_ + std::max<uint64_t>(recv_window_ / 4, 1);
+  }
+  void AddUnconsumed(uint64_t units) { unconsumed_ += units; }
+  void Consumed(uint64_t units) { unconsumed_ -= std::min(units, unconsumed_); }
+  uint64_t unconsumed() const { return unconsumed_; }
   uint64_t posted_count() const;
 
  private:
@@ -90,6 +111,8 @@ class ReceiveStream {
 
   ByteCount recv_window_;
   uint64_t max_messages_;
+  uint64_t granted_ = recv_window_;  // the largest credit advertised (the peer starts with this)
+  uint64_t unconsumed_ = 0;          // delivered, not yet consumed by the application
   uint64_t next_id_ = 0;            // next message to deliver
   uint64_t delivered_units_ = 0;    // stream units delivered
   std::deque<Message> messages_;    // ids next_id_ .. next_id_ + size - 1
