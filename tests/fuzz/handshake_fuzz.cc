@@ -101,11 +101,14 @@ const NoiseStates& States(crypto::NoisePattern p) {
 }
 
 // The input as message 1 to a responder and as message 2 to an initiator, of the pattern
-// its first byte selects (one pattern per input: the reads cost X25519 operations).
+// its first byte selects, for the inputs whose first byte is even (the reads cost X25519
+// operations, most of an input's time: the decoders and the endpoint get the other half
+// of the inputs at several times the rate).
 void CheckNoise(std::span<const uint8_t> d) {
   static constexpr crypto::NoisePattern kPatterns[] = {
       crypto::NoisePattern::kIK, crypto::NoisePattern::kIKpsk1, crypto::NoisePattern::kNNpsk0};
-  const crypto::NoisePattern p = kPatterns[d.empty() ? 0 : d[0] % 3];
+  if (!d.empty() && d[0] % 2 == 1) return;
+  const crypto::NoisePattern p = kPatterns[d.empty() ? 0 : (d[0] / 2) % 3];
   crypto::NoiseHandshake r = States(p).responder;
   // Random bytes authenticate only by a 2^-128 chance: a success here is a bug.
   FUZZ_CHECK(!r.ReadMessage1(d).ok());

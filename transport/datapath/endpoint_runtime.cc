@@ -378,7 +378,10 @@ void EndpointRuntime::DeliverAll(Time now) {
       e.last_publish = now;
     }
     if (!events_.empty()) e.handle->Deliver(&events_);
-    conn->OnConsumed(e.handle->TakeConsumed());
+    if (const uint64_t taken = e.handle->TakeConsumed(); taken > 0) {
+      conn->OnConsumed(taken);
+      endpoint_.Touch(id);  // the credit may be worth an ACK now
+    }
     if (closed) dead.push_back(id);
   }
   for (endpoint::ConnectionId id : dead) {

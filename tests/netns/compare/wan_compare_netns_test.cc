@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/run_command.h"
 #include "transport/emu/netns.h"
 
 namespace longhaul {
@@ -30,25 +31,8 @@ using Json = nlohmann::json;
 
 const char* const kPeers[] = {"longhaul", "seed_recipe", "tcp_bbr", "tcp_cubic", "udt"};
 
-struct Output {
-  int status = -1;
-  std::string out;
-};
-
-// Runs a shell command (bounded by `timeout -k`), capturing stdout; stderr goes to the
-// test log.
-Output RunCommand(const std::string& cmd, int bound_s) {
-  Output o;
-  const std::string full = absl::StrCat("timeout -k 10 ", bound_s, " ", cmd);
-  FILE* p = popen(full.c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) o.out.append(buf, n);
-  int st = pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+using Output = testing::CommandOutput;
+using testing::RunCommand;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
@@ -189,7 +173,7 @@ TEST(WanCompareFlagsTest, BadFlagsExit2) {
 // Starts `server` in the background, waits (bounded, 10 s) for its "listening" line, runs
 // `client`, returns the client's JSON.
 Json PeerRun(const std::string& server, const std::string& client) {
-  const std::string ready = absl::StrCat(testing::TempDir(), "/peer-ready-", getpid());
+  const std::string ready = absl::StrCat(::testing::TempDir(), "/peer-ready-", getpid());
   const std::string cmd = absl::StrCat(
       "rm -f ", ready, "; (", server, " >", ready, " 2>/dev/null &) ; ",
       "for i in $(seq 200); do grep -q listening ", ready, " 2>/dev/null && break; ",
