@@ -96,7 +96,7 @@ bool SameHandle(const PluginHandle &a, const PluginHandle &b) {
 
 void CheckHandle(const uint8_t *data, size_t size, absl::string_view text) {
   uint8_t in[kHandleBytes] = {};
-  std::memcpy(in, data, std::min(size, kHandleBytes));
+  if (size > 0) std::memcpy(in, data, std::min(size, kHandleBytes));  // data may be null
   absl::StatusOr<PluginHandle> h = DecodeHandle(in);
   const void *nul = std::memchr(in + 32, 0, 48);
   const bool valid = Load<uint32_t>(in) == kHandleMagic &&

@@ -152,7 +152,7 @@ TEST(NcclFramesFuzzReplayTest, BoundedRandomMutations) {
   const int frames = fuzz::RunMutations(
       corpus, dict, 0x4CC1, kIterations, [&](const Bytes &b) {
         Bytes h(kHandleBytes, 0);
-        std::memcpy(h.data(), b.data(), std::min(b.size(), kHandleBytes));
+        if (!b.empty()) std::memcpy(h.data(), b.data(), std::min(b.size(), kHandleBytes));
         handles += DecodeHandle(h.data()).ok() ? 1 : 0;
         return DecodeFrameHeader(b.data(), b.size()).ok();
       });

@@ -469,6 +469,14 @@ void Session::OnClosed(const absl::Status& status) {
   std::vector<StreamPtr> all;
   for (auto& [id, s] : streams_) all.push_back(s);
   for (const StreamPtr& s : all) {
+    // A clean close after both sides finished the stream (our FIN went out, the peer's
+    // arrived in order): only bytes still queued for the application's socket remain, and
+    // they are written and end with the EOF as if the connection were still there (a
+    // draining server closes as soon as its last stream is done on its side).
+    if (status.ok() && s->fin_sent && s->fin_received && s->reorder.empty()) {
+      StartWrite(s);
+      continue;
+    }
     ResetStream(s, ResetCode::kSessionLost,
                 absl::StrCat("longhaul connection ended: ", status.ok() ? "closed" : status.message()),
                 ResetBy::kLocalSilent);

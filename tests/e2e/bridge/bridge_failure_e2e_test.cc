@@ -457,7 +457,17 @@ TEST(BridgeFailureE2E, SigtermOnTheServerDrainsAnOpenDownload) {
   ASSERT_TRUE(late.valid());
   ReadResult refused = ReadToEnd(late.get(), false, 0, Clock::now() + milliseconds(10000));
   EXPECT_EQ(refused.end, End::kReset) << EndName(refused.end);
-  std::map<std::string, double> m = FetchMetrics(p.client->metrics_port);
+  // The client counts the reset as it resets the application's socket: the count may
+  // show a moment after the reset was seen (polled every 50 ms, up to 10 s).
+  std::map<std::string, double> m;
+  for (auto deadline = Clock::now() + milliseconds(10000);;) {
+    m = FetchMetrics(p.client->metrics_port);
+    if (m[ResetSeries("draining", "peer")] + m[ResetSeries("draining", "local")] >= 1 ||
+        Clock::now() >= deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
   EXPECT_EQ(m[ResetSeries("draining", "peer")] + m[ResetSeries("draining", "local")], 1);
   EXPECT_EQ(p.target->accepted(), 1u);
 
