@@ -76,10 +76,17 @@ std::map<std::string, Bytes> Seeds() {
   return s;
 }
 
-std::vector<Bytes> LoadCorpus() {
+// The committed corpus; with_subdirs: also the campaign's finds in campaign/.
+std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(CorpusDir())) {
-    if (e.is_regular_file()) files.push_back(e.path());
+  if (with_subdirs) {
+    for (const auto& e : fs::recursive_directory_iterator(CorpusDir())) {
+      if (e.is_regular_file()) files.push_back(e.path());
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(CorpusDir())) {
+      if (e.is_regular_file()) files.push_back(e.path());
+    }
   }
   std::sort(files.begin(), files.end());
   std::vector<Bytes> out;
@@ -130,7 +137,7 @@ TEST(BridgeFrameFuzzReplayTest, SeedsAreValid) {
 }
 
 TEST(BridgeFrameFuzzReplayTest, ReplayCorpus) {
-  const std::vector<Bytes> corpus = LoadCorpus();
+  const std::vector<Bytes> corpus = LoadCorpus(/*with_subdirs=*/true);
   ASSERT_GE(corpus.size(), Seeds().size());
   for (const Bytes& d : corpus) RunOne(d);
   RunOne(Bytes{});

@@ -12,17 +12,22 @@ namespace fs = std::filesystem;
 
 Bytes ToBytes(absl::string_view s) { return Bytes(s.begin(), s.end()); }
 
-std::map<std::string, Bytes> LoadCorpus(const std::string &dir) {
+std::map<std::string, Bytes> LoadCorpus(const std::string &dir, bool with_subdirs) {
   std::map<std::string, Bytes> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return out;
-  for (const auto &e : fs::directory_iterator(dir)) {
+  auto add = [&](const fs::directory_entry &e) {
     if (!e.is_regular_file())
-      continue;
+      return;
     std::ifstream in(e.path(), std::ios::binary);
-    out[e.path().filename().string()] = Bytes(
+    out[fs::relative(e.path(), dir).string()] = Bytes(
         std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  if (with_subdirs) {
+    for (const auto &e : fs::recursive_directory_iterator(dir)) add(e);
+  } else {
+    for (const auto &e : fs::directory_iterator(dir)) add(e);
   }
   return out;
 }
@@ -124,7 +129,7 @@ void Mutate(Rng &rng, const std::vector<std::string> &dictionary,
 }
 
 size_t ReplayCorpus(const std::string &dir) {
-  const std::map<std::string, Bytes> corpus = LoadCorpus(dir);
+  const std::map<std::string, Bytes> corpus = LoadCorpus(dir, /*with_subdirs=*/true);
   for (const auto &[name, bytes] : corpus) RunOne(bytes);
   RunOne(Bytes{});
   return corpus.size();

@@ -22,9 +22,11 @@ using Bytes = std::vector<uint8_t>;
 
 Bytes ToBytes(absl::string_view s);
 
-// Every regular file under `dir`, in name order (empty if there is no such
-// directory).
-std::map<std::string, Bytes> LoadCorpus(const std::string &dir);
+// Every regular file in `dir`, by name (empty if there is no such directory);
+// with_subdirs: also those below it, named by their relative path (a campaign's
+// finds live in `campaign/`: replayed, but not the base of the mutation tests).
+std::map<std::string, Bytes> LoadCorpus(const std::string &dir,
+                                        bool with_subdirs = false);
 
 // Writes `seeds` (name -> bytes) into `dir` (created). Returns false on an I/O
 // error.
@@ -34,7 +36,8 @@ bool WriteCorpus(const std::string &dir,
 // Calls the target on a heap copy of exactly input.size() bytes.
 void RunOne(const Bytes &input);
 
-// Runs the target on every file of the corpus in `dir`, then on an empty input.
+// Runs the target on every file of the corpus in `dir` and below it, then on an
+// empty input.
 // Returns the number of corpus files (0: none found, which the caller fails on).
 size_t ReplayCorpus(const std::string &dir);
 
