@@ -115,7 +115,8 @@ TEST(HandshakeFuzzReplayTest, ReplayCorpus) {
   namespace fs = std::filesystem;
   const std::vector<Bytes> seeds = Seeds();
   size_t files = 0;
-  for (const auto& e : fs::directory_iterator(LONGHAUL_HANDSHAKE_CORPUS_DIR)) {
+  // The seeds, and a campaign's finds below them (campaign/).
+  for (const auto& e : fs::recursive_directory_iterator(LONGHAUL_HANDSHAKE_CORPUS_DIR)) {
     if (!e.is_regular_file()) continue;
     std::ifstream in(e.path(), std::ios::binary);
     Bytes b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -42,10 +42,17 @@ void RunOne(const Bytes& input) {
   LLVMFuzzerTestOneInput(copy.data(), copy.size());
 }
 
-std::vector<Bytes> LoadCorpus() {
+// The committed corpus; with_subdirs: also a campaign's finds in campaign/.
+std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(CorpusDir())) {
-    if (e.is_regular_file()) files.push_back(e.path());
+  if (with_subdirs) {
+    for (const auto& e : fs::recursive_directory_iterator(CorpusDir())) {
+      if (e.is_regular_file()) files.push_back(e.path());
+    }
+  } else {
+    for (const auto& e : fs::directory_iterator(CorpusDir())) {
+      if (e.is_regular_file()) files.push_back(e.path());
+    }
   }
   std::sort(files.begin(), files.end());
   std::vector<Bytes> out;
@@ -96,7 +103,7 @@ TEST(WireFuzzReplayTest, SeedsAreValidPackets) {
 }
 
 TEST(WireFuzzReplayTest, ReplayCorpus) {
-  for (const Bytes& d : LoadCorpus()) RunOne(d);
+  for (const Bytes& d : LoadCorpus(/*with_subdirs=*/true)) RunOne(d);
   RunOne(Bytes{});
 }
 
