@@ -4,6 +4,7 @@
 // data_path.cc.
 #include "transport/nccl/net_plugin.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,18 @@ namespace {
 std::mutex g_mu;
 std::shared_ptr<Runtime> g_rt;
 int g_users = 0;
+
+// glog and gflags are not made to be unloaded: gflags keeps its flag registry (glog's
+// flags, about 8 KB) on the heap, reachable only from its own globals, so a process that
+// loads and closes the plugin without using them itself (NCCL, longhaul-nccl-bench) would
+// lose that memory at each dlclose (LeakSanitizer found it). They stay loaded instead.
+struct PinLoggingLibraries {
+  PinLoggingLibraries() {
+    for (const char* soname : {"libglog.so.1", "libgflags.so.2.2"}) {
+      dlopen(soname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // no-op when not loaded
+    }
+  }
+} g_pin_logging_libraries;
 
 // Library unload (dlclose) or process exit: stop the driver thread if a user never
 // finalized (v8..v10 have no finalize). Defined after the globals above, in the same

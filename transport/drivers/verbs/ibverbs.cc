@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <new>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -68,8 +69,12 @@ Loaded Load() {
   return l;  // the library stays loaded for the life of the process
 }
 
+// In static storage, never destroyed (driver threads may still call through the table
+// while the process exits) and never on the heap (the NCCL plugin that holds it can be
+// unloaded: a heap block reachable only from its statics would be lost at each dlclose).
 const Loaded& Once() {
-  static const Loaded* loaded = new Loaded(Load());
+  alignas(Loaded) static unsigned char storage[sizeof(Loaded)];
+  static const Loaded* loaded = new (storage) Loaded(Load());
   return *loaded;
 }
 
