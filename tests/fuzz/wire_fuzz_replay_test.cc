@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/fuzz/fuzz_replay.h"
 #include "tests/fuzz/wire_seeds.h"
 #include "transport/base/rng.h"
 #include "transport/wire/crc32c.h"
@@ -42,21 +43,12 @@ void RunOne(const Bytes& input) {
   LLVMFuzzerTestOneInput(copy.data(), copy.size());
 }
 
-// The committed corpus; with_subdirs: also a campaign's finds in campaign/.
+// The committed corpus, in name order; with_subdirs: also a campaign's finds in campaign/.
 std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
-  std::vector<fs::path> files;
-  if (with_subdirs) {
-    for (const auto& e : fs::recursive_directory_iterator(CorpusDir())) {
-      if (e.is_regular_file()) files.push_back(e.path());
-    }
-  } else {
-    for (const auto& e : fs::directory_iterator(CorpusDir())) {
-      if (e.is_regular_file()) files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
   std::vector<Bytes> out;
-  for (const fs::path& p : files) out.push_back(ReadFile(p));
+  for (auto& [name, bytes] : ::longhaul::fuzz::LoadCorpus(CorpusDir().string(), with_subdirs)) {
+    out.push_back(std::move(bytes));
+  }
   return out;
 }
 
