@@ -77,7 +77,7 @@ void PrintHelp() {
          "wait for each other's repairs, each has its own flow control, and a half-close or\n"
          "a reset crosses as one. KEYS: --key=FILE --peer_key=FILE, --psk_file=FILE, or\n"
          "--insecure (plaintext), as for longhaul-perf (docs/security.md).\n"
-         "Congestion control: bbr unless --rate, --cc or a --profile sets the rate (a fixed\n"
+         "Congestion control: bbr unless --rate, --cc or a --profile sets rate or cc (a fixed\n"
          "rate floods a slower link and wastes a faster one); idle_timeout 10s and\n"
          "keepalive 1s unless set, so a vanished peer is noticed in seconds. SIGTERM\n"
          "drains: no new connections, exit when the open ones end. Exit status: 0 after a\n"
@@ -137,10 +137,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
   if (!config.ok()) kUsage.Fail(config.status().message());
   o.config = *config;
-  if (FLAGS_profile.empty() && !TransportFlagWasSet("rate") && !TransportFlagWasSet("cc")) {
-    o.config.cc = CongestionControl::kBbr;
-    o.config.rate = Bandwidth();  // no cap: BBR finds the link's rate
-  }
+  ApplyToolRateDefault(&o.config);
   // A bridge notices a vanished peer in seconds, not the transport's 30 s: its streams
   // are reset and new TCP connections wait for the reconnected session instead.
   if (FLAGS_profile.empty() && !TransportFlagWasSet("idle_timeout")) {

@@ -128,6 +128,34 @@ bool TransportFlagWasSet(const char* name) {
   return !gflags::GetCommandLineFlagInfoOrDie(name).is_default;
 }
 
+GivenSettings GivenTransportSettings() {
+  GivenSettings given;
+  given.cc = TransportFlagWasSet("cc");
+  given.rate = TransportFlagWasSet("rate");
+  given.segment = TransportFlagWasSet("segment") || TransportFlagWasSet("mtu");
+  if (FLAGS_profile.empty()) return given;
+  // Load the profile over two bases that differ in every field of interest: a field the
+  // profile sets comes out equal.
+  TransportConfig a, b;
+  b.cc = a.cc == CongestionControl::kFixed ? CongestionControl::kBbr : CongestionControl::kFixed;
+  b.rate = Bandwidth::BitsPerSecond(a.rate.bps() + 1234567);
+  b.segment = a.segment + 64;
+  absl::StatusOr<TransportConfig> ra = LoadProfile(FLAGS_profile, a);
+  absl::StatusOr<TransportConfig> rb = LoadProfile(FLAGS_profile, b);
+  if (!ra.ok() || !rb.ok()) return given;
+  given.cc = given.cc || ra->cc == rb->cc;
+  given.rate = given.rate || ra->rate == rb->rate;
+  given.segment = given.segment || ra->segment == rb->segment;
+  return given;
+}
+
+bool ApplyToolRateDefault(TransportConfig* config) {
+  const GivenSettings given = GivenTransportSettings();
+  if (!given.cc && !given.rate) config->cc = CongestionControl::kBbr;
+  if (config->cc == CongestionControl::kBbr && !given.rate) config->rate = Bandwidth::Zero();
+  return config->cc == CongestionControl::kBbr && config->rate.IsZero();
+}
+
 absl::StatusOr<TransportConfig> TransportConfigFromFlags() {
   TransportConfig config;
   if (!FLAGS_profile.empty()) {

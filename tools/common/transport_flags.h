@@ -34,6 +34,25 @@ namespace longhaul {
 // that is not a flag.
 bool TransportFlagWasSet(const char* name);
 
+// Which of the rate-related settings the command line gives: each is true when its flag
+// was set explicitly or the --profile file sets the key (`segment` also for --mtu or a
+// profile's mtu). A profile that cannot be loaded counts as setting nothing
+// (TransportConfigFromFlags reports it).
+struct GivenSettings {
+  bool cc = false;
+  bool rate = false;
+  bool segment = false;
+};
+GivenSettings GivenTransportSettings();
+
+// The rate default of the tools that run on real links (longhaul-perf, longhaul-bridge):
+// a newcomer's link rate is unknown, so without --cc, --rate or a profile's cc or rate
+// the transport runs cc=bbr with no cap (it finds the link's rate); `--rate` alone keeps
+// the fixed controller at that rate; cc=bbr with no rate given anywhere has no cap.
+// Applied to TransportConfigFromFlags()'s result. Returns true when the rate was left to
+// congestion control (cc=bbr, no cap).
+bool ApplyToolRateDefault(TransportConfig* config);
+
 // Every profile key with its canonical value, plus numeric forms for programs:
 // segment_bytes, window_bytes, recv_window_bytes, max_datagram_bytes, rate_bps and
 // <duration>_ns for every duration. Integer keys are JSON numbers, ecn a boolean,

@@ -92,8 +92,11 @@ void PrintHelp() {
                "required; longhaul-keygen writes the files (docs/perf.md).\n\n"
                "iperf3's short forms work too: -s -c HOST -p -t -n -R -P -l -i -J -1 -B.\n"
                "The client's transport settings (flags and profile) apply to both directions\n"
-               "of its test; the fixed controller paces at --rate (default 1gbit): give the\n"
-               "link's rate. Exit status: 0 every byte arrived and was verified, 1 errors\n"
+               "of its test. Rate: without --rate, --cc or a profile that sets them the test\n"
+               "runs cc=bbr with no cap (it finds the link's rate; a fixed guess would flood a\n"
+               "slower link or waste a faster one); --rate=R alone paces at R (cc=fixed), the\n"
+               "link's rate on a dedicated line; --cc=bbr --rate=R caps bbr at R. The messages\n"
+               "workload needs a rate (--rate or a profile's). Exit status: 0 every byte arrived and was verified, 1 errors\n"
                "(connection, corruption, incomplete), 2 bad flags. docs/perf.md has the output\n"
                "and JSON fields.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
@@ -193,6 +196,7 @@ int Main(int argc, char** argv) {
   if (FLAGS_port == 0) kUsage.Fail("--port must be given (1..65535) for a client");
   o.port = static_cast<uint16_t>(FLAGS_port);
   o.config = *config;
+  ApplyToolRateDefault(&o.config);
   o.keys = KeysFromFlags(/*client=*/true);
   o.endpoint = EndpointFromFlags(o.keys);
   o.time_s = SecondsFlag(FLAGS_time, "time");
@@ -220,8 +224,10 @@ int Main(int argc, char** argv) {
   }
   o.load = FLAGS_load;
   if (!(o.load > 0 && o.load <= 100)) kUsage.Fail("--load must be in (0, 100]");
-  if (o.config.rate.IsZero()) {
-    kUsage.Fail("--rate is 0: longhaul-perf needs the link rate (--rate or the profile's rate)");
+  if (o.workload == "messages" && o.config.rate.IsZero()) {
+    kUsage.Fail(
+        "--workload=messages needs the link rate for its schedule and ideal completion "
+        "time: give --rate (or a profile that sets rate)");
   }
   o.json = FLAGS_json;
   o.connect_timeout = kUsage.Or(ParseDuration(FLAGS_connect_timeout), "connect_timeout");

@@ -108,8 +108,11 @@ absl::StatusOr<TestRequest> RequestFromJson(const nlohmann::json& j, double max_
     return absl::InvalidArgumentError(absl::StrCat("unknown workload '", r.workload, "'"));
   }
   if (!(r.load > 0 && r.load <= 100)) return absl::InvalidArgumentError("load must be in (0, 100]");
-  if (!(r.rate_bps > 0 && std::isfinite(r.rate_bps))) {
-    return absl::InvalidArgumentError("rate_bps must be > 0");
+  if (!(r.rate_bps >= 0 && std::isfinite(r.rate_bps))) {
+    return absl::InvalidArgumentError("rate_bps must be >= 0");
+  }
+  if (r.workload == "messages" && r.rate_bps == 0) {
+    return absl::InvalidArgumentError("workload 'messages' needs rate_bps > 0 (its schedule)");
   }
   if (!(r.interval_s >= 0.01 && r.interval_s <= 3600)) {
     return absl::InvalidArgumentError("interval_s must be in [0.01, 3600]");

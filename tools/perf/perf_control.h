@@ -31,7 +31,7 @@ struct TestRequest {
   uint64_t message_size = 1 << 20;
   std::string workload = "bulk";  // bulk | messages
   double load = 0.5;              // messages: fraction of rate_bps offered by the whole test
-  double rate_bps = 1e9;          // the link rate the test assumes (fixed controller's rate)
+  double rate_bps = 1e9;          // the link rate the test assumes; 0: none (cc=bbr, no cap)
   double interval_s = 1;
   std::string version;  // client's version string
 };

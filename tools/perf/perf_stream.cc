@@ -125,6 +125,8 @@ uint64_t PerfStream::OutstandingLimit() const {
   // queued behind a full window whenever acknowledgements open it (a message counts as
   // outstanding until its last byte is acknowledged, while the window opens packet by
   // packet). Submitted messages reference the shared pattern: no memory per byte.
+  // With no rate (cc=bbr, no cap) the window alone bounds it.
+  if (opt_.request.rate_bps <= 0) return handle_->config().window + 2 * opt_.request.message_size;
   const ConnectionDebugState d = handle_->debug_state();
   const double rtt_s = std::max(0.010, d.srtt.seconds());
   const double bdp = opt_.request.rate_bps / 8 * rtt_s;

@@ -83,20 +83,6 @@ void ParseFlags(int argc, char** argv) {
   ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
-// Whether the --profile file sets rate and segment (or mtu): load it over two bases that
-// differ in those fields and see which fields the profile made equal.
-void ProfileSets(bool* rate, bool* segment) {
-  if (FLAGS_profile.empty()) return;
-  TransportConfig a, b;
-  b.rate = Bandwidth::BitsPerSecond(a.rate.bps() + 1234567);
-  b.segment = a.segment + 64;
-  absl::StatusOr<TransportConfig> ra = LoadProfile(FLAGS_profile, a);
-  absl::StatusOr<TransportConfig> rb = LoadProfile(FLAGS_profile, b);
-  if (!ra.ok() || !rb.ok()) return;  // TransportConfigFromFlags already reported it
-  *rate = ra->rate == rb->rate;
-  *segment = ra->segment == rb->segment;
-}
-
 nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
   nlohmann::json j;
   j["offered"] = c.offered;
@@ -280,20 +266,19 @@ int Main(int argc, char** argv) {
   absl::StatusOr<TransportConfig> from_flags = TransportConfigFromFlags();
   if (!from_flags.ok()) kUsage.Fail(from_flags.status().message());
   TransportConfig config = *from_flags;
-  bool profile_rate = false, profile_segment = false;
-  ProfileSets(&profile_rate, &profile_segment);
+  const GivenSettings given = GivenTransportSettings();
   // The fixed controller is for dedicated lines whose rate is known: without --rate (or
   // a profile's rate) it paces at the link's rate. Without --segment/--mtu (or a
   // profile's), segments fill the link's MTU.
-  if (config.cc == CongestionControl::kFixed && !TransportFlagWasSet("rate") && !profile_rate) {
+  if (config.cc == CongestionControl::kFixed && !given.rate) {
     config.rate = opt.link.rate;
   }
   // For cc=bbr the rate is only a cap: without --rate (or a profile's) there is none, and
   // the controller finds the link's rate itself.
-  if (config.cc == CongestionControl::kBbr && !TransportFlagWasSet("rate") && !profile_rate) {
+  if (config.cc == CongestionControl::kBbr && !given.rate) {
     config.rate = Bandwidth::Zero();
   }
-  if (!TransportFlagWasSet("segment") && !TransportFlagWasSet("mtu") && !profile_segment) {
+  if (!given.segment) {
     config.segment = TransportConfig::SegmentForMtu(opt.link.mtu);
   }
   if (absl::Status s = config.Validate(); !s.ok()) kUsage.Fail(s.message());

@@ -110,6 +110,31 @@ TEST(PerfE2E, MessagesWorkloadReportsCompletionTimes) {
   StopServer(s);
 }
 
+// A newcomer's client gives no rate: the test runs cc=bbr with no cap (a fixed guess
+// would flood a slower link or waste a faster one); --rate alone keeps the fixed
+// controller; the messages workload, whose schedule needs a rate, says so.
+TEST(PerfE2E, WithoutARateOrProfileTheClientRunsBbr) {
+  Server s = StartServer();
+  ASSERT_GT(s.port, 0);
+  ClientRun bbr = RunClient(s.port, {"--bytes=32MiB", "--interval=0.02"});
+  ExpectIntact(bbr);
+  const Json& params = bbr.json["end"]["longhaul"]["params"];
+  EXPECT_EQ(params["cc"], "bbr") << params.dump();
+  EXPECT_EQ(params["rate_bps"].get<double>(), 0) << params.dump();
+  EXPECT_EQ(bbr.json["end"]["sum_received"]["bytes"].get<uint64_t>(), uint64_t{32} << 20);
+
+  ClientRun fixed = RunClient(s.port, {"--bytes=8MiB", "--rate=2gbit", "--interval=0.02"});
+  ExpectIntact(fixed);
+  EXPECT_EQ(fixed.json["end"]["longhaul"]["params"]["cc"], "fixed");
+  EXPECT_EQ(fixed.json["end"]["longhaul"]["params"]["rate_bps"].get<double>(), 2e9);
+
+  ClientRun messages = RunClient(s.port, {"--time=1", "--workload=messages"});
+  EXPECT_EQ(messages.status, 2) << messages.out << messages.err;
+  EXPECT_NE(messages.err.find("--workload=messages needs the link rate"), std::string::npos)
+      << messages.err;
+  StopServer(s);
+}
+
 TEST(PerfE2E, ConnectToAClosedPortFailsClearly) {
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in a{};

@@ -190,6 +190,82 @@ TEST_F(TransportFlagsTest, MtuFlagOverridesProfileSegmentButNotTogetherWithSegme
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("--mtu and --segment"));
 }
 
+// The tools' rate default (ApplyToolRateDefault): what TransportConfigFromFlags gives,
+// then the default applied.
+TransportConfig ToolConfig() {
+  absl::StatusOr<TransportConfig> c = TransportConfigFromFlags();
+  EXPECT_TRUE(c.ok()) << c.status();
+  TransportConfig config = c.ok() ? *c : TransportConfig();
+  ApplyToolRateDefault(&config);
+  return config;
+}
+
+TEST_F(TransportFlagsTest, ToolsRunBbrWithNoCapWhenNothingGivesTheRate) {
+  const TransportConfig c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kBbr);
+  EXPECT_TRUE(c.rate.IsZero());
+  // A profile that sets neither cc nor rate leaves the default to congestion control too.
+  Set("profile", WriteProfile("window=256MiB\nfec=auto\n"));
+  const TransportConfig p = ToolConfig();
+  EXPECT_EQ(p.cc, CongestionControl::kBbr);
+  EXPECT_TRUE(p.rate.IsZero());
+  EXPECT_EQ(p.window, ByteCount{256} << 20);
+}
+
+TEST_F(TransportFlagsTest, RateFlagAloneKeepsTheFixedController) {
+  Set("rate", "10gbit");
+  const TransportConfig c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kFixed);
+  EXPECT_EQ(c.rate, Bandwidth::Gbps(10));
+}
+
+TEST_F(TransportFlagsTest, ProfileThatSetsTheRateKeepsItsController) {
+  Set("profile", WriteProfile("cc=fixed\nrate=3gbit\n"));
+  TransportConfig c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kFixed);
+  EXPECT_EQ(c.rate, Bandwidth::Gbps(3));
+  // A rate without a controller in the profile: the fixed controller at that rate.
+  Set("profile", WriteProfile("rate=700mbit\n"));
+  c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kFixed);
+  EXPECT_EQ(c.rate, Bandwidth::Mbps(700));
+  // A profile's bbr with its cap keeps the cap.
+  Set("profile", WriteProfile("cc=bbr\nrate=40gbit\n"));
+  c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kBbr);
+  EXPECT_EQ(c.rate, Bandwidth::Gbps(40));
+}
+
+TEST_F(TransportFlagsTest, BbrWithoutAGivenRateHasNoCap) {
+  Set("cc", "bbr");
+  TransportConfig c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kBbr);
+  EXPECT_TRUE(c.rate.IsZero());  // not the 1gbit default: that would cap a faster link
+  Set("rate", "2gbit");
+  c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kBbr);
+  EXPECT_EQ(c.rate, Bandwidth::Gbps(2));
+}
+
+TEST_F(TransportFlagsTest, FixedControllerAskedForKeepsTheDefaultRate) {
+  Set("cc", "fixed");
+  const TransportConfig c = ToolConfig();
+  EXPECT_EQ(c.cc, CongestionControl::kFixed);
+  EXPECT_EQ(c.rate, TransportConfig().rate);
+}
+
+TEST_F(TransportFlagsTest, GivenSettingsSeeFlagsAndProfileKeys) {
+  GivenSettings g = GivenTransportSettings();
+  EXPECT_FALSE(g.cc || g.rate || g.segment);
+  Set("profile", WriteProfile("mtu=9000\ncc=bbr\n"));
+  g = GivenTransportSettings();
+  EXPECT_TRUE(g.cc);
+  EXPECT_FALSE(g.rate);
+  EXPECT_TRUE(g.segment);
+  Set("rate", "1gbit");  // the default's value, given explicitly
+  EXPECT_TRUE(GivenTransportSettings().rate);
+}
+
 TEST_F(TransportFlagsTest, JsonHasEveryKeyAndNumericForms) {
   TransportConfig config;
   config.window = 725000000;
