@@ -44,6 +44,9 @@ DEFINE_string(rate, DefaultOf("rate"),
 DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "cc=bbr: per-round loss rate above which loss is congestion even without "
               "queueing delay (0.03, 3%); set it above the path's random loss.");
+DEFINE_bool(cc_compete, longhaul::TransportConfig().cc_compete,
+            "cc=bbr: compete for a share against traffic that keeps a queue (TCP CUBIC, "
+            "BBR); --nocc_compete yields to it (a scavenger for background transfers).");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,
@@ -88,6 +91,7 @@ constexpr const char* kTransportFlags[] = {
     "cc",
     "rate",
     "cc_loss_threshold",
+    "cc_compete",
     "ecn",
     "pacing_burst",
     "tail_protect",
@@ -116,6 +120,7 @@ std::string FlagValueText(const char* name) {
     return absl::StrFormat("%.17g", FLAGS_cc_loss_threshold);
   }
   if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
+  if (std::string(name) == "cc_compete") return FLAGS_cc_compete ? "true" : "false";
   if (std::string(name) == "tail_protect") return FLAGS_tail_protect ? "true" : "false";
   std::string value;
   CHECK(gflags::GetCommandLineOption(name, &value)) << name;
@@ -191,6 +196,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["max_inflight_messages"] = config.max_inflight_messages;
   j["flows"] = config.flows;
   j["ecn"] = config.ecn;
+  j["cc_compete"] = config.cc_compete;
   j["tail_protect"] = config.tail_protect;
   j["reorder_packets"] = config.reorder_packets;
   j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;

@@ -320,6 +320,73 @@ TEST(BbrTest, AStandingQueueReanchorsTheModelAndDrainsDeep) {
   EXPECT_NEAR(bbr.pacing_gain(), 0.5, 1e-9);
 }
 
+// Traffic that keeps a queue whatever longhaul does (TCP CUBIC or BBR filling the
+// buffer): drains that never see the queue empty. After three, the flow competes: no
+// more queue-based cuts; loss counts as an episode (after 16 loss-free rounds) or above
+// 5 x cc_loss_threshold; eight rounds with an empty queue end it; a competitor seen
+// within the last 10 s is recognised after one failed drain.
+TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  const Bandwidth share = Bandwidth::Gbps(5);
+  FillPipe(&d, &bbr, link);
+  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  int rounds = 0;
+  for (; rounds < 200 && !bbr.competing(); ++rounds) d.Round(share, kRtt.Scaled(1.5));
+  ASSERT_TRUE(bbr.competing()) << "after " << rounds << " rounds";
+  EXPECT_EQ(bbr.queue_drains(), 3u);
+  EXPECT_EQ(bbr.competing_entries(), 1u);
+  // The queue stays: no further drains, and the model climbs back to what the flow gets.
+  for (int i = 0; i < 40; ++i) d.Round(share, kRtt.Scaled(1.5));
+  EXPECT_EQ(bbr.queue_drains(), 3u);
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * share.bps());
+  // Overflow after a long loss-free stretch (a loss-based competitor's episode): one cut.
+  const uint64_t before = bbr.congestion_events();
+  const ByteCount round_bytes = share.BytesIn(kRtt.Scaled(1.5));
+  const uint64_t five_percent = round_bytes / 8192 / 19;
+  d.Loss(five_percent, 8192, kRtt.Scaled(1.5));
+  d.Round(share, kRtt.Scaled(1.5));
+  d.Round(share, kRtt.Scaled(1.5));
+  EXPECT_EQ(bbr.congestion_events(), before + 1);
+  // 5% loss in every round (TCP BBR keeps the buffer overflowing) is below 5 x 3%: no
+  // episode, no cut.
+  for (int i = 0; i < 10; ++i) {
+    d.Loss(five_percent, 8192, kRtt.Scaled(1.5));
+    d.Round(share, kRtt.Scaled(1.5));
+  }
+  EXPECT_EQ(bbr.congestion_events(), before + 1);
+  EXPECT_TRUE(bbr.competing());
+  // The competitor leaves: eight rounds at min RTT end the competition.
+  for (int i = 0; i < 8; ++i) d.Round(link, kRtt);
+  EXPECT_FALSE(bbr.competing());
+  // It comes back within 10 s: one failed drain is enough.
+  for (int i = 0; i < 40 && !bbr.competing(); ++i) d.Round(share, kRtt.Scaled(1.5));
+  EXPECT_TRUE(bbr.competing());
+  EXPECT_EQ(bbr.queue_drains(), 4u);
+  EXPECT_EQ(bbr.competing_entries(), 2u);
+}
+
+TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {
+  TransportConfig c = BbrConfig();
+  c.cc_compete = false;
+  BbrController bbr(c);
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipe(&d, &bbr, link);
+  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  double lowest_gain = 1;
+  for (int i = 0; i < 100; ++i) {
+    d.Round(Bandwidth::Gbps(5), kRtt.Scaled(1.5));
+    lowest_gain = std::min(lowest_gain, bbr.pacing_gain());
+  }
+  EXPECT_FALSE(bbr.competing());
+  EXPECT_EQ(bbr.competing_entries(), 0u);
+  // It keeps answering the queue: a deep drain (gain 0.5) every few rounds.
+  EXPECT_GE(bbr.queue_drains(), 10u);
+  EXPECT_NEAR(lowest_gain, 0.5, 1e-9);
+}
+
 TEST(BbrTest, EcnMarksCutInProportionToAlpha) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);

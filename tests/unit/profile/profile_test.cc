@@ -167,7 +167,8 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   EXPECT_THAT(
       keys, ::testing::ElementsAre(
                 "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc", "rate",
-                "cc_loss_threshold", "ecn", "pacing_burst", "tail_protect", "reorder_packets",
+                "cc_loss_threshold", "cc_compete", "ecn", "pacing_burst", "tail_protect",
+                "reorder_packets",
                 "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
                 "max_ack_delay", "max_ack_ranges", "fec", "fec_k", "fec_m", "fec_interleave",
                 "fec_flush", "idle_timeout", "keepalive"));

@@ -18,6 +18,7 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
       window_limit_(config.window),
       rate_cap_(config.rate),
       loss_threshold_(config.cc_loss_threshold),
+      compete_(config.cc_compete),
       ack_delay_(config.max_ack_delay),
       initial_rtt_(config.initial_rtt),
       pacing_gain_(params.startup_pacing_gain),
@@ -91,7 +92,10 @@ CcDebugState BbrController::DebugState() const {
 
 double BbrController::ProbeGain() const {
   const Bandwidth bw = max_bw_.Get();
-  if (bw.IsZero() || min_rtt_.IsInfinite() || params_.fair_probe_coefficient <= 0) {
+  // Competing with queue-building traffic: probe as BBR does (1.25); the larger fair
+  // probe is for converging with flows that drain, and against a loss-based flow each
+  // probe's overflow costs that flow a multiplicative cut.
+  if (bw.IsZero() || min_rtt_.IsInfinite() || params_.fair_probe_coefficient <= 0 || competing_) {
     return params_.probe_up_gain;
   }
   // Packets per round trip at the current bandwidth: an absolute measure of the flow's
@@ -132,7 +136,8 @@ void BbrController::OnLoss(const LossEvent& loss, const RttEstimator& rtt) {
   // drain: the queue is startup's own and is going away.)
   const Duration queue_delay = rtt.latest() - min_rtt_;
   const Duration threshold = min_rtt_.Scaled(params_.queue_delay_fraction) + ack_delay_;
-  if (queue_delay > threshold && loss.largest_lost_sent_time > last_congestion_time_) {
+  if (!competing_ && queue_delay > threshold &&
+      loss.largest_lost_sent_time > last_congestion_time_) {
     Congestion(loss.now, Signal::kLossWithQueue, params_.loss_beta);
   }
 }
@@ -201,10 +206,26 @@ void BbrController::EndRound(Time now) {
       round_had_timeout_;
   round_had_timeout_ = false;
   const bool sent_at_gain_1 = sent_gain_prev_ <= 1.0;
+  // The queue was seen empty this round: whatever keeps it is gone (or was ours).
+  if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
+      round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
+    failed_drains_ = 0;
+    if (competing_ && ++empty_rounds_ >= params_.compete_exit_empty_rounds) {
+      competing_ = false;
+      competing_ended_ = now;
+    }
+  } else {
+    empty_rounds_ = 0;
+  }
   if (!answered) {
-    if (round_lost_packets_ >= params_.min_loss_packets && last_loss_rate_ > loss_threshold_) {
+    const double loss_threshold =
+        competing_ ? loss_threshold_ * params_.compete_loss_multiple : loss_threshold_;
+    if (round_lost_packets_ >= params_.min_loss_packets && last_loss_rate_ > loss_threshold) {
       Congestion(now, Signal::kLossRate, params_.loss_beta);
-    } else if (mode_ == Mode::kProbeBw && phase_ != Phase::kUp && sent_at_gain_1 &&
+    } else if (competing_ && round_lost_packets_ > 0 &&
+               loss_free_rounds_ >= params_.compete_episode_gap_rounds) {
+      Congestion(now, Signal::kLossWithQueue, params_.compete_episode_beta);
+    } else if (!competing_ && mode_ == Mode::kProbeBw && phase_ != Phase::kUp && sent_at_gain_1 &&
                !min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
                round_min_rtt_ >
                    min_rtt_ + min_rtt_.Scaled(params_.standing_queue_fraction) + ack_delay_) {
@@ -226,6 +247,7 @@ void BbrController::EndRound(Time now) {
       }
     }
   }
+  loss_free_rounds_ = round_lost_packets_ > 0 ? 0 : loss_free_rounds_ + 1;
   round_acked_ = 0;
   round_lost_ = 0;
   round_lost_packets_ = 0;
@@ -238,7 +260,10 @@ void BbrController::EndRound(Time now) {
 
 void BbrController::UpdateMinRtt(Time now, Duration rtt) {
   const bool expired = !min_rtt_.IsInfinite() && now > min_rtt_stamp_ + params_.min_rtt_window;
-  if (rtt <= min_rtt_ || expired) {
+  // While competing the queue is someone else's and never empties: a sample taken then
+  // shows that queue, not the path. Keeping the old minimum keeps the window at two of
+  // this flow's BDPs instead of growing with the competitor's queue (and crowding it out).
+  if (rtt <= min_rtt_ || (expired && !competing_)) {
     min_rtt_ = rtt;
     min_rtt_stamp_ = now;
   } else if (rtt <= min_rtt_.Scaled(1 + params_.min_rtt_tolerance)) {
@@ -437,9 +462,24 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
     case Signal::kEcn:
       ++ecn_reductions_;
       break;
-    case Signal::kStandingQueue:
+    case Signal::kStandingQueue: {
       ++queue_drains_;
+      // Drains that never empty the queue: traffic that does not yield to delay keeps
+      // it (TCP fills a buffer whatever we do). Draining again would hand it the link:
+      // compete, with loss rate above the threshold as the only congestion signal, until
+      // the queue is seen empty.
+      // The competitor that was here recently (its queue emptied for a moment, as CUBIC's
+      // does after a cut) is likely back: one failed drain says so.
+      const bool recent = !competing_ended_.IsInfinite() &&
+                          now - competing_ended_ < params_.min_rtt_window;
+      if (compete_ && params_.compete_after_failed_drains > 0 &&
+          (++failed_drains_ > params_.compete_after_failed_drains || recent)) {
+        competing_ = true;
+        ++competing_entries_;
+        failed_drains_ = 0;
+      }
       break;
+    }
     case Signal::kLossWithQueue:
     case Signal::kLossRate:
       ++congestion_events_;

@@ -92,6 +92,23 @@ struct BbrParams {
   double standing_queue_beta = 0.9;
   double standing_queue_drain_gain = 0.5;
   double standing_queue_drain_rtts = 2;  // longest drain, in min RTTs
+  // Competing with queue-building traffic: after this many standing-queue drains in a
+  // row that never saw the queue empty, the queue is not longhaul's to drain (TCP
+  // CUBIC or BBR fills it whatever longhaul does); 0: never compete (yield to it).
+  uint32_t compete_after_failed_drains = 2;
+  // ... and it stops competing once this many rounds in a row saw the queue empty (not
+  // one: a TCP BBR competitor empties it in its PROBE_RTT, 200 ms, every 10 s).
+  uint32_t compete_exit_empty_rounds = 8;
+  // While competing, a round's loss rate is congestion above this multiple of
+  // cc_loss_threshold (a queue-filling competitor keeps the buffer overflowing: it
+  // answers loss late or not at all, and a flow that cuts at every overflow starves).
+  double compete_loss_multiple = 5.0;
+  // While competing, the first round with loss after this many loss-free rounds is a
+  // loss-based competitor's overflow (CUBIC fills the buffer, loses, cuts, and grows
+  // back for seconds): answered like that competitor answers it, x compete_episode_beta.
+  // Loss in every round (TCP BBR keeps the buffer overflowing) is not an episode.
+  uint32_t compete_episode_gap_rounds = 16;
+  double compete_episode_beta = 0.85;
   double ecn_gain = 1.0 / 16;            // DCTCP g
   double ecn_alpha_init = 0;             // DCTCP starts at 1; see bbr.cc
 };
@@ -124,6 +141,10 @@ class BbrController : public CongestionController {
   uint64_t congestion_events() const { return congestion_events_; }  // loss-driven
   uint64_t queue_drains() const { return queue_drains_; }            // standing queue
   uint64_t ecn_reductions() const { return ecn_reductions_; }
+  // Competing with traffic that keeps a queue (no queue-based cuts until the queue is
+  // seen empty again); how many times it started.
+  bool competing() const { return competing_; }
+  uint64_t competing_entries() const { return competing_entries_; }
   double ecn_alpha() const { return ecn_alpha_; }
   double last_round_loss_rate() const { return last_loss_rate_; }
   double last_round_ce_fraction() const { return last_ce_fraction_; }
@@ -160,6 +181,7 @@ class BbrController : public CongestionController {
   ByteCount window_limit_;   // TransportConfig::window
   Bandwidth rate_cap_;       // TransportConfig::rate; zero = none
   double loss_threshold_;    // TransportConfig::cc_loss_threshold
+  bool compete_;             // TransportConfig::cc_compete
   Duration ack_delay_;       // TransportConfig::max_ack_delay (the peer's, assumed equal)
   Duration initial_rtt_;     // TransportConfig::initial_rtt, until the first sample
   ByteCount ack_allowance_;  // cwnd extra for ACK aggregation
@@ -196,6 +218,13 @@ class BbrController : public CongestionController {
   Duration round_max_rtt_;
   Duration last_round_max_rtt_ = Duration::Infinite();  // of the last complete round
   Bandwidth last_round_delivery_;  // acknowledged bytes / duration of the last round
+  // Competition with queue-building traffic.
+  uint32_t failed_drains_ = 0;  // standing-queue drains since the queue was last seen empty
+  uint32_t empty_rounds_ = 0;   // consecutive rounds that saw the queue empty
+  uint32_t loss_free_rounds_ = 0;  // consecutive rounds without loss
+  bool competing_ = false;
+  uint64_t competing_entries_ = 0;
+  Time competing_ended_ = Time::Infinite();  // when it last stopped competing
   double sent_gain_cur_ = 1.0;     // largest pacing gain while sending this round
   double sent_gain_prev_ = 1.0;    // ... the previous round (what this round acknowledges)
   double last_loss_rate_ = 0;

@@ -220,6 +220,13 @@ const std::vector<KeySpec>& Keys() {
                 return SetNumber(k, v, &c->cc_loss_threshold);
               },
               [](const TransportConfig& c) { return FormatNumber(c.cc_loss_threshold); }},
+      KeySpec{"cc_compete",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetBool(k, v, &c->cc_compete);
+              },
+              [](const TransportConfig& c) {
+                return std::string(c.cc_compete ? "true" : "false");
+              }},
       KeySpec{"ecn",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetBool(k, v, &c->ecn);
