@@ -1,4 +1,5 @@
-// tools/bench/wan-compare end to end: a few seconds per peer on rate=100mbit,rtt=10ms
+// tools/bench/wan-compare and tools/bench/coexist end to end: a few seconds per run on
+// rate=100mbit,rtt=10ms
 // through longhaul-emu's TUN mode, between namespaces wan-compare creates and removes
 // (198.18.0.1 / 198.18.0.2 only). Checks the JSON's shape, that every peer either ran
 // (numbers and the exact command) or says why not, that the host's socket-buffer sysctls
@@ -70,7 +71,8 @@ class WanCompareNetnsTest : public ::testing::Test {
     EXPECT_EQ(ReadFile("/proc/sys/net/core/rmem_max"), rmem_before_) << "rmem_max not restored";
     EXPECT_EQ(ReadFile("/proc/sys/net/core/wmem_max"), wmem_before_) << "wmem_max not restored";
     for (const std::string& n : Namespaces()) {
-      EXPECT_TRUE(ns_before_.count(n) > 0 || n.rfind("lhwc", 0) != 0)
+      EXPECT_TRUE(ns_before_.count(n) > 0 ||
+                  (n.rfind("lhwc", 0) != 0 && n.rfind("lhco", 0) != 0))
           << "namespace left behind: " << n;
     }
   }
@@ -166,6 +168,53 @@ TEST(WanCompareFlagsTest, BadFlagsExit2) {
   o = RunCommand(absl::StrCat(WanCompare(), " --link=nosuchlink 2>&1"), 60);
   EXPECT_EQ(o.status, 2) << o.out;
   EXPECT_NE(o.out.find("nosuchlink"), std::string::npos) << o.out;
+}
+
+// ---- coexist: longhaul and TCP at the same time through one bottleneck ----
+
+std::string Coexist() { return absl::StrCat(LONGHAUL_SOURCE_DIR, "/tools/bench/coexist"); }
+
+using CoexistNetnsTest = WanCompareNetnsTest;
+
+TEST_F(CoexistNetnsTest, SharesAndTcpAloneAreReportedPerSecond) {
+  const std::string cmd = absl::StrCat(
+      Coexist(), " --link=rate=100mbit,rtt=10ms --cases=cubic1 --losses=0 --time=12",
+      " --warmup=2 --settle=0.5 --json --build_dir=", LONGHAUL_BUILD_DIR);
+  Output o = RunCommand(cmd, 300);
+  EXPECT_EQ(o.status, 0) << o.out;
+  Json j = Json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.out;
+  ASSERT_EQ(j["cases"].size(), 1u) << j.dump();
+  const Json& c = j["cases"][0];
+  ASSERT_FALSE(c.contains("error")) << c.dump();
+  EXPECT_EQ(c["tcp_cc"], "cubic");
+  EXPECT_EQ(c["tcp_flows"], 1);
+  // Both ran at the same time, the transfer was intact, and the commands are recorded.
+  EXPECT_GT(c["longhaul_bps"].get<double>(), 0);
+  EXPECT_GT(c["tcp_bps"].get<double>(), 0);
+  EXPECT_GT(c["tcp_alone_bps"].get<double>(), 0);
+  EXPECT_EQ(c["together"]["longhaul_intact"], true) << c["together"].dump();
+  EXPECT_NE(c["together"]["longhaul_command"].get<std::string>().find("ip netns exec A"),
+            std::string::npos);
+  EXPECT_NE(c["together"]["tcp_command"].get<std::string>().find("-C cubic"), std::string::npos);
+  // Shares are fractions, the mean between the extremes; together they fit the link.
+  const double share = c["share_mean"].get<double>();
+  EXPECT_GT(share, 0);
+  EXPECT_LT(share, 1);
+  EXPECT_LE(c["share_5s_min"].get<double>(), share + 1e-9);
+  EXPECT_GE(c["share_5s_max"].get<double>(), share - 1e-9);
+  EXPECT_LT(c["longhaul_bps"].get<double>() + c["tcp_bps"].get<double>(), 1.05e8);
+  ASSERT_EQ(c["series"].size(), 12u);
+  for (const Json& s : c["series"]) EXPECT_EQ(s.size(), 3u);
+}
+
+TEST(CoexistFlagsTest, BadFlagsExit2) {
+  Output o = RunCommand(absl::StrCat(Coexist(), " --cases=tcp9 2>&1"), 60);
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_NE(o.out.find("--cases: 'tcp9'"), std::string::npos) << o.out;
+  o = RunCommand(absl::StrCat(Coexist(), " --losses=2 2>&1"), 60);
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_NE(o.out.find("outside [0, 1)"), std::string::npos) << o.out;
 }
 
 // ---- the peers over loopback (no privileges needed) ----

@@ -321,10 +321,11 @@ TEST(BbrTest, AStandingQueueReanchorsTheModelAndDrainsDeep) {
 }
 
 // Traffic that keeps a queue whatever longhaul does (TCP CUBIC or BBR filling the
-// buffer): drains that never see the queue empty. After three, the flow competes: no
-// more queue-based cuts; loss counts as an episode (after 16 loss-free rounds) or above
-// 5 x cc_loss_threshold; eight rounds with an empty queue end it; a competitor seen
-// within the last 10 s is recognised after one failed drain.
+// buffer): drains that never see the queue empty. After three responses to a queue
+// that never emptied, the flow competes: no more queue-based cuts; loss counts as an
+// episode (after 16 loss-free rounds) or above 5 x cc_loss_threshold; eight rounds with
+// an empty queue end it; a competitor seen within the last 10 s is recognised after one
+// failed drain.
 TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
@@ -365,6 +366,36 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   EXPECT_TRUE(bbr.competing());
   EXPECT_EQ(bbr.queue_drains(), 4u);
   EXPECT_EQ(bbr.competing_entries(), 2u);
+}
+
+// Random loss on a link whose queue a TCP flow keeps full: every loss comes with
+// queueing delay, so the cuts are for loss with a queue; they never empty it either.
+TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  const Bandwidth share = Bandwidth::Gbps(5);
+  FillPipe(&d, &bbr, link);
+  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  int rounds = 0;
+  for (; rounds < 60 && !bbr.competing(); ++rounds) {
+    d.Loss(2, 8192, kRtt.Scaled(1.5));
+    d.Round(share, kRtt.Scaled(1.5));
+  }
+  ASSERT_TRUE(bbr.competing()) << "after " << rounds << " rounds";
+  // Three responses (a fourth when the first fell in a round that still had the empty
+  // queue of before in it), at least one of them for loss.
+  EXPECT_GE(bbr.congestion_events() + bbr.queue_drains(), 3u);
+  EXPECT_LE(bbr.congestion_events() + bbr.queue_drains(), 4u);
+  EXPECT_GE(bbr.congestion_events(), 1u);
+  // Loss in every round, far below 5 x cc_loss_threshold: no more cuts.
+  const uint64_t events = bbr.congestion_events() + bbr.queue_drains();
+  for (int i = 0; i < 30; ++i) {
+    d.Loss(2, 8192, kRtt.Scaled(1.5));
+    d.Round(share, kRtt.Scaled(1.5));
+  }
+  EXPECT_EQ(bbr.congestion_events() + bbr.queue_drains(), events);
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * share.bps());
 }
 
 TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {

@@ -209,7 +209,7 @@ void BbrController::EndRound(Time now) {
   // The queue was seen empty this round: whatever keeps it is gone (or was ours).
   if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
       round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
-    failed_drains_ = 0;
+    queue_responses_ = 0;
     if (competing_ && ++empty_rounds_ >= params_.compete_exit_empty_rounds) {
       competing_ = false;
       competing_ended_ = now;
@@ -454,6 +454,23 @@ Bandwidth BbrController::RecentDeliveryRate(Time now) const {
   return last_round_delivery_;
 }
 
+void BbrController::NoteQueueResponse(Time now) {
+  // Cuts for a queue that never empties: traffic that does not yield to delay keeps it
+  // (TCP fills a buffer whatever we do), and cutting again would hand it the link.
+  // Compete, with loss as an overflow episode or above a higher rate as the congestion
+  // signals, until the queue is seen empty. A competitor seen within the last min-RTT
+  // window (its queue emptied for a moment, as CUBIC's does after a cut) is likely back:
+  // one such response says so.
+  const bool recent =
+      !competing_ended_.IsInfinite() && now - competing_ended_ < params_.min_rtt_window;
+  if (compete_ && params_.compete_after_queue_responses > 0 &&
+      (++queue_responses_ > params_.compete_after_queue_responses || recent)) {
+    competing_ = true;
+    ++competing_entries_;
+    queue_responses_ = 0;
+  }
+}
+
 void BbrController::Congestion(Time now, Signal signal, double factor) {
   if (round_count_ == last_congestion_round_) return;  // once per round
   last_congestion_round_ = round_count_;
@@ -462,25 +479,14 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
     case Signal::kEcn:
       ++ecn_reductions_;
       break;
-    case Signal::kStandingQueue: {
+    case Signal::kStandingQueue:
       ++queue_drains_;
-      // Drains that never empty the queue: traffic that does not yield to delay keeps
-      // it (TCP fills a buffer whatever we do). Draining again would hand it the link:
-      // compete, with loss rate above the threshold as the only congestion signal, until
-      // the queue is seen empty.
-      // The competitor that was here recently (its queue emptied for a moment, as CUBIC's
-      // does after a cut) is likely back: one failed drain says so.
-      const bool recent = !competing_ended_.IsInfinite() &&
-                          now - competing_ended_ < params_.min_rtt_window;
-      if (compete_ && params_.compete_after_failed_drains > 0 &&
-          (++failed_drains_ > params_.compete_after_failed_drains || recent)) {
-        competing_ = true;
-        ++competing_entries_;
-        failed_drains_ = 0;
-      }
+      NoteQueueResponse(now);
       break;
-    }
     case Signal::kLossWithQueue:
+      ++congestion_events_;
+      if (!competing_) NoteQueueResponse(now);  // (while competing: an overflow episode)
+      break;
     case Signal::kLossRate:
       ++congestion_events_;
       break;

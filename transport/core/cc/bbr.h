@@ -34,6 +34,14 @@
 //   - ECN (DCTCP-like): per round alpha <- (1 - 1/16) alpha + F/16, F the CE-marked
 //     share; a round with marks on packets sent without probing cuts the model by
 //     alpha/2; marks caused by our own probe end the probe.
+// Sharing with traffic that keeps a queue (TCP CUBIC or BBR fill a buffer whatever
+// longhaul does; TransportConfig::cc_compete): after three queue-based cuts (standing
+// queue, loss with queue) that never saw the queue empty, the flow competes: queueing
+// delay stops being a signal, loss is congestion as an overflow episode (the first loss
+// after 16 loss-free rounds, x 0.85, as a loss-based flow answers it) or above 5 x
+// cc_loss_threshold, the probe is BBR's 1.25 and the min RTT is not replaced by samples
+// that show the competitor's queue. Eight rounds with an empty queue end it.
+// cc_compete=false never competes: longhaul yields (a scavenger).
 // Fairness among longhaul flows: the UP probe's gain is 1 + c / sqrt(bandwidth in
 // packets per round trip), clamped to [1.25, 2]. A flow with a small share probes by
 // more than its proportion, so with the multiplicative cuts above the shares converge
@@ -92,10 +100,11 @@ struct BbrParams {
   double standing_queue_beta = 0.9;
   double standing_queue_drain_gain = 0.5;
   double standing_queue_drain_rtts = 2;  // longest drain, in min RTTs
-  // Competing with queue-building traffic: after this many standing-queue drains in a
-  // row that never saw the queue empty, the queue is not longhaul's to drain (TCP
-  // CUBIC or BBR fills it whatever longhaul does); 0: never compete (yield to it).
-  uint32_t compete_after_failed_drains = 2;
+  // Competing with queue-building traffic: after more than this many responses to a
+  // queue (standing-queue drains, cuts for loss with queueing delay) that never saw it
+  // empty, the queue is not longhaul's to drain (TCP CUBIC or BBR fills it whatever
+  // longhaul does); 0: never compete (yield to it).
+  uint32_t compete_after_queue_responses = 2;
   // ... and it stops competing once this many rounds in a row saw the queue empty (not
   // one: a TCP BBR competitor empties it in its PROBE_RTT, 200 ms, every 10 s).
   uint32_t compete_exit_empty_rounds = 8;
@@ -167,6 +176,7 @@ class BbrController : public CongestionController {
   void EnterProbeRtt(Time now);
   void ExitProbeRtt(Time now);
   void Congestion(Time now, Signal signal, double factor);
+  void NoteQueueResponse(Time now);
   Bandwidth RecentDeliveryRate(Time now) const;
   void UpdatePacingRate();
   void UpdateCwnd(ByteCount bytes_acked);
@@ -219,7 +229,7 @@ class BbrController : public CongestionController {
   Duration last_round_max_rtt_ = Duration::Infinite();  // of the last complete round
   Bandwidth last_round_delivery_;  // acknowledged bytes / duration of the last round
   // Competition with queue-building traffic.
-  uint32_t failed_drains_ = 0;  // standing-queue drains since the queue was last seen empty
+  uint32_t queue_responses_ = 0;  // queue-based cuts since the queue was last seen empty
   uint32_t empty_rounds_ = 0;   // consecutive rounds that saw the queue empty
   uint32_t loss_free_rounds_ = 0;  // consecutive rounds without loss
   bool competing_ = false;
