@@ -96,9 +96,9 @@ void PrintHelp() {
                "runs cc=bbr with no cap (it finds the link's rate; a fixed guess would flood a\n"
                "slower link or waste a faster one); --rate=R alone paces at R (cc=fixed), the\n"
                "link's rate on a dedicated line; --cc=bbr --rate=R caps bbr at R. The messages\n"
-               "workload needs a rate (--rate or a profile's). Exit status: 0 every byte arrived and was verified, 1 errors\n"
-               "(connection, corruption, incomplete), 2 bad flags. docs/perf.md has the output\n"
-               "and JSON fields.\n\nflags:\n";
+               "workload needs a rate (--rate or a profile's). Exit status: 0 every byte\n"
+               "arrived and was verified, 1 errors (connection, corruption, incomplete), 2 bad\n"
+               "flags. docs/perf.md has the output and JSON fields.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
 }
 
