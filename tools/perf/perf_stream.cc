@@ -125,11 +125,14 @@ uint64_t PerfStream::OutstandingLimit() const {
   // queued behind a full window whenever acknowledgements open it (a message counts as
   // outstanding until its last byte is acknowledged, while the window opens packet by
   // packet). Submitted messages reference the shared pattern: no memory per byte.
-  // With no rate (cc=bbr, no cap) the window alone bounds it.
-  if (opt_.request.rate_bps <= 0) return handle_->config().window + 2 * opt_.request.message_size;
+  // With no rate (cc=bbr, no cap) the controller's pacing rate stands in for it (it grows
+  // with the controller's estimate; not the window, which at 1 GiB would keep the test
+  // draining long after --time on a slow link).
   const ConnectionDebugState d = handle_->debug_state();
   const double rtt_s = std::max(0.010, d.srtt.seconds());
-  const double bdp = opt_.request.rate_bps / 8 * rtt_s;
+  const double rate_bps =
+      opt_.request.rate_bps > 0 ? opt_.request.rate_bps : d.pacing_rate.bps();
+  const double bdp = rate_bps / 8 * rtt_s;
   const uint64_t want = static_cast<uint64_t>(4 * bdp) + (uint64_t{16} << 20);
   return std::min<uint64_t>(want, handle_->config().window) + 2 * opt_.request.message_size;
 }
