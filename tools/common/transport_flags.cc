@@ -46,7 +46,7 @@ DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "queueing delay (0.03, 3%); set it above the path's random loss.");
 DEFINE_bool(cc_compete, longhaul::TransportConfig().cc_compete,
             "cc=bbr: compete for a share against traffic that keeps a queue (TCP CUBIC, "
-            "BBR); --nocc_compete yields to it (a scavenger for background transfers).");
+            "BBR); off: yield to it, take what it leaves (docs/congestion-control.md).");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,

@@ -58,11 +58,12 @@ struct TransportConfig {
   // marks, always count. Set it above the path's random loss (the tuner measures it).
   double cc_loss_threshold = 0.03;
   // cc=bbr on a link shared with traffic that keeps a queue (TCP CUBIC or BBR fill a
-  // buffer whatever longhaul does): true competes for a share (after drains that never
-  // empty the queue, queueing delay stops being a congestion signal until the queue is
-  // seen empty again); false yields (longhaul takes only what such traffic leaves, a
-  // scavenger for background transfers). docs/congestion-control.md "Sharing with TCP".
-  bool cc_compete = true;
+  // buffer whatever longhaul does): true competes for a share (after queue-based cuts
+  // that never empty the queue, queueing delay stops being a congestion signal until the
+  // queue is seen empty again); false yields (longhaul takes only what such traffic
+  // leaves, a scavenger). Off by default: among several longhaul flows alone it breaks
+  // their fairness (docs/congestion-control.md "Sharing with TCP").
+  bool cc_compete = false;
   // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
   // the congestion controller.
   bool ecn = true;

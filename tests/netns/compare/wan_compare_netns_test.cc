@@ -179,7 +179,8 @@ using CoexistNetnsTest = WanCompareNetnsTest;
 TEST_F(CoexistNetnsTest, SharesAndTcpAloneAreReportedPerSecond) {
   const std::string cmd = absl::StrCat(
       Coexist(), " --link=rate=100mbit,rtt=10ms --cases=cubic1 --losses=0 --time=12",
-      " --warmup=2 --settle=0.5 --json --build_dir=", LONGHAUL_BUILD_DIR);
+      " --warmup=2 --settle=0.5 --json --longhaul_flags=--cc_compete --build_dir=",
+      LONGHAUL_BUILD_DIR);
   Output o = RunCommand(cmd, 300);
   EXPECT_EQ(o.status, 0) << o.out;
   Json j = Json::parse(o.out, nullptr, false);
@@ -197,6 +198,8 @@ TEST_F(CoexistNetnsTest, SharesAndTcpAloneAreReportedPerSecond) {
   EXPECT_NE(c["together"]["longhaul_command"].get<std::string>().find("ip netns exec A"),
             std::string::npos);
   EXPECT_NE(c["together"]["tcp_command"].get<std::string>().find("-C cubic"), std::string::npos);
+  EXPECT_NE(c["together"]["longhaul_command"].get<std::string>().find("--cc_compete"),
+            std::string::npos);
   // Shares are fractions, the mean between the extremes; together they fit the link.
   const double share = c["share_mean"].get<double>();
   EXPECT_GT(share, 0);

@@ -326,8 +326,14 @@ TEST(BbrTest, AStandingQueueReanchorsTheModelAndDrainsDeep) {
 // episode (after 16 loss-free rounds) or above 5 x cc_loss_threshold; eight rounds with
 // an empty queue end it; a competitor seen within the last 10 s is recognised after one
 // failed drain.
+TransportConfig CompeteConfig() {
+  TransportConfig c = BbrConfig();
+  c.cc_compete = true;
+  return c;
+}
+
 TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
-  BbrController bbr(BbrConfig());
+  BbrController bbr(CompeteConfig());
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
   const Bandwidth share = Bandwidth::Gbps(5);
@@ -371,7 +377,7 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
 // Random loss on a link whose queue a TCP flow keeps full: every loss comes with
 // queueing delay, so the cuts are for loss with a queue; they never empty it either.
 TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
-  BbrController bbr(BbrConfig());
+  BbrController bbr(CompeteConfig());
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
   const Bandwidth share = Bandwidth::Gbps(5);
@@ -399,8 +405,8 @@ TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
 }
 
 TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {
-  TransportConfig c = BbrConfig();
-  c.cc_compete = false;
+  TransportConfig c = BbrConfig();  // cc_compete is off by default
+  EXPECT_FALSE(c.cc_compete);
   BbrController bbr(c);
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);

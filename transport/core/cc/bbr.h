@@ -41,7 +41,8 @@
 // after 16 loss-free rounds, x 0.85, as a loss-based flow answers it) or above 5 x
 // cc_loss_threshold, the probe is BBR's 1.25 and the min RTT is not replaced by samples
 // that show the competitor's queue. Eight rounds with an empty queue end it.
-// cc_compete=false never competes: longhaul yields (a scavenger).
+// cc_compete=false (the default: among longhaul flows alone competing misfires) never
+// competes: longhaul yields (a scavenger).
 // Fairness among longhaul flows: the UP probe's gain is 1 + c / sqrt(bandwidth in
 // packets per round trip), clamped to [1.25, 2]. A flow with a small share probes by
 // more than its proportion, so with the multiplicative cuts above the shares converge
