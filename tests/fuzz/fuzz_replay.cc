@@ -48,6 +48,22 @@ bool WriteCorpus(const std::string &dir,
   return true;
 }
 
+std::vector<std::string>
+CorpusSeedMismatches(const std::string &dir,
+                     const std::map<std::string, Bytes> &seeds) {
+  const std::map<std::string, Bytes> corpus = LoadCorpus(dir);
+  std::vector<std::string> out;
+  for (const auto &[name, bytes] : seeds) {
+    auto it = corpus.find(name);
+    if (it == corpus.end()) {
+      out.push_back(name + " is missing");
+    } else if (it->second != bytes) {
+      out.push_back(name + " differs from the seed");
+    }
+  }
+  return out;
+}
+
 void RunOne(const Bytes &input) {
   Bytes copy(input);
   copy.shrink_to_fit();

@@ -33,6 +33,13 @@ std::map<std::string, Bytes> LoadCorpus(const std::string &dir,
 bool WriteCorpus(const std::string &dir,
                  const std::map<std::string, Bytes> &seeds);
 
+// The seeds the corpus in `dir` lacks or holds with other bytes, one line each
+// ("NAME is missing", "NAME differs from the seed"); empty when it holds every
+// seed byte for byte (a stale corpus is refreshed with the MaybeWriteCorpus test).
+std::vector<std::string>
+CorpusSeedMismatches(const std::string &dir,
+                     const std::map<std::string, Bytes> &seeds);
+
 // Calls the target on a heap copy of exactly input.size() bytes.
 void RunOne(const Bytes &input);
 
