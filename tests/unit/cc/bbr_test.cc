@@ -97,6 +97,13 @@ void FillPipe(Driver* d, BbrController* bbr, Bandwidth rate, int rounds = 4) {
   for (int i = 0; i < rounds; ++i) d->Round(rate, kRtt);
 }
 
+// A full pipe, then another flow's queue: this flow's share of it stays in flight (1.3
+// BDP of the link) in the rounds that follow.
+void FillPipeThenQueue(Driver* d, BbrController* bbr, Bandwidth link) {
+  FillPipe(d, bbr, link);
+  d->set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+}
+
 TEST(BbrTest, StartsInStartupWithTheInitialWindow) {
   TransportConfig c = BbrConfig();
   BbrController bbr(c);
@@ -337,8 +344,7 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
   const Bandwidth share = Bandwidth::Gbps(5);
-  FillPipe(&d, &bbr, link);
-  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  FillPipeThenQueue(&d, &bbr, link);
   int rounds = 0;
   for (; rounds < 200 && !bbr.competing(); ++rounds) d.Round(share, kRtt.Scaled(1.5));
   ASSERT_TRUE(bbr.competing()) << "after " << rounds << " rounds";
@@ -381,8 +387,7 @@ TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
   const Bandwidth share = Bandwidth::Gbps(5);
-  FillPipe(&d, &bbr, link);
-  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  FillPipeThenQueue(&d, &bbr, link);
   int rounds = 0;
   for (; rounds < 60 && !bbr.competing(); ++rounds) {
     d.Loss(2, 8192, kRtt.Scaled(1.5));
@@ -410,8 +415,7 @@ TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {
   BbrController bbr(c);
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
-  d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
+  FillPipeThenQueue(&d, &bbr, link);
   double lowest_gain = 1;
   for (int i = 0; i < 100; ++i) {
     d.Round(Bandwidth::Gbps(5), kRtt.Scaled(1.5));
