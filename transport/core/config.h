@@ -113,6 +113,16 @@ struct TransportConfig {
   Duration idle_timeout = Duration::Seconds(30);
   Duration keepalive = Duration::Seconds(5);
 
+  // ---- simulation ----
+  // Elided payload, a simulator mode (longhaul-sim --payload=off): DATA frames carry each
+  // message piece's length but, instead of its bytes, only 8-byte stamps every 4 KiB of
+  // the message (wire::kStampInterval); datagrams are that much shorter and PollTransmit
+  // reports the bytes they stand for (TransmitInfo::elided_bytes), which every size the
+  // protocol counts (in flight, pacing, congestion control) includes. The receiver writes
+  // no message bytes and reports the stamps' digest (Event::stamp_digest). Both ends must
+  // agree; an endpoint without it closes on an elided frame. Not a profile key.
+  bool elide_payload = false;
+
   // Largest datagram (UDP payload) this config builds.
   ByteCount MaxDatagramSize() const;
   // The largest segment whose datagrams fit an IP MTU (IPv4 + UDP headers included).

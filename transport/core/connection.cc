@@ -269,6 +269,7 @@ class ConnectionImpl {
 
     const ByteCount padded_to = small_probe ? PathMtu::kBaseDatagram : search;
     wire::PacketWriter w(buf, (padded_to > 0 ? padded_to : max_datagram_) + seal_extra_, integrity_);
+    w.set_elide_payload(cfg_.elide_payload);
     const PacketNumber pn = sent_.next_packet_number();
     wire::PacketHeader h;
     h.connection_id = ids_.peer;
@@ -318,7 +319,10 @@ class ConnectionImpl {
     if (ack_eliciting) ping_pending_ = false;
     if (w.size() == wire::kHeaderSize) return 0;  // nothing fitted (cannot happen)
 
-    size_t n = w.Finish();
+    const size_t len = w.Finish();
+    // What the packet counts as everywhere (in flight, pacing, congestion control): its
+    // length plus the payload it stands for when elided.
+    const size_t n = len + w.elided();
     SentPacket& p = sent_.Add();
     p = rec;
     p.sent_time = now;
@@ -357,9 +361,10 @@ class ConnectionImpl {
     if (info != nullptr) {
       info->flow = static_cast<uint16_t>(next_flow_);
       info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
+      info->elided_bytes = static_cast<uint32_t>(w.elided());
     }
     if (++next_flow_ >= cfg_.flows) next_flow_ = 0;
-    return n;
+    return len;
   }
 
   // ---- introspection ----
@@ -424,6 +429,18 @@ class ConnectionImpl {
       switch (f.type) {
         case wire::FrameType::kData: {
           *ack_eliciting = true;
+          if (f.data.elided()) {
+            if (!cfg_.elide_payload) {
+              ProtocolViolation(
+                  "DATA frame with an elided payload: elision is a simulator mode "
+                  "(TransportConfig::elide_payload) this endpoint does not run");
+              return false;
+            }
+            if (!recovered) {
+              stats_.bytes_received += f.data.length - wire::StampBytes(f.data.offset, f.data.length,
+                                                                        f.data.message_length);
+            }
+          }
           absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
           if (!fresh.ok()) {
             const bool resources = absl::IsFailedPrecondition(fresh.status()) ||

@@ -103,12 +103,19 @@ struct Event {
   // kReceiveComplete with consumption tracking on: the receive credit this event holds
   // until the application took it (see Connection::SetConsumptionTracking).
   uint64_t credit_units = 0;
+  // kReceiveComplete with TransportConfig::elide_payload: the sum of wire::StampTerm over
+  // the stamps received, wire::MessageStampDigest of the sent message when each arrived
+  // once at its place.
+  uint64_t stamp_digest = 0;
 };
 
 // What the driver needs to know about a datagram PollTransmit produced.
 struct TransmitInfo {
   uint16_t flow = 0;          // which of the connection's UDP flows to use
   Ecn ecn = Ecn::kNotEct;     // codepoint to set
+  // TransportConfig::elide_payload: payload bytes the datagram stands for but does not
+  // carry (a simulated link charges length + elided_bytes).
+  uint32_t elided_bytes = 0;
 };
 
 struct ConnectionIds {

@@ -64,6 +64,12 @@ struct ScenarioOptions {
   Duration max_wall_time = Duration::Seconds(600);
   // Time series: one IntervalSample per interval (zero: none).
   Duration sample_interval;
+  // false: payload-free run (TransportConfig::elide_payload on both ends): datagrams carry
+  // headers, frames and 8-byte stamps of the pattern every 4 KiB instead of the payload,
+  // the link charges the full sizes, and the receiver checks order, sizes and each
+  // message's stamp digest instead of every byte. Same protocol behaviour, a fraction of
+  // the memory traffic.
+  bool payload = true;
 };
 
 // One connection during one interval of the time series.

@@ -19,6 +19,7 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 // Most datagrams one node may emit in one wake before the simulator moves on (bounds the
 // loop; the node is woken again at the same time to continue).
 constexpr int kMaxTransmitsPerWake = 1 << 16;
+constexpr uint64_t kPrefetchAhead = 4;  // deliveries ahead whose datagram is fetched
 // Services of one node at one instant after which the simulator nudges its timer 1 ns
 // ahead, so a node that keeps asking for `now` without progress cannot hang a run.
 constexpr uint32_t kMaxSameTimeWakes = 1 << 12;
@@ -118,6 +119,10 @@ class Simulator::Ring {
   Ring() : slots_(1024), mask_(1023) {}
   bool empty() const { return head_ == tail_; }
   const Packet& front() const { return slots_[head_ & mask_]; }
+  // The packet `i` places behind the front, or null.
+  const Packet* behind(uint64_t i) const {
+    return head_ + i < tail_ ? &slots_[(head_ + i) & mask_] : nullptr;
+  }
   void pop_front() { ++head_; }
   void push_back(const Packet& p) {
     if (tail_ - head_ == slots_.size()) Grow();
@@ -210,13 +215,15 @@ class Simulator::TimerHeap {
   std::vector<std::pair<int64_t, uint64_t>> key_;
 };
 
-// Fixed-size datagram slots allocated in chunks and recycled LIFO (the most recently
-// freed slot is the warmest in cache).
+// Fixed-size datagram slots allocated in chunks (at least 1024 slots and one huge page)
+// and recycled LIFO (the most recently freed slot is the warmest in cache).
 class Simulator::BufferPool {
  public:
-  explicit BufferPool(size_t slot)
-      : slot_((slot + 63) & ~size_t{63}),
-        chunk_bytes_(((slot_ << kChunkShift) + kHugePage - 1) & ~(kHugePage - 1)) {}
+  explicit BufferPool(size_t slot) : slot_((slot + 63) & ~size_t{63}) {
+    while ((slot_ << shift_) < kHugePage) ++shift_;
+    mask_ = (1u << shift_) - 1;
+    chunk_bytes_ = ((slot_ << shift_) + kHugePage - 1) & ~(kHugePage - 1);
+  }
   ~BufferPool() {
     for (uint8_t* p : chunks_) ReturnChunk(chunk_bytes_, p);
   }
@@ -228,21 +235,22 @@ class Simulator::BufferPool {
     return b;
   }
   void Free(uint32_t b) { free_.push_back(b); }
-  uint8_t* Data(uint32_t b) { return chunks_[b >> kChunkShift] + (b & kChunkMask) * slot_; }
-  uint64_t allocated() const { return static_cast<uint64_t>(chunks_.size()) << kChunkShift; }
+  uint8_t* Data(uint32_t b) { return chunks_[b >> shift_] + (b & mask_) * slot_; }
+  uint64_t allocated() const { return static_cast<uint64_t>(chunks_.size()) << shift_; }
 
  private:
-  static constexpr uint32_t kChunkShift = 10;  // 1024 slots: ~9 MiB chunks of 9 KiB datagrams
-  static constexpr uint32_t kChunkMask = (1u << kChunkShift) - 1;
   void Grow() {
-    CHECK_LT(chunks_.size(), size_t{1} << (32 - kChunkShift)) << "datagram pool exhausted";
-    uint32_t base = static_cast<uint32_t>(chunks_.size()) << kChunkShift;
+    // Ids stay below 2^31 (the simulator tags small-slot ids with the top bit).
+    CHECK_LT(chunks_.size(), size_t{1} << (31 - shift_)) << "datagram pool exhausted";
+    uint32_t base = static_cast<uint32_t>(chunks_.size()) << shift_;
     uint8_t* p = TakeChunk(chunk_bytes_);
     chunks_.push_back(p != nullptr ? p : AllocHuge(chunk_bytes_));
-    for (uint32_t i = kChunkMask + 1; i-- > 0;) free_.push_back(base + i);
+    for (uint32_t i = mask_ + 1; i-- > 0;) free_.push_back(base + i);
   }
   size_t slot_;
-  size_t chunk_bytes_;
+  uint32_t shift_ = 10;  // 1024 slots: ~9 MiB chunks of 9 KiB datagrams
+  uint32_t mask_ = 0;
+  size_t chunk_bytes_ = 0;
   std::vector<uint8_t*> chunks_;
   std::vector<uint32_t> free_;
 };
@@ -250,6 +258,9 @@ class Simulator::BufferPool {
 Simulator::Simulator(const SimulatorOptions& options)
     : options_(options),
       pool_(std::make_unique<BufferPool>(options.max_datagram)),
+      small_(options.small_datagram > 0 && options.small_datagram < options.max_datagram
+                 ? std::make_unique<BufferPool>(options.small_datagram)
+                 : nullptr),
       held_(std::make_unique<PacketHeap>()),
       timers_(std::make_unique<TimerHeap>()) {
   // Each direction gets its own stream derived from the simulator seed.
@@ -299,24 +310,44 @@ void Simulator::ApplyScheduleStep() {
   ++next_step_;
 }
 
+uint8_t* Simulator::Data(uint32_t b) {
+  return b & kSmallBit ? small_->Data(b & ~kSmallBit) : pool_->Data(b);
+}
+
+void Simulator::FreeBuffer(uint32_t b) {
+  if (b & kSmallBit) {
+    small_->Free(b & ~kSmallBit);
+  } else {
+    pool_->Free(b);
+  }
+}
+
+uint32_t Simulator::AllocFor(size_t len) {
+  if (small_ != nullptr && len <= small_->slot_size()) return small_->Alloc() | kSmallBit;
+  return pool_->Alloc();
+}
+
 void Simulator::Offer(int node, uint32_t buffer, size_t len, const TransmitInfo& info) {
   const int dir = node & 1;  // left (even) nodes send forward, right ones in reverse
-  const Verdict v = links_[dir]->Offer(now_, len, info.ecn != Ecn::kNotEct);
+  const Verdict v = links_[dir]->Offer(now_, len + info.elided_bytes, info.ecn != Ecn::kNotEct);
   Mix(static_cast<uint64_t>(now_.ns()));
   Mix(len | (static_cast<uint64_t>(node) << 32) | (static_cast<uint64_t>(v.drop) << 56));
   if (v.dropped()) {
-    pool_->Free(buffer);
+    FreeBuffer(buffer);
     return;
   }
   const Ecn ecn = v.ce_mark ? Ecn::kCe : info.ecn;
   const uint32_t dst = static_cast<uint32_t>(node ^ 1);
   if (v.duplicate) {
-    uint32_t copy = pool_->Alloc();
-    std::memcpy(pool_->Data(copy), pool_->Data(buffer), len);
+    uint32_t copy = AllocFor(len);
+    std::memcpy(Data(copy), Data(buffer), len);
     held_->q.push(Packet{v.duplicate_at.ns(), seq_++, copy, static_cast<uint32_t>(len), dst, ecn});
   }
   if (v.corrupt_bit >= 0) {
-    pool_->Data(buffer)[v.corrupt_bit >> 3] ^= static_cast<uint8_t>(1u << (v.corrupt_bit & 7));
+    // An elided datagram is shorter than the bytes the link carried: the flip lands in
+    // the bytes it has (any flip fails the checksum alike).
+    const uint64_t bit = static_cast<uint64_t>(v.corrupt_bit) % (len * 8);
+    Data(buffer)[bit >> 3] ^= static_cast<uint8_t>(1u << (bit & 7));
     Mix(static_cast<uint64_t>(v.corrupt_bit));
   }
   Packet p{v.deliver_at.ns(), seq_++, buffer, static_cast<uint32_t>(len), dst, ecn};
@@ -342,8 +373,15 @@ void Simulator::Service(int node) {
     if (len == 0) break;
     CHECK_LE(len, pool_->slot_size()) << "PollTransmit overran its buffer";
     ++counters_.datagrams_sent;
-    const uint32_t b = spare_;
-    spare_ = kNoBuffer;
+    uint32_t b;
+    if (small_ != nullptr && len <= small_->slot_size()) {
+      // Short (elided) datagrams move to a small slot; the large one is written again.
+      b = small_->Alloc() | kSmallBit;
+      std::memcpy(Data(b), pool_->Data(spare_), len);
+    } else {
+      b = spare_;
+      spare_ = kNoBuffer;
+    }
     Offer(node, b, len, info);
   }
   int64_t t = more ? now_.ns() : n->NextTimeout().ns();
@@ -364,8 +402,8 @@ void Simulator::Service(int node) {
 }
 
 void Simulator::Deliver(const Packet& p) {
-  nodes_[p.dst]->OnDatagram(now_, std::span<const uint8_t>(pool_->Data(p.buffer), p.len), p.ecn);
-  pool_->Free(p.buffer);
+  nodes_[p.dst]->OnDatagram(now_, std::span<const uint8_t>(Data(p.buffer), p.len), p.ecn);
+  FreeBuffer(p.buffer);
   ++counters_.datagrams_delivered;
   Mix(static_cast<uint64_t>(now_.ns()) ^ (static_cast<uint64_t>(p.dst) << 48) ^ p.len);
   Service(static_cast<int>(p.dst));
@@ -426,6 +464,12 @@ StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duratio
       case 2: {
         const Packet p = fifo_[kind - 1]->front();
         fifo_[kind - 1]->pop_front();
+        // The datagrams were written an RTT ago and are out of cache: fetch the start of
+        // one a few deliveries ahead while this one is processed.
+        if (const Packet* ahead = fifo_[kind - 1]->behind(kPrefetchAhead)) {
+          __builtin_prefetch(Data(ahead->buffer));
+          __builtin_prefetch(Data(ahead->buffer) + 64);
+        }
         Deliver(p);
         break;
       }
@@ -454,7 +498,7 @@ StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duratio
       }
     }
   }
-  counters_.pool_buffers = pool_->allocated();
+  counters_.pool_buffers = pool_->allocated() + (small_ != nullptr ? small_->allocated() : 0);
   return reason;
 }
 

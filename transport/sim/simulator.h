@@ -58,6 +58,10 @@ struct SimulatorOptions {
   uint64_t seed = 1;       // link randomness (unless link.seed is set)
   // Capacity of each datagram buffer handed to PollTransmit.
   size_t max_datagram = 65536;
+  // Nonzero: datagrams of at most this many bytes are carried in slots of this size
+  // (copied out of the transmit buffer), so that short datagrams (elided payload) keep
+  // the in-flight memory small.
+  size_t small_datagram = 0;
 };
 
 struct SimulatorCounters {
@@ -108,6 +112,10 @@ class Simulator {
   class TimerHeap;
   class BufferPool;
 
+  static constexpr uint32_t kSmallBit = 0x80000000u;  // buffer id of a small slot
+  uint8_t* Data(uint32_t buffer);
+  void FreeBuffer(uint32_t buffer);
+  uint32_t AllocFor(size_t len);
   void Deliver(const Packet& p);
   void Service(int node);
   void Offer(int node, uint32_t buffer, size_t len, const TransmitInfo& info);
@@ -121,6 +129,7 @@ class Simulator {
   std::unique_ptr<LinkDirection> links_[2];
   std::vector<SimNode*> nodes_;
   std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<BufferPool> small_;  // SimulatorOptions::small_datagram
   std::unique_ptr<Ring> fifo_[2];
   std::unique_ptr<PacketHeap> held_;
   std::unique_ptr<TimerHeap> timers_;

@@ -1,5 +1,6 @@
 #include "transport/wire/packet.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -103,17 +104,73 @@ void PacketWriter::WriteHeader(const PacketHeader& h) {
   p_ = begin_ + kHeaderSize;
 }
 
+uint64_t StampBytes(uint64_t offset, uint64_t length, uint64_t message_length) {
+  if (length == 0) return 0;
+  const uint64_t first = (offset + kStampInterval - 1) / kStampInterval * kStampInterval;
+  const uint64_t end = offset + length;
+  if (first >= end) return 0;
+  const uint64_t last = (end - 1) / kStampInterval * kStampInterval;
+  const uint64_t count = (last - first) / kStampInterval + 1;
+  return (count - 1) * kStampWidth + std::min(kStampWidth, message_length - last);
+}
+
+uint64_t StampTerm(uint64_t position, const uint8_t* stamp, uint64_t width) {
+  uint64_t v = 0;
+  if (width == kStampWidth) {
+    std::memcpy(&v, stamp, sizeof(v));  // the byte order is the host's on both ends
+  } else {
+    for (uint64_t i = 0; i < width; ++i) v |= static_cast<uint64_t>(stamp[i]) << (8 * i);
+  }
+  // splitmix64 finaliser of (position, value): a misplaced or altered stamp changes it.
+  uint64_t x = v ^ (position * 0x9E3779B97F4A7C15ULL) ^ (width << 56);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t MessageStampDigest(const uint8_t* message, uint64_t message_length) {
+  uint64_t sum = 0;
+  for (uint64_t p = 0; p < message_length; p += kStampInterval) {
+    sum += StampTerm(p, message + p, std::min(kStampWidth, message_length - p));
+  }
+  return sum;
+}
+
+bool PacketWriter::AddElided(size_t n) {
+  if (n > remaining()) return false;
+  limit_ -= n;
+  elided_ += n;
+  return true;
+}
+
 uint8_t* PacketWriter::WriteData(const DataFrame& f) {
+  const bool elide = elide_ && f.length > 0;
   size_t need = DataFrameHeaderSize(f) + f.length;
   if (need > remaining()) return nullptr;
   *p_++ = static_cast<uint8_t>(FrameType::kData);
-  *p_++ = f.flags;
+  *p_++ = elide ? f.flags | kDataFlagElided : f.flags;
   p_ += WriteVarint(p_, f.message_id);
   p_ += WriteVarint(p_, f.message_length);
   p_ += WriteVarint(p_, f.offset);
   p_ += WriteVarint(p_, f.stream_base);
   p_ += WriteVarint(p_, f.length);
   uint8_t* payload = p_;
+  if (elide) {
+    const uint64_t stamps = StampBytes(f.offset, f.length, f.message_length);
+    for (uint64_t q = (f.offset + kStampInterval - 1) / kStampInterval * kStampInterval;
+         q < f.offset + f.length; q += kStampInterval) {
+      const uint64_t width = std::min(kStampWidth, f.message_length - q);
+      if (f.payload != nullptr) {
+        std::memcpy(p_, f.payload + (q - f.offset), width);
+      } else {
+        std::memset(p_, 0, width);
+      }
+      p_ += width;
+    }
+    limit_ -= f.length - stamps;
+    elided_ += f.length - stamps;
+    return payload;
+  }
   if (f.payload != nullptr && f.length > 0) std::memcpy(p_, f.payload, f.length);
   p_ += f.length;
   return payload;
@@ -342,10 +399,13 @@ absl::StatusOr<bool> FrameReader::Next(Frame* f) {
       LH_READ_VARINT("DATA", "offset", &d.offset);
       LH_READ_VARINT("DATA", "stream base", &d.stream_base);
       LH_READ_VARINT("DATA", "length", &d.length);
-      if (d.length > static_cast<uint64_t>(end_ - p)) return Malformed("DATA", "payload runs past the packet");
       if (d.offset > d.message_length || d.length > d.message_length - d.offset) {
         return Malformed("DATA", "piece lies outside the message");
       }
+      const uint64_t carried = d.elided() ? StampBytes(d.offset, d.length, d.message_length)
+                                          : d.length;
+      if (d.elided() && d.length == 0) return Malformed("DATA", "elided flag on an empty piece");
+      if (carried > static_cast<uint64_t>(end_ - p)) return Malformed("DATA", "payload runs past the packet");
       if (d.last() && d.offset + d.length != d.message_length) {
         return Malformed("DATA", "last piece does not end the message");
       }
@@ -353,7 +413,7 @@ absl::StatusOr<bool> FrameReader::Next(Frame* f) {
         return Malformed("DATA", "stream offset overflows");
       }
       d.payload = p;
-      p += d.length;
+      p += carried;
       break;
     }
     case FrameType::kAck: {

@@ -82,7 +82,13 @@ struct PacketHeader {
 // DATA: a contiguous piece of one message.
 inline constexpr uint8_t kDataFlagLast = 0x01;       // piece ends the message
 inline constexpr uint8_t kDataFlagUnordered = 0x02;  // message may be delivered out of order
-inline constexpr uint8_t kDataFlagsKnown = kDataFlagLast | kDataFlagUnordered;
+// The payload is elided (TransportConfig::elide_payload, a simulator mode): the frame
+// stands for `length` bytes but carries only stamps, 8-byte samples of the message at
+// every multiple of kStampInterval inside the piece (StampBytes).
+inline constexpr uint8_t kDataFlagElided = 0x04;
+inline constexpr uint8_t kDataFlagsKnown = kDataFlagLast | kDataFlagUnordered | kDataFlagElided;
+inline constexpr uint64_t kStampInterval = 4096;
+inline constexpr uint64_t kStampWidth = 8;
 struct DataFrame {
   uint8_t flags = 0;
   uint64_t message_id = 0;      // consecutive from 0 in submission order
@@ -90,10 +96,21 @@ struct DataFrame {
   uint64_t offset = 0;          // of this piece within the message
   uint64_t stream_base = 0;     // connection-wide byte offset of the message's first byte
   uint64_t length = 0;          // bytes of payload that follow
-  const uint8_t* payload = nullptr;
+  const uint8_t* payload = nullptr;  // elided: the stamps (StampBytes of them)
   bool last() const { return flags & kDataFlagLast; }
   bool unordered() const { return flags & kDataFlagUnordered; }
+  bool elided() const { return flags & kDataFlagElided; }
 };
+
+// Elided payload. The stamps of the piece [offset, offset + length) of a message of
+// `message_length` bytes: one per message position p in the piece with p a multiple of
+// kStampInterval, holding the message's bytes [p, p + min(kStampWidth, message_length -
+// p)) (a stamp may reach past the piece's end). StampBytes is their total size.
+uint64_t StampBytes(uint64_t offset, uint64_t length, uint64_t message_length);
+// Order-independent digest of stamps: the sum over a message's stamps of StampTerm. A
+// receiver that accepts each position once reaches MessageStampDigest of the message.
+uint64_t StampTerm(uint64_t position, const uint8_t* stamp, uint64_t width);
+uint64_t MessageStampDigest(const uint8_t* message, uint64_t message_length);
 
 // ACK: which packet numbers were received. Ranges are encoded from the largest down, as
 // in QUIC: first_range packets below `largest` are also received, then (gap, length)
@@ -195,8 +212,17 @@ class PacketWriter {
   uint8_t* cursor() { return p_; }
 
   // Writes a DATA frame header and copies f.length bytes from f.payload (may be null to
-  // leave the payload area for the caller to fill through the returned pointer).
+  // leave the payload area for the caller to fill through the returned pointer). With
+  // elision on (and f.length > 0) it writes the flag and the stamps instead; the elided
+  // bytes still count against the capacity.
   uint8_t* WriteData(const DataFrame& f);
+  // Elided payload (TransportConfig::elide_payload): DATA frames carry stamps only.
+  void set_elide_payload(bool on) { elide_ = on; }
+  // Payload bytes elided so far: the datagram stands for size() + elided() bytes.
+  size_t elided() const { return elided_; }
+  // Counts `n` more elided bytes against the capacity (a repair frame standing for a
+  // longer shard); false, counting nothing, if they do not fit.
+  bool AddElided(size_t n);
   // Writes as many of the given descending, disjoint ranges as fit (at most max_ranges);
   // ranges[0].high must equal ack.largest. Returns the number of ranges written (0 if
   // not even the first fits).
@@ -216,8 +242,10 @@ class PacketWriter {
  private:
   uint8_t* begin_;
   uint8_t* p_;
-  uint8_t* limit_;  // end of frame space (checksum reserved after it)
+  uint8_t* limit_;  // end of frame space (checksum and elided bytes reserved after it)
   Integrity integrity_;
+  bool elide_ = false;
+  size_t elided_ = 0;
 };
 
 // A parsed packet: header plus the frame bytes (checksum already verified).

@@ -359,6 +359,9 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
   so.link = link.ToLinkSpec(opt.seed);
   so.sender_config = so.receiver_config = c->config;
   so.seed = opt.seed;
+  // Payload-free: the same protocol run (docs/simulator.md), several times faster, so a
+  // check of a fast link fits its budget.
+  so.payload = false;
   so.max_wall_time = Duration::Seconds(std::max(budget_s, 0.1));
   const double rate = std::max(link.rate.bps(), 1.0);
   if (opt.workload.objective == Objective::kMct) {

@@ -390,7 +390,7 @@ TEST(MalformedDataTest, LastFlagInconsistent) {
 }
 
 TEST(MalformedDataTest, UnknownFlagBits) {
-  for (int flag : {0x04, 0x80, 0xFF}) {  // 0x01 last, 0x02 unordered
+  for (int flag : {0x08, 0x80, 0xFF}) {  // 0x01 last, 0x02 unordered, 0x04 elided
     ExpectMalformed(DataFrameBytes(static_cast<uint8_t>(flag), 100, 0, 0, 100, 100), "flag");
   }
 }

@@ -76,6 +76,7 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   Message& m = Slot(f.message_id);
   if (!m.started) {
     m.started = true;
+    m.elided = f.elided();
     m.unordered = f.unordered();
     m.base = f.stream_base;
     m.size = f.message_length;
@@ -88,7 +89,7 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
         m.dest = posted_[idx].data;
         m.in_posted = true;
       }
-    } else if (m.size > 0) {
+    } else if (m.size > 0 && !m.elided) {
       // No posted buffer: transport-owned memory, bounded so a peer cannot make the
       // receiver allocate without limit (announcing a huge message costs it nothing).
       if (owned_outstanding_ + m.size > OwnedLimit()) {
@@ -107,9 +108,9 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
       owned_outstanding_ += m.size;
     }
   } else if (m.base != f.stream_base || m.size != f.message_length ||
-             m.unordered != f.unordered()) {
+             m.unordered != f.unordered() || (m.elided != f.elided() && f.length > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "message ", f.message_id, " changed size, position or ordering (", m.size,
+        "message ", f.message_id, " changed size, position, ordering or elision (", m.size,
         " bytes at ", m.base, m.unordered ? " unordered" : "", " vs ", f.message_length, " at ",
         f.stream_base, f.unordered() ? " unordered" : "", ")"));
   }
@@ -121,17 +122,15 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   if (start <= m.contiguous && m.received.empty()) {
     // In-order fast path.
     fresh = end > m.contiguous ? end - m.contiguous : 0;
-    if (fresh > 0 && m.dest != nullptr && m.size > 0) {
-      std::memcpy(m.dest + m.contiguous, f.payload + (m.contiguous - start), fresh);
-    }
+    if (fresh > 0 && m.size > 0) Land(m, f, m.contiguous, end);
     if (end > m.contiguous) m.contiguous = end;
   } else {
     // Out of order: copy only the parts not already present.
     uint64_t before = m.received.total();
     if (m.received.empty() && m.contiguous > 0) m.received.Add(0, m.contiguous);
     before = m.received.total();
-    if (m.dest != nullptr && m.size > 0) {
-      // Walk the gaps of [start, end) in the set and copy each.
+    if (m.size > 0) {
+      // Walk the gaps of [start, end) in the set and land each.
       uint64_t pos = start;
       const auto& iv = m.received.intervals();
       auto it = iv.upper_bound(pos);
@@ -141,7 +140,7 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
       }
       while (pos < end) {
         uint64_t gap_end = (it != iv.end() && it->first < end) ? it->first : end;
-        if (gap_end > pos) std::memcpy(m.dest + pos, f.payload + (pos - start), gap_end - pos);
+        if (gap_end > pos) Land(m, f, pos, gap_end);
         if (it == iv.end() || it->first >= end) break;
         pos = it->second;
         ++it;
@@ -161,6 +160,20 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
     if (m.unordered) ready_.push_back(f.message_id);
   }
   return m.size == 0 ? 0 : fresh;
+}
+
+void ReceiveStream::Land(Message& m, const wire::DataFrame& f, uint64_t from, uint64_t to) {
+  if (!f.elided()) {
+    if (m.dest != nullptr) std::memcpy(m.dest + from, f.payload + (from - f.offset), to - from);
+    return;
+  }
+  // Stamp i of the frame sits at message position first + i x kStampInterval.
+  constexpr uint64_t kI = wire::kStampInterval;
+  const uint64_t first = (f.offset + kI - 1) / kI * kI;
+  for (uint64_t q = (from + kI - 1) / kI * kI; q < to; q += kI) {
+    const uint8_t* stamp = f.payload + (q - first) / kI * wire::kStampWidth;
+    m.stamp_digest += wire::StampTerm(q, stamp, std::min(wire::kStampWidth, m.size - q));
+  }
 }
 
 bool ReceiveStream::PopCancelledPost(const absl::Status& why, Event* e) {
@@ -187,6 +200,7 @@ void ReceiveStream::MakeDelivery(uint64_t id, Message& m, const Posted& p, Event
   e->type = Event::Type::kReceiveComplete;
   e->message_id = id;
   e->size = m.size;
+  e->stamp_digest = m.stamp_digest;
   if (p.valid) {
     e->tag = p.tag;
     if (m.too_large || p.capacity < m.size) {
@@ -195,7 +209,7 @@ void ReceiveStream::MakeDelivery(uint64_t id, Message& m, const Posted& p, Event
                                                      p.capacity, " bytes"));
       ReturnBuffer(std::move(m.owned));
     } else {
-      if (!m.in_posted && m.size > 0) {
+      if (!m.in_posted && m.size > 0 && m.owned) {
         // Posted after the message began arriving in owned memory: copy it over.
         std::memcpy(p.data, m.owned.data(), m.size);
         ReturnBuffer(std::move(m.owned));
@@ -203,9 +217,11 @@ void ReceiveStream::MakeDelivery(uint64_t id, Message& m, const Posted& p, Event
       e->data = p.data;
     }
   } else {
-    m.owned.set_size(m.size);
-    e->data = m.owned.data();
-    e->owned = std::move(m.owned);
+    if (m.owned) {
+      m.owned.set_size(m.size);
+      e->data = m.owned.data();
+      e->owned = std::move(m.owned);
+    }
   }
   m.dest = nullptr;
 }

@@ -94,7 +94,11 @@ class ReceiveStream {
     OwnedBuffer owned;
     IntervalSet received;  // units received, when not in order
     uint64_t contiguous = 0;  // units [0, contiguous) received
+    bool elided = false;      // its DATA frames carry stamps, not bytes (no memory)
+    uint64_t stamp_digest = 0;  // sum of wire::StampTerm over the stamps accepted
   };
+  // Lands the frame's bytes (or, elided, its stamps) for message units [from, to).
+  static void Land(Message& m, const wire::DataFrame& f, uint64_t from, uint64_t to);
 
   Message& Slot(uint64_t id);
   // Builds the delivery event of message `id` (its slot `m`, its posted buffer `p`).

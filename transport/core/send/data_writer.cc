@@ -69,6 +69,7 @@ bool WriteDataPacket(Time now, PacketNumber pn, const DataLimits& limits, SendSt
     return false;
   }
   uint8_t* tag_end = nullptr;
+  const size_t elided_before = w->elided();
   if (fec) {
     wire::FecSourceFrame tag = fec_tx->NextSource(now);
     CHECK(w->WriteFecSource(tag));
@@ -96,7 +97,10 @@ bool WriteDataPacket(Time now, PacketNumber pn, const DataLimits& limits, SendSt
     start = s2;
     units = u2;
   }
-  if (fec) fec_tx->AddShard(pn, std::span<const uint8_t>(tag_end, w->cursor() - tag_end));
+  if (fec) {
+    fec_tx->AddShard(pn, std::span<const uint8_t>(tag_end, w->cursor() - tag_end),
+                     w->elided() - elided_before);
+  }
   rec->stream_start = run_start;
   rec->stream_units = static_cast<uint32_t>(run_units);
   rec->retransmission = retx;

@@ -73,11 +73,13 @@ wire::FecSourceFrame FecSender::NextSource(Time now) {
     while (encoders_.size() < depth_) {
       encoders_.push_back(std::make_unique<fec::BlockEncoder>(&codec_, &pool_));
     }
+    virtual_max_.resize(depth_, 0);
   }
   fec::BlockEncoder& enc = *encoders_[slot_.block_in_group];
   if (slot_.opens_block) {
     absl::Status s = enc.Begin(slot_.block_id, static_cast<int>(k_), static_cast<int>(m_));
     CHECK(s.ok()) << s;
+    virtual_max_[slot_.block_in_group] = 0;
   }
   wire::FecSourceFrame tag;
   tag.block_id = slot_.block_id;
@@ -87,7 +89,19 @@ wire::FecSourceFrame FecSender::NextSource(Time now) {
   return tag;
 }
 
-void FecSender::AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag) {
+FecSender::ClosedParity FecSender::Close(int block_in_group, int data_shards) {
+  fec::BlockEncoder& enc = *encoders_[block_in_group];
+  absl::StatusOr<fec::ParityShards> parity = enc.Finish(data_shards);
+  CHECK(parity.ok()) << parity.status();
+  ClosedParity c;
+  c.parity = std::make_shared<fec::ParityShards>(std::move(*parity));
+  const uint64_t carried = c.parity->data_length();
+  c.elided = virtual_max_[block_in_group] > carried ? virtual_max_[block_in_group] - carried : 0;
+  return c;
+}
+
+void FecSender::AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag,
+                         uint64_t elided) {
   uint8_t pn_bytes[8];
   PutPacketNumber(pn_bytes, pn);
   const std::span<const uint8_t> parts[2] = {std::span<const uint8_t>(pn_bytes, 8),
@@ -95,10 +109,10 @@ void FecSender::AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_
   fec::BlockEncoder& enc = *encoders_[slot_.block_in_group];
   absl::Status s = enc.AddDataShardParts(static_cast<int>(slot_.shard_index), parts);
   CHECK(s.ok()) << s;
+  uint64_t& vmax = virtual_max_[slot_.block_in_group];
+  vmax = std::max<uint64_t>(vmax, 8 + frames_after_tag.size() + elided);
   if (slot_.closes_block) {
-    absl::StatusOr<fec::ParityShards> parity = enc.Finish(static_cast<int>(k_));
-    CHECK(parity.ok()) << parity.status();
-    closing_.push_back(std::make_shared<fec::ParityShards>(std::move(*parity)));
+    closing_.push_back(Close(static_cast<int>(slot_.block_in_group), static_cast<int>(k_)));
   }
   if (slot_.closes_group) {
     group_open_ = false;
@@ -111,10 +125,8 @@ void FecSender::AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_
 void FecSender::Flush() {
   if (!group_open_) return;
   for (const fec::ClosedBlock& c : interleaver_.Flush()) {
-    absl::StatusOr<fec::ParityShards> parity =
-        encoders_[c.block_in_group]->Finish(static_cast<int>(c.data_shards));
-    CHECK(parity.ok()) << parity.status();
-    closing_.push_back(std::make_shared<fec::ParityShards>(std::move(*parity)));
+    closing_.push_back(
+        Close(static_cast<int>(c.block_in_group), static_cast<int>(c.data_shards)));
   }
   group_open_ = false;
   QueueParity(std::move(closing_));
@@ -122,13 +134,13 @@ void FecSender::Flush() {
   ApplyPending();
 }
 
-void FecSender::QueueParity(std::vector<std::shared_ptr<fec::ParityShards>> blocks) {
+void FecSender::QueueParity(std::vector<ClosedParity> blocks) {
   // Round-robin: repair r of every block before repair r + 1 of any.
   int max_m = 0;
-  for (const auto& b : blocks) max_m = std::max(max_m, b->m());
+  for (const auto& b : blocks) max_m = std::max(max_m, b.parity->m());
   for (int r = 0; r < max_m; ++r) {
     for (const auto& b : blocks) {
-      if (r < b->m()) repairs_.push_back(Repair{b, r});
+      if (r < b.parity->m()) repairs_.push_back(Repair{b.parity, r, b.elided});
     }
   }
 }
@@ -143,7 +155,9 @@ bool FecSender::WriteRepair(wire::PacketWriter* w) {
   f.m = static_cast<uint8_t>(r.parity->m());
   f.length = r.parity->data_length();
   f.payload = r.parity->shard(r.index);
-  if (w->WriteFecRepair(f) == nullptr) return false;
+  if (wire::FecRepairFrameHeaderSize(f) + f.length + r.elided > w->remaining()) return false;
+  CHECK(w->WriteFecRepair(f) != nullptr);
+  CHECK(w->AddElided(r.elided));
   repairs_.pop_front();
   return true;
 }

@@ -48,7 +48,9 @@ class FecSender {
   // Assigns the next data packet to a block; returns its FEC_SOURCE tag.
   wire::FecSourceFrame NextSource(Time now);
   // Folds the packet's shard (packet number + frames after the tag) into its block.
-  void AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag);
+  // `elided` is the payload the frames stand for but do not carry
+  // (TransportConfig::elide_payload): the block's repairs stand for the longest shard.
+  void AddShard(PacketNumber pn, std::span<const uint8_t> frames_after_tag, uint64_t elided = 0);
   // Closes the open group early (shortened blocks); their parity is queued.
   void Flush();
   // When the open group must be flushed: fec_flush after its last data packet (Infinite if
@@ -75,11 +77,18 @@ class FecSender {
   void SetBacklogged(bool backlogged);
 
  private:
+  // A closed block's parity and the bytes its repairs stand for beyond their length.
+  struct ClosedParity {
+    std::shared_ptr<fec::ParityShards> parity;
+    uint64_t elided = 0;
+  };
   struct Repair {
     std::shared_ptr<fec::ParityShards> parity;
     int index;
+    uint64_t elided;
   };
-  void QueueParity(std::vector<std::shared_ptr<fec::ParityShards>> blocks);
+  void QueueParity(std::vector<ClosedParity> blocks);
+  ClosedParity Close(int block_in_group, int data_shards);
   void ApplyPending();
 
   const bool auto_mode_;
@@ -103,7 +112,9 @@ class FecSender {
   fec::Interleaver interleaver_;
   std::vector<std::unique_ptr<fec::BlockEncoder>> encoders_;  // one per block in a group
   fec::InterleaveSlot slot_;
-  std::vector<std::shared_ptr<fec::ParityShards>> closing_;  // full blocks of the group
+  // Per block in the group: its longest shard counting elided payload.
+  std::vector<uint64_t> virtual_max_;
+  std::vector<ClosedParity> closing_;  // full blocks of the group
   bool group_open_ = false;
   Time group_opened_;
   Time last_source_;  // when the newest data packet joined the open group

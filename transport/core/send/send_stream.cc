@@ -26,10 +26,24 @@ uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<c
 const SendMessage& SendStream::MessageAt(uint64_t unit) const {
   DCHECK_GE(unit, cum_acked_ > 0 ? messages_.front().base : 0);
   DCHECK_LT(unit, end_);
+  // Lookups walk forward (the next unsent unit, repairs near it): try the message of the
+  // last lookup and the one after it before searching.
+  const uint64_t front_id = next_id_ - messages_.size();
+  if (hint_id_ >= front_id) {
+    for (uint64_t i = hint_id_ - front_id; i < messages_.size() && i <= hint_id_ - front_id + 1;
+         ++i) {
+      const SendMessage& m = messages_[i];
+      if (unit >= m.base && unit < m.base + m.units) {
+        hint_id_ = m.id;
+        return m;
+      }
+    }
+  }
   // Messages are contiguous and sorted by base: binary search.
   auto it = std::upper_bound(messages_.begin(), messages_.end(), unit,
                              [](uint64_t u, const SendMessage& m) { return u < m.base; });
   CHECK(it != messages_.begin()) << "unit " << unit << " precedes pending messages";
+  hint_id_ = std::prev(it)->id;
   return *std::prev(it);
 }
 

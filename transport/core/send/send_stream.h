@@ -57,6 +57,8 @@ class SendStream {
   // when at most `max_inflight` messages may be outstanding (its id is below the first
   // pending message's id + max_inflight). Requires has_unsent().
   bool NextUnsentMessageAllowed(uint32_t max_inflight) const {
+    // Every pending message is within the limit when there are no more of them than it.
+    if (messages_.size() <= max_inflight) return true;
     return MessageAt(next_unsent_).id < next_id_ - messages_.size() + max_inflight;
   }
 
@@ -85,6 +87,7 @@ class SendStream {
 
  private:
   std::deque<SendMessage> messages_;  // not yet completed, by id
+  mutable uint64_t hint_id_ = 0;      // message of the last MessageAt lookup
   uint64_t first_id_ = 0;             // id of messages_.front()
   uint64_t next_id_ = 0;
   uint64_t end_ = 0;                  // stream units submitted
