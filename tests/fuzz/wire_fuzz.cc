@@ -54,6 +54,11 @@ std::vector<AckRange> AllRanges(const AckFrame& ack) {
   return out;
 }
 
+// Payload bytes a DATA frame carries: its length, or its stamps when elided.
+uint64_t CarriedBytes(const DataFrame& d) {
+  return d.elided() ? StampBytes(d.offset, d.length, d.message_length) : d.length;
+}
+
 void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* end) {
   switch (f.type) {
     case FrameType::kData: {
@@ -64,7 +69,8 @@ void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* e
       FUZZ_CHECK(!d.last() || d.offset + d.length == d.message_length);
       FUZZ_CHECK(d.stream_base <= kMaxVarint - d.message_length);
       FUZZ_CHECK(d.payload >= begin && d.payload <= end);
-      FUZZ_CHECK(d.length <= static_cast<uint64_t>(end - d.payload));
+      FUZZ_CHECK(!d.elided() || d.length > 0);
+      FUZZ_CHECK(CarriedBytes(d) <= static_cast<uint64_t>(end - d.payload));
       break;
     }
     case FrameType::kAck: {
@@ -151,7 +157,7 @@ void CheckSameFrame(const Frame& a, const Frame& b) {
       FUZZ_CHECK(a.data.offset == b.data.offset);
       FUZZ_CHECK(a.data.stream_base == b.data.stream_base);
       FUZZ_CHECK(a.data.length == b.data.length);
-      FUZZ_CHECK(SameBytes(a.data.payload, b.data.payload, a.data.length));
+      FUZZ_CHECK(SameBytes(a.data.payload, b.data.payload, CarriedBytes(a.data)));
       break;
     case FrameType::kAck: {
       FUZZ_CHECK(a.ack.largest == b.ack.largest);

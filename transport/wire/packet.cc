@@ -150,17 +150,27 @@ bool PacketWriter::AddElided(size_t n) {
 }
 
 uint8_t* PacketWriter::WriteData(const DataFrame& f) {
-  const bool elide = elide_ && f.length > 0;
+  // A frame already elided (a decoded one) is written as it is: its payload is stamps.
+  const bool verbatim = f.elided();
+  const bool elide = (elide_ || verbatim) && f.length > 0;
   size_t need = DataFrameHeaderSize(f) + f.length;
   if (need > remaining()) return nullptr;
   *p_++ = static_cast<uint8_t>(FrameType::kData);
-  *p_++ = elide ? f.flags | kDataFlagElided : f.flags;
+  *p_++ = elide ? f.flags | kDataFlagElided : f.flags & ~kDataFlagElided;
   p_ += WriteVarint(p_, f.message_id);
   p_ += WriteVarint(p_, f.message_length);
   p_ += WriteVarint(p_, f.offset);
   p_ += WriteVarint(p_, f.stream_base);
   p_ += WriteVarint(p_, f.length);
   uint8_t* payload = p_;
+  if (elide && verbatim) {
+    const uint64_t stamps = StampBytes(f.offset, f.length, f.message_length);
+    if (f.payload != nullptr) std::memcpy(p_, f.payload, stamps);
+    p_ += stamps;
+    limit_ -= f.length - stamps;
+    elided_ += f.length - stamps;
+    return payload;
+  }
   if (elide) {
     const uint64_t stamps = StampBytes(f.offset, f.length, f.message_length);
     for (uint64_t q = (f.offset + kStampInterval - 1) / kStampInterval * kStampInterval;

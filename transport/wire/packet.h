@@ -214,7 +214,8 @@ class PacketWriter {
   // Writes a DATA frame header and copies f.length bytes from f.payload (may be null to
   // leave the payload area for the caller to fill through the returned pointer). With
   // elision on (and f.length > 0) it writes the flag and the stamps instead; the elided
-  // bytes still count against the capacity.
+  // bytes still count against the capacity. A frame whose flags already say ELIDED (a
+  // decoded one) is written as it is: f.payload holds its stamps.
   uint8_t* WriteData(const DataFrame& f);
   // Elided payload (TransportConfig::elide_payload): DATA frames carry stamps only.
   void set_elide_payload(bool on) { elide_ = on; }

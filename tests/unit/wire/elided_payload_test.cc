@@ -113,6 +113,29 @@ Bytes ElidedFrameBytes(uint64_t msg_len, uint64_t offset, uint64_t length, size_
   return b;
 }
 
+TEST(ElidedWriterTest, ADecodedElidedFrameIsWrittenAgainAsItIs) {
+  const Bytes frame = ElidedFrameBytes(10000, 4000, 5000, 16);
+  absl::StatusOr<std::vector<Frame>> decoded =
+      testing::DecodeDatagram(testing::PacketFromFrameBytes(frame));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  // Without elision switched on: the frame's flag alone says what its payload is.
+  const Bytes again = testing::BuildPacket(testing::SampleHeader(), [&](PacketWriter& w) {
+    ASSERT_NE(w.WriteData((*decoded)[0].data), nullptr);
+    EXPECT_EQ(w.elided(), 5000u - 16u);
+  });
+  absl::StatusOr<std::vector<Frame>> redecoded = testing::DecodeDatagram(again);
+  ASSERT_TRUE(redecoded.ok()) << redecoded.status();
+  const DataFrame& a = (*decoded)[0].data;
+  const DataFrame& b = (*redecoded)[0].data;
+  EXPECT_TRUE(b.elided());
+  EXPECT_EQ(b.offset, a.offset);
+  EXPECT_EQ(b.length, a.length);
+  EXPECT_EQ(b.message_length, a.message_length);
+  EXPECT_EQ(std::memcmp(a.payload, b.payload, 16), 0);
+  // The encoding is the minimal one: the hand-built frame's two-byte zero shrinks by one.
+  EXPECT_EQ(testing::FrameBytes(again).size(), frame.size() - 1);
+}
+
 TEST(ElidedParserTest, ChecksTheStampsAgainstThePacket) {
   absl::StatusOr<std::vector<Frame>> ok =
       testing::DecodeDatagram(testing::PacketFromFrameBytes(ElidedFrameBytes(10000, 4000, 5000, 16)));
