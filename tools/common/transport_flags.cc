@@ -71,6 +71,12 @@ DEFINE_uint32(fec_interleave, longhaul::TransportConfig().fec_interleave,
               "FEC blocks filled round-robin (burst tolerance).");
 DEFINE_string(fec_flush, DefaultOf("fec_flush"),
               "Close a partly filled FEC block after this long.");
+DEFINE_double(fec_tail, longhaul::TransportConfig().fec_tail,
+              "fec=auto: the message-completion percentile to protect (0.999: p99.9); the "
+              "policy aims for at most (1 - fec_tail) / 4 repair rounds per message.");
+DEFINE_double(fec_max_overhead, longhaul::TransportConfig().fec_max_overhead,
+              "fec=auto: the most parity per data packet to spend (0.25: 25%); beyond it "
+              "the policy protects as well as it can and reports best-effort.");
 DEFINE_string(idle_timeout, DefaultOf("idle_timeout"),
               "Close the connection after this long idle.");
 DEFINE_string(keepalive, DefaultOf("keepalive"),
@@ -106,6 +112,8 @@ constexpr const char* kTransportFlags[] = {
     "fec",
     "fec_interleave",
     "fec_flush",
+    "fec_tail",
+    "fec_max_overhead",
     "idle_timeout",
     "keepalive",
 };
@@ -118,6 +126,10 @@ std::string FlagValueText(const char* name) {
   }
   if (std::string(name) == "cc_loss_threshold") {
     return absl::StrFormat("%.17g", FLAGS_cc_loss_threshold);
+  }
+  if (std::string(name) == "fec_tail") return absl::StrFormat("%.17g", FLAGS_fec_tail);
+  if (std::string(name) == "fec_max_overhead") {
+    return absl::StrFormat("%.17g", FLAGS_fec_max_overhead);
   }
   if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
   if (std::string(name) == "cc_compete") return FLAGS_cc_compete ? "true" : "false";
@@ -206,6 +218,8 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["fec_k"] = config.fec_k;
   j["fec_m"] = config.fec_m;
   j["fec_interleave"] = config.fec_interleave;
+  j["fec_tail"] = config.fec_tail;
+  j["fec_max_overhead"] = config.fec_max_overhead;
   // Numeric forms of the values with units.
   j["segment_bytes"] = config.segment;
   j["window_bytes"] = config.window;

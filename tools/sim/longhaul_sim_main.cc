@@ -125,6 +125,19 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
   j["fec_overhead_bytes"] = r.sender_total.fec_overhead_bytes;
   j["fec_repair_packets_sent"] = r.sender_total.fec_repair_packets_sent;
   j["blocks_unrecoverable"] = r.receiver_total.fec_blocks_unrecoverable;
+  if (opt.sender_config.fec == FecMode::kAuto && !r.connections.empty()) {
+    // The first sender's FEC policy when the run stopped.
+    const ConnectionDebugState& d = r.connections[0].sender_state;
+    nlohmann::json f;
+    f["reason"] = d.fec_reason;
+    f["k"] = d.fec_k;
+    f["m"] = d.fec_m;
+    f["interleave"] = d.fec_interleave;
+    f["loss_estimate"] = d.fec_loss_estimate;
+    f["burst_estimate"] = d.fec_burst_estimate;
+    f["expected_repairs_per_message"] = d.fec_expected_repairs;
+    j["fec_auto"] = f;
+  }
   j["virtual_s"] = r.virtual_s;
   j["transfer_s"] = r.transfer_s;
   j["wall_s"] = r.wall_s;

@@ -48,6 +48,12 @@ absl::Status TransportConfig::Validate() const {
     return absl::InvalidArgumentError("rate is outside [0, 10tbit]");
   }
   if (absl::Status s = Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0); !s.ok()) return s;
+  if (!(fec_tail >= 0.5 && fec_tail < 1.0)) {
+    return absl::InvalidArgumentError("fec_tail is outside [0.5, 1) (the percentile, e.g. 0.999)");
+  }
+  if (!(fec_max_overhead > 0.0 && fec_max_overhead <= 4.0)) {
+    return absl::InvalidArgumentError("fec_max_overhead is outside (0, 4] (parity per data packet)");
+  }
   if (pacing_burst < Duration::Zero() || pacing_burst > Duration::Milliseconds(100)) {
     return absl::InvalidArgumentError("pacing_burst is outside [0, 100ms]");
   }

@@ -108,6 +108,14 @@ struct TransportConfig {
   // shortened) so a stalled sender's last packets do not wait for parity; a sender with
   // nothing left to send closes it at once.
   Duration fec_flush = Duration::Milliseconds(1);
+  // Mode auto: the message-completion percentile to protect (0.999: p99.9). The policy
+  // aims for at most (1 - fec_tail) / 4 repair rounds per message, so that fewer than
+  // that fraction of messages wait for a retransmission.
+  double fec_tail = 0.999;
+  // Mode auto: the most parity per data packet it may spend (0.25: 25 %). Where no
+  // parity within it meets the target, it protects as well as it can within it and says
+  // so (ConnectionDebugState::fec_reason "best-effort").
+  double fec_max_overhead = 0.25;
 
   // ---- connection lifetime ----
   Duration idle_timeout = Duration::Seconds(30);

@@ -39,6 +39,7 @@
 #include "transport/core/send/send_stream.h"
 #include "transport/core/send/sent_packet_table.h"
 #include "transport/core/send/tail_protector.h"
+#include "transport/core/send/workload_meter.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {
@@ -107,9 +108,7 @@ class ConnectionImpl {
     if (b.data == nullptr && b.size > 0) {
       return absl::InvalidArgumentError("Send: null data with non-zero size");
     }
-    // Recent message size (packets), for the FEC policy's per-message repair target.
-    const double packets = std::max(1.0, static_cast<double>(b.size) / cfg_.segment);
-    message_packets_ = message_packets_ == 0 ? packets : 0.9 * message_packets_ + 0.1 * packets;
+    workload_.OnSend(b.size, cfg_.segment);
     return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
   }
 
@@ -391,8 +390,7 @@ class ConnectionImpl {
     d.fec_k = fec_tx_.k();
     d.fec_m = fec_tx_.m();
     d.fec_interleave = fec_tx_.interleave();
-    d.peer_loss_rate = peer_loss_rate_;
-    d.peer_mean_burst = peer_mean_burst_;
+    fec_tx_.FillDebugState(&d);
     d.datagram_size = max_datagram_ + seal_extra_;
     const PathMtuDebugState pm = pmtu_.debug_state();
     d.pmtu_black_holes = pm.black_holes;
@@ -700,11 +698,9 @@ class ConnectionImpl {
   }
 
   void OnLossReport(Time now, const wire::LossReportFrame& lr) {
-    fec_tx_.OnLossReport(now, lr, rtt_.srtt(), static_cast<uint64_t>(message_packets_ + 0.5),
-                         cfg_.window / cfg_.MaxDatagramSize());
-    uint64_t rx = lr.packets_received, miss = lr.packets_missing, bursts = lr.loss_bursts;
-    if (rx + miss > 0) peer_loss_rate_ = static_cast<double>(miss) / static_cast<double>(rx + miss);
-    peer_mean_burst_ = bursts > 0 ? static_cast<double>(miss) / static_cast<double>(bursts) : 0;
+    workload_.Update(now, rtt_.srtt());
+    fec_tx_.OnLossReport(now, lr, rtt_.srtt(), workload_.message_packets(),
+                         cfg_.window / cfg_.MaxDatagramSize(), workload_.messages_per_rtt());
   }
 
   void ReleaseOld(Time now) {
@@ -810,7 +806,7 @@ class ConnectionImpl {
   FecSender fec_tx_;
   FecReceiver fec_rx_;
   std::vector<RecoveredPacket> recovered_scratch_;
-  double message_packets_ = 0;
+  WorkloadMeter workload_;  // message sizes and rate, for the FEC policy
   std::deque<Event> events_;
   ConnectionStats stats_;
   std::vector<wire::AckRange> ack_ranges_;
@@ -828,8 +824,6 @@ class ConnectionImpl {
   uint64_t peer_max_stream_ = 0;
   uint64_t peer_ce_ = 0;
   uint64_t peer_ect0_ = 0;
-  double peer_loss_rate_ = 0;
-  double peer_mean_burst_ = 0;
 
   // Pacing and liveness.
   Pacer pacer_;

@@ -57,6 +57,14 @@ struct ConnectionDebugState {
   uint32_t fec_k = 0;
   uint32_t fec_m = 0;
   uint32_t fec_interleave = 0;
+  // FEC auto: the policy's last decision: why (fec::FecPolicyReasonName: "meets-target",
+  // "best-effort" where no parity within fec_max_overhead meets the target, ...; "" before
+  // the first), the loss rate and mean burst it decided on, and the repair rounds per
+  // message it expects of its choice.
+  const char* fec_reason = "";
+  double fec_loss_estimate = 0;
+  double fec_burst_estimate = 0;
+  double fec_expected_repairs = 0;
   double peer_loss_rate = 0;
   double peer_mean_burst = 0;
   ByteCount datagram_size = 0;     // largest packet sent now (path MTU search, path_mtu.h)

@@ -560,6 +560,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
     PairState* p = pairs[i].get();
     ConnectionResult& c = p->result;
     c.sender = nodes[2 * i]->conn().stats();
+    c.sender_state = nodes[2 * i]->conn().debug_state();
     c.receiver = nodes[2 * i + 1]->conn().stats();
     c.delivered_intact = c.complete && c.error.empty();
     if (!c.first_send.IsInfinite() && c.last_delivery > c.first_send) {

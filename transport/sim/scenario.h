@@ -119,6 +119,7 @@ struct ConnectionResult {
   Time last_delivery;
   ConnectionStats sender;
   ConnectionStats receiver;
+  ConnectionDebugState sender_state;  // the sender's state when the run stopped
   std::string error;                // first problem seen (verification, close status)
 };
 

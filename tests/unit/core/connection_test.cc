@@ -331,9 +331,19 @@ TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
   TransportConfig c = TestConfig();
   c.fec = FecMode::kAuto;
   {
+    // A clean link shows itself only over enough packets: no loss in n packets bounds
+    // the loss rate by ~3/n, so FEC stays on until 3/n times a message's packets is
+    // within the per-message target ((1 - 0.98) / 4 / (1 + 1.5 messages per RTT)).
+    c.fec_tail = 0.98;
     ConnectionPair p(c, c);
-    SendRounds(p, 40, 50000);
+    SendRounds(p, 40, 50000);  // 2 000 packets
+    EXPECT_GT(p.a().debug_state().fec_m, 0u) << "2 000 clean packets do not show a clean link";
+    SendRounds(p, 3500, 50000);  // 177 000 packets
     EXPECT_EQ(p.a().debug_state().fec_m, 0u) << "FEC should be off on a clean link";
+    EXPECT_STREQ(p.a().debug_state().fec_reason, "not-needed")
+        << "loss " << p.a().debug_state().fec_loss_estimate << " expected repairs "
+        << p.a().debug_state().fec_expected_repairs;
+    c.fec_tail = TransportConfig().fec_tail;
   }
   {
     ConnectionPair p(c, c);

@@ -171,7 +171,7 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
                 "reorder_packets",
                 "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
                 "max_ack_delay", "max_ack_ranges", "fec", "fec_k", "fec_m", "fec_interleave",
-                "fec_flush", "idle_timeout", "keepalive"));
+                "fec_flush", "fec_tail", "fec_max_overhead", "idle_timeout", "keepalive"));
   std::vector<std::string> all = ProfileKeys();
   keys.push_back("mtu");
   EXPECT_EQ(all, keys);

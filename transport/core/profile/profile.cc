@@ -258,6 +258,16 @@ const std::vector<KeySpec>& Keys() {
       U32Key("fec_m", &TransportConfig::fec_m),
       U32Key("fec_interleave", &TransportConfig::fec_interleave),
       DurationKey("fec_flush", &TransportConfig::fec_flush),
+      KeySpec{"fec_tail",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetNumber(k, v, &c->fec_tail);
+              },
+              [](const TransportConfig& c) { return FormatNumber(c.fec_tail); }},
+      KeySpec{"fec_max_overhead",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetNumber(k, v, &c->fec_max_overhead);
+              },
+              [](const TransportConfig& c) { return FormatNumber(c.fec_max_overhead); }},
       DurationKey("idle_timeout", &TransportConfig::idle_timeout),
       DurationKey("keepalive", &TransportConfig::keepalive),
       KeySpec{"mtu",

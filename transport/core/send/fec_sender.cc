@@ -15,6 +15,10 @@ void PutPacketNumber(uint8_t* p, PacketNumber pn) {
 // trusts them; the window then slides over the most recent reports.
 constexpr uint64_t kMinEstimatePackets = 20000;
 constexpr size_t kMaxSnapshots = 64;
+// The long window: at least this many packets (a clean window of n packets bounds the
+// loss rate only by ~3/n), from snapshots 4 RTTs apart, at most 1024 of them.
+constexpr uint64_t kLongWindowPackets = uint64_t{1} << 22;
+constexpr size_t kMaxLongSnapshots = 1024;
 
 }  // namespace
 
@@ -27,7 +31,9 @@ FecSender::FecSender(const TransportConfig& config, ByteCount max_shard)
       m_(config.fec_m),
       depth_(config.fec_interleave),
       pool_(fec::RoundUpToShardAlignment(max_shard)),
-      interleaver_(config.fec_k, config.fec_interleave) {
+      interleaver_(config.fec_k, config.fec_interleave),
+      target_repairs_((1.0 - config.fec_tail) / 4),
+      max_overhead_(config.fec_max_overhead) {
   decided_enabled_ = enabled_;
   decided_k_ = k_;
   decided_m_ = m_;
@@ -162,23 +168,52 @@ bool FecSender::WriteRepair(wire::PacketWriter* w) {
   return true;
 }
 
+void FecSender::FillDebugState(ConnectionDebugState* d) const {
+  d->peer_loss_rate = peer_loss_rate_;
+  d->peer_mean_burst = peer_mean_burst_;
+  if (!auto_mode_ || !decided_) return;
+  d->fec_reason = fec::FecPolicyReasonName(decision_.reason);
+  d->fec_loss_estimate = loss_rate_;
+  d->fec_burst_estimate = mean_burst_;
+  d->fec_expected_repairs = decision_.repairs_per_message;
+}
+
 void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
-                             uint64_t message_packets, uint64_t window_packets) {
+                             uint64_t message_packets, uint64_t window_packets,
+                             double messages_per_rtt) {
+  const uint64_t rx = report.packets_received, miss = report.packets_missing;
+  if (rx + miss > 0) peer_loss_rate_ = static_cast<double>(miss) / static_cast<double>(rx + miss);
+  peer_mean_burst_ =
+      report.loss_bursts > 0 ? static_cast<double>(miss) / report.loss_bursts : 0;
   if (!auto_mode_) return;
   const Snapshot newest{now, report.packets_received, report.packets_missing, report.loss_bursts};
   if (!history_.empty() &&
       newest.received + newest.missing <= history_.back().received + history_.back().missing) {
     return;  // an older or repeated report
   }
-  // Keep one snapshot per quarter RTT (64 of them: 16 RTTs of history).
+  // Keep one snapshot per quarter RTT (64 of them: 16 RTTs of history), and one per 4 RTTs
+  // (64: 256 RTTs) for the long window. The counts are cumulative from the start, so the
+  // long window starts at zero until its history is full.
   if (history_.empty() || now - history_.back().time >= srtt / 4) {
     history_.push_back(newest);
     while (history_.size() > kMaxSnapshots) history_.pop_front();
   }
+  if (long_history_.empty()) long_history_.push_back(Snapshot{});  // the start
+  if (now - long_history_.back().time >= srtt * 4) {
+    long_history_.push_back(newest);
+    // Forget the oldest only while what remains still holds kLongWindowPackets.
+    auto packets_since = [&](const Snapshot& s) {
+      return (newest.received + newest.missing) - (s.received + s.missing);
+    };
+    while (long_history_.size() > kMaxLongSnapshots ||
+           (long_history_.size() > 2 && packets_since(long_history_[1]) >= kLongWindowPackets)) {
+      long_history_.pop_front();
+    }
+  }
   // Decide at most once per RTT.
   if (now < last_decision_ + srtt) return;
-  // The window: from the newest report back to the oldest snapshot within 8 RTTs, shrunk
-  // to the most recent 4 RTTs when they already hold enough packets (follows changes fast).
+  // The recent window: from the newest report back to the oldest snapshot within 8 RTTs,
+  // shrunk to the most recent 4 RTTs when they already hold enough packets.
   const Snapshot* base = nullptr;
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
     if (newest.time - it->time > srtt * 8) break;
@@ -191,8 +226,25 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   if (total < kMinEstimatePackets && newest.time - base->time < srtt) return;
   const uint64_t missing = newest.missing >= base->missing ? newest.missing - base->missing : 0;
   const uint64_t bursts = newest.bursts >= base->bursts ? newest.bursts - base->bursts : 0;
-  loss_rate_ = total > 0 ? static_cast<double>(missing) / static_cast<double>(total) : 0;
-  mean_burst_ = bursts > 0 ? std::max(1.0, static_cast<double>(missing) / bursts) : 1.0;
+  const double recent_loss =
+      total > 0 ? static_cast<double>(missing) / static_cast<double>(total) : 0;
+  const double recent_burst =
+      bursts > 0 ? std::max(1.0, static_cast<double>(missing) / bursts) : 1.0;
+  // The long window: from the oldest long snapshot (the start, at first).
+  const Snapshot origin = long_history_.front();
+  const uint64_t long_total =
+      (newest.received + newest.missing) - (origin.received + origin.missing);
+  const uint64_t long_missing = newest.missing - std::min(newest.missing, origin.missing);
+  const uint64_t long_bursts = newest.bursts - std::min(newest.bursts, origin.bursts);
+  // Upper end of the rate its count allows: (bursts + 3) loss events of the mean length.
+  const double long_burst =
+      long_bursts > 0 ? std::max(1.0, static_cast<double>(long_missing) / long_bursts) : 1.0;
+  const double long_loss =
+      long_total > 0 ? std::min(1.0, (static_cast<double>(long_bursts) + 3) * long_burst /
+                                          static_cast<double>(long_total))
+                     : 0;
+  loss_rate_ = std::max(recent_loss, long_loss);
+  mean_burst_ = std::max(recent_burst, long_burst);
   last_decision_ = now;
 
   fec::FecPolicyInput in;
@@ -201,7 +253,13 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   in.packets_per_message = message_packets;
   in.window_packets = window_packets;
   in.max_k = max_k_;
+  in.max_overhead = max_overhead_;
+  // A repair round (about 1.5 RTTs: detection, resend, delivery) delays the messages
+  // submitted behind the one it repairs as well.
+  in.target_repairs_per_message = target_repairs_ / (1 + 1.5 * std::max(0.0, messages_per_rtt));
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
+  decided_ = true;
+  decision_ = d;
   if (VLOG_IS_ON(1) &&
       (d.enabled != decided_enabled_ ||
        (d.enabled && (d.k != decided_k_ || d.m != decided_m_ || d.interleave != decided_depth_)))) {

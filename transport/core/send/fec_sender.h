@@ -9,9 +9,16 @@
 // (repair r of every block before repair r + 1 of any), so a burst hits each block once.
 //
 // Mode auto: the receiver's loss reports (packets received / missing / loss bursts,
-// cumulative) are turned into a loss rate and mean burst over the last few RTTs, and the
-// FEC policy (fec/fec_policy.h) picks k, m and D, or off, for the recent message size.
-// Changes apply at the next group boundary.
+// cumulative) are turned into a loss rate and mean burst, and the FEC policy
+// (fec/fec_policy.h) picks k, m and D, or off, for the recent message size, aiming for
+// (1 - fec_tail) / 4 repair rounds per message within fec_max_overhead. Two windows: the
+// last 1-8 RTTs (follows a rise at once) and a long one of at least 4 Mi packets (losses
+// in bursts are rare events: a few RTTs may hold none, or one long burst; at most 4096
+// RTTs are remembered); the policy gets the larger
+// loss rate and the larger mean burst of the two, the long window's rate taken at the
+// upper end of what its count allows (a clean window of n packets says only p < 3/n), so
+// FEC switches off on a clean link only after enough clean packets to show it. Changes
+// apply at the next group boundary.
 //
 // Not thread-safe; owned by the Connection.
 #pragma once
@@ -24,6 +31,7 @@
 
 #include "transport/base/units.h"
 #include "transport/core/config.h"
+#include "transport/core/stats.h"
 #include "transport/core/fec/block_encoder.h"
 #include "transport/core/fec/fec_codec.h"
 #include "transport/core/fec/fec_policy.h"
@@ -67,14 +75,22 @@ class FecSender {
 
   // Mode auto: the receiver's cumulative loss report. `srtt` scales the estimate window;
   // `message_packets` is the recent message size in packets.
+  // `messages_per_rtt` is how many messages the application submits per round trip:
+  // delivery is in order, so a message waiting a repair round holds back those submitted
+  // behind it, and the per-message target is divided by how many that are.
   void OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
-                    uint64_t message_packets, uint64_t window_packets);
+                    uint64_t message_packets, uint64_t window_packets,
+                    double messages_per_rtt = 0);
 
   // Mode auto: whether the sender has a backlog (far more queued than it can send in a
   // round trip). A backlogged sender optimises goodput: parity always costs more than
   // the loss it repairs, so FEC pauses and selective repeat (with tail protection) does
   // the repairs; an unbacklogged one optimises message completion time with FEC.
   void SetBacklogged(bool backlogged);
+
+  // The receiver's loss since the start (any mode); mode auto: the policy's last
+  // decision and what it decided on.
+  void FillDebugState(ConnectionDebugState* d) const;
 
  private:
   // A closed block's parity and the bytes its repairs stand for beyond their length.
@@ -125,10 +141,17 @@ class FecSender {
     Time time;
     uint64_t received = 0, missing = 0, bursts = 0;
   };
-  std::deque<Snapshot> history_;
+  std::deque<Snapshot> history_;       // one per quarter RTT, 16 RTTs
+  std::deque<Snapshot> long_history_;  // one per 4 RTTs (the first: the start)
   Time last_decision_;
   double loss_rate_ = 0;
   double mean_burst_ = 1;
+  double peer_loss_rate_ = 0;   // cumulative, from the newest report
+  double peer_mean_burst_ = 0;
+  double target_repairs_;
+  double max_overhead_;
+  bool decided_ = false;
+  fec::FecPolicyDecision decision_;
 };
 
 }  // namespace longhaul
