@@ -699,8 +699,15 @@ class ConnectionImpl {
 
   void OnLossReport(Time now, const wire::LossReportFrame& lr) {
     workload_.Update(now, rtt_.srtt());
-    fec_tx_.OnLossReport(now, lr, rtt_.srtt(), workload_.message_packets(),
-                         cfg_.window / cfg_.MaxDatagramSize(), workload_.messages_per_rtt());
+    FecWorkload w;
+    w.message_packets = workload_.message_packets();
+    w.window_packets = cfg_.window / cfg_.MaxDatagramSize();
+    w.messages_per_rtt = workload_.messages_per_rtt();
+    const Bandwidth rate = cc_->PacingRate();
+    if (!rate.IsZero()) {
+      w.message_time = rtt_.srtt() / 2 + rate.TransferTime(w.message_packets * max_datagram_);
+    }
+    fec_tx_.OnLossReport(now, lr, rtt_.srtt(), w);
   }
 
   void ReleaseOld(Time now) {

@@ -96,6 +96,13 @@ FecPolicyDecision ChooseFecParameters(const FecPolicyInput& in) {
     d.reason = FecPolicyReason::kNotNeeded;
     return d;
   }
+  // Repairs cheap against the message's own time: a tenth of margin on each bound.
+  if (in.repair_cost > 0 && in.repair_cost <= 0.9 * in.tail_slack &&
+      d.repairs_without_fec * in.repair_cost * (1 + std::max(0.0, in.messages_behind)) <=
+          0.9 * in.mean_slack) {
+    d.reason = FecPolicyReason::kNotNeeded;
+    return d;
+  }
 
   const uint32_t max_k = std::clamp<uint32_t>(in.max_k, 1, kMaxShards - 1);
   const uint32_t min_k = std::clamp<uint32_t>(in.min_k, 1, max_k);

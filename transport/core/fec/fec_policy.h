@@ -56,6 +56,15 @@ struct FecPolicyInput {
 
   // ---- goal ----
   double target_repairs_per_message = 1e-3;
+  // What a repair round costs, as a multiple of a message's ideal completion time
+  // (0: unknown). Where a repaired message still completes within tail_slack of its ideal,
+  // and the repairs add at most mean_slack to the mean (each repair also delaying
+  // `messages_behind` messages submitted after it), retransmission alone meets the goal:
+  // FEC is not needed (large messages on short round trips).
+  double repair_cost = 0.0;
+  double messages_behind = 0.0;
+  double tail_slack = 0.15;
+  double mean_slack = 0.05;
   // Below this loss rate FEC is off: the estimate is noise and repairs are rare.
   double loss_floor = 1e-6;
 
@@ -64,7 +73,7 @@ struct FecPolicyInput {
 
 enum class FecPolicyReason {
   kCleanLink,    // loss below the floor
-  kNotNeeded,    // without FEC a message already meets the target
+  kNotNeeded,    // without FEC a message already meets the target (or repairs are cheap)
   kMeetsTarget,  // chosen (k, m, D) meets the target at least overhead
   kBestEffort,   // nothing within the limits meets the target; most protective choice
   kOverLimits,   // no (k, m, D) fits the limits at all (e.g. a one-packet message): off

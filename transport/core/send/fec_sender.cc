@@ -1,6 +1,7 @@
 #include "transport/core/send/fec_sender.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "glog/logging.h"
 
@@ -19,6 +20,8 @@ constexpr size_t kMaxSnapshots = 64;
 // loss rate only by ~3/n), from snapshots 4 RTTs apart, at most 1024 of them.
 constexpr uint64_t kLongWindowPackets = uint64_t{1} << 22;
 constexpr size_t kMaxLongSnapshots = 1024;
+// Loss events the long window needs before their mean length is trusted.
+constexpr uint64_t kMinShapeBursts = 8;
 
 }  // namespace
 
@@ -33,7 +36,10 @@ FecSender::FecSender(const TransportConfig& config, ByteCount max_shard)
       pool_(fec::RoundUpToShardAlignment(max_shard)),
       interleaver_(config.fec_k, config.fec_interleave),
       target_repairs_((1.0 - config.fec_tail) / 4),
-      max_overhead_(config.fec_max_overhead) {
+      max_overhead_(config.fec_max_overhead),
+      start_k_(config.fec_k),
+      start_m_(config.fec_m),
+      start_depth_(config.fec_interleave) {
   decided_enabled_ = enabled_;
   decided_k_ = k_;
   decided_m_ = m_;
@@ -172,15 +178,14 @@ void FecSender::FillDebugState(ConnectionDebugState* d) const {
   d->peer_loss_rate = peer_loss_rate_;
   d->peer_mean_burst = peer_mean_burst_;
   if (!auto_mode_ || !decided_) return;
-  d->fec_reason = fec::FecPolicyReasonName(decision_.reason);
+  d->fec_reason = starting_ ? "starting" : fec::FecPolicyReasonName(decision_.reason);
   d->fec_loss_estimate = loss_rate_;
   d->fec_burst_estimate = mean_burst_;
   d->fec_expected_repairs = decision_.repairs_per_message;
 }
 
 void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
-                             uint64_t message_packets, uint64_t window_packets,
-                             double messages_per_rtt) {
+                             const FecWorkload& workload) {
   const uint64_t rx = report.packets_received, miss = report.packets_missing;
   if (rx + miss > 0) peer_loss_rate_ = static_cast<double>(miss) / static_cast<double>(rx + miss);
   peer_mean_burst_ =
@@ -226,10 +231,14 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   if (total < kMinEstimatePackets && newest.time - base->time < srtt) return;
   const uint64_t missing = newest.missing >= base->missing ? newest.missing - base->missing : 0;
   const uint64_t bursts = newest.bursts >= base->bursts ? newest.bursts - base->bursts : 0;
-  const double recent_loss =
-      total > 0 ? static_cast<double>(missing) / static_cast<double>(total) : 0;
+  // The recent window at the lower end of what its count of loss events allows: one
+  // burst in a few hundred packets is not a rise, several are.
   const double recent_burst =
       bursts > 0 ? std::max(1.0, static_cast<double>(missing) / bursts) : 1.0;
+  const double recent_events =
+      std::max(0.0, static_cast<double>(bursts) - 2 * std::sqrt(static_cast<double>(bursts)));
+  const double recent_loss =
+      total > 0 ? std::min(1.0, recent_events * recent_burst / static_cast<double>(total)) : 0;
   // The long window: from the oldest long snapshot (the start, at first).
   const Snapshot origin = long_history_.front();
   const uint64_t long_total =
@@ -244,22 +253,37 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
                                           static_cast<double>(long_total))
                      : 0;
   loss_rate_ = std::max(recent_loss, long_loss);
-  mean_burst_ = std::max(recent_burst, long_burst);
+  mean_burst_ = bursts >= kMinShapeBursts / 2 ? std::max(recent_burst, long_burst) : long_burst;
   last_decision_ = now;
 
   fec::FecPolicyInput in;
   in.loss_rate = std::min(loss_rate_, 0.5);
   in.mean_burst = mean_burst_;
-  in.packets_per_message = message_packets;
-  in.window_packets = window_packets;
+  in.packets_per_message = workload.message_packets;
+  in.window_packets = workload.window_packets;
   in.max_k = max_k_;
   in.max_overhead = max_overhead_;
   // A repair round (about 1.5 RTTs: detection, resend, delivery) delays the messages
   // submitted behind the one it repairs as well.
-  in.target_repairs_per_message = target_repairs_ / (1 + 1.5 * std::max(0.0, messages_per_rtt));
+  in.messages_behind = 1.5 * std::max(0.0, workload.messages_per_rtt);
+  in.target_repairs_per_message = target_repairs_ / (1 + in.messages_behind);
+  if (workload.message_time > Duration::Zero()) {
+    in.repair_cost = 1.25 * srtt.seconds() / workload.message_time.seconds();
+  }
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
   decided_ = true;
   decision_ = d;
+  // Until a few loss events have been seen their length is unknown (a clean start says
+  // nothing about bursts): where FEC is needed, keep at least the starting configuration
+  // (the profile's fec_k, fec_m, fec_interleave).
+  starting_ = false;
+  if (d.enabled && long_bursts < kMinShapeBursts && start_m_ > 0 &&
+      static_cast<double>(d.m) / d.k < static_cast<double>(start_m_) / start_k_) {
+    d.k = start_k_;
+    d.m = start_m_;
+    d.interleave = start_depth_;
+    starting_ = true;
+  }
   if (VLOG_IS_ON(1) &&
       (d.enabled != decided_enabled_ ||
        (d.enabled && (d.k != decided_k_ || d.m != decided_m_ || d.interleave != decided_depth_)))) {

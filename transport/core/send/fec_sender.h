@@ -14,11 +14,14 @@
 // (1 - fec_tail) / 4 repair rounds per message within fec_max_overhead. Two windows: the
 // last 1-8 RTTs (follows a rise at once) and a long one of at least 4 Mi packets (losses
 // in bursts are rare events: a few RTTs may hold none, or one long burst; at most 4096
-// RTTs are remembered); the policy gets the larger
-// loss rate and the larger mean burst of the two, the long window's rate taken at the
-// upper end of what its count allows (a clean window of n packets says only p < 3/n), so
-// FEC switches off on a clean link only after enough clean packets to show it. Changes
-// apply at the next group boundary.
+// RTTs are remembered). The policy gets the larger of the two loss rates, the long
+// window's taken at the upper end of what its count of loss events allows (a clean
+// window of n packets says only p < 3/n), the recent one's at the lower end (one burst
+// in a few hundred packets is not a rise, several are), so FEC switches off on a clean
+// link only after enough clean packets to show it; and the larger mean burst. Until 8
+// loss events have been seen, a decision that needs FEC keeps at least the starting
+// configuration (fec_k, fec_m, fec_interleave: the profile's). Changes apply at the next
+// group boundary.
 //
 // Not thread-safe; owned by the Connection.
 #pragma once
@@ -40,6 +43,19 @@
 #include "transport/wire/packet.h"
 
 namespace longhaul {
+
+// What the sender's workload looks like to the auto policy.
+struct FecWorkload {
+  uint64_t message_packets = 0;  // recent message size, packets
+  uint64_t window_packets = 0;   // packets the window holds
+  // Messages the application submits per round trip: delivery is in order, so a message
+  // waiting for a repair round holds back those submitted behind it, and the per-message
+  // target is divided by how many that are.
+  double messages_per_rtt = 0;
+  // A message's ideal completion time at the current rate (half an RTT plus its
+  // serialisation); zero if unknown. A repair round costs about 1.25 RTTs against it.
+  Duration message_time;
+};
 
 class FecSender {
  public:
@@ -75,12 +91,8 @@ class FecSender {
 
   // Mode auto: the receiver's cumulative loss report. `srtt` scales the estimate window;
   // `message_packets` is the recent message size in packets.
-  // `messages_per_rtt` is how many messages the application submits per round trip:
-  // delivery is in order, so a message waiting a repair round holds back those submitted
-  // behind it, and the per-message target is divided by how many that are.
   void OnLossReport(Time now, const wire::LossReportFrame& report, Duration srtt,
-                    uint64_t message_packets, uint64_t window_packets,
-                    double messages_per_rtt = 0);
+                    const FecWorkload& workload);
 
   // Mode auto: whether the sender has a backlog (far more queued than it can send in a
   // round trip). A backlogged sender optimises goodput: parity always costs more than
@@ -151,7 +163,9 @@ class FecSender {
   double target_repairs_;
   double max_overhead_;
   bool decided_ = false;
+  bool starting_ = false;  // the decision was held at the starting configuration
   fec::FecPolicyDecision decision_;
+  const uint32_t start_k_, start_m_, start_depth_;
 };
 
 }  // namespace longhaul
