@@ -273,11 +273,11 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
   decided_ = true;
   decision_ = d;
-  // Until a few loss events have been seen their length is unknown (a clean start says
-  // nothing about bursts): where FEC is needed, keep at least the starting configuration
-  // (the profile's fec_k, fec_m, fec_interleave).
+  // Once losses show but too few to say how long they run, where FEC is needed keep at
+  // least the starting configuration (the profile's fec_k, fec_m, fec_interleave). With
+  // none seen, the policy's choice for the bound 3/n stands (a little parity).
   starting_ = false;
-  if (d.enabled && long_bursts < kMinShapeBursts && start_m_ > 0 &&
+  if (d.enabled && long_bursts > 0 && long_bursts < kMinShapeBursts && start_m_ > 0 &&
       static_cast<double>(d.m) / d.k < static_cast<double>(start_m_) / start_k_) {
     d.k = start_k_;
     d.m = start_m_;

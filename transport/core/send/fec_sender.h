@@ -18,10 +18,10 @@
 // window's taken at the upper end of what its count of loss events allows (a clean
 // window of n packets says only p < 3/n), the recent one's at the lower end (one burst
 // in a few hundred packets is not a rise, several are), so FEC switches off on a clean
-// link only after enough clean packets to show it; and the larger mean burst. Until 8
-// loss events have been seen, a decision that needs FEC keeps at least the starting
-// configuration (fec_k, fec_m, fec_interleave: the profile's). Changes apply at the next
-// group boundary.
+// link only after enough clean packets to show it; and the larger mean burst. Between the
+// first and the 8th loss event (losses exist, their length is not known yet) a decision
+// that needs FEC keeps at least the starting configuration (fec_k, fec_m,
+// fec_interleave: the profile's). Changes apply at the next group boundary.
 //
 // Not thread-safe; owned by the Connection.
 #pragma once
