@@ -254,6 +254,9 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
                      : 0;
   loss_rate_ = std::max(recent_loss, long_loss);
   mean_burst_ = bursts >= kMinShapeBursts / 2 ? std::max(recent_burst, long_burst) : long_burst;
+  // No loss seen yet: nothing says how long losses run; assume bursts as long as the
+  // starting configuration's interleave spreads (one shard per block each).
+  if (long_bursts == 0) mean_burst_ = std::max<double>(mean_burst_, start_depth_);
   last_decision_ = now;
 
   fec::FecPolicyInput in;

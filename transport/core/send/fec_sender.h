@@ -21,7 +21,8 @@
 // link only after enough clean packets to show it; and the larger mean burst. Between the
 // first and the 8th loss event (losses exist, their length is not known yet) a decision
 // that needs FEC keeps at least the starting configuration (fec_k, fec_m,
-// fec_interleave: the profile's). Changes apply at the next group boundary.
+// fec_interleave: the profile's); before the first, bursts are assumed as long as the
+// starting interleave spreads. Changes apply at the next group boundary.
 //
 // Not thread-safe; owned by the Connection.
 #pragma once
