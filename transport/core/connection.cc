@@ -706,6 +706,11 @@ class ConnectionImpl {
     const Bandwidth rate = cc_->PacingRate();
     if (!rate.IsZero()) {
       w.message_time = rtt_.srtt() / 2 + rate.TransferTime(w.message_packets * max_datagram_);
+      // A group's parity follows its last data packet: a group longer than a round trip
+      // of packets brings it after a retransmission would have (and after the receiver
+      // gave the blocks up): groups fit in what one RTT carries.
+      const double rtt_packets = rate.bps() * rtt_.srtt().seconds() / (8.0 * max_datagram_);
+      w.window_packets = std::min<uint64_t>(w.window_packets, static_cast<uint64_t>(rtt_packets));
     }
     fec_tx_.OnLossReport(now, lr, rtt_.srtt(), w);
   }

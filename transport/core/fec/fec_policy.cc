@@ -96,10 +96,13 @@ FecPolicyDecision ChooseFecParameters(const FecPolicyInput& in) {
     d.reason = FecPolicyReason::kNotNeeded;
     return d;
   }
-  // Repairs cheap against the message's own time: a tenth of margin on each bound.
-  if (in.repair_cost > 0 && in.repair_cost <= 0.9 * in.tail_slack &&
-      d.repairs_without_fec * in.repair_cost * (1 + std::max(0.0, in.messages_behind)) <=
-          0.9 * in.mean_slack) {
+  // Repairs cheap against the message's own time (a tenth of margin on each bound): a
+  // repaired message stays within the tail; off if what repairs add to the mean is small,
+  // or (below) no more than the parity would add to every message.
+  const bool cheap_repairs = in.repair_cost > 0 && in.repair_cost <= 0.9 * in.tail_slack;
+  const double repair_mean_cost =
+      d.repairs_without_fec * in.repair_cost * (1 + std::max(0.0, in.messages_behind));
+  if (cheap_repairs && repair_mean_cost <= 0.9 * in.mean_slack) {
     d.reason = FecPolicyReason::kNotNeeded;
     return d;
   }
@@ -175,6 +178,12 @@ FecPolicyDecision ChooseFecParameters(const FecPolicyInput& in) {
     return d;
   }
   const Candidate& c = have_feasible ? best : most_protective;
+  // Parity costs every message its overhead (at most: the serialisation's share of the
+  // message time is <= 1); repairs that cost the mean less, and keep the tail, win.
+  if (cheap_repairs && repair_mean_cost <= c.overhead) {
+    d.reason = FecPolicyReason::kNotNeeded;
+    return d;
+  }
   d.enabled = true;
   d.k = c.k;
   d.m = c.m;

@@ -58,9 +58,10 @@ struct FecPolicyInput {
   double target_repairs_per_message = 1e-3;
   // What a repair round costs, as a multiple of a message's ideal completion time
   // (0: unknown). Where a repaired message still completes within tail_slack of its ideal,
-  // and the repairs add at most mean_slack to the mean (each repair also delaying
-  // `messages_behind` messages submitted after it), retransmission alone meets the goal:
-  // FEC is not needed (large messages on short round trips).
+  // and the repairs add at most mean_slack to the mean, or no more than the chosen
+  // parity's overhead would (each repair also delaying `messages_behind` messages
+  // submitted after it), retransmission alone is the better repair: FEC is not needed
+  // (large messages on short round trips).
   double repair_cost = 0.0;
   double messages_behind = 0.0;
   double tail_slack = 0.15;

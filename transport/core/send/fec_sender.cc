@@ -20,6 +20,9 @@ constexpr size_t kMaxSnapshots = 64;
 // loss rate only by ~3/n), from snapshots 4 RTTs apart, at most 1024 of them.
 constexpr uint64_t kLongWindowPackets = uint64_t{1} << 22;
 constexpr size_t kMaxLongSnapshots = 1024;
+// What a repair round costs, in RTTs: detection (reordering; a probe timeout for a
+// message's last packets), the resend, its delivery.
+constexpr double kRepairRtts = 3.0;
 // Loss events the long window needs before their mean length is trusted.
 constexpr uint64_t kMinShapeBursts = 8;
 
@@ -271,7 +274,7 @@ void FecSender::OnLossReport(Time now, const wire::LossReportFrame& report, Dura
   in.messages_behind = 1.5 * std::max(0.0, workload.messages_per_rtt);
   in.target_repairs_per_message = target_repairs_ / (1 + in.messages_behind);
   if (workload.message_time > Duration::Zero()) {
-    in.repair_cost = 1.25 * srtt.seconds() / workload.message_time.seconds();
+    in.repair_cost = kRepairRtts * srtt.seconds() / workload.message_time.seconds();
   }
   fec::FecPolicyDecision d = fec::ChooseFecParameters(in);
   decided_ = true;

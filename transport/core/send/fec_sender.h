@@ -48,13 +48,15 @@ namespace longhaul {
 // What the sender's workload looks like to the auto policy.
 struct FecWorkload {
   uint64_t message_packets = 0;  // recent message size, packets
-  uint64_t window_packets = 0;   // packets the window holds
+  // Packets a group of D blocks (D x (k + m)) may span: the window, and what one RTT
+  // carries at the current rate.
+  uint64_t window_packets = 0;
   // Messages the application submits per round trip: delivery is in order, so a message
   // waiting for a repair round holds back those submitted behind it, and the per-message
   // target is divided by how many that are.
   double messages_per_rtt = 0;
   // A message's ideal completion time at the current rate (half an RTT plus its
-  // serialisation); zero if unknown. A repair round costs about 1.25 RTTs against it.
+  // serialisation); zero if unknown. A repair round costs up to ~3 RTTs against it.
   Duration message_time;
 };
 
