@@ -15,7 +15,8 @@
 //   idle_timeout, keepalive          durations      100us, 58ms, 10s
 //   reorder_packets, ack_every, max_ack_ranges, fec_interleave, fec_k, fec_m
 //                                    integers
-//   reorder_rtt_fraction             number         0.125 (or 12.5%)
+//   reorder_rtt_fraction, cc_loss_threshold, fec_tail, fec_max_overhead
+//                                    numbers        0.125 (or 12.5%), 0.999, 0.25
 //   fec                              off | K,M | auto   (K,M sets fec_k and fec_m and
 //                                                        mode fixed; "fixed" keeps them)
 //
