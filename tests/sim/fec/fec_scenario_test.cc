@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/sim/link_defaults.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -11,20 +12,12 @@ namespace {
 constexpr ByteCount kMiB = ByteCount{1} << 20;
 
 ScenarioOptions Messages(const std::string& link, FecMode fec, ByteCount size, uint64_t count) {
-  ScenarioOptions o;
-  absl::StatusOr<LinkSpec> spec = ParseLinkSpec(link, {});
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  o.link = *spec;
-  o.sender_config.rate = o.link.rate;
-  o.sender_config.segment = TransportConfig::SegmentForMtu(o.link.mtu);
-  o.sender_config.fec = fec;
-  o.receiver_config = o.sender_config;
+  ScenarioOptions o = LinkDefaults(link);
+  o.sender_config.fec = o.receiver_config.fec = fec;
   o.workload = Workload::kMessages;
   o.message_size = size;
   o.messages = count;
   o.load = 0.5;
-  o.max_virtual_time = Duration::Seconds(60);
-  o.max_wall_time = Duration::Seconds(300);
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/sim/link_defaults.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -13,15 +14,8 @@ namespace {
 constexpr ByteCount kMiB = ByteCount{1} << 20;
 
 ScenarioOptions Options(const std::string& link) {
-  ScenarioOptions o;
-  absl::StatusOr<LinkSpec> spec = ParseLinkSpec(link, {});
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  o.link = *spec;
-  o.sender_config.rate = o.link.rate;
-  o.sender_config.segment = TransportConfig::SegmentForMtu(o.link.mtu);
-  o.receiver_config = o.sender_config;
+  ScenarioOptions o = LinkDefaults(link);
   o.max_virtual_time = Duration::Seconds(120);
-  o.max_wall_time = Duration::Seconds(300);
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/sim/link_defaults.h"
 
 namespace longhaul::sim {
 namespace {
@@ -13,18 +14,8 @@ constexpr ByteCount kGiB = ByteCount{1} << 30;
 constexpr ByteCount kMiB = ByteCount{1} << 20;
 
 ScenarioOptions Options(const std::string& link, ByteCount bytes) {
-  ScenarioOptions o;
-  absl::StatusOr<LinkSpec> spec = ParseLinkSpec(link, {});
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  o.link = *spec;
-  // What longhaul-sim does by default: the fixed controller paces at the link rate and
-  // segments fill the link MTU.
-  o.sender_config.rate = o.link.rate;
-  o.sender_config.segment = TransportConfig::SegmentForMtu(o.link.mtu);
-  o.receiver_config = o.sender_config;
+  ScenarioOptions o = LinkDefaults(link);
   o.bytes = bytes;
-  o.max_virtual_time = Duration::Seconds(60);
-  o.max_wall_time = Duration::Seconds(300);
   return o;
 }
 
