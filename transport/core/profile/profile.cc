@@ -196,6 +196,14 @@ KeySpec U32Key(const char* name, uint32_t TransportConfig::*field) {
           [field](const TransportConfig& c) { return absl::StrCat(c.*field); }};
 }
 
+KeySpec NumberKey(const char* name, double TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetNumber(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return FormatNumber(c.*field); }};
+}
+
 const std::vector<KeySpec>& Keys() {
   // A plain static (destroyed at exit or when a plugin holding this code is unloaded),
   // so repeated dlopen/dlclose of the NCCL plugin does not leak it.
@@ -215,11 +223,7 @@ const std::vector<KeySpec>& Keys() {
                 return SetRate(k, v, &c->rate);
               },
               [](const TransportConfig& c) { return FormatBandwidth(c.rate); }},
-      KeySpec{"cc_loss_threshold",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetNumber(k, v, &c->cc_loss_threshold);
-              },
-              [](const TransportConfig& c) { return FormatNumber(c.cc_loss_threshold); }},
+      NumberKey("cc_loss_threshold", &TransportConfig::cc_loss_threshold),
       KeySpec{"cc_compete",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetBool(k, v, &c->cc_compete);
@@ -239,11 +243,7 @@ const std::vector<KeySpec>& Keys() {
               },
               [](const TransportConfig& c) { return std::string(c.tail_protect ? "true" : "false"); }},
       U32Key("reorder_packets", &TransportConfig::reorder_packets),
-      KeySpec{"reorder_rtt_fraction",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetNumber(k, v, &c->reorder_rtt_fraction);
-              },
-              [](const TransportConfig& c) { return FormatNumber(c.reorder_rtt_fraction); }},
+      NumberKey("reorder_rtt_fraction", &TransportConfig::reorder_rtt_fraction),
       DurationKey("initial_rtt", &TransportConfig::initial_rtt),
       DurationKey("min_pto", &TransportConfig::min_pto),
       DurationKey("max_pto", &TransportConfig::max_pto),
@@ -258,16 +258,8 @@ const std::vector<KeySpec>& Keys() {
       U32Key("fec_m", &TransportConfig::fec_m),
       U32Key("fec_interleave", &TransportConfig::fec_interleave),
       DurationKey("fec_flush", &TransportConfig::fec_flush),
-      KeySpec{"fec_tail",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetNumber(k, v, &c->fec_tail);
-              },
-              [](const TransportConfig& c) { return FormatNumber(c.fec_tail); }},
-      KeySpec{"fec_max_overhead",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetNumber(k, v, &c->fec_max_overhead);
-              },
-              [](const TransportConfig& c) { return FormatNumber(c.fec_max_overhead); }},
+      NumberKey("fec_tail", &TransportConfig::fec_tail),
+      NumberKey("fec_max_overhead", &TransportConfig::fec_max_overhead),
       DurationKey("idle_timeout", &TransportConfig::idle_timeout),
       DurationKey("keepalive", &TransportConfig::keepalive),
       KeySpec{"mtu",
