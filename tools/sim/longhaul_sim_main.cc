@@ -108,6 +108,11 @@ nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
   return j;
 }
 
+// Phases of a link schedule are summarised from this many of the new link's round trips
+// after each change (the time the transport is given to follow it); a run without a
+// schedule is one phase from this many round trips after the start.
+constexpr double kPhaseSettleRtts = 5;
+
 nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r) {
   nlohmann::json j;
   j["stop_reason"] = r.stop_reason;
@@ -192,6 +197,30 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
     j["sample_interval_s"] = r.sample_interval_s;
     j["series"] = series;
   }
+  {
+    absl::StatusOr<std::vector<sim::PhaseSummary>> phases =
+        sim::SummarizePhases(opt, r, kPhaseSettleRtts);
+    if (phases.ok()) {
+      nlohmann::json pj = nlohmann::json::array();
+      for (const sim::PhaseSummary& p : *phases) {
+        nlohmann::json x;
+        x["link"] = p.link.ToString();
+        x["start_s"] = p.start_s;
+        x["from_s"] = p.window.from_s;
+        x["to_s"] = p.window.to_s;
+        x["goodput_bps"] = p.window.goodput_bps;
+        if (r.has_message_times) {
+          x["messages"] = p.window.mct.count;
+          x["mct_ideal_s"] = p.window.mct.ideal_s;
+          x["mct_mean_s"] = p.window.mct.mean_s;
+          x["mct_p99_s"] = p.window.mct.p99_s;
+          x["mct_max_s"] = p.window.mct.max_s;
+        }
+        pj.push_back(x);
+      }
+      j["phases"] = pj;
+    }
+  }
   if (opt.connections > 1) {
     nlohmann::json conns = nlohmann::json::array();
     for (const sim::ConnectionResult& c : r.connections) {
@@ -249,6 +278,21 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
       "link fwd  drops: loss %d, queue %d, too-big %d; max queue %d B, avg %.0f B\n",
       r.forward.dropped_loss, r.forward.dropped_queue, r.forward.dropped_too_big,
       r.forward.max_queue_bytes, r.forward.avg_queue_bytes);
+  if (!opt.schedule.empty()) {
+    absl::StatusOr<std::vector<sim::PhaseSummary>> phases =
+        sim::SummarizePhases(opt, r, kPhaseSettleRtts);
+    for (size_t i = 0; phases.ok() && i < phases->size(); ++i) {
+      const sim::PhaseSummary& p = (*phases)[i];
+      std::cout << absl::StrFormat("phase %d   %.2f-%.2f s: goodput %s", i, p.window.from_s,
+                                   p.window.to_s, Gbps(p.window.goodput_bps));
+      if (r.has_message_times) {
+        std::cout << absl::StrFormat(", mct ideal %.3f ms, mean %.3f, p99 %.3f ms (%d messages)",
+                                     p.window.mct.ideal_s * 1e3, p.window.mct.mean_s * 1e3,
+                                     p.window.mct.p99_s * 1e3, p.window.mct.count);
+      }
+      std::cout << "\n";
+    }
+  }
   if (opt.connections > 1) {
     std::cout << "conns    ";
     for (const auto& c : r.connections) std::cout << " " << Gbps(c.goodput_bps);

@@ -56,6 +56,7 @@ struct PairState {
   std::vector<uint64_t> sent_ids;      // Connection's id for message k
   std::vector<Time> submit_times;      // messages workload
   std::vector<double> mct_s;           // messages workload
+  std::vector<DeliveryRecord> deliveries;
   ConnectionResult result;
   bool finished = false;               // complete or failed
   int* finished_pairs = nullptr;       // scenario-wide count of finished pairs
@@ -65,6 +66,21 @@ void MarkFinished(PairState* pair) {
   if (pair->finished) return;
   pair->finished = true;
   ++*pair->finished_pairs;
+}
+
+MessageTimes Percentiles(std::vector<double> v) {
+  MessageTimes t;
+  std::sort(v.begin(), v.end());
+  t.count = v.size();
+  if (v.empty()) return t;
+  double total = 0;
+  for (double x : v) total += x;
+  t.mean_s = total / static_cast<double>(v.size());
+  t.p50_s = NearestRankPercentile(v, 0.5);
+  t.p99_s = NearestRankPercentile(v, 0.99);
+  t.p999_s = NearestRankPercentile(v, 0.999);
+  t.max_s = v.back();
+  return t;
 }
 
 class App {
@@ -286,9 +302,16 @@ class ReceiverApp final : public App {
     r.bytes_delivered += ev.size;
     ++r.messages_delivered;
     r.last_delivery = now;
+    DeliveryRecord d;
+    d.connection = pair_->index;
+    d.index = k;
+    d.size = ev.size;
+    d.done_s = now.seconds();
     if (workload_ == Workload::kMessages) {
       pair_->mct_s.push_back((now - pair_->submit_times[k]).seconds());
+      d.submit_s = pair_->submit_times[k].seconds();
     }
+    pair_->deliveries.push_back(d);
     if (r.messages_delivered == pair_->total_messages) {
       r.complete = true;
       MarkFinished(pair_);
@@ -578,6 +601,7 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
     sum += c.goodput_bps;
     sum_sq += c.goodput_bps * c.goodput_bps;
     mct.insert(mct.end(), p->mct_s.begin(), p->mct_s.end());
+    r.deliveries.insert(r.deliveries.end(), p->deliveries.begin(), p->deliveries.end());
     r.connections.push_back(c);
   }
   r.packets_sent = r.sender_total.packets_sent + r.receiver_total.packets_sent;
@@ -591,27 +615,67 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
   r.jain_fairness = sum_sq > 0 ? sum * sum / (n * sum_sq) : 1;
   r.sample_interval_s = interval_d.seconds();
   r.series = std::move(series);
+  std::sort(r.deliveries.begin(), r.deliveries.end(),
+            [](const DeliveryRecord& a, const DeliveryRecord& b) { return a.done_s < b.done_s; });
   if (opt.workload == Workload::kMessages) {
     r.has_message_times = true;
-    const TransportConfig& c = opt.sender_config;
-    const ByteCount per_packet = c.MaxDatagramSize() - c.segment + opt.link.overhead;
-    const ByteCount packets = std::max<ByteCount>(1, (opt.message_size + c.segment - 1) / c.segment);
-    r.mct.ideal_s = opt.link.OneWayDelay().seconds() +
-                    static_cast<double>(opt.message_size + packets * per_packet) * 8 /
-                        opt.link.rate.bps();
-    std::sort(mct.begin(), mct.end());
-    r.mct.count = mct.size();
-    if (!mct.empty()) {
-      double total = 0;
-      for (double v : mct) total += v;
-      r.mct.mean_s = total / static_cast<double>(mct.size());
-      r.mct.p50_s = NearestRankPercentile(mct, 0.5);
-      r.mct.p99_s = NearestRankPercentile(mct, 0.99);
-      r.mct.p999_s = NearestRankPercentile(mct, 0.999);
-      r.mct.max_s = mct.back();
-    }
+    r.mct = Percentiles(std::move(mct));
+    r.mct.ideal_s = IdealMessageTime(opt, opt.link);
   }
   return r;
+}
+
+double IdealMessageTime(const ScenarioOptions& options, const LinkSpec& link) {
+  const TransportConfig& c = options.sender_config;
+  const ByteCount per_packet = c.MaxDatagramSize() - c.segment + link.overhead;
+  const ByteCount packets =
+      std::max<ByteCount>(1, (options.message_size + c.segment - 1) / c.segment);
+  return link.OneWayDelay().seconds() +
+         static_cast<double>(options.message_size + packets * per_packet) * 8 / link.rate.bps();
+}
+
+WindowSummary SummarizeWindow(const ScenarioResult& result, double from_s, double to_s,
+                              double ideal_s) {
+  WindowSummary w;
+  w.from_s = from_s;
+  w.to_s = to_s;
+  std::vector<double> mct;
+  double bytes = 0;
+  for (const DeliveryRecord& d : result.deliveries) {
+    if (result.has_message_times && d.submit_s >= from_s && d.submit_s < to_s) {
+      mct.push_back(d.done_s - d.submit_s);
+    }
+    if (d.done_s >= from_s && d.done_s < to_s) bytes += static_cast<double>(d.size);
+  }
+  w.mct = Percentiles(std::move(mct));
+  w.mct.ideal_s = ideal_s;
+  if (to_s > from_s) w.goodput_bps = bytes * 8 / (to_s - from_s);
+  return w;
+}
+
+absl::StatusOr<std::vector<PhaseSummary>> SummarizePhases(const ScenarioOptions& options,
+                                                          const ScenarioResult& result,
+                                                          double settle_rtts) {
+  absl::StatusOr<std::vector<LinkSpec>> specs = ResolveLinkSchedule(options.link, options.schedule);
+  if (!specs.ok()) return specs.status();
+  std::vector<PhaseSummary> phases;
+  std::vector<double> starts = {0};
+  std::vector<LinkSpec> links = {options.link};
+  for (size_t i = 0; i < options.schedule.steps.size(); ++i) {
+    starts.push_back(options.schedule.steps[i].at.seconds());
+    links.push_back((*specs)[i]);
+  }
+  const double last = result.deliveries.empty() ? 0 : result.deliveries.back().done_s;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    PhaseSummary p;
+    p.link = links[i];
+    p.start_s = starts[i];
+    const double from = starts[i] + settle_rtts * links[i].rtt.seconds();
+    const double to = i + 1 < starts.size() ? starts[i + 1] : last;
+    p.window = SummarizeWindow(result, from, std::max(from, to), IdealMessageTime(options, links[i]));
+    phases.push_back(p);
+  }
+  return phases;
 }
 
 }  // namespace longhaul::sim

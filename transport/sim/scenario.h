@@ -107,6 +107,27 @@ struct MessageTimes {
   double max_s = 0;
 };
 
+// One delivered message (ScenarioResult::deliveries).
+struct DeliveryRecord {
+  int connection = 0;
+  uint64_t index = 0;     // the message's number in its connection's workload
+  ByteCount size = 0;
+  double submit_s = 0;    // messages workload: when it was submitted (bulk: 0)
+  double done_s = 0;      // when the receiver had all of it
+};
+
+// A time window of a run (for example one phase of a link schedule).
+struct WindowSummary {
+  double from_s = 0;
+  double to_s = 0;
+  // Message completion times of the messages submitted in [from_s, to_s) (messages
+  // workload; ideal_s as given to SummarizeWindow).
+  MessageTimes mct;
+  // Bytes of the messages completed in [from_s, to_s) x 8 / (to_s - from_s): for bulk
+  // transfers cut into chunks much shorter than the window.
+  double goodput_bps = 0;
+};
+
 struct ConnectionResult {
   ByteCount bytes_expected = 0;
   ByteCount bytes_delivered = 0;    // verified message bytes
@@ -150,6 +171,7 @@ struct ScenarioResult {
   double jain_fairness = 1;         // of per-connection goodput
   double sample_interval_s = 0;
   std::vector<IntervalSample> series;  // with ScenarioOptions::sample_interval
+  std::vector<DeliveryRecord> deliveries;  // every delivered message, in delivery order
   SimulatorCounters sim;
   uint64_t trace_hash = 0;
   std::string error;                // first connection error, if any
@@ -158,6 +180,31 @@ struct ScenarioResult {
 // Runs one scenario. InvalidArgument for bad options (config, sizes, counts); otherwise
 // the result, whether or not the transfer completed (see stop_reason / completed).
 absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& options);
+
+// The ideal completion time of one message of the run's size on `link`: one-way delay
+// plus the message and its packets' overheads serialised at the link rate.
+double IdealMessageTime(const ScenarioOptions& options, const LinkSpec& link);
+
+// The messages and deliveries of `result` within [from_s, to_s); `ideal_s` is copied
+// into the summary's MessageTimes.
+WindowSummary SummarizeWindow(const ScenarioResult& result, double from_s, double to_s,
+                              double ideal_s);
+
+// One phase of a run with a link schedule: phase 0 is the link before the first step,
+// phase i the link after step i-1. The window leaves out `settle` after the phase's start
+// (the time an adaptive transport is given to follow the change) and ends at the next
+// step (the last phase: at the last delivery).
+struct PhaseSummary {
+  LinkSpec link;          // the link in force during the phase
+  double start_s = 0;     // when the phase's link took effect
+  WindowSummary window;   // [start_s + settle, end)
+};
+
+// The run's phases (one, without a schedule). `settle_rtts`: the settle time in round
+// trips of the phase's link. InvalidArgument where the schedule does not resolve.
+absl::StatusOr<std::vector<PhaseSummary>> SummarizePhases(const ScenarioOptions& options,
+                                                          const ScenarioResult& result,
+                                                          double settle_rtts);
 
 // Jain's fairness index of `rates`: (sum x)^2 / (n sum x^2), 1 = equal; 1 for no rates or
 // all zero.
