@@ -41,6 +41,10 @@ DEFINE_uint32(flows, longhaul::TransportConfig().flows, "UDP flows (source ports
 DEFINE_string(cc, DefaultOf("cc"), "Congestion control: fixed (pace at --rate) or bbr.");
 DEFINE_string(rate, DefaultOf("rate"),
               "Pacing rate for cc=fixed, cap for bbr (10gbit, 800mbit; 0: no cap).");
+DEFINE_string(rate_min, DefaultOf("rate_min"),
+              "cc=bbr: the least bandwidth the controller assumes; it starts there instead "
+              "of ramping up from an initial window, and cuts stop there (0: none; the "
+              "tuner writes half the measured rate).");
 DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "cc=bbr: per-round loss rate above which loss is congestion even without "
               "queueing delay (0.03, 3%); set it above the path's random loss.");
@@ -96,6 +100,7 @@ constexpr const char* kTransportFlags[] = {
     "flows",
     "cc",
     "rate",
+    "rate_min",
     "cc_loss_threshold",
     "cc_compete",
     "ecn",
@@ -226,6 +231,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["recv_window_bytes"] = config.recv_window;
   j["max_datagram_bytes"] = config.MaxDatagramSize();
   j["rate_bps"] = config.rate.bps();
+  j["rate_min_bps"] = config.rate_min.bps();
   j["pacing_burst_ns"] = config.pacing_burst.ns();
   j["initial_rtt_ns"] = config.initial_rtt.ns();
   j["min_pto_ns"] = config.min_pto.ns();

@@ -194,6 +194,9 @@ int Main(int argc, char** argv) {
            "chooses longhaul transport parameters for a link and writes a profile.\n"
            "usage: longhaul-tune (--link=SPEC | --target=HOST:PORT) [--objective=goodput|mct\n"
            "       [--message_size=SIZE] [--load=F]] [--out=FILE] [--json] [transport flags]\n"
+           "The profile paces cc=fixed at the measured rate; for a shared or changing link\n"
+           "give --cc=bbr --fec=auto: rate (cap) = 1.05 x and rate_min = 0.5 x the measured\n"
+           "rate, auto FEC starting from the chosen code.\n"
            "docs/tuning.md explains the model, the search and the profile header.");
   if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_link.empty() == FLAGS_target.empty()) {

@@ -52,6 +52,11 @@ struct TransportConfig {
   // Pacing rate of the fixed controller, and a cap for adaptive ones (zero: no cap,
   // which the fixed controller rejects).
   Bandwidth rate = Bandwidth::Gbps(1);
+  // cc=bbr: the least bandwidth the controller's model holds (zero: none). The model
+  // starts from it (no slow ramp from an initial window over a long RTT) and a cut never
+  // takes it lower; the drain and probe gains still pace below and above it. For a link
+  // whose rate the tuner measured: half that rate. Must not exceed a non-zero `rate`.
+  Bandwidth rate_min = Bandwidth::Zero();
   // cc=bbr: a round trip whose loss rate (lost / (lost + acknowledged) bytes, counted
   // from 8 lost packets) exceeds this is congestion even without queueing delay. Random
   // loss below it does not cut the rate; loss that comes with queueing delay, and CE

@@ -162,7 +162,9 @@ Prediction Predict(const LinkEstimate& link, const TransportConfig& cfg, const W
   Prediction pr;
   const double C = std::max(link.rate.bps(), 1.0);  // bottleneck, wire bits/s
   double P = cfg.rate.bps();                          // pacing rate
-  if (P <= 0) P = C;                                  // no cap (adaptive controllers)
+  // No cap, or an adaptive controller's cap above the bottleneck: it paces at the
+  // bottleneck it measures.
+  if (P <= 0 || (cfg.cc == CongestionControl::kBbr && P > C)) P = C;
   const double S = static_cast<double>(cfg.segment);
   const ByteCount msg_len = wl.objective == Objective::kMct ? wl.message_size : wl.chunk;
   Geometry g = MakeGeometry(cfg, link.overhead, msg_len);

@@ -176,10 +176,22 @@ class Searcher {
   TransportConfig Materialize(const Knobs& k) const {
     TransportConfig c = opt_.base;
     c.segment = segments_[k.segment];
-    if (c.cc == CongestionControl::kFixed) c.rate = link_.rate;
+    if (c.cc == CongestionControl::kFixed) {
+      c.rate = link_.rate;
+    } else {
+      // cc=bbr adapts inside bounds from the measurement: a cap a little above the
+      // measured rate (room to find it again, no flood when the probe overestimated it)
+      // and a floor at half of it (the controller starts there, and a round of loss or a
+      // standing queue never cuts it further). Whole Mbit/s.
+      const double mbps = link_.rate.bps() / 1e6;
+      c.rate = Bandwidth::Mbps(std::ceil(1.05 * mbps));
+      c.rate_min = Bandwidth::Mbps(std::floor(0.5 * mbps));
+    }
     c.tail_protect = k.tail_protect;
     const FecOption& f = fecs_[k.fec];
-    c.fec = f.mode;
+    // fec=auto in the base stays auto, starting from the chosen code (the base's code when
+    // the choice is none: auto drops it after the first loss report that shows no loss).
+    c.fec = opt_.base.fec == FecMode::kAuto ? FecMode::kAuto : f.mode;
     if (f.mode != FecMode::kOff) {
       c.fec_k = f.k;
       c.fec_m = f.m;
@@ -404,7 +416,7 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
   if (!c->check_completed) {
     c->check_note = absl::StrCat("run ended: ", r->stop_reason,
                                  r->error[0] ? absl::StrCat(" (", r->error, ")") : "");
-  } else if (c->config.fec != FecMode::kOff && c->sim_fec_repair_packets == 0) {
+  } else if (c->config.fec == FecMode::kFixed && c->sim_fec_repair_packets == 0) {
     c->check_note = "no FEC repair packets were sent: FEC is inactive in this transport build";
   }
 }
@@ -429,7 +441,8 @@ uint64_t CheckMessages(ByteCount message_size, ByteCount segment) {
 std::string CandidateLabel(const TransportConfig& c) {
   std::string fec = c.fec == FecMode::kOff
                         ? "off"
-                        : absl::StrFormat("%d,%d/%d", c.fec_k, c.fec_m, c.fec_interleave);
+                        : absl::StrFormat("%s%d,%d/%d", c.fec == FecMode::kAuto ? "auto:" : "",
+                                          c.fec_k, c.fec_m, c.fec_interleave);
   return absl::StrFormat("segment=%d window=%s recv_window=%s fec=%s tail_protect=%d", c.segment,
                          FormatByteCount(c.window), FormatByteCount(c.recv_window), fec,
                          c.tail_protect ? 1 : 0);

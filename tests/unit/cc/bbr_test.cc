@@ -409,6 +409,16 @@ TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
   EXPECT_GE(bbr.bandwidth().bps(), 0.99 * share.bps());
 }
 
+// One round trip of `rate` whose RTT samples alternate between `low` and `high`: a queue
+// that other traffic keeps and moves (it probes) within the round.
+void MovingQueueRound(Driver* d, Bandwidth rate, Duration low, Duration high, int acks = 16) {
+  const ByteCount bytes = std::max<ByteCount>(rate.BytesIn(low) / acks, 1);
+  for (int i = 0; i < acks; ++i) {
+    const Duration rtt = i % 2 == 0 ? low : high;
+    d->Ack(rtt / acks, bytes, rate, rtt);
+  }
+}
+
 TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {
   TransportConfig c = BbrConfig();  // cc_compete is off by default
   EXPECT_FALSE(c.cc_compete);
@@ -418,14 +428,96 @@ TEST(BbrTest, YieldsToAStandingQueueWhenCompeteIsOff) {
   FillPipeThenQueue(&d, &bbr, link);
   double lowest_gain = 1;
   for (int i = 0; i < 100; ++i) {
-    d.Round(Bandwidth::Gbps(5), kRtt.Scaled(1.5));
+    MovingQueueRound(&d, Bandwidth::Gbps(5), kRtt.Scaled(1.5), kRtt.Scaled(1.6));
     lowest_gain = std::min(lowest_gain, bbr.pacing_gain());
   }
   EXPECT_FALSE(bbr.competing());
   EXPECT_EQ(bbr.competing_entries(), 0u);
-  // It keeps answering the queue: a deep drain (gain 0.5) every few rounds.
+  // It keeps answering the queue: a deep drain (gain 0.5) every few rounds; the queue
+  // moves, so it is not taken for the path's RTT.
   EXPECT_GE(bbr.queue_drains(), 10u);
   EXPECT_NEAR(lowest_gain, 0.5, 1e-9);
+  EXPECT_EQ(bbr.path_rtt_changes(), 0u);
+  EXPECT_EQ(bbr.min_rtt(), kRtt);
+}
+
+// The path's RTT steps from 58 to 87 ms (a route change) while the flow fills the link:
+// the first drains see a flat RTT they cannot lower; after two of them that RTT is the
+// min RTT, the model is what it was before the drains, and the drains stop.
+TEST(BbrTest, APathRttStepIsTakenAsTheMinRttAfterTwoFlatDrains) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipe(&d, &bbr, link);
+  const double bw_before = bbr.bandwidth().bps();
+  const Duration new_rtt = kRtt.Scaled(1.5);
+  int rounds = 0;
+  for (; rounds < 30 && bbr.path_rtt_changes() == 0; ++rounds) d.Round(link, new_rtt);
+  ASSERT_EQ(bbr.path_rtt_changes(), 1u) << "after " << rounds << " rounds";
+  // One drain that counts as the reference and two that did not move the RTT.
+  EXPECT_EQ(bbr.queue_drains(), 2u);
+  EXPECT_LE(rounds, 12);
+  EXPECT_EQ(bbr.min_rtt(), new_rtt);
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * bw_before);
+  EXPECT_NE(bbr.phase(), BbrController::Phase::kDown);
+  const uint64_t drains = bbr.queue_drains();
+  for (int i = 0; i < 40; ++i) d.Round(link, new_rtt);
+  EXPECT_EQ(bbr.queue_drains(), drains);
+  EXPECT_EQ(bbr.path_rtt_changes(), 1u);
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * bw_before);
+  EXPECT_GE(bbr.PacingRate().bps(), 0.95 * bw_before);
+}
+
+// A queue that keeps growing through the drains (other traffic filling the buffer) is
+// not a path change, however flat each round is.
+TEST(BbrTest, AGrowingQueueIsNotTakenForThePathRtt) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipeThenQueue(&d, &bbr, link);
+  for (int i = 0; i < 40; ++i) d.Round(Bandwidth::Gbps(5), kRtt.Scaled(1.3 + 0.05 * i));
+  EXPECT_GE(bbr.queue_drains(), 5u);
+  EXPECT_EQ(bbr.path_rtt_changes(), 0u);
+  EXPECT_EQ(bbr.min_rtt(), kRtt);
+}
+
+// Cutting the model of a flow that sends less than it (app-limited: messages) only
+// queues messages at the sender: app-limited rounds over a standing queue do not drain.
+TEST(BbrTest, AppLimitedRoundsOverAStandingQueueDoNotDrain) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipeThenQueue(&d, &bbr, link);
+  const double bw_before = bbr.bandwidth().bps();
+  for (int i = 0; i < 20; ++i) {
+    // The queue grows every round: never mistaken for the path's RTT.
+    d.Round(Bandwidth::Gbps(4), kRtt.Scaled(1.3 + 0.1 * i), 16, 0, 0, /*app_limited=*/true);
+  }
+  EXPECT_EQ(bbr.queue_drains(), 0u);
+  EXPECT_EQ(bbr.path_rtt_changes(), 0u);
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * bw_before);
+}
+
+// rate_min: the model starts at that bandwidth (window and pacing from the first packet,
+// no startup ramp from ten packets) and never goes below it.
+TEST(BbrTest, RateMinIsTheBandwidthFromTheStartAndAFloor) {
+  TransportConfig c = BbrConfig();
+  c.rate_min = Bandwidth::Gbps(1);
+  c.initial_rtt = kRtt;
+  BbrController bbr(c);
+  EXPECT_EQ(bbr.bandwidth(), c.rate_min);
+  EXPECT_GE(bbr.CongestionWindow(), c.rate_min.BytesIn(kRtt));
+  EXPECT_GE(bbr.PacingRate().bps(), c.rate_min.bps());
+  TransportConfig plain = BbrConfig();
+  plain.initial_rtt = kRtt;
+  BbrController without(plain);
+  EXPECT_LT(without.CongestionWindow(), bbr.CongestionWindow() / 10);
+  Driver d(&bbr);
+  FillPipe(&d, &bbr, Bandwidth::Gbps(2));
+  EXPECT_GE(bbr.bandwidth().bps(), 0.99 * 2e9);  // above the floor, the estimate
+  for (int i = 0; i < 40; ++i) d.Round(Bandwidth::Mbps(200), kRtt);
+  EXPECT_EQ(bbr.bandwidth(), c.rate_min);
+  EXPECT_GE(bbr.PacingRate().bps(), 0.9 * c.rate_min.bps());
 }
 
 TEST(BbrTest, EcnMarksCutInProportionToAlpha) {

@@ -166,7 +166,8 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   for (const auto& [k, v] : ProfileKeyValues(TransportConfig())) keys.push_back(k);
   EXPECT_THAT(
       keys, ::testing::ElementsAre(
-                "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc", "rate",
+                "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc",
+                "rate", "rate_min",
                 "cc_loss_threshold", "cc_compete", "ecn", "pacing_burst", "tail_protect",
                 "reorder_packets",
                 "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
@@ -420,6 +421,13 @@ TEST(ProfileErrorsTest, ValidationFailureNamesTheSourceAndField) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr("rate"));
   // The same rate is fine for bbr (no cap).
   EXPECT_TRUE(Parse("cc=bbr\nrate=0").ok());
+  // A floor above the cap.
+  c = Parse("cc=bbr\nrate=1gbit\nrate_min=2gbit");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("rate_min"));
+  absl::StatusOr<TransportConfig> bounded = Parse("cc=bbr\nrate=1050mbit\nrate_min=500mbit");
+  ASSERT_TRUE(bounded.ok()) << bounded.status();
+  EXPECT_EQ(bounded->rate_min, Bandwidth::Mbps(500));
 }
 
 TEST(ProfileErrorsTest, MtuAndSegmentTogetherAreAmbiguous) {

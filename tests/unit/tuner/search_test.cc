@@ -93,6 +93,40 @@ TEST(SearchTest, LossyShortMessagesGetProtection) {
   EXPECT_LT(r->chosen.prediction.mct_p99_s, r->chosen.prediction.mct_ideal_s + 0.010);
 }
 
+// A base of cc=bbr and fec=auto (what a profile for a shared, changing link wants): the
+// profile gets the rate bounds around the measured rate and auto FEC starting from the
+// code the search chose.
+TEST(SearchTest, AdaptiveBaseGetsBoundsAndStartsAutoFecFromTheChosenCode) {
+  SearchOptions opt = ModelOnly(Objective::kMct);
+  opt.workload.message_size = 1 << 20;
+  opt.workload.load = 0.5;
+  absl::StatusOr<TuneResult> fixed = Tune(Link("rate=1gbit,rtt=58ms,loss=1e-2"), opt);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  ASSERT_EQ(fixed->chosen.config.fec, FecMode::kFixed);
+  opt.base.cc = CongestionControl::kBbr;
+  opt.base.rate = Bandwidth::Zero();
+  opt.base.fec = FecMode::kAuto;
+  absl::StatusOr<TuneResult> r = Tune(Link("rate=1gbit,rtt=58ms,loss=1e-2"), opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const TransportConfig& c = r->chosen.config;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  EXPECT_EQ(c.cc, CongestionControl::kBbr);
+  EXPECT_EQ(c.rate, Bandwidth::Mbps(1050));
+  EXPECT_EQ(c.rate_min, Bandwidth::Mbps(500));
+  EXPECT_EQ(c.fec, FecMode::kAuto);
+  EXPECT_EQ(c.fec_k, fixed->chosen.config.fec_k);
+  EXPECT_EQ(c.fec_m, fixed->chosen.config.fec_m);
+  EXPECT_EQ(c.fec_interleave, fixed->chosen.config.fec_interleave);
+  EXPECT_THAT(r->chosen.label, HasSubstr("fec=auto:"));
+  // The model paces bbr at the bottleneck, not at its cap above it.
+  EXPECT_LT(r->chosen.prediction.loss, 0.011);
+  // A lossless link: the base code is the start (auto drops it at the first report).
+  absl::StatusOr<TuneResult> clean = Tune(Link("rate=10gbit,rtt=58ms"), opt);
+  ASSERT_TRUE(clean.ok()) << clean.status();
+  EXPECT_EQ(clean->chosen.config.fec, FecMode::kAuto);
+  EXPECT_EQ(clean->chosen.config.rate_min, Bandwidth::Gbps(5));
+}
+
 TEST(SearchTest, SimulatorCheckRunsTheBestCandidates) {
   SearchOptions opt;
   opt.top_k = 2;

@@ -17,6 +17,7 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
       max_datagram_(config.MaxDatagramSize()),
       window_limit_(config.window),
       rate_cap_(config.rate),
+      rate_min_(config.rate_min),
       loss_threshold_(config.cc_loss_threshold),
       compete_(config.cc_compete),
       ack_delay_(config.max_ack_delay),
@@ -28,12 +29,17 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
   // The peer acknowledges every ack_every packets (or after max_ack_delay), so delivery
   // arrives in steps; like BBR's send quanta, the window gets room for a few of them.
   ack_allowance_ = std::min<ByteCount>(2 * config.ack_every, 256) * max_datagram_;
-  cwnd_ = std::min<ByteCount>(params_.initial_cwnd_packets * max_datagram_, window_limit_);
+  cwnd_ = std::min<ByteCount>(
+      std::max<ByteCount>(params_.initial_cwnd_packets * max_datagram_,
+                          rate_min_.IsZero() ? 0 : Bdp(params_.startup_cwnd_gain)),
+      window_limit_);
   // ECN alpha starts at ecn_alpha_init = 0, not DCTCP's 1: startup's exit answers the
   // first marks (loss_beta), and a first cut of alpha/2 = 50% for a handful of marks would
   // halve a long fat pipe for many round trips.
   // Before any RTT sample: the initial window over the assumed RTT, at startup gain.
+  // With rate_min, from that bandwidth (the window above is its BDP).
   pacing_rate_ = Bandwidth::FromBytesAndDuration(cwnd_, initial_rtt_).Scaled(pacing_gain_);
+  if (!rate_min_.IsZero()) UpdatePacingRate();
 }
 
 const char* BbrController::ModeName() const {
@@ -59,7 +65,7 @@ const char* BbrController::ModeName() const {
 
 ByteCount BbrController::Bdp(double gain) const {
   const Duration rtt = min_rtt_.IsInfinite() ? initial_rtt_ : min_rtt_;
-  const Bandwidth bw = max_bw_.Get();
+  const Bandwidth bw = bandwidth();
   if (bw.IsZero()) {
     return static_cast<ByteCount>(gain * params_.initial_cwnd_packets * max_datagram_);
   }
@@ -74,7 +80,7 @@ Bandwidth BbrController::PacingRate() const {
 CcDebugState BbrController::DebugState() const {
   CcDebugState s;
   s.mode = ModeName();
-  s.bandwidth_estimate = max_bw_.Get();
+  s.bandwidth_estimate = bandwidth();
   s.min_rtt = min_rtt_.IsInfinite() ? Duration::Zero() : min_rtt_;
   s.pacing_gain = pacing_gain_;
   s.cwnd_gain = cwnd_gain_;
@@ -161,6 +167,7 @@ void BbrController::OnAck(const AckEvent& ack, const RttEstimator& rtt) {
     latest_rtt_ = rs.rtt;
     round_min_rtt_ = std::min(round_min_rtt_, rs.rtt);
     round_max_rtt_ = std::max(round_max_rtt_, rs.rtt);
+    round_app_limited_ |= rs.is_app_limited;
     UpdateMinRtt(ack.now, rs.rtt);
     UpdateBandwidth(ack, prior_delivered);
   }
@@ -210,6 +217,8 @@ void BbrController::EndRound(Time now) {
   if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
       round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
     queue_responses_ = 0;
+    ineffective_drains_ = 0;
+    last_standing_rtt_ = Duration::Infinite();
     if (competing_ && ++empty_rounds_ >= params_.compete_exit_empty_rounds) {
       competing_ = false;
       competing_ended_ = now;
@@ -225,12 +234,15 @@ void BbrController::EndRound(Time now) {
     } else if (competing_ && round_lost_packets_ > 0 &&
                loss_free_rounds_ >= params_.compete_episode_gap_rounds) {
       Congestion(now, Signal::kLossWithQueue, params_.compete_episode_beta);
-    } else if (!competing_ && mode_ == Mode::kProbeBw && phase_ != Phase::kUp && sent_at_gain_1 &&
-               !min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
+    } else if (!competing_ && !min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
                round_min_rtt_ >
-                   min_rtt_ + min_rtt_.Scaled(params_.standing_queue_fraction) + ack_delay_) {
-      // Even the smallest RTT of a round sent without probing shows a queue: it stands.
-      Congestion(now, Signal::kStandingQueue, params_.standing_queue_beta);
+                   min_rtt_ + min_rtt_.Scaled(params_.standing_queue_fraction) + ack_delay_ &&
+               ((mode_ == Mode::kProbeBw && phase_ != Phase::kUp && sent_at_gain_1) ||
+                (round_app_limited_ && mode_ != Mode::kProbeRtt))) {
+      // Even the smallest RTT of a round sent without probing (or sending less than the
+      // model, app-limited, in any mode: a flow of messages may never leave startup)
+      // shows a queue: it stands.
+      StandingQueue(now, round_app_limited_);
     } else if (round_ce_ > 0) {
       if (mode_ == Mode::kStartup) {
         // A few marks as the queue passes the threshold are expected; a share this large
@@ -254,6 +266,7 @@ void BbrController::EndRound(Time now) {
   round_ce_ = 0;
   round_ect_ = 0;
   round_min_rtt_ = Duration::Infinite();
+  round_app_limited_ = false;
   last_round_max_rtt_ = round_max_rtt_;
   round_max_rtt_ = Duration::Zero();
 }
@@ -266,8 +279,8 @@ void BbrController::UpdateMinRtt(Time now, Duration rtt) {
   if (rtt <= min_rtt_ || (expired && !competing_)) {
     min_rtt_ = rtt;
     min_rtt_stamp_ = now;
-  } else if (rtt <= min_rtt_.Scaled(1 + params_.min_rtt_tolerance)) {
-    // The queue was empty again (within a hair of the minimum, ACK-delay jitter aside):
+  } else if (rtt <= min_rtt_.Scaled(1 + params_.min_rtt_tolerance) + ack_delay_) {
+    // The queue was empty again (within a hair of the minimum and the peer's ACK delay):
     // the minimum is still the path's, no need to drain a long fat pipe to learn it.
     min_rtt_stamp_ = now;
   }
@@ -471,6 +484,48 @@ void BbrController::NoteQueueResponse(Time now) {
   }
 }
 
+void BbrController::StandingQueue(Time now, bool app_limited) {
+  // Did the last drain lower the queue? A queue this flow (or longhaul flows draining
+  // together) built goes down within the drain's two round trips. A new path RTT stays
+  // where it is and is flat within the round (no queue moves it); a queue other traffic
+  // keeps moves (it grows, or varies within the round as they probe).
+  const Duration tolerance = round_min_rtt_.Scaled(params_.path_change_tolerance);
+  const bool unmoved = !last_standing_rtt_.IsInfinite() &&
+                       round_min_rtt_ + tolerance >= last_standing_rtt_ &&
+                       round_min_rtt_ <= last_standing_rtt_ + tolerance &&
+                       round_max_rtt_ <= round_min_rtt_ + tolerance + ack_delay_;
+  if (unmoved) {
+    ++ineffective_drains_;
+  } else {
+    ineffective_drains_ = 0;
+    bw_before_drains_ = max_bw_.Get();
+  }
+  last_standing_rtt_ = round_min_rtt_;
+  if (!compete_ && params_.path_change_drains > 0 &&
+      ineffective_drains_ >= params_.path_change_drains) {
+    // Drains at half the rate did not move it: not a queue this flow can drain but the
+    // path's RTT (a route change; or traffic that keeps a queue whatever longhaul does,
+    // which the min-RTT window would take for the path's RTT after 10 s anyway). Take it
+    // as the min RTT and undo the cuts of those drains.
+    VLOG(1) << "bbr " << this << " t=" << now.seconds() << " path RTT " << min_rtt_.milliseconds()
+            << " -> " << round_min_rtt_.milliseconds() << " ms";
+    min_rtt_ = round_min_rtt_;
+    min_rtt_stamp_ = now;
+    ++path_rtt_changes_;
+    ineffective_drains_ = 0;
+    last_standing_rtt_ = Duration::Infinite();
+    queue_responses_ = 0;
+    if (bw_before_drains_ > max_bw_.Get()) {
+      max_bw_.Reset(bw_before_drains_, static_cast<int64_t>(round_count_));
+    }
+    if (mode_ == Mode::kProbeBw && phase_ == Phase::kDown) EnterPhase(now, Phase::kCruise);
+    UpdatePacingRate();
+    return;
+  }
+  if (app_limited) return;
+  Congestion(now, Signal::kStandingQueue, params_.standing_queue_beta);
+}
+
 void BbrController::Congestion(Time now, Signal signal, double factor) {
   if (round_count_ == last_congestion_round_) return;  // once per round
   last_congestion_round_ = round_count_;
@@ -536,7 +591,7 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
 }
 
 void BbrController::UpdatePacingRate() {
-  const Bandwidth bw = max_bw_.Get();
+  const Bandwidth bw = bandwidth();
   if (bw.IsZero()) return;
   const Bandwidth rate = bw.Scaled(pacing_gain_ * (1 - params_.pacing_margin));
   // Startup never slows down (a low early sample must not stall the ramp).

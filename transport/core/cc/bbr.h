@@ -4,6 +4,7 @@
 //   bottleneck bandwidth  windowed max of per-ACK delivery-rate samples over 10 rounds
 //   min RTT               smallest RTT sample, refreshed at least every 10 s
 //   BDP                   bandwidth x min RTT
+//   (TransportConfig::rate_min: the bandwidth is at least that, from the start)
 // Pacing rate = pacing_gain x bandwidth, 1% below the estimate and capped by
 // TransportConfig::rate when that is non-zero. Congestion window = cwnd_gain (2) x BDP
 // plus an allowance for ACK aggregation, bounded by TransportConfig::window.
@@ -34,6 +35,13 @@
 //   - ECN (DCTCP-like): per round alpha <- (1 - 1/16) alpha + F/16, F the CE-marked
 //     share; a round with marks on packets sent without probing cuts the model by
 //     alpha/2; marks caused by our own probe end the probe.
+// A path whose RTT went up (a route change) looks like a standing queue that drains
+// cannot empty. With cc_compete off, after two drains in a row that did not lower the
+// round's smallest RTT by 3 %, that RTT is the path's: it becomes the min RTT and the
+// cuts of those drains are undone (before: up to 10 s of drains, until the min-RTT
+// window let go of the old path's RTT). A round that was app-limited does not drain (the
+// flow sends what its application offers, below its model: cutting the model below the
+// offered load only queues messages at the sender) but counts the same way.
 // Sharing with traffic that keeps a queue (TCP CUBIC or BBR fill a buffer whatever
 // longhaul does; TransportConfig::cc_compete): after three queue-based cuts (standing
 // queue, loss with queue) that never saw the queue empty, the flow competes: queueing
@@ -101,6 +109,11 @@ struct BbrParams {
   double standing_queue_beta = 0.9;
   double standing_queue_drain_gain = 0.5;
   double standing_queue_drain_rtts = 2;  // longest drain, in min RTTs
+  // A path change: this many standing-queue drains in a row that did not lower the
+  // round's smallest RTT by path_change_tolerance make that RTT the min RTT (0: never;
+  // cc_compete on: never, it competes instead).
+  uint32_t path_change_drains = 2;
+  double path_change_tolerance = 0.03;
   // Competing with queue-building traffic: after more than this many responses to a
   // queue (standing-queue drains, cuts for loss with queueing delay) that never saw it
   // empty, the queue is not longhaul's to drain (TCP CUBIC or BBR fills it whatever
@@ -143,7 +156,9 @@ class BbrController : public CongestionController {
   Mode mode() const { return mode_; }
   Phase phase() const { return phase_; }
   const char* ModeName() const;
-  Bandwidth bandwidth() const { return max_bw_.Get(); }  // zero before the first sample
+  // The model's bandwidth: the max filter, at least rate_min (zero before the first
+  // sample without rate_min).
+  Bandwidth bandwidth() const { return std::max(max_bw_.Get(), rate_min_); }
   Duration min_rtt() const { return min_rtt_; }          // infinite before the first sample
   ByteCount Bdp(double gain = 1.0) const;
   double pacing_gain() const { return pacing_gain_; }
@@ -151,6 +166,7 @@ class BbrController : public CongestionController {
   uint64_t congestion_events() const { return congestion_events_; }  // loss-driven
   uint64_t queue_drains() const { return queue_drains_; }            // standing queue
   uint64_t ecn_reductions() const { return ecn_reductions_; }
+  uint64_t path_rtt_changes() const { return path_rtt_changes_; }  // min RTT re-anchored
   // Competing with traffic that keeps a queue (no queue-based cuts until the queue is
   // seen empty again); how many times it started.
   bool competing() const { return competing_; }
@@ -178,6 +194,8 @@ class BbrController : public CongestionController {
   void ExitProbeRtt(Time now);
   void Congestion(Time now, Signal signal, double factor);
   void NoteQueueResponse(Time now);
+  // A standing queue at the end of a round: a drain, or the path's new RTT (see above).
+  void StandingQueue(Time now, bool app_limited);
   Bandwidth RecentDeliveryRate(Time now) const;
   void UpdatePacingRate();
   void UpdateCwnd(ByteCount bytes_acked);
@@ -191,6 +209,7 @@ class BbrController : public CongestionController {
   ByteCount max_datagram_;
   ByteCount window_limit_;   // TransportConfig::window
   Bandwidth rate_cap_;       // TransportConfig::rate; zero = none
+  Bandwidth rate_min_;       // TransportConfig::rate_min; zero = none
   double loss_threshold_;    // TransportConfig::cc_loss_threshold
   bool compete_;             // TransportConfig::cc_compete
   Duration ack_delay_;       // TransportConfig::max_ack_delay (the peer's, assumed equal)
@@ -223,6 +242,7 @@ class BbrController : public CongestionController {
   ByteCount round_lost_ = 0;
   uint64_t round_lost_packets_ = 0;
   bool round_had_timeout_ = false;  // a probe timeout fired: the round's signals are void
+  bool round_app_limited_ = false;  // a delivery sample of the round was app-limited
   uint64_t round_ce_ = 0;
   uint64_t round_ect_ = 0;
   Duration round_min_rtt_ = Duration::Infinite();
@@ -231,6 +251,12 @@ class BbrController : public CongestionController {
   Bandwidth last_round_delivery_;  // acknowledged bytes / duration of the last round
   // Competition with queue-building traffic.
   uint32_t queue_responses_ = 0;  // queue-based cuts since the queue was last seen empty
+  // Path change: the round min RTT at the last standing-queue drain, the drains since
+  // that did not lower it, and the model before the first of them.
+  Duration last_standing_rtt_ = Duration::Infinite();
+  uint32_t ineffective_drains_ = 0;
+  Bandwidth bw_before_drains_;
+  uint64_t path_rtt_changes_ = 0;
   uint32_t empty_rounds_ = 0;   // consecutive rounds that saw the queue empty
   uint32_t loss_free_rounds_ = 0;  // consecutive rounds without loss
   bool competing_ = false;

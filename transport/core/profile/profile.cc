@@ -223,6 +223,11 @@ const std::vector<KeySpec>& Keys() {
                 return SetRate(k, v, &c->rate);
               },
               [](const TransportConfig& c) { return FormatBandwidth(c.rate); }},
+      KeySpec{"rate_min",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetRate(k, v, &c->rate_min);
+              },
+              [](const TransportConfig& c) { return FormatBandwidth(c.rate_min); }},
       NumberKey("cc_loss_threshold", &TransportConfig::cc_loss_threshold),
       KeySpec{"cc_compete",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
