@@ -50,7 +50,12 @@ DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "queueing delay (0.03, 3%); set it above the path's random loss.");
 DEFINE_bool(cc_compete, longhaul::TransportConfig().cc_compete,
             "cc=bbr: compete for a share against traffic that keeps a queue (TCP CUBIC, "
-            "BBR); off: yield to it, take what it leaves (docs/congestion-control.md).");
+            "BBR); off: take what it leaves, and the path's RTT where a queue stays "
+            "flat (docs/congestion-control.md).");
+DEFINE_bool(cc_yield, longhaul::TransportConfig().cc_yield,
+            "cc=bbr: yield fully to traffic that keeps a queue (a scavenger): every "
+            "standing queue is drained, none is taken for a longer path. Not with "
+            "--cc_compete.");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,
@@ -103,6 +108,7 @@ constexpr const char* kTransportFlags[] = {
     "rate_min",
     "cc_loss_threshold",
     "cc_compete",
+    "cc_yield",
     "ecn",
     "pacing_burst",
     "tail_protect",
@@ -138,6 +144,7 @@ std::string FlagValueText(const char* name) {
   }
   if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
   if (std::string(name) == "cc_compete") return FLAGS_cc_compete ? "true" : "false";
+  if (std::string(name) == "cc_yield") return FLAGS_cc_yield ? "true" : "false";
   if (std::string(name) == "tail_protect") return FLAGS_tail_protect ? "true" : "false";
   std::string value;
   CHECK(gflags::GetCommandLineOption(name, &value)) << name;
@@ -214,6 +221,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["flows"] = config.flows;
   j["ecn"] = config.ecn;
   j["cc_compete"] = config.cc_compete;
+  j["cc_yield"] = config.cc_yield;
   j["tail_protect"] = config.tail_protect;
   j["reorder_packets"] = config.reorder_packets;
   j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;

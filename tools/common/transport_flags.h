@@ -4,7 +4,7 @@
 //   --profile=FILE                     profile file (transport/core/profile/profile_file.h)
 //   --segment, --window, --recv_window sizes (8KiB, 1GiB)    --mtu  IP MTU, sets segment
 //   --rate (10gbit)  --cc (fixed|bbr)  --cc_loss_threshold (0.03)  --pacing_burst (100us)
-//   --ecn / --noecn  --cc_compete / --nocc_compete
+//   --ecn / --noecn  --cc_compete / --nocc_compete  --cc_yield / --nocc_yield
 //   --flows  --max_inflight_messages
 //   --fec (off|K,M|auto)  --fec_interleave  --fec_flush (1ms)
 //   --reorder_packets  --reorder_rtt_fraction  --initial_rtt  --min_pto  --max_pto
@@ -55,7 +55,7 @@ bool ApplyToolRateDefault(TransportConfig* config);
 
 // Every profile key with its canonical value, plus numeric forms for programs:
 // segment_bytes, window_bytes, recv_window_bytes, max_datagram_bytes, rate_bps and
-// <duration>_ns for every duration. Integer keys are JSON numbers, ecn and cc_compete booleans,
+// <duration>_ns for every duration. Integer keys are JSON numbers, ecn, cc_compete and cc_yield booleans,
 // reorder_rtt_fraction and cc_loss_threshold numbers; the other keys keep their profile
 // text ("1GiB").
 nlohmann::json TransportConfigToJson(const TransportConfig& config);

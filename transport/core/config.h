@@ -69,6 +69,12 @@ struct TransportConfig {
   // leaves, a scavenger). Off by default: among several longhaul flows alone it breaks
   // their fairness (docs/congestion-control.md "Sharing with TCP").
   bool cc_compete = false;
+  // cc=bbr, with cc_compete off: yield fully (a scavenger). Every standing queue is
+  // drained, none is taken for a change of the path's RTT (the default takes a queue that
+  // two drains did not move and that stays flat for the path's new RTT, which a TCP flow
+  // keeping a flat queue also looks like: longhaul then takes a share). A route change to
+  // a longer path costs up to the 10 s min-RTT window of drains. Excludes cc_compete.
+  bool cc_yield = false;
   // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
   // the congestion controller.
   bool ecn = true;

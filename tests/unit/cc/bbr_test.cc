@@ -468,6 +468,20 @@ TEST(BbrTest, APathRttStepIsTakenAsTheMinRttAfterTwoFlatDrains) {
   EXPECT_GE(bbr.PacingRate().bps(), 0.95 * bw_before);
 }
 
+// cc_yield: the same flat step is drained again and again, never taken for the path.
+TEST(BbrTest, YieldModeNeverTakesAFlatQueueForThePathRtt) {
+  TransportConfig c = BbrConfig();
+  c.cc_yield = true;
+  BbrController bbr(c);
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipe(&d, &bbr, link);
+  for (int i = 0; i < 60; ++i) d.Round(link, kRtt.Scaled(1.5));
+  EXPECT_EQ(bbr.path_rtt_changes(), 0u);
+  EXPECT_EQ(bbr.min_rtt(), kRtt);
+  EXPECT_GE(bbr.queue_drains(), 6u);
+}
+
 // A queue that keeps growing through the drains (other traffic filling the buffer) is
 // not a path change, however flat each round is.
 TEST(BbrTest, AGrowingQueueIsNotTakenForThePathRtt) {

@@ -168,7 +168,7 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
       keys, ::testing::ElementsAre(
                 "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc",
                 "rate", "rate_min",
-                "cc_loss_threshold", "cc_compete", "ecn", "pacing_burst", "tail_protect",
+                "cc_loss_threshold", "cc_compete", "cc_yield", "ecn", "pacing_burst", "tail_protect",
                 "reorder_packets",
                 "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
                 "max_ack_delay", "max_ack_ranges", "fec", "fec_k", "fec_m", "fec_interleave",

@@ -89,6 +89,7 @@ TEST_F(TransportFlagsTest, EveryTransportFlagReachesItsField) {
       {"rate", "10gbit", [](const TransportConfig& c) { return c.rate.bps() == 10e9; }},
       {"ecn", "false", [](const TransportConfig& c) { return !c.ecn; }},
       {"cc_compete", "true", [](const TransportConfig& c) { return c.cc_compete; }},
+      {"cc_yield", "true", [](const TransportConfig& c) { return c.cc_yield; }},
       {"pacing_burst", "50us",
        [](const TransportConfig& c) { return c.pacing_burst == Duration::Microseconds(50); }},
       {"reorder_packets", "5", [](const TransportConfig& c) { return c.reorder_packets == 5; }},
@@ -288,6 +289,7 @@ TEST_F(TransportFlagsTest, JsonHasEveryKeyAndNumericForms) {
   EXPECT_EQ(j["ack_every"].get<int>(), static_cast<int>(config.ack_every));
   EXPECT_EQ(j["ecn"].get<bool>(), config.ecn);
   EXPECT_EQ(j["cc_compete"].get<bool>(), config.cc_compete);
+  EXPECT_EQ(j["cc_yield"].get<bool>(), config.cc_yield);
   EXPECT_EQ(j["initial_rtt_ns"].get<int64_t>(), config.initial_rtt.ns());
   EXPECT_EQ(j["max_datagram_bytes"].get<uint64_t>(), config.MaxDatagramSize());
 }

@@ -20,6 +20,7 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
       rate_min_(config.rate_min),
       loss_threshold_(config.cc_loss_threshold),
       compete_(config.cc_compete),
+      yield_(config.cc_yield),
       ack_delay_(config.max_ack_delay),
       initial_rtt_(config.initial_rtt),
       pacing_gain_(params.startup_pacing_gain),
@@ -501,7 +502,7 @@ void BbrController::StandingQueue(Time now, bool app_limited) {
     bw_before_drains_ = max_bw_.Get();
   }
   last_standing_rtt_ = round_min_rtt_;
-  if (!compete_ && params_.path_change_drains > 0 &&
+  if (!compete_ && !yield_ && params_.path_change_drains > 0 &&
       ineffective_drains_ >= params_.path_change_drains) {
     // Drains at half the rate did not move it: not a queue this flow can drain but the
     // path's RTT (a route change; or traffic that keeps a queue whatever longhaul does,

@@ -36,9 +36,10 @@
 //     share; a round with marks on packets sent without probing cuts the model by
 //     alpha/2; marks caused by our own probe end the probe.
 // A path whose RTT went up (a route change) looks like a standing queue that drains
-// cannot empty. With cc_compete off, after two drains in a row that did not lower the
-// round's smallest RTT by 3 %, that RTT is the path's: it becomes the min RTT and the
-// cuts of those drains are undone (before: up to 10 s of drains, until the min-RTT
+// cannot empty. With cc_compete and cc_yield off, after two drains in a row that did not
+// move the round's smallest RTT by 3 % and saw it flat within the round (a queue others
+// keep grows or varies as they probe), that RTT is the path's: it becomes the min RTT and
+// the cuts of those drains are undone (before: up to 10 s of drains, until the min-RTT
 // window let go of the old path's RTT). A round that was app-limited does not drain (the
 // flow sends what its application offers, below its model: cutting the model below the
 // offered load only queues messages at the sender) but counts the same way.
@@ -111,7 +112,7 @@ struct BbrParams {
   double standing_queue_drain_rtts = 2;  // longest drain, in min RTTs
   // A path change: this many standing-queue drains in a row that did not lower the
   // round's smallest RTT by path_change_tolerance make that RTT the min RTT (0: never;
-  // cc_compete on: never, it competes instead).
+  // cc_compete on: never, it competes instead; cc_yield: never, it drains).
   uint32_t path_change_drains = 2;
   double path_change_tolerance = 0.03;
   // Competing with queue-building traffic: after more than this many responses to a
@@ -212,6 +213,7 @@ class BbrController : public CongestionController {
   Bandwidth rate_min_;       // TransportConfig::rate_min; zero = none
   double loss_threshold_;    // TransportConfig::cc_loss_threshold
   bool compete_;             // TransportConfig::cc_compete
+  bool yield_;               // TransportConfig::cc_yield
   Duration ack_delay_;       // TransportConfig::max_ack_delay (the peer's, assumed equal)
   Duration initial_rtt_;     // TransportConfig::initial_rtt, until the first sample
   ByteCount ack_allowance_;  // cwnd extra for ACK aggregation

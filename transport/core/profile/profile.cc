@@ -236,6 +236,13 @@ const std::vector<KeySpec>& Keys() {
               [](const TransportConfig& c) {
                 return std::string(c.cc_compete ? "true" : "false");
               }},
+      KeySpec{"cc_yield",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetBool(k, v, &c->cc_yield);
+              },
+              [](const TransportConfig& c) {
+                return std::string(c.cc_yield ? "true" : "false");
+              }},
       KeySpec{"ecn",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {
                 return SetBool(k, v, &c->ecn);

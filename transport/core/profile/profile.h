@@ -11,7 +11,8 @@
 //   cc                               fixed | bbr
 //   rate                             rate           10gbit, 800mbit (0: no cap, bbr only)
 //   rate_min                         rate           bbr's least bandwidth (0: none)
-//   ecn                              bool           true/false, on/off, yes/no, 1/0
+//   ecn, cc_compete, cc_yield, tail_protect
+//                                    bools          true/false, on/off, yes/no, 1/0
 //   pacing_burst, initial_rtt, min_pto, max_pto, max_ack_delay, fec_flush,
 //   idle_timeout, keepalive          durations      100us, 58ms, 10s
 //   reorder_packets, ack_every, max_ack_ranges, fec_interleave, fec_k, fec_m
