@@ -93,6 +93,7 @@ class ConnectionImpl {
       return absl::InvalidArgumentError("Send: null data with non-zero size");
     }
     workload_.OnSend(b.size, cfg_.segment);
+    fec_tx_.OnStartWorkload(workload_.message_packets());
     return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
   }
 

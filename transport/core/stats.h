@@ -58,9 +58,9 @@ struct ConnectionDebugState {
   uint32_t fec_m = 0;
   uint32_t fec_interleave = 0;
   // FEC auto: the policy's last decision: why (fec::FecPolicyReasonName: "meets-target",
-  // "best-effort" where no parity within fec_max_overhead meets the target, ...; "" before
-  // the first), the loss rate and mean burst it decided on, and the repair rounds per
-  // message it expects of its choice.
+  // "best-effort" where no parity within fec_max_overhead meets the target, ...; "start"
+  // before the first, "" outside mode auto), the loss rate and mean burst it decided on,
+  // and the repair rounds per message it expects of its choice.
   const char* fec_reason = "";
   double fec_loss_estimate = 0;
   double fec_burst_estimate = 0;

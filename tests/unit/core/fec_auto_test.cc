@@ -30,6 +30,7 @@ class Feeder {
     w.messages_per_rtt = 2;
     fec_.OnLossReport(now_, r, kRtt, w);
   }
+  void Submit(uint64_t message_packets) { fec_.OnStartWorkload(message_packets); }
   ConnectionDebugState State() const {
     ConnectionDebugState d;
     d.fec_k = fec_.k();
@@ -90,6 +91,52 @@ TEST(FecAutoTest, ACleanLinkTurnsFecOffOnlyOnceEnoughPacketsShowIt) {
   d = f.State();
   EXPECT_EQ(d.fec_m, 0u) << d.fec_reason << " at loss bound " << d.fec_loss_estimate;
   EXPECT_STREQ(d.fec_reason, "clean-link");
+}
+
+TEST(FecAutoTest, TheFirstRoundTripGoesOutWithTheMostParityTheBoundAllows) {
+  // Before any loss report: the configured k and interleave, and as much parity as
+  // fec_max_overhead (0.25) allows for the messages submitted.
+  Feeder f(Auto());
+  EXPECT_STREQ(f.State().fec_reason, "start");
+  EXPECT_EQ(f.State().fec_m, 4u);  // the configuration, until a message says its size
+  f.Submit(8192);                  // whole groups of 8 blocks of 32: 0.25 x 32
+  ConnectionDebugState d = f.State();
+  EXPECT_EQ(d.fec_k, 32u);
+  EXPECT_EQ(d.fec_m, 8u);
+  EXPECT_EQ(d.fec_interleave, 8u);
+  // 16 MiB: 7 groups of 256 packets and 94 more in 8 shortened blocks, 64 blocks in all:
+  // 7 parity each keeps 448 within 0.25 x 1886.
+  f.Submit(1886);
+  EXPECT_EQ(f.State().fec_m, 7u);
+  // The first decision on a clean link: the little parity the 3/n bound calls for, and
+  // later submissions no longer change it.
+  f.Rtt(20000);
+  f.Rtt(20000);
+  d = f.State();
+  EXPECT_STREQ(d.fec_reason, "meets-target");
+  EXPECT_LT(d.fec_m, 7u);
+  const uint32_t decided = d.fec_m;
+  f.Submit(8192);
+  EXPECT_EQ(f.State().fec_m, decided);
+
+  // Small messages (8 shortened blocks of ~15 packets) and a tight bound keep the
+  // configured m: the start never lowers it.
+  Feeder small(Auto());
+  small.Submit(118);
+  EXPECT_EQ(small.State().fec_m, 4u);
+  TransportConfig c = Auto();
+  c.fec_max_overhead = 0.05;
+  Feeder tight(c);
+  tight.Submit(8192);
+  EXPECT_EQ(tight.State().fec_m, 4u);
+  // Fixed FEC sends what it is configured with.
+  c = Auto();
+  c.fec = FecMode::kFixed;
+  Feeder fixed(c);
+  fixed.Submit(8192);
+  d = fixed.State();
+  EXPECT_EQ(d.fec_m, 4u);
+  EXPECT_STREQ(d.fec_reason, "");
 }
 
 TEST(FecAutoTest, TheFirstLossesKeepTheStartingConfiguration) {

@@ -102,6 +102,10 @@ class FecSender {
   // the loss it repairs, so FEC pauses and selective repeat (with tail protection) does
   // the repairs; an unbacklogged one optimises message completion time with FEC.
   void SetBacklogged(bool backlogged);
+  // Mode auto, before the first loss report: the application submits messages of about
+  // `message_packets` packets. The start protects them with the most parity
+  // fec_max_overhead allows (see fec_sender.cc).
+  void OnStartWorkload(uint64_t message_packets);
 
   // The receiver's loss since the start (any mode); mode auto: the policy's last
   // decision and what it decided on.
