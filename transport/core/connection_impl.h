@@ -93,7 +93,8 @@ class ConnectionImpl {
       return absl::InvalidArgumentError("Send: null data with non-zero size");
     }
     workload_.OnSend(b.size, cfg_.segment);
-    fec_tx_.OnStartWorkload(workload_.message_packets());
+    fec_tx_.OnStartWorkload(workload_.message_packets(),
+                            cc_->PacingRate().BytesIn(rtt_.srtt()) / max_datagram_);
     return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
   }
 

@@ -30,7 +30,11 @@ class Feeder {
     w.messages_per_rtt = 2;
     fec_.OnLossReport(now_, r, kRtt, w);
   }
-  void Submit(uint64_t message_packets) { fec_.OnStartWorkload(message_packets); }
+  // Messages of `message_packets` packets on a link whose round trip carries
+  // `rtt_packets` (80 000: 100 Gbit/s over 58 ms).
+  void Submit(uint64_t message_packets, uint64_t rtt_packets = 80000) {
+    fec_.OnStartWorkload(message_packets, rtt_packets);
+  }
   ConnectionDebugState State() const {
     ConnectionDebugState d;
     d.fec_k = fec_.k();
@@ -119,6 +123,15 @@ TEST(FecAutoTest, TheFirstRoundTripGoesOutWithTheMostParityTheBoundAllows) {
   f.Submit(8192);
   EXPECT_EQ(f.State().fec_m, decided);
 
+  // Messages longer than a round trip (64 MiB at 1 Gbit/s over 58 ms: 7 545 packets
+  // against 805) are mostly sent after the first decision: the configured m.
+  Feeder slow(Auto());
+  slow.Submit(7545, 805);
+  EXPECT_EQ(slow.State().fec_m, 4u);
+  slow.Submit(1886, 80000);
+  EXPECT_EQ(slow.State().fec_m, 7u);
+  slow.Submit(7545, 805);
+  EXPECT_EQ(slow.State().fec_m, 4u);
   // Small messages (8 shortened blocks of ~15 packets) and a tight bound keep the
   // configured m: the start never lowers it.
   Feeder small(Auto());

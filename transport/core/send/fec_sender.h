@@ -103,9 +103,10 @@ class FecSender {
   // the repairs; an unbacklogged one optimises message completion time with FEC.
   void SetBacklogged(bool backlogged);
   // Mode auto, before the first loss report: the application submits messages of about
-  // `message_packets` packets. The start protects them with the most parity
-  // fec_max_overhead allows (see fec_sender.cc).
-  void OnStartWorkload(uint64_t message_packets);
+  // `message_packets` packets, and a round trip carries `rtt_packets` at the pacing rate.
+  // Messages shorter than a round trip start with the most parity fec_max_overhead
+  // allows (see fec_sender.cc).
+  void OnStartWorkload(uint64_t message_packets, uint64_t rtt_packets);
 
   // The receiver's loss since the start (any mode); mode auto: the policy's last
   // decision and what it decided on.
