@@ -125,9 +125,9 @@ TEST(BbrSimTest, RandomLossOfOnePercentKeepsNinetyPercentOfTheLink) {
 }
 
 // N connections started 2 s apart: the Jain index of their goodput over the second that
-// ends 5 s after the last one started, for the first three seeds (not hand-picked):
-// each >= `min_each`, the median >= `min_median` (docs/congestion-control.md has the
-// distribution over eight seeds).
+// ends 5 s after the last one started, for the seeds given (the first ones, not
+// hand-picked): each >= `min_each`, the median >= `min_median`
+// (docs/congestion-control.md has the distribution over eight and 24 seeds).
 void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_each,
                        double min_median) {
   const double last_start = 2.0 * (n - 1);
@@ -138,6 +138,7 @@ void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_eac
     o.connections = n;
     o.stagger = Duration::Seconds(2);
     o.seed = seed;
+    o.payload = false;  // the same results, faster (sim_payload_free_test)
     ScenarioResult r = RunOk(o);
     ASSERT_EQ(r.connections.size(), static_cast<size_t>(n));
     const double j = JainOver(r, last_start + 4, last_start + 5);
@@ -152,16 +153,12 @@ void ExpectConvergence(int n, const std::vector<uint64_t>& seeds, double min_eac
 }
 
 TEST(BbrSimTest, TwoConnectionsTwoSecondsApartConvergeWithinFiveSeconds) {
-  // The target band: Jain >= 0.95 within 5 s (seeds 1-3 measure 0.964, 0.953, 0.969).
   ExpectConvergence(2, {1, 2, 3}, 0.95, 0.95);
 }
 
-TEST(BbrSimTest, FourConnectionsTwoSecondsApartConvergeSlowerThanTheTarget) {
-  // The target (Jain >= 0.95 within 5 s of the last start) is NOT met for four
-  // connections: seeds 1-3 measure 0.820, 0.897, 0.954 (median 0.915 over eight seeds;
-  // most reach 0.95 after 7 s or more). This asserts the measured band so a regression
-  // shows; docs/congestion-control.md explains the gap.
-  ExpectConvergence(4, {1, 2, 3}, 0.8, 0.88);
+TEST(BbrSimTest, FourConnectionsTwoSecondsApartConvergeWithinFiveSeconds) {
+  // The target: Jain >= 0.95 within 5 s of the last start, for eight seeds.
+  ExpectConvergence(4, {1, 2, 3, 4, 5, 6, 7, 8}, 0.95, 0.95);
 }
 
 // The link's rate steps 10 -> 5 -> 10 Gbit/s: within 10 round trips of each step the

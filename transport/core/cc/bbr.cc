@@ -99,18 +99,19 @@ CcDebugState BbrController::DebugState() const {
 
 double BbrController::ProbeGain() const {
   const Bandwidth bw = max_bw_.Get();
-  // Competing with queue-building traffic: probe as BBR does (1.25); the larger fair
-  // probe is for converging with flows that drain, and against a loss-based flow each
-  // probe's overflow costs that flow a multiplicative cut.
-  if (bw.IsZero() || min_rtt_.IsInfinite() || params_.fair_probe_coefficient <= 0 || competing_) {
+  // Competing with queue-building traffic: probe as BBR does (1.25); the fair probe is
+  // for converging with flows that drain, and against a loss-based flow each probe's
+  // overflow costs that flow a multiplicative cut.
+  if (bw.IsZero() || min_rtt_.IsInfinite() || params_.fair_probe_packets <= 0 || competing_) {
     return params_.probe_up_gain;
   }
   // Packets per round trip at the current bandwidth: an absolute measure of the flow's
-  // size that every flow on the link computes the same way. The probe grows like its
-  // square root (not in proportion), so smaller flows probe relatively harder.
+  // size that every flow on the link computes the same way. Every flow asks for the same
+  // number of packets more (BBR's 1.25 asks a flow four times larger for four times
+  // more, and the spare capacity after a cut goes to whichever probes first).
   const double packets = bw.bps() * min_rtt_.seconds() / (8.0 * static_cast<double>(max_datagram_));
-  const double gain = 1 + params_.fair_probe_coefficient / std::sqrt(std::max(packets, 1.0));
-  return std::clamp(gain, params_.probe_up_gain, params_.max_probe_gain);
+  const double gain = 1 + params_.fair_probe_packets / std::max(packets, 1.0);
+  return std::clamp(gain, params_.min_fair_probe_gain, params_.max_probe_gain);
 }
 
 bool BbrController::QueueEmpty() const {
@@ -351,7 +352,9 @@ void BbrController::UpdateMode(const AckEvent& ack) {
             // A round of the probe found more bandwidth and no queue: the link's rate went
             // up (or a competitor left). Probe faster to get there within a few rounds.
             const Bandwidth bw = max_bw_.Get();
-            if (bw >= up_round_bw_.Scaled(params_.probe_accel_growth) &&
+            const double growth =
+                std::min(params_.probe_accel_growth, 1 + 0.6 * (up_gain_ - 1));
+            if (bw >= up_round_bw_.Scaled(growth) &&
                 last_round_max_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
               up_gain_ = std::max(up_gain_, params_.probe_accel_gain);
               pacing_gain_ = up_gain_;
@@ -558,9 +561,10 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
   Bandwidth latest = RecentDeliveryRate(now);
   if (latest.IsZero() || latest > bw) latest = bw;
   if (!latest.IsZero()) max_bw_.Reset(latest.Scaled(factor), static_cast<int64_t>(round_count_));
-  // Samples of packets sent before now measured the old sending rate. (After a standing
-  // queue they measured the rate the path delivered, which is what the model now is.)
-  if (signal != Signal::kStandingQueue) bw_valid_from_delivered_ = total_delivered_ + 1;
+  // Samples of packets sent before now measured the old sending rate; after a standing
+  // queue, what each flow got while the queue built, which favours the largest. The cut
+  // holds until the probes refill the link (equal probes: the shares converge).
+  bw_valid_from_delivered_ = total_delivered_ + 1;
   switch (mode_) {
     case Mode::kStartup:
       EnterDrain(now);

@@ -52,11 +52,12 @@
 // that show the competitor's queue. Eight rounds with an empty queue end it.
 // cc_compete=false (the default: among longhaul flows alone competing misfires) never
 // competes: longhaul yields (a scavenger).
-// Fairness among longhaul flows: the UP probe's gain is 1 + c / sqrt(bandwidth in
-// packets per round trip), clamped to [1.25, 2]. A flow with a small share probes by
-// more than its proportion, so with the multiplicative cuts above the shares converge
-// (a binomial increase, after Bansal & Balakrishnan); one flow alone at 10 Gbit/s x
-// 58 ms probes by 1.25.
+// Fairness among longhaul flows: the UP probe asks for the same number of packets per
+// round trip on top of every flow's bandwidth (1000: gain 1 + 1000 / bandwidth in packets
+// per RTT, clamped to [1.05, 2]), an additive increase: after the multiplicative cuts
+// above, what the link has spare goes to whichever flows probe first, and a probe that
+// grew with the flow's size handed the large flows more of it. With equal increments the
+// shares converge (AIMD); one flow alone at 10 Gbit/s x 58 ms probes by 1.12.
 //
 // docs/congestion-control.md has the reasons and the measurements.
 // Thread-safety: none (owned by one Connection). Deterministic for a given seed.
@@ -85,11 +86,17 @@ struct BbrParams {
   // PROBE_BW.
   double cwnd_gain = 2.0;
   double probe_down_gain = 0.75;
-  double probe_up_gain = 1.25;         // the smallest probe
-  double fair_probe_coefficient = 15;  // c in 1 + c / sqrt(bandwidth in packets per RTT)
+  double probe_up_gain = 1.25;  // BBR's probe: without a model yet, and while competing
+  // The fair probe: this many packets per round trip on top of the flow's bandwidth
+  // (0: BBR's probe always), as a gain within [min_fair_probe_gain, max_probe_gain].
+  double fair_probe_packets = 1000;
+  double min_fair_probe_gain = 1.05;
   double max_probe_gain = 2.0;
-  double probe_accel_growth = 1.15;  // a probe round that grew this much, queue empty,
-  double probe_accel_gain = 1.5;     // ... raises the probe's gain to this
+  // A probe round that grew the bandwidth by this much, or by 60 % of what the probe
+  // asked for if that is less, on an empty queue raises the probe's gain to
+  // probe_accel_gain (the link has room).
+  double probe_accel_growth = 1.15;
+  double probe_accel_gain = 1.5;
   uint32_t max_up_rounds = 30;       // bound on a probe that keeps finding room
   uint32_t cruise_rounds_min = 2;    // rounds at gain 1 between probes: uniform in
   uint32_t cruise_rounds_max = 4;    // [min, max]
