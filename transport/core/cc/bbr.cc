@@ -344,7 +344,13 @@ void BbrController::UpdateMode(const AckEvent& ack) {
           // The pipe plus up_gain - 1 BDP of queue is in flight: the bottleneck is full.
           // While the link has room the bandwidth estimate (and so the BDP) grows with
           // the probe and this does not happen: the probe goes on.
-          if ((full_length && bytes_in_flight_ >= Bdp(up_gain_)) ||
+          // Or the probe has queued what BBR's 1.25 probe would at most (a larger gain
+          // finds room faster; it does not queue more, which would overflow the buffer
+          // for loss-based neighbours such as TCP CUBIC).
+          const bool probe_queued =
+              !competing_ && now - phase_start_ > min_rtt_ / 4 &&
+              latest_rtt_ > min_rtt_.Scaled(1 + params_.probe_queue_fraction) + ack_delay_;
+          if ((full_length && bytes_in_flight_ >= Bdp(up_gain_)) || probe_queued ||
               round_count_ - phase_start_round_ > params_.max_up_rounds) {
             ScheduleProbe();
             EnterPhase(now, Phase::kDown);

@@ -54,10 +54,11 @@
 // competes: longhaul yields (a scavenger).
 // Fairness among longhaul flows: the UP probe asks for the same number of packets per
 // round trip on top of every flow's bandwidth (1000: gain 1 + 1000 / bandwidth in packets
-// per RTT, clamped to [1.05, 2]), an additive increase: after the multiplicative cuts
+// per RTT, clamped to [1.05, 1.75]), an additive increase: after the multiplicative cuts
 // above, what the link has spare goes to whichever flows probe first, and a probe that
 // grew with the flow's size handed the large flows more of it. With equal increments the
-// shares converge (AIMD); one flow alone at 10 Gbit/s x 58 ms probes by 1.12.
+// shares converge (AIMD); one flow alone at 10 Gbit/s x 58 ms probes by 1.12. A probe
+// ends once it has queued 0.25 min RTT, as BBR's 1.25 would at most.
 //
 // docs/congestion-control.md has the reasons and the measurements.
 // Thread-safety: none (owned by one Connection). Deterministic for a given seed.
@@ -91,7 +92,11 @@ struct BbrParams {
   // (0: BBR's probe always), as a gain within [min_fair_probe_gain, max_probe_gain].
   double fair_probe_packets = 1000;
   double min_fair_probe_gain = 1.05;
-  double max_probe_gain = 2.0;
+  double max_probe_gain = 1.75;
+  // The UP phase also ends, after at least a quarter of a min RTT, once the RTT is this
+  // fraction of min RTT above it (+ ACK delay): the queue BBR's own 1.25 probe builds at
+  // most. A larger gain finds room faster, it does not queue more (not while competing).
+  double probe_queue_fraction = 0.25;
   // A probe round that grew the bandwidth by this much, or by 60 % of what the probe
   // asked for if that is less, on an empty queue raises the probe's gain to
   // probe_accel_gain (the link has room).
