@@ -13,9 +13,10 @@
 //   STARTUP    gain 2.77 (4 ln 2); ends when the bandwidth grew < 25% in 3 rounds, on a
 //              round whose loss rate exceeds cc_loss_threshold, or on CE marks
 //   DRAIN      gain 1/2.77 until in flight <= BDP
-//   PROBE_BW   a cycle DOWN (0.75) -> CRUISE (1.0, 2-4 rounds) -> UP (>= 1.25); UP goes
-//              on while the bandwidth keeps growing, faster (1.5) on an empty queue,
-//              so a link whose rate went up is filled within a few rounds
+//   PROBE_BW   a cycle DOWN (0.75) -> CRUISE (1.0, 2-4 rounds) -> UP (the fair probe
+//              below, 1.05-1.75); UP goes on while the bandwidth keeps growing, faster
+//              (1.5) on an empty queue, so a link whose rate went up is filled within a
+//              few rounds
 //   PROBE_RTT  after 10 s without an RTT sample within 1% of min RTT: cwnd 0.5 x BDP (not
 //              BBRv1's 4 packets: a 725 MB pipe stays half full) for max(200 ms, a round)
 //
