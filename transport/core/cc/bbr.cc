@@ -569,8 +569,13 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
   if (!latest.IsZero()) max_bw_.Reset(latest.Scaled(factor), static_cast<int64_t>(round_count_));
   // Samples of packets sent before now measured the old sending rate; after a standing
   // queue, what each flow got while the queue built, which favours the largest. The cut
-  // holds until the probes refill the link (equal probes: the shares converge).
-  bw_valid_from_delivered_ = total_delivered_ + 1;
+  // holds until the probes refill the link (equal probes: the shares converge). Not where
+  // the flow delivered less than half its model (held back by its peer's credit, or
+  // jitter on a short path read as a queue): held there, the model falls to what a flow
+  // that hardly sent delivered, and never climbs back.
+  if (signal != Signal::kStandingQueue || latest >= bw.Scaled(0.5)) {
+    bw_valid_from_delivered_ = total_delivered_ + 1;
+  }
   switch (mode_) {
     case Mode::kStartup:
       EnterDrain(now);
