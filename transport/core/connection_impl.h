@@ -295,15 +295,22 @@ class ConnectionImpl {
     });
   }
 
+  // A kSendComplete event for `m` (its tag and size, so the application can release its
+  // buffers); `status` says why when it did not complete.
+  void PushSendComplete(const SendMessage& m, absl::Status status = absl::OkStatus()) {
+    Event e;
+    e.type = Event::Type::kSendComplete;
+    e.message_id = m.id;
+    e.tag = m.tag;
+    e.size = m.size;
+    e.status = std::move(status);
+    events_.push_back(std::move(e));
+  }
+
   void CompleteSends() {
     SendMessage m;
     while (send_.PopCompleted(&m)) {
-      Event e;
-      e.type = Event::Type::kSendComplete;
-      e.message_id = m.id;
-      e.tag = m.tag;
-      e.size = m.size;
-      events_.push_back(std::move(e));
+      PushSendComplete(m);
       ++stats_.messages_sent;
     }
   }
@@ -354,15 +361,7 @@ class ConnectionImpl {
     // size so the application can release its buffers.
     CompleteSends();
     SendMessage m;
-    while (send_.PopPending(&m)) {
-      Event e;
-      e.type = Event::Type::kSendComplete;
-      e.message_id = m.id;
-      e.tag = m.tag;
-      e.size = m.size;
-      e.status = cancelled;
-      events_.push_back(std::move(e));
-    }
+    while (send_.PopPending(&m)) PushSendComplete(m, cancelled);
     // Posted receive buffers that will not be filled are handed back.
     Event r;
     while (recv_.PopCancelledPost(cancelled, &r)) events_.push_back(std::move(r));
