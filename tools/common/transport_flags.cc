@@ -50,12 +50,13 @@ DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "queueing delay (0.03, 3%); set it above the path's random loss.");
 DEFINE_bool(cc_compete, longhaul::TransportConfig().cc_compete,
             "cc=bbr: compete for a share against traffic that keeps a queue (TCP CUBIC, "
-            "BBR); off: take what it leaves, and the path's RTT where a queue stays "
-            "flat (docs/congestion-control.md).");
+            "BBR), once a queue has stood through its drains for 40 round trips; off: "
+            "take what such traffic leaves, and the path's RTT where a queue stays flat "
+            "(docs/congestion-control.md \"Sharing with TCP\").");
 DEFINE_bool(cc_yield, longhaul::TransportConfig().cc_yield,
             "cc=bbr: yield fully to traffic that keeps a queue (a scavenger): every "
-            "standing queue is drained, none is taken for a longer path. Not with "
-            "--cc_compete.");
+            "standing queue is drained, none is taken for a longer path, never "
+            "competes (overrides --cc_compete).");
 DEFINE_bool(ecn, longhaul::TransportConfig().ecn,
             "Send ECN-capable packets and react to CE marks.");
 DEFINE_bool(tail_protect, longhaul::TransportConfig().tail_protect,

@@ -51,9 +51,6 @@ absl::Status TransportConfig::Validate() const {
     return absl::InvalidArgumentError("rate_min is outside [0, rate] (the least bandwidth cc=bbr assumes)");
   }
   if (absl::Status s = Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0); !s.ok()) return s;
-  if (cc_compete && cc_yield) {
-    return absl::InvalidArgumentError("cc_compete and cc_yield are both true (compete or yield, not both)");
-  }
   if (!(fec_tail >= 0.5 && fec_tail < 1.0)) {
     return absl::InvalidArgumentError("fec_tail is outside [0.5, 1) (the percentile, e.g. 0.999)");
   }

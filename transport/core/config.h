@@ -64,16 +64,18 @@ struct TransportConfig {
   double cc_loss_threshold = 0.03;
   // cc=bbr on a link shared with traffic that keeps a queue (TCP CUBIC or BBR fill a
   // buffer whatever longhaul does): true competes for a share (after queue-based cuts
-  // that never empty the queue, queueing delay stops being a congestion signal until the
-  // queue is seen empty again); false yields (longhaul takes only what such traffic
-  // leaves, a scavenger). Off by default: among several longhaul flows alone it breaks
-  // their fairness (docs/congestion-control.md "Sharing with TCP").
-  bool cc_compete = false;
-  // cc=bbr, with cc_compete off: yield fully (a scavenger). Every standing queue is
-  // drained, none is taken for a change of the path's RTT (the default takes a queue that
-  // two drains did not move and that stays flat for the path's new RTT, which a TCP flow
-  // keeping a flat queue also looks like: longhaul then takes a share). A route change to
-  // a longer path costs up to the 10 s min-RTT window of drains. Excludes cc_compete.
+  // that never empty the queue over 40 round trips, queueing delay stops being a
+  // congestion signal until the queue is seen empty again; loss is answered as a
+  // loss-based flow answers it where the competitor answers it too); false yields
+  // (longhaul takes only what such traffic leaves, a scavenger). On by default: longhaul
+  // flows among themselves empty the queue within that time and never compete
+  // (docs/congestion-control.md "Sharing with TCP").
+  bool cc_compete = true;
+  // cc=bbr: yield fully (a scavenger), whatever cc_compete says. Every standing queue is
+  // drained, none is taken for a change of the path's RTT (without it a queue that two
+  // drains did not move and that stays flat is taken for the path's new RTT, which a TCP
+  // flow keeping a flat queue also looks like). A route change to a longer path costs up
+  // to the 10 s min-RTT window of drains.
   bool cc_yield = false;
   // ECN: datagrams are sent ECN-capable (ECT(0)) and CE marks reported by the peer reach
   // the congestion controller.

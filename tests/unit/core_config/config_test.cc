@@ -81,11 +81,6 @@ TEST(TransportConfigTest, RejectsEachOutOfRangeFieldNamingIt) {
          c.rate_min = Bandwidth::BitsPerSecond(c.rate.bps() + 1);
        }},
       {"rate_min", [](TransportConfig& c) { c.rate_min = Bandwidth::BitsPerSecond(-1); }},
-      {"cc_yield",
-       [](TransportConfig& c) {
-         c.cc_compete = true;
-         c.cc_yield = true;
-       }},
       {"pacing_burst", [](TransportConfig& c) { c.pacing_burst = Duration::Nanoseconds(-1); }},
       {"pacing_burst", [](TransportConfig& c) { c.pacing_burst = Duration::Milliseconds(101); }},
       {"reorder_packets", [](TransportConfig& c) { c.reorder_packets = 0; }},

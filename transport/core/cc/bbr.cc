@@ -19,7 +19,7 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
       rate_cap_(config.rate),
       rate_min_(config.rate_min),
       loss_threshold_(config.cc_loss_threshold),
-      compete_(config.cc_compete),
+      compete_(config.cc_compete && !config.cc_yield),
       yield_(config.cc_yield),
       ack_delay_(config.max_ack_delay),
       initial_rtt_(config.initial_rtt),
@@ -109,9 +109,24 @@ double BbrController::ProbeGain() const {
   // size that every flow on the link computes the same way. Every flow asks for the same
   // number of packets more (BBR's 1.25 asks a flow four times larger for four times
   // more, and the spare capacity after a cut goes to whichever probes first).
-  const double packets = bw.bps() * min_rtt_.seconds() / (8.0 * static_cast<double>(max_datagram_));
+  const double packets = PacketsPerMinRtt(bw);
   const double gain = 1 + params_.fair_probe_packets / std::max(packets, 1.0);
   return std::clamp(gain, params_.min_fair_probe_gain, params_.max_probe_gain);
+}
+
+double BbrController::PacketsPerMinRtt(Bandwidth bw) const {
+  if (min_rtt_.IsInfinite()) return 0;
+  return bw.bps() * min_rtt_.seconds() / (8.0 * static_cast<double>(max_datagram_));
+}
+
+Bandwidth BbrController::EpisodeBound(Time now) const {
+  // CUBIC's window since the episode, W(t) = C (t - K)^3 + W_max, as a rate over the RTT;
+  // never below the cut itself.
+  const double t = (now - episode_time_).seconds() - episode_k_;
+  const double packets = std::max(params_.compete_cubic_c * t * t * t + episode_packets_,
+                                  params_.compete_episode_beta * episode_packets_);
+  return Bandwidth::BitsPerSecond(packets * 8.0 * static_cast<double>(max_datagram_) /
+                                  srtt_.seconds());
 }
 
 bool BbrController::QueueEmpty() const {
@@ -173,6 +188,8 @@ void BbrController::OnAck(const AckEvent& ack, const RttEstimator& rtt) {
     UpdateMinRtt(ack.now, rs.rtt);
     UpdateBandwidth(ack, prior_delivered);
   }
+  if (rtt.has_sample()) srtt_ = rtt.srtt();
+  if (!episode_bound_.IsZero()) episode_bound_ = EpisodeBound(ack.now);
   UpdateMode(ack);
   sent_gain_cur_ = std::max(sent_gain_cur_, pacing_gain_);
   UpdatePacingRate();
@@ -218,15 +235,31 @@ void BbrController::EndRound(Time now) {
   // The queue was seen empty this round: whatever keeps it is gone (or was ours).
   if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
       round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
-    queue_responses_ = 0;
     ineffective_drains_ = 0;
     last_standing_rtt_ = Duration::Infinite();
-    if (competing_ && ++empty_rounds_ >= params_.compete_exit_empty_rounds) {
+    ++empty_rounds_;
+    if (empty_rounds_ >= params_.queue_reset_empty_rounds) queue_responses_ = 0;
+    if (competing_ && empty_rounds_ >= params_.compete_exit_empty_rounds) {
+      VLOG(1) << "bbr " << this << " t=" << now.seconds() << " competing ends";
       competing_ = false;
-      competing_ended_ = now;
+      competitor_seen_ = now;
     }
+    episode_check_rounds_ = 0;  // the competitor answered the episode: the cut stands
   } else {
     empty_rounds_ = 0;
+    if (episode_check_rounds_ > 0 && --episode_check_rounds_ == 0) {
+      // The queue stayed through the rounds after an overflow episode: the competitor
+      // did not answer the loss (TCP BBR), and the cut only handed it the link.
+      VLOG(1) << "bbr " << this << " t=" << now.seconds() << " episode not answered: undone";
+      episode_bound_ = Bandwidth();
+      if (episode_bw_ > max_bw_.Get()) {
+        max_bw_.Reset(episode_bw_, static_cast<int64_t>(round_count_));
+      }
+    }
+  }
+  // The bound stops mattering once it is well above the model.
+  if (!episode_bound_.IsZero() && episode_bound_ > max_bw_.Get().Scaled(2)) {
+    episode_bound_ = Bandwidth();
   }
   if (!answered) {
     const double loss_threshold =
@@ -235,7 +268,20 @@ void BbrController::EndRound(Time now) {
       Congestion(now, Signal::kLossRate, params_.loss_beta);
     } else if (competing_ && round_lost_packets_ > 0 &&
                loss_free_rounds_ >= params_.compete_episode_gap_rounds) {
+      // CUBIC's window at the loss: what was in flight at the model's rate over the
+      // RTT with the queue, not the min RTT (its rate is W / RTT).
+      const double packets_before =
+          bandwidth().bps() * srtt_.seconds() / (8.0 * static_cast<double>(max_datagram_));
+      episode_bw_ = max_bw_.Get();
+      episode_check_rounds_ = params_.compete_episode_check_rounds;
       Congestion(now, Signal::kLossWithQueue, params_.compete_episode_beta);
+      if (params_.compete_cubic_c > 0 && packets_before > 0) {
+        episode_time_ = now;
+        episode_packets_ = packets_before;
+        episode_k_ = std::cbrt(packets_before * (1 - params_.compete_episode_beta) /
+                               params_.compete_cubic_c);
+        episode_bound_ = EpisodeBound(now);
+      }
     } else if (!competing_ && !min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
                round_min_rtt_ >
                    min_rtt_ + min_rtt_.Scaled(params_.standing_queue_fraction) + ack_delay_ &&
@@ -279,6 +325,17 @@ void BbrController::UpdateMinRtt(Time now, Duration rtt) {
   // shows that queue, not the path. Keeping the old minimum keeps the window at two of
   // this flow's BDPs instead of growing with the competitor's queue (and crowding it out).
   if (rtt <= min_rtt_ || (expired && !competing_)) {
+    if (!path_rtt_before_.IsInfinite() && rtt <= path_rtt_before_.Scaled(1.05) + ack_delay_) {
+      // The path's RTT taken after drains that did not move a flat queue was not the
+      // path's: the old one is back, so the queue was traffic that keeps it flat (TCP
+      // BBR) and empties it now and then (its PROBE_RTT). A competitor, seen now.
+      VLOG(1) << "bbr " << this << " t=" << now.seconds() << " path RTT back to "
+              << rtt.milliseconds() << " ms: the flat queue was a competitor's";
+      competitor_seen_ = now;
+      path_rtt_before_ = Duration::Infinite();
+    } else if (expired) {
+      path_rtt_before_ = Duration::Infinite();  // the new RTT held a whole window
+    }
     min_rtt_ = rtt;
     min_rtt_stamp_ = now;
   } else if (rtt <= min_rtt_.Scaled(1 + params_.min_rtt_tolerance) + ack_delay_) {
@@ -418,8 +475,14 @@ void BbrController::ScheduleProbe() {
   // The next probe comes a random number of rounds from now, so flows sharing a link
   // probe at different times. A standing-queue drain does not move it: the probes are
   // what lets the flows' shares converge.
-  next_probe_round_ = round_count_ + 1 + params_.cruise_rounds_min +
-                      rng_.UniformInt(params_.cruise_rounds_max - params_.cruise_rounds_min + 1);
+  // Competing, as often as BBR probes (a cycle of eight phases: six rounds at gain 1
+  // between probes); a flow that probed more often than the TCP BBR beside it took from it
+  // round after round.
+  const uint32_t cruise = competing_ ? params_.compete_cruise_rounds
+                                     : params_.cruise_rounds_min +
+                                           static_cast<uint32_t>(rng_.UniformInt(
+                                               params_.cruise_rounds_max - params_.cruise_rounds_min + 1));
+  next_probe_round_ = round_count_ + 1 + cruise;
 }
 
 void BbrController::EnterPhase(Time now, Phase phase) {
@@ -485,9 +548,12 @@ void BbrController::NoteQueueResponse(Time now) {
   // window (its queue emptied for a moment, as CUBIC's does after a cut) is likely back:
   // one such response says so.
   const bool recent =
-      !competing_ended_.IsInfinite() && now - competing_ended_ < params_.min_rtt_window;
-  if (compete_ && params_.compete_after_queue_responses > 0 &&
-      (++queue_responses_ > params_.compete_after_queue_responses || recent)) {
+      !competitor_seen_.IsInfinite() && now - competitor_seen_ < params_.min_rtt_window;
+  if (queue_responses_++ == 0) first_response_round_ = round_count_;
+  const bool persistent = queue_responses_ > params_.compete_after_queue_responses &&
+                          round_count_ - first_response_round_ >= params_.compete_after_rounds;
+  if (compete_ && params_.compete_after_queue_responses > 0 && (persistent || recent)) {
+    VLOG(1) << "bbr " << this << " t=" << now.seconds() << " competing starts";
     competing_ = true;
     ++competing_entries_;
     queue_responses_ = 0;
@@ -511,7 +577,7 @@ void BbrController::StandingQueue(Time now, bool app_limited) {
     bw_before_drains_ = max_bw_.Get();
   }
   last_standing_rtt_ = round_min_rtt_;
-  if (!compete_ && !yield_ && params_.path_change_drains > 0 &&
+  if (!competing_ && !yield_ && params_.path_change_drains > 0 &&
       ineffective_drains_ >= params_.path_change_drains) {
     // Drains at half the rate did not move it: not a queue this flow can drain but the
     // path's RTT (a route change; or traffic that keeps a queue whatever longhaul does,
@@ -519,12 +585,12 @@ void BbrController::StandingQueue(Time now, bool app_limited) {
     // as the min RTT and undo the cuts of those drains.
     VLOG(1) << "bbr " << this << " t=" << now.seconds() << " path RTT " << min_rtt_.milliseconds()
             << " -> " << round_min_rtt_.milliseconds() << " ms";
+    path_rtt_before_ = std::min(path_rtt_before_, min_rtt_);
     min_rtt_ = round_min_rtt_;
     min_rtt_stamp_ = now;
     ++path_rtt_changes_;
     ineffective_drains_ = 0;
     last_standing_rtt_ = Duration::Infinite();
-    queue_responses_ = 0;
     if (bw_before_drains_ > max_bw_.Get()) {
       max_bw_.Reset(bw_before_drains_, static_cast<int64_t>(round_count_));
     }

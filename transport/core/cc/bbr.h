@@ -37,7 +37,7 @@
 //     share; a round with marks on packets sent without probing cuts the model by
 //     alpha/2; marks caused by our own probe end the probe.
 // A path whose RTT went up (a route change) looks like a standing queue that drains
-// cannot empty. With cc_compete and cc_yield off, after two drains in a row that did not
+// cannot empty. Unless competing or cc_yield, after two drains in a row that did not
 // move the round's smallest RTT by 3 % and saw it flat within the round (a queue others
 // keep grows or varies as they probe), that RTT is the path's: it becomes the min RTT and
 // the cuts of those drains are undone (before: up to 10 s of drains, until the min-RTT
@@ -45,14 +45,19 @@
 // flow sends what its application offers, below its model: cutting the model below the
 // offered load only queues messages at the sender) but counts the same way.
 // Sharing with traffic that keeps a queue (TCP CUBIC or BBR fill a buffer whatever
-// longhaul does; TransportConfig::cc_compete): after three queue-based cuts (standing
-// queue, loss with queue) that never saw the queue empty, the flow competes: queueing
-// delay stops being a signal, loss is congestion as an overflow episode (the first loss
-// after 16 loss-free rounds, x 0.85, as a loss-based flow answers it) or above 5 x
-// cc_loss_threshold, the probe is BBR's 1.25 and the min RTT is not replaced by samples
-// that show the competitor's queue. Eight rounds with an empty queue end it.
-// cc_compete=false (the default: among longhaul flows alone competing misfires) never
-// competes: longhaul yields (a scavenger).
+// longhaul does; TransportConfig::cc_compete, on by default): after more than two
+// queue-based cuts (standing queue, loss with queue) spread over at least 40 rounds, with
+// the queue never seen empty three rounds in a row, the flow competes. (Longhaul flows
+// among themselves empty the queue within that: a newcomer's startup and drain keep it
+// ~20 rounds.) Competing, queueing delay stops being a signal and the min RTT is not
+// replaced by samples that show the competitor's queue; the probe is BBR's 1.25; loss is
+// congestion above 5 x cc_loss_threshold, or as an overflow episode (the first loss
+// after 16 loss-free rounds): the model is halved and grows back no faster than CUBIC's
+// window would (W(t) = 0.4 (t - K)^3 + W_max packets per RTT), as long as the queue
+// empties within 4 rounds of the cut; where it does not, the competitor ignores loss
+// (TCP BBR) and the cut is undone. Eight rounds with an empty queue end it; a competitor
+// seen within the last 10 s is recognised after one response.
+// cc_yield (or cc_compete off) never competes: longhaul yields (a scavenger).
 // Fairness among longhaul flows: the UP probe asks for the same number of packets per
 // round trip on top of every flow's bandwidth (1000: gain 1 + 1000 / bandwidth in packets
 // per RTT, clamped to [1.05, 1.75]), an additive increase: after the multiplicative cuts
@@ -133,9 +138,19 @@ struct BbrParams {
   // empty, the queue is not longhaul's to drain (TCP CUBIC or BBR fills it whatever
   // longhaul does); 0: never compete (yield to it).
   uint32_t compete_after_queue_responses = 2;
+  // ... spread over at least this many rounds: a longhaul newcomer's startup and drain
+  // keep a queue for ~20 rounds that the other flows' drains cannot empty; traffic that
+  // keeps a queue whatever longhaul does keeps it longer.
+  uint32_t compete_after_rounds = 40;
+  // The count of responses starts again once this many rounds in a row saw the queue
+  // empty (one is not enough: a drain empties it for a round even under a competitor
+  // whose window is still growing, such as TCP CUBIC after its start).
+  uint32_t queue_reset_empty_rounds = 3;
   // ... and it stops competing once this many rounds in a row saw the queue empty (not
   // one: a TCP BBR competitor empties it in its PROBE_RTT, 200 ms, every 10 s).
   uint32_t compete_exit_empty_rounds = 8;
+  // While competing, rounds at gain 1 between probes: BBR's (its cycle has six).
+  uint32_t compete_cruise_rounds = 6;
   // While competing, a round's loss rate is congestion above this multiple of
   // cc_loss_threshold (a queue-filling competitor keeps the buffer overflowing: it
   // answers loss late or not at all, and a flow that cuts at every overflow starves).
@@ -145,7 +160,15 @@ struct BbrParams {
   // back for seconds): answered like that competitor answers it, x compete_episode_beta.
   // Loss in every round (TCP BBR keeps the buffer overflowing) is not an episode.
   uint32_t compete_episode_gap_rounds = 16;
-  double compete_episode_beta = 0.85;
+  double compete_episode_beta = 0.5;
+  // ... and the model grows back no faster than CUBIC's window would (W(t) = C (t - K)^3
+  // + W_max in packets per min RTT, C in packets/s^3; 0: no bound): a model that probed
+  // back within a few rounds took a little more from CUBIC at every episode.
+  double compete_cubic_c = 0.4;
+  // ... unless the competitor did not answer the loss: the queue was not seen empty in
+  // this many rounds after the cut (TCP BBR keeps its rate through loss; cutting alone
+  // hands it the link): the cut and the bound are undone.
+  uint32_t compete_episode_check_rounds = 4;
   double ecn_gain = 1.0 / 16;            // DCTCP g
   double ecn_alpha_init = 0;             // DCTCP starts at 1; see bbr.cc
 };
@@ -172,7 +195,12 @@ class BbrController : public CongestionController {
   const char* ModeName() const;
   // The model's bandwidth: the max filter, at least rate_min (zero before the first
   // sample without rate_min).
-  Bandwidth bandwidth() const { return std::max(max_bw_.Get(), rate_min_); }
+  // While competing after an overflow episode, no more than CUBIC's window would have
+  // grown back to since.
+  Bandwidth bandwidth() const {
+    const Bandwidth bw = episode_bound_.IsZero() ? max_bw_.Get() : std::min(max_bw_.Get(), episode_bound_);
+    return std::max(bw, rate_min_);
+  }
   Duration min_rtt() const { return min_rtt_; }          // infinite before the first sample
   ByteCount Bdp(double gain = 1.0) const;
   double pacing_gain() const { return pacing_gain_; }
@@ -217,6 +245,7 @@ class BbrController : public CongestionController {
   ByteCount MinCwnd() const { return params_.min_cwnd_packets * max_datagram_; }
   // The queue is (nearly) empty: the latest RTT is within 5% of min RTT (+ ACK delay).
   bool QueueEmpty() const;
+  double PacketsPerMinRtt(Bandwidth bw) const;  // 0 before an RTT sample
 
   BbrParams params_;
   Rng rng_;
@@ -245,6 +274,7 @@ class BbrController : public CongestionController {
   Duration min_rtt_ = Duration::Infinite();
   Time min_rtt_stamp_;
   Duration latest_rtt_;
+  Duration srtt_;  // the RTT estimator's smoothed RTT at the latest ACK
   ByteCount bw_valid_from_delivered_ = 0;  // samples of packets sent earlier are stale
 
   // Rounds: a round ends when a packet sent after the previous round's end is acked, so
@@ -266,6 +296,7 @@ class BbrController : public CongestionController {
   Bandwidth last_round_delivery_;  // acknowledged bytes / duration of the last round
   // Competition with queue-building traffic.
   uint32_t queue_responses_ = 0;  // queue-based cuts since the queue was last seen empty
+  uint64_t first_response_round_ = 0;  // the round of the first of them
   // Path change: the round min RTT at the last standing-queue drain, the drains since
   // that did not lower it, and the model before the first of them.
   Duration last_standing_rtt_ = Duration::Infinite();
@@ -276,7 +307,19 @@ class BbrController : public CongestionController {
   uint32_t loss_free_rounds_ = 0;  // consecutive rounds without loss
   bool competing_ = false;
   uint64_t competing_entries_ = 0;
-  Time competing_ended_ = Time::Infinite();  // when it last stopped competing
+  // When a competitor was last seen: competing ended, or a path RTT taken from a flat
+  // queue gave way to the old one.
+  Time competitor_seen_ = Time::Infinite();
+  Duration path_rtt_before_ = Duration::Infinite();  // min RTT before a path change
+  // While competing, after an overflow episode: the model's bound growing back as CUBIC's
+  // window would, from the episode (zero: no bound).
+  Time episode_time_;
+  double episode_packets_ = 0;  // W_max: the model at the episode, packets per min RTT
+  double episode_k_ = 0;        // seconds until the bound is back at W_max
+  Bandwidth episode_bound_;     // at the latest ACK
+  Bandwidth episode_bw_;        // the model before the cut, restored if not answered
+  uint32_t episode_check_rounds_ = 0;  // rounds left to see the competitor answer it
+  Bandwidth EpisodeBound(Time now) const;
   double sent_gain_cur_ = 1.0;     // largest pacing gain while sending this round
   double sent_gain_prev_ = 1.0;    // ... the previous round (what this round acknowledges)
   double last_loss_rate_ = 0;
