@@ -88,7 +88,7 @@ TEST_F(TransportFlagsTest, EveryTransportFlagReachesItsField) {
       {"cc", "bbr", [](const TransportConfig& c) { return c.cc == CongestionControl::kBbr; }},
       {"rate", "10gbit", [](const TransportConfig& c) { return c.rate.bps() == 10e9; }},
       {"ecn", "false", [](const TransportConfig& c) { return !c.ecn; }},
-      {"cc_compete", "true", [](const TransportConfig& c) { return c.cc_compete; }},
+      {"cc_compete", "false", [](const TransportConfig& c) { return !c.cc_compete; }},
       {"cc_yield", "true", [](const TransportConfig& c) { return c.cc_yield; }},
       {"pacing_burst", "50us",
        [](const TransportConfig& c) { return c.pacing_burst == Duration::Microseconds(50); }},
