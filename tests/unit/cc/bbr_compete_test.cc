@@ -102,9 +102,9 @@ TEST(BbrTest, AQueueThatEmptiesBetweenNewcomersIsNotACompetitor) {
 
 // A loss-based competitor (TCP CUBIC) answers an overflow episode: the queue empties
 // after it. The cut (x 0.5) stands, and the model grows back no faster than CUBIC's
-// window would: W(t) = 0.4 (t - K)^3 + W_max packets per RTT. Without the bound
-// (compete_cubic_c = 0) the model is what the path delivers again (here a synthetic
-// path that delivers the share whatever the flow sends).
+// window would with fast convergence: W(t) = 0.4 (t - K)^3 + 0.75 W packets per RTT.
+// Without the bound (compete_cubic_c = 0) the model is what the path delivers again
+// (here a synthetic path that delivers the share whatever the flow sends).
 Bandwidth ModelAfterAnsweredEpisode(double cubic_c, Duration after) {
   BbrParams params;
   params.compete_cubic_c = cubic_c;
@@ -129,8 +129,9 @@ Bandwidth ModelAfterAnsweredEpisode(double cubic_c, Duration after) {
 
 TEST(BbrTest, AnAnsweredEpisodeCutsInHalfAndGrowsBackAsCubicWould) {
   const double share = 5e9;
-  // W_max = 5 Gbit/s x 87 ms = 6,600 packets of 8 KiB, K = cbrt(6,600 x 0.5 / 0.4) =
-  // 20 s; 0.5 s on, W = 4,000 packets, at 58 ms 4.5 Gbit/s: below the share.
+  // W = 5 Gbit/s x 87 ms = 6,600 packets of 8 KiB: the curve starts at 3,300 and levels
+  // off at 4,950, K = cbrt(1,650 / 0.4) = 16 s; 0.5 s on, W = 3,460 packets, at 58 ms
+  // 3.9 Gbit/s: below the share; 25 s on, above it.
   EXPECT_LE(ModelAfterAnsweredEpisode(0.4, Duration::Zero()).bps(), 0.52 * share);
   const Bandwidth early = ModelAfterAnsweredEpisode(0.4, Duration::Milliseconds(500));
   EXPECT_LT(early.bps(), 0.92 * share);

@@ -123,8 +123,8 @@ Bandwidth BbrController::EpisodeBound(Time now) const {
   // CUBIC's window since the episode, W(t) = C (t - K)^3 + W_max, as a rate over the RTT;
   // never below the cut itself.
   const double t = (now - episode_time_).seconds() - episode_k_;
-  const double packets = std::max(params_.compete_cubic_c * t * t * t + episode_packets_,
-                                  params_.compete_episode_beta * episode_packets_);
+  const double packets =
+      std::max(params_.compete_cubic_c * t * t * t + episode_packets_, episode_floor_packets_);
   return Bandwidth::BitsPerSecond(packets * 8.0 * static_cast<double>(max_datagram_) /
                                   srtt_.seconds());
 }
@@ -276,10 +276,17 @@ void BbrController::EndRound(Time now) {
       episode_check_rounds_ = params_.compete_episode_check_rounds;
       Congestion(now, Signal::kLossWithQueue, params_.compete_episode_beta);
       if (params_.compete_cubic_c > 0 && packets_before > 0) {
+        // CUBIC's fast convergence, at every episode: the curve levels off below the
+        // window before the loss, (1 + beta) / 2 of it, releasing bandwidth to a flow
+        // that has less (CUBIC does so only when its window is below the last plateau).
+        const double floor = params_.compete_episode_beta * packets_before;
+        const double plateau = params_.compete_fast_convergence
+                                   ? packets_before * (1 + params_.compete_episode_beta) / 2
+                                   : packets_before;
         episode_time_ = now;
-        episode_packets_ = packets_before;
-        episode_k_ = std::cbrt(packets_before * (1 - params_.compete_episode_beta) /
-                               params_.compete_cubic_c);
+        episode_packets_ = plateau;
+        episode_floor_packets_ = floor;
+        episode_k_ = std::cbrt((plateau - floor) / params_.compete_cubic_c);
         episode_bound_ = EpisodeBound(now);
       }
     } else if (!competing_ && !min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&

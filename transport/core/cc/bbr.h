@@ -50,13 +50,17 @@
 // the queue never seen empty three rounds in a row, the flow competes. (Longhaul flows
 // among themselves empty the queue within that: a newcomer's startup and drain keep it
 // ~20 rounds.) Competing, queueing delay stops being a signal and the min RTT is not
-// replaced by samples that show the competitor's queue; the probe is BBR's 1.25; loss is
+// replaced by samples that show the competitor's queue; the probe is BBR's 1.25 on BBR's
+// cycle (six rounds at gain 1 between probes, not 2-4: probing more often than a TCP BBR
+// beside it took from that flow round after round); loss is
 // congestion above 5 x cc_loss_threshold, or as an overflow episode (the first loss
 // after 16 loss-free rounds): the model is halved and grows back no faster than CUBIC's
 // window would (W(t) = 0.4 (t - K)^3 + W_max packets per RTT), as long as the queue
 // empties within 4 rounds of the cut; where it does not, the competitor ignores loss
 // (TCP BBR) and the cut is undone. Eight rounds with an empty queue end it; a competitor
-// seen within the last 10 s is recognised after one response.
+// seen within the last 10 s is recognised after one response: one that made it compete,
+// or a flat queue taken for the path's RTT that gave way to the old RTT (TCP BBR keeps
+// its queue flat and empties it in its PROBE_RTT).
 // cc_yield (or cc_compete off) never competes: longhaul yields (a scavenger).
 // Fairness among longhaul flows: the UP probe asks for the same number of packets per
 // round trip on top of every flow's bandwidth (1000: gain 1 + 1000 / bandwidth in packets
@@ -165,6 +169,9 @@ struct BbrParams {
   // + W_max in packets per min RTT, C in packets/s^3; 0: no bound): a model that probed
   // back within a few rounds took a little more from CUBIC at every episode.
   double compete_cubic_c = 0.4;
+  // ... levelling off at (1 + beta) / 2 of the model before the episode (CUBIC's fast
+  // convergence, applied at every episode) rather than at the model itself.
+  bool compete_fast_convergence = true;
   // ... unless the competitor did not answer the loss: the queue was not seen empty in
   // this many rounds after the cut (TCP BBR keeps its rate through loss; cutting alone
   // hands it the link): the cut and the bound are undone.
@@ -314,7 +321,8 @@ class BbrController : public CongestionController {
   // While competing, after an overflow episode: the model's bound growing back as CUBIC's
   // window would, from the episode (zero: no bound).
   Time episode_time_;
-  double episode_packets_ = 0;  // W_max: the model at the episode, packets per min RTT
+  double episode_packets_ = 0;  // W_max: where the curve levels off, packets per RTT
+  double episode_floor_packets_ = 0;  // the cut
   double episode_k_ = 0;        // seconds until the bound is back at W_max
   Bandwidth episode_bound_;     // at the latest ACK
   Bandwidth episode_bw_;        // the model before the cut, restored if not answered
