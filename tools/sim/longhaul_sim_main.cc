@@ -10,6 +10,7 @@
 // (a bound was hit, data was lost or corrupted), 2 for bad flags or specs.
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ DEFINE_string(sample_interval, "0",
               "time series: per-interval goodput, losses, congestion-control state and queue "
               "(e.g. 100ms; 0: none)");
 DEFINE_bool(json, false, "print one JSON object instead of the summary");
+DEFINE_string(deliveries, "",
+              "write one CSV line per delivered message to this file (connection, index, "
+              "size, submit_s, done_s, mct_s) for a look at the tail's messages");
 DEFINE_string(payload, "on",
               "on: datagrams carry the messages' bytes, every byte checked on arrival; off: "
               "payload-free (headers, frames and 8-byte stamps every 4 KiB; the link still "
@@ -385,6 +389,18 @@ int Main(int argc, char** argv) {
     if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
     std::cerr << "longhaul-sim: " << r.status() << "\n";
     return 1;
+  }
+  if (!FLAGS_deliveries.empty()) {
+    std::ofstream out(FLAGS_deliveries);
+    out << "connection,index,size,submit_s,done_s,mct_s\n";
+    for (const sim::DeliveryRecord& d : r->deliveries) {
+      out << absl::StrFormat("%d,%d,%d,%.9f,%.9f,%.9f\n", d.connection, d.index, d.size,
+                             d.submit_s, d.done_s, d.done_s - d.submit_s);
+    }
+    if (!out) {
+      std::cerr << "longhaul-sim: cannot write --deliveries file " << FLAGS_deliveries << "\n";
+      return 1;
+    }
   }
   if (FLAGS_json) {
     nlohmann::json j;

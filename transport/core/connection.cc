@@ -308,6 +308,7 @@ void ConnectionImpl::OnLossReport(Time now, const wire::LossReportFrame& lr) {
     // gave the blocks up): groups fit in what one RTT carries.
     const double rtt_packets = rate.bps() * rtt_.srtt().seconds() / (8.0 * max_datagram_);
     w.window_packets = std::min<uint64_t>(w.window_packets, static_cast<uint64_t>(rtt_packets));
+    w.rtt_packets = rtt_packets;
   }
   fec_tx_.OnLossReport(now, lr, rtt_.srtt(), w);
 }

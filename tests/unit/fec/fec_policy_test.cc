@@ -177,8 +177,8 @@ namespace {
 
 TEST(FecPolicyRepairCostTest, CheapRepairsNeedNoFec) {
   // A 64 MiB message (7 545 packets) at 1e-4: most messages lose a packet, but where a
-  // repair round costs 3 % of the message's own time (1 Gbit/s, 10 ms) retransmission
-  // alone keeps the tail within 15 % and the mean within 5 %.
+  // repair round costs 3 % of the message's own time (1 Gbit/s, 10 ms, 3 round trips)
+  // retransmission alone keeps the tail within 15 % and the mean within 5 %.
   FecPolicyInput in = Input(1e-4, 1, 7545);
   in.target_repairs_per_message = 2.5e-4;
   in.repair_cost = 0.03;
@@ -194,6 +194,98 @@ TEST(FecPolicyRepairCostTest, CheapRepairsNeedNoFec) {
   in.messages_behind = 10;
   d = ChooseFecParameters(in);
   EXPECT_TRUE(d.enabled);
+}
+
+TEST(FecPolicyRepairCostTest, OnlyLossesNearAMessagesEndCost) {
+  // 64 MiB (8 192 packets) at 1e-3 where a round trip carries 100 packets and costs 10 %
+  // of the message's time: every message loses packets, but only a loss among its last
+  // 100 (9.5 % of messages) is repaired after the rest of it has arrived.
+  FecPolicyInput in = Input(1e-3, 1, 8192);
+  in.target_repairs_per_message = 2.5e-4;
+  in.repair_cost = 0.1;
+  in.exposed_packets = 100;
+  FecPolicyDecision d = ChooseFecParameters(in);
+  EXPECT_FALSE(d.enabled);
+  EXPECT_EQ(d.reason, FecPolicyReason::kNotNeeded);
+  // Counting every loss as a repair at the end (0.1 on the mean per message) calls for FEC.
+  in.exposed_packets = 0;
+  d = ChooseFecParameters(in);
+  EXPECT_TRUE(d.enabled);
+  // Where even the exposed packets are clean often enough, FEC is not needed whatever a
+  // repair costs.
+  in = Input(2e-6, 1, 100000);
+  in.target_repairs_per_message = 2.5e-4;
+  in.repair_cost = 2.0;
+  EXPECT_TRUE(ChooseFecParameters(in).enabled);
+  in.exposed_packets = 100;
+  d = ChooseFecParameters(in);
+  EXPECT_FALSE(d.enabled);
+  EXPECT_EQ(d.reason, FecPolicyReason::kNotNeeded);
+}
+
+TEST(FecPolicyRepairCostTest, LostResendsAreMoreRoundsForTheTail) {
+  // As above at 1e-2: 63 % of messages need a repair round and 1 % of those resends are
+  // lost again, more than the target: the tail sees two rounds, 0.2 of the message, past
+  // its 0.15 slack: FEC.
+  FecPolicyInput in = Input(1e-2, 1, 8192);
+  in.target_repairs_per_message = 2.5e-4;
+  in.repair_cost = 0.1;
+  in.exposed_packets = 100;
+  EXPECT_TRUE(ChooseFecParameters(in).enabled);
+  // At 0.06 per round two rounds fit the tail, and the repairs add 0.038 to the mean,
+  // within its 0.05.
+  in.repair_cost = 0.06;
+  FecPolicyDecision d = ChooseFecParameters(in);
+  EXPECT_FALSE(d.enabled);
+  EXPECT_EQ(d.reason, FecPolicyReason::kNotNeeded);
+}
+
+TEST(FecPolicyTest, ParityThatWouldPutEveryMessagePastTheTailIsCapped) {
+  // 1e-3 in bursts of 4 on 128-packet messages: 18.8 % parity meets the target. Where
+  // serialisation is 95 % of a message's time that parity alone puts every message past
+  // 1 + 0.9 x 0.15: the policy stays within 0.9 x 0.15 / 0.95 = 14.2 %, best-effort, as
+  // that code's repairs stay within 4 x the target (the tail's share of messages).
+  FecPolicyInput in = Input(1e-3, 4, 128);
+  in.target_repairs_per_message = 2.5e-4;
+  in.max_overhead = 0.25;
+  FecPolicyDecision d = ChooseFecParameters(in);
+  ASSERT_TRUE(d.enabled);
+  EXPECT_EQ(d.reason, FecPolicyReason::kMeetsTarget);
+  EXPECT_GT(d.overhead, 0.142);
+  in.serialisation_share = 0.95;
+  d = ChooseFecParameters(in);
+  ASSERT_TRUE(d.enabled);
+  EXPECT_LE(d.overhead, 0.142);
+  EXPECT_EQ(d.reason, FecPolicyReason::kBestEffort);
+  EXPECT_LE(d.repairs_per_message, 4 * in.target_repairs_per_message);
+  // Where serialisation is half the time the cap (27 %) is above max_overhead: no change.
+  in.serialisation_share = 0.5;
+  d = ChooseFecParameters(in);
+  EXPECT_EQ(d.reason, FecPolicyReason::kMeetsTarget);
+  EXPECT_GT(d.overhead, 0.142);
+}
+
+TEST(FecPolicyTest, WhereTheCapLeavesFrequentRepairsTheWholeBudgetIsUsed) {
+  // 1e-2 in bursts of 8 on 128-packet messages: within the 14.2 % cap repairs would hit
+  // far more than the tail's share of messages (each a repair round): the policy searches
+  // up to max_overhead, as without the cap.
+  FecPolicyInput in = Input(1e-2, 8, 128);
+  in.target_repairs_per_message = 2.5e-4;
+  in.max_overhead = 0.25;
+  const FecPolicyDecision uncapped = ChooseFecParameters(in);
+  in.serialisation_share = 0.95;
+  const FecPolicyDecision d = ChooseFecParameters(in);
+  ASSERT_TRUE(d.enabled);
+  EXPECT_GT(d.overhead, 0.142);
+  EXPECT_EQ(d.m, uncapped.m);
+  EXPECT_EQ(d.k, uncapped.k);
+  EXPECT_EQ(d.interleave, uncapped.interleave);
+  // Unless that loss rate is only a bound from few loss events: then the cap holds.
+  in.loss_is_bound = true;
+  const FecPolicyDecision bound = ChooseFecParameters(in);
+  ASSERT_TRUE(bound.enabled);
+  EXPECT_LE(bound.overhead, 0.142);
+  EXPECT_EQ(bound.reason, FecPolicyReason::kBestEffort);
 }
 
 }  // namespace

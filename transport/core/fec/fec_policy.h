@@ -22,8 +22,9 @@
 // memory), then the smaller failure rate, then the larger k. Candidates above
 // max_overhead are not considered. If nothing meets the target, the most protective
 // candidate within the limits is returned with reason kBestEffort.
-// FEC is off when p < loss_floor (kCleanLink) or when a message without FEC already
-// meets the target (kNotNeeded).
+// FEC is off when p < loss_floor (kCleanLink), when a message without FEC already
+// meets the target, or when retransmission is the cheaper repair (kNotNeeded; see
+// repair_cost).
 //
 // Pure function of its input; thread-safe. A few hundred microseconds per call.
 #pragma once
@@ -56,14 +57,33 @@ struct FecPolicyInput {
 
   // ---- goal ----
   double target_repairs_per_message = 1e-3;
-  // What a repair round costs, as a multiple of a message's ideal completion time
-  // (0: unknown). Where a repaired message still completes within tail_slack of its ideal,
-  // and the repairs add at most mean_slack to the mean, or no more than the chosen
-  // parity's overhead would (each repair also delaying `messages_behind` messages
-  // submitted after it), retransmission alone is the better repair: FEC is not needed
-  // (large messages on short round trips).
+  // What a repair round (about a round trip: detection, resend, delivery) costs, as a
+  // multiple of a message's ideal completion time (0: unknown). A resend is itself lost
+  // with probability p, so the tail sees as many rounds as it takes until a message
+  // needing more is rarer than the target. Where a message repaired in those rounds still
+  // completes within tail_slack of its ideal, and the repairs add at most mean_slack to
+  // the mean, or no more than the chosen parity's overhead would (each repair also
+  // delaying `messages_behind` messages submitted after it), retransmission alone is the
+  // better repair: FEC is not needed (messages many round trips long).
   double repair_cost = 0.0;
   double messages_behind = 0.0;
+  // Without FEC, a lost packet delays its message only if it is among the message's last
+  // `exposed_packets` (about a round trip of packets at the pacing rate): an earlier one
+  // is resent and delivered while the rest of the message is still being sent. 0: every
+  // packet counts. Only the repairs of exposed packets are counted against repair_cost.
+  double exposed_packets = 0.0;
+  // Serialisation's share of a message's ideal completion time (0: unknown). Parity
+  // lengthens every message by overhead x this share: the overhead considered is capped
+  // where that alone would put every message past 0.9 x tail_slack (large messages on
+  // slow links), and what the cap leaves unmet is best-effort; unless even the most
+  // protective code within the cap leaves more than 4 x the target in repairs (the
+  // tail's share of messages), where repair rounds would cost the tail more than the
+  // longer messages do and the search goes up to max_overhead.
+  double serialisation_share = 0.0;
+  // The loss rate is an upper bound from few loss events (or none), not a measurement:
+  // parity stays within the cap above whatever it leaves in repairs (a certain cost to
+  // every message is not paid for a loss rate that may not exist).
+  bool loss_is_bound = false;
   double tail_slack = 0.15;
   double mean_slack = 0.05;
   // Below this loss rate FEC is off: the estimate is noise and repairs are rare.

@@ -56,8 +56,11 @@ struct FecWorkload {
   // target is divided by how many that are.
   double messages_per_rtt = 0;
   // A message's ideal completion time at the current rate (half an RTT plus its
-  // serialisation); zero if unknown. A repair round costs up to ~3 RTTs against it.
+  // serialisation); zero if unknown. A repair round costs up to about an RTT against it.
   Duration message_time;
+  // Packets one round trip carries at the current rate (zero if unknown): without FEC, a
+  // loss earlier in a message than this is resent while the message is still being sent.
+  double rtt_packets = 0;
 };
 
 class FecSender {
