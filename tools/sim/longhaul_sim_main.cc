@@ -384,21 +384,28 @@ int Main(int argc, char** argv) {
     kUsage.Fail("--connections must be in [1, 4096]");
   }
 
+  // Opened before the run, so a path that cannot be written fails at once.
+  std::ofstream deliveries;
+  if (!FLAGS_deliveries.empty()) {
+    deliveries.open(FLAGS_deliveries);
+    if (!deliveries) kUsage.Fail("--deliveries: cannot write " + FLAGS_deliveries);
+  }
+
   absl::StatusOr<sim::ScenarioResult> r = sim::RunScenario(opt);
   if (!r.ok()) {
     if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
     std::cerr << "longhaul-sim: " << r.status() << "\n";
     return 1;
   }
-  if (!FLAGS_deliveries.empty()) {
-    std::ofstream out(FLAGS_deliveries);
-    out << "connection,index,size,submit_s,done_s,mct_s\n";
+  if (deliveries.is_open()) {
+    deliveries << "connection,index,size,submit_s,done_s,mct_s\n";
     for (const sim::DeliveryRecord& d : r->deliveries) {
-      out << absl::StrFormat("%d,%d,%d,%.9f,%.9f,%.9f\n", d.connection, d.index, d.size,
-                             d.submit_s, d.done_s, d.done_s - d.submit_s);
+      deliveries << absl::StrFormat("%d,%d,%d,%.9f,%.9f,%.9f\n", d.connection, d.index, d.size,
+                                    d.submit_s, d.done_s, d.done_s - d.submit_s);
     }
-    if (!out) {
-      std::cerr << "longhaul-sim: cannot write --deliveries file " << FLAGS_deliveries << "\n";
+    deliveries.close();
+    if (!deliveries) {
+      std::cerr << "longhaul-sim: writing --deliveries file " << FLAGS_deliveries << " failed\n";
       return 1;
     }
   }

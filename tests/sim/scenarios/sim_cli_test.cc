@@ -1,0 +1,58 @@
+// longhaul-sim from the command line: --deliveries writes one line per delivered message;
+// a path that cannot be written is refused before the run.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/support/run_command.h"
+
+namespace longhaul {
+namespace {
+
+using testing::RunCommand;
+
+std::string Sim() { return LONGHAUL_SIM_BIN; }
+
+TEST(SimCliTest, DeliveriesWritesEachMessage) {
+  const std::string path = ::testing::TempDir() + "/sim_cli_deliveries.csv";
+  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
+                                         " --message_size=1MiB --messages=3 --payload=off",
+                                         " --deliveries=", path, " >/dev/null"),
+                            60);
+  ASSERT_EQ(o.status, 0);
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, "connection,index,size,submit_s,done_s,mct_s");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    ASSERT_EQ(f.size(), 6u) << line;
+    EXPECT_EQ(f[0], "0");
+    EXPECT_EQ(f[1], std::to_string(rows));
+    EXPECT_EQ(f[2], "1048576");
+    const double submit = std::stod(f[3]), done = std::stod(f[4]), mct = std::stod(f[5]);
+    // At least the one-way delay and the serialisation of 1 MiB at 1 Gbit/s.
+    EXPECT_GT(mct, 0.005 + 0.008);
+    EXPECT_NEAR(done - submit, mct, 1e-6);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+}
+
+TEST(SimCliTest, DeliveriesToAPathThatCannotBeWrittenIsAUsageError) {
+  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
+                                         " --message_size=1MiB --messages=3",
+                                         " --deliveries=/nonexistent-dir/x.csv 2>&1"),
+                            60);
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.out.find("--deliveries: cannot write /nonexistent-dir/x.csv"), std::string::npos)
+      << o.out;
+}
+
+}  // namespace
+}  // namespace longhaul
