@@ -4,14 +4,15 @@
 //   longhaul-perf --server [--bind=ADDR] [--port=5201] KEYS
 //   longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE] [--reverse]
 //                 [--parallel=N] [--message_size=SIZE] [--interval=SEC] [--json]
-//                 [--workload=messages --load=FRACTION] [--profile=FILE] [transport flags]
-//                 KEYS
+//                 [--workload=messages --load=FRACTION] [--verify=on|off] [--profile=FILE]
+//                 [transport flags] KEYS
 //
 // KEYS: --key=FILE --peer_key=FILE (static keys), --psk_file=FILE (a pre-shared key),
 // both, or --insecure (plaintext); one choice is required (tools/common/security_flags.h).
 //
-// Exit status: 0 when every byte arrived and was verified, 1 for errors (connection,
-// a refused key, corruption, incomplete transfer), 2 for bad flags and key files.
+// Exit status: 0 when every byte arrived and was verified (with --verify=off: arrived),
+// 1 for errors (connection, a refused key, corruption, incomplete transfer), 2 for bad
+// flags and key files.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -40,6 +41,10 @@ DEFINE_bool(reverse, false, "the server sends, the client receives (-R)");
 DEFINE_int32(parallel, 1, "connections in parallel (-P)");
 DEFINE_string(message_size, "1MiB", "size of each message, 64 B .. 64 MiB (-l)");
 DEFINE_string(interval, "1", "seconds between interval reports (-i)");
+DEFINE_string(verify, "on",
+              "on: fill each message with the test pattern and check every byte on receipt; "
+              "off: send the same bytes every time and check nothing (as iperf3; for CPU "
+              "measurements). Client flag; the server follows the client's choice");
 DEFINE_bool(json, false,
             "print one iperf3-shaped JSON object (server: one JSON line per test) (-J)");
 DEFINE_string(workload, "bulk",
@@ -84,7 +89,8 @@ void PrintHelp() {
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
-               "                     [--profile=FILE] [transport flags] [--json]\n"
+               "                     [--verify=on|off] [--profile=FILE] [transport flags]\n"
+               "                     [--json]\n"
                "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
                "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
                "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
@@ -96,9 +102,15 @@ void PrintHelp() {
                "runs cc=bbr with no cap (it finds the link's rate; a fixed guess would flood a\n"
                "slower link or waste a faster one); --rate=R alone paces at R (cc=fixed), the\n"
                "link's rate on a dedicated line; --cc=bbr --rate=R caps bbr at R. The messages\n"
-               "workload needs a rate (--rate or a profile's). Exit status: 0 every byte\n"
-               "arrived and was verified, 1 errors (connection, corruption, incomplete), 2 bad\n"
-               "flags. docs/perf.md has the output and JSON fields.\n\nflags:\n";
+               "workload needs a rate (--rate or a profile's).\n"
+               "Payload: by default (--verify=on) every message carries a test pattern that\n"
+               "the receiver checks byte by byte. --verify=off (client; the server follows)\n"
+               "sends the same bytes every time and checks nothing, as iperf3 does, so CPU\n"
+               "measurements see the transport alone; the JSON then says \"verified\": false\n"
+               "and counts received_bytes under end.longhaul.integrity.\n"
+               "Exit status: 0 every byte arrived (and, with --verify=on, was verified), 1\n"
+               "errors (connection, corruption, incomplete), 2 bad flags. docs/perf.md has the\n"
+               "output and JSON fields.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
 }
 
@@ -174,6 +186,11 @@ int Main(int argc, char** argv) {
   if (FLAGS_server == !FLAGS_client.empty()) {
     kUsage.Fail("give exactly one of --server and --client=HOST");
   }
+  // Checked on both sides (a server takes the mode from each client's request).
+  if (FLAGS_verify != "on" && FLAGS_verify != "off") {
+    kUsage.Fail(absl::StrCat("--verify: unknown '", FLAGS_verify, "' (on, off)"));
+  }
+  const bool verify = FLAGS_verify == "on";
   absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
   if (!config.ok()) kUsage.Fail(config.status().message());
   if (FLAGS_port < 0 || FLAGS_port > 65535) kUsage.Fail("--port must be in [0, 65535]");
@@ -229,6 +246,7 @@ int Main(int argc, char** argv) {
         "--workload=messages needs the link rate for its schedule and ideal completion "
         "time: give --rate (or a profile that sets rate)");
   }
+  o.verify = verify;
   o.json = FLAGS_json;
   o.connect_timeout = kUsage.Or(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
   o.timeout_s = SecondsFlag(FLAGS_timeout, "timeout");

@@ -166,6 +166,7 @@ int RunClient(const ClientOptions& o) {
     so.request.rate_bps = o.config.rate.bps();
     so.request.interval_s = o.interval_s;
     so.request.version = kPerfVersion;
+    so.request.verify = o.verify;
     tracks[i].stream = std::make_shared<PerfStream>(*h, so);
     tracks[i].stream->Attach();
     tracks[i].local = (*h)->info().local_address;
@@ -182,10 +183,11 @@ int RunClient(const ClientOptions& o) {
   if (!o.json) {
     std::cout << "      security: " << ConnectionSecurityText(info0, o.keys) << std::endl;
     std::cout << absl::StrFormat(
-                     "      %s, %s messages of %s, rate %s (cc %s), segment %d, flows %d, fec %s",
+                     "      %s, %s messages of %s, rate %s (cc %s), segment %d, flows %d, fec %s%s",
                      o.reverse ? "reverse (server sends)" : "forward (client sends)", o.workload,
                      FormatByteCount(o.message_size), FormatBandwidth(eff.rate),
-                     CongestionControlName(eff.cc), eff.segment, eff.flows, FecModeName(eff.fec))
+                     CongestionControlName(eff.cc), eff.segment, eff.flows, FecModeName(eff.fec),
+                     o.verify ? "" : ", payload not verified (--verify=off)")
               << std::endl;
   }
   for (StreamTrack& t : tracks) t.stream->Begin();
@@ -218,7 +220,7 @@ int RunClient(const ClientOptions& o) {
         fec = JsonU64(rep, "fec_recovered_packets");
         rtt = s.handle().debug_state().srtt.milliseconds();
       } else {
-        bytes = s.bytes_verified();
+        bytes = s.bytes_delivered();
         retx = JsonU64(rep, "packets_retransmitted");
         fec = s.handle().stats().fec_recovered_packets;
         rtt = JsonD(rep, "srtt_ms");
@@ -332,15 +334,29 @@ int RunClient(const ClientOptions& o) {
     const ConnectionStats rst = StatsFromJson(
         receiver_result.is_object() && receiver_result.contains("stats") ? receiver_result["stats"]
                                                                          : nlohmann::json());
-    const uint64_t rb = JsonU64(receiver_result, "bytes_verified");
+    // The receiver says whether it checked the payload (a server from before --verify
+    // says nothing, and checks); unchecked, the delivered bytes are the received ones.
+    const bool receiver_verified =
+        !(receiver_result.is_object() && receiver_result.contains("verified") &&
+          receiver_result["verified"].is_boolean()) ||
+        receiver_result["verified"].get<bool>();
+    if (!o.verify && receiver_result.is_object() && receiver_verified) {
+      ok = false;
+      errors.push_back(absl::StrCat(
+          "stream ", id,
+          ": the server checked the payload although --verify=off (a longhaul-perf from "
+          "before --verify: run both sides with --verify=on)"));
+    }
+    const uint64_t rb =
+        JsonU64(receiver_result, receiver_verified ? "bytes_verified" : "bytes_received");
     const double rs = JsonD(receiver_result, "seconds");
     const uint64_t rc = JsonU64(receiver_result, "corrupt_messages");
     const uint64_t submitted = JsonU64(sender_summary, "data_bytes_submitted");
     if (rc > 0) ok = false;
     if (s.complete() && rb != submitted) {
       ok = false;
-      errors.push_back(
-          absl::StrCat("stream ", id, ": ", submitted, " bytes sent but ", rb, " verified intact"));
+      errors.push_back(absl::StrCat("stream ", id, ": ", submitted, " bytes sent but ", rb,
+                                    o.verify ? " verified intact" : " received"));
     }
     if (receiver_result.is_object() && receiver_result.contains("corruption")) {
       for (const auto& c : receiver_result["corruption"]) {
@@ -442,9 +458,15 @@ int RunClient(const ClientOptions& o) {
       std::cout << Line("SUM", 0, recv_secs, recv_bytes, "                         receiver")
                 << std::endl;
     }
-    std::cout << absl::StrFormat("payload: %d bytes verified intact, %d corrupt message(s)",
-                                 recv_bytes, corrupt)
-              << std::endl;
+    if (o.verify) {
+      std::cout << absl::StrFormat("payload: %d bytes verified intact, %d corrupt message(s)",
+                                   recv_bytes, corrupt)
+                << std::endl;
+    } else {
+      std::cout << absl::StrFormat("payload: not verified (--verify=off), %d bytes received",
+                                   recv_bytes)
+                << std::endl;
+    }
     for (const std::string& c : corruption) std::cout << "  corrupt: " << c << std::endl;
     const uint64_t lost = snd_total.packets_lost;
     const uint64_t data_pkts = snd_total.data_packets_sent;
@@ -511,6 +533,7 @@ int RunClient(const ClientOptions& o) {
     ts2["blocks"] = 0;
     ts2["reverse"] = o.reverse ? 1 : 0;
     ts2["workload"] = o.workload;
+    ts2["verify"] = o.verify;
     if (messages) ts2["load"] = o.load;
     start["test_start"] = ts2;
     j["start"] = start;
@@ -583,10 +606,16 @@ int RunClient(const ClientOptions& o) {
                  {"recovered_packets", rcv_total.fec_recovered_packets},
                  {"blocks_unrecoverable", rcv_total.fec_blocks_unrecoverable}};
     lh["rtt"] = {{"min_ms", min_rtt_ms}, {"srtt_ms", srtt_ms}, {"rttvar_ms", rttvar_ms}};
-    lh["integrity"] = {{"verified_bytes", recv_bytes},
-                       {"corrupt_messages", corrupt},
-                       {"corruption", corruption},
-                       {"intact", ok && corrupt == 0}};
+    if (o.verify) {
+      lh["integrity"] = {{"verified", true},
+                         {"verified_bytes", recv_bytes},
+                         {"corrupt_messages", corrupt},
+                         {"corruption", corruption},
+                         {"intact", ok && corrupt == 0}};
+    } else {
+      // Nothing was checked: what arrived, and whether all of it did (no "intact").
+      lh["integrity"] = {{"verified", false}, {"received_bytes", recv_bytes}, {"complete", ok}};
+    }
     lh["params"] = TransportConfigToJson(eff);
     if (!o.profile_path.empty()) lh["profile"] = o.profile_path;
     lh["sender_stats"] = ConnectionStatsToJson(snd_total);

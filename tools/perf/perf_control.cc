@@ -47,6 +47,7 @@ nlohmann::json RequestToJson(const TestRequest& r) {
   j["rate_bps"] = r.rate_bps;
   j["interval_s"] = r.interval_s;
   j["version"] = r.version;
+  j["verify"] = r.verify;
   return j;
 }
 
@@ -88,6 +89,10 @@ absl::StatusOr<TestRequest> RequestFromJson(const nlohmann::json& j, double max_
         Get(j, "load", &r.load), Get(j, "rate_bps", &r.rate_bps),
         Get(j, "interval_s", &r.interval_s), Get(j, "version", &r.version)}) {
     if (!s.ok()) return s;
+  }
+  // Optional: a client from before --verify sends none (and verifies).
+  if (j.contains("verify")) {
+    if (absl::Status s = Get(j, "verify", &r.verify); !s.ok()) return s;
   }
   if (r.test_id.empty() || r.test_id.size() > 64) {
     return absl::InvalidArgumentError("test_id must have 1..64 characters");

@@ -4,8 +4,8 @@
 //   request  client -> server, the first message of every connection: the test
 //   report   server -> client, every interval: the server's counters so far
 //   end      data sender -> receiver, after the last data message: the sender's counters
-//   result   receiver -> sender, answering end: bytes verified, corruption, completion
-//            times, the receiver's counters
+//   result   receiver -> sender, answering end: bytes verified (or, with verify off, only
+//            received), corruption, completion times, the receiver's counters
 //   final    server -> client in reverse tests, answering result: the server's (sender's)
 //            final counters
 // docs/perf.md lists the fields.
@@ -34,6 +34,10 @@ struct TestRequest {
   double rate_bps = 1e9;          // the link rate the test assumes; 0: none (cc=bbr, no cap)
   double interval_s = 1;
   std::string version;  // client's version string
+  // --verify: the sender fills every message with the pattern and the receiver checks it
+  // (true), or neither (false: CPU measurements, as iperf3). Optional in the JSON
+  // ("verify"; absent: true, a client from before the flag).
+  bool verify = true;
 };
 
 inline constexpr uint64_t kMinMessageSize = 64;

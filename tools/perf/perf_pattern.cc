@@ -68,12 +68,20 @@ void Pattern::Fill(uint64_t message_id, uint32_t stream, int64_t send_time_ns, u
                    size_t size) const {
   const uint8_t* src = For(message_id, stream);
   if (size >= kMessageHeaderSize) {
-    StoreLe64(out, HeaderTag(message_id));
-    StoreLe64(out + 8, static_cast<uint64_t>(send_time_ns));
+    StampHeader(message_id, send_time_ns, out);
     std::memcpy(out + kMessageHeaderSize, src + kMessageHeaderSize, size - kMessageHeaderSize);
   } else {
     std::memcpy(out, src, size);
   }
+}
+
+void Pattern::StampHeader(uint64_t message_id, int64_t send_time_ns, uint8_t* out) {
+  StoreLe64(out, HeaderTag(message_id));
+  StoreLe64(out + 8, static_cast<uint64_t>(send_time_ns));
+}
+
+int64_t Pattern::HeaderSendTimeNs(const uint8_t* data) {
+  return static_cast<int64_t>(LoadLe64(data + 8));
 }
 
 std::shared_ptr<const Pattern> PatternFor(size_t max_message) {

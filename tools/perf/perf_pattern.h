@@ -8,6 +8,11 @@
 // Messages-workload messages start with a 16-byte header instead (message id tag and
 // send time, for completion times); the rest follows the pattern.
 //
+// With --verify=off (TestRequest::verify false) nothing is checked: a bulk sender sends
+// every message from the same place in the pattern (For(0, stream)), a messages-workload
+// sender stamps the 16-byte header on zeros (no pattern copy), and the receiver reads
+// only that header's send time.
+//
 // Control messages (test request, reports, results) start with kControlMagic, which the
 // pattern never contains. Immutable after construction; thread-safe.
 #pragma once
@@ -47,6 +52,11 @@ class Pattern {
   // Fills `out` (size bytes) with a messages-workload message.
   void Fill(uint64_t message_id, uint32_t stream, int64_t send_time_ns, uint8_t* out,
             size_t size) const;
+
+  // Writes a messages-workload header (tag and send time) into out[0, kMessageHeaderSize).
+  static void StampHeader(uint64_t message_id, int64_t send_time_ns, uint8_t* out);
+  // The send time in a messages-workload header (data holds at least kMessageHeaderSize).
+  static int64_t HeaderSendTimeNs(const uint8_t* data);
 
  private:
   size_t max_message_;

@@ -119,15 +119,16 @@ int RunServer(const ServerOptions& o) {
         j["streams"] = r.streams;
         j["reverse"] = r.reverse;
         j["workload"] = r.workload;
+        j["verify"] = r.verify;
         j["security"] = security;
         Print(j.dump());
         return;
       }
       Print(absl::StrFormat(
-          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s); %s", peer,
+          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s%s); %s", peer,
           r.test_id, r.stream + 1, r.streams, r.reverse ? "reverse" : "forward", r.workload,
           r.bytes > 0 ? FormatByteCount(r.bytes) : absl::StrFormat("%g s", r.time_s),
-          FormatByteCount(r.message_size), security_text));
+          FormatByteCount(r.message_size), r.verify ? "" : ", not verified", security_text));
     };
     auto s = std::make_shared<PerfStream>(h, so);
     s->Attach();
@@ -239,7 +240,7 @@ int RunServer(const ServerOptions& o) {
       for (size_t i = 0; i < t.streams.size(); ++i) {
         PerfStream& s = *t.streams[i];
         const bool recv = !s.sender();
-        const uint64_t b = recv ? s.bytes_verified() : s.bytes_acked();
+        const uint64_t b = recv ? s.bytes_delivered() : s.bytes_acked();
         const int64_t a = recv ? s.first_data_ns() : s.first_send_ns();
         const int64_t z = recv ? s.last_data_ns() : s.last_ack_ns();
         const double sec = a > 0 && z > a ? (z - a) * 1e-9 : 0;
@@ -264,9 +265,14 @@ int RunServer(const ServerOptions& o) {
                                 FormatBitrate(secs > 0 ? bytes * 8.0 / secs : 0)));
         }
         for (const auto& e : errs) Print(absl::StrCat("test ", id, " ", e.get<std::string>()));
-        Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
-                           intact ? "done, payload intact" : "FAILED", " (", corrupt,
-                           " corrupt message(s))"));
+        if (t.request.verify) {
+          Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
+                             intact ? "done, payload intact" : "FAILED", " (", corrupt,
+                             " corrupt message(s))"));
+        } else {
+          Print(absl::StrCat("test ", id, " from ", t.peer, ": ", intact ? "done" : "FAILED",
+                             ", payload not verified (--verify=off)"));
+        }
         Print("-----------------------------------------------------------");
       } else {
         nlohmann::json j;
@@ -279,6 +285,7 @@ int RunServer(const ServerOptions& o) {
         j["seconds"] = secs;
         j["bits_per_second"] = secs > 0 ? bytes * 8.0 / secs : 0.0;
         j["corrupt_messages"] = corrupt;
+        j["verified"] = t.request.verify;
         j["intact"] = intact;
         j["errors"] = errs;
         Print(j.dump());

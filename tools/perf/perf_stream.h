@@ -1,9 +1,10 @@
 // PerfStream: one connection of a longhaul-perf test, on either side, as sender or
 // receiver of the data. Its logic runs in the connection's event callback on the driver
 // thread (no hand-off per message): the bulk sender refills on every send completion,
-// the receiver verifies every data message against the pattern and hands the memory
-// back. A messages-workload sender has its own thread that submits on the open-loop
-// schedule. The reporting thread reads the counters and calls Tick() periodically.
+// the receiver verifies every data message against the pattern (unless the test runs
+// with --verify=off) and hands the memory back. A messages-workload sender has its own
+// thread that submits on the open-loop schedule. The reporting thread reads the counters
+// and calls Tick() periodically.
 //
 // Message flow on the connection (control messages are perf_control.h's):
 //   client: request, then data (forward) ... end          server: reports ... result
@@ -80,6 +81,13 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   // Receiver: verified data bytes, all data bytes, corrupt messages, arrival span.
   uint64_t bytes_verified() const { return bytes_verified_.load(); }
   uint64_t bytes_received() const { return bytes_received_.load(); }
+  // The bytes that count as delivered: verified ones, or with --verify=off (nothing
+  // checked) every data byte received.
+  uint64_t bytes_delivered() const {
+    return opt_.request.verify ? bytes_verified() : bytes_received();
+  }
+  // --verify: whether this test fills and checks the payload (after has_request()).
+  bool verify() const { return opt_.request.verify; }
   uint64_t messages_verified() const { return messages_verified_.load(); }
   uint64_t corrupt_messages() const { return corrupt_messages_.load(); }
   int64_t first_data_ns() const { return first_data_ns_.load(); }

@@ -31,6 +31,9 @@ struct ClientOptions {
   Duration connect_timeout = Duration::Seconds(5);
   double timeout_s = 0;  // 0: time + 60 s, or 3600 s for --bytes
   std::string profile_path;
+  // --verify=on: fill every message with the pattern and check it on receipt; off: send
+  // the same bytes every time and check nothing (the server learns it from the request).
+  bool verify = true;
 };
 
 struct ServerOptions {
@@ -47,8 +50,8 @@ struct ServerOptions {
   bool answer_probes = true;
 };
 
-// Runs a test; returns the exit status (0: every byte delivered and verified, 1: an
-// error, corruption or incomplete transfer).
+// Runs a test; returns the exit status (0: every byte delivered and, unless verify is
+// off, verified; 1: an error, corruption or incomplete transfer).
 int RunClient(const ClientOptions& options);
 // Serves tests until SIGINT/SIGTERM (or after one test with one_off); returns the exit
 // status (with one_off: that of the test).
