@@ -63,6 +63,9 @@ DEFINE_int32(max_connections, 256, "server: most connections at once (more are r
 DEFINE_string(socket_buffer, "0",
               "SO_RCVBUF/SO_SNDBUF to ask for (0: window/4 within [4MiB, 256MiB])");
 DEFINE_string(spin, "20us", "poll instead of sleeping when the next send is this close");
+DEFINE_string(send_quantum, "64KiB",
+              "batch paced sends: sleep until this much is due at the pacing rate, then "
+              "send it at once (0: wake for every datagram; at most 1MiB)");
 DEFINE_bool(gso, true, "use UDP GSO (UDP_SEGMENT) where the kernel has it");
 DEFINE_bool(gro, true, "use UDP GRO where the kernel has it");
 DEFINE_int32(tx_batch, 64, "datagrams per sendmmsg batch");
@@ -157,6 +160,8 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   e.security = keys.security;  // the driver sets the entropy source
   e.socket_buffer = kUsage.Or(ParseByteCount(FLAGS_socket_buffer), "socket_buffer");
   e.spin = kUsage.Or(ParseDuration(FLAGS_spin), "spin");
+  e.send_quantum = kUsage.Or(ParseByteCount(FLAGS_send_quantum), "send_quantum");
+  if (e.send_quantum > (ByteCount{1} << 20)) kUsage.Fail("--send_quantum must be at most 1MiB");
   e.gso = FLAGS_gso;
   e.gro = FLAGS_gro;
   if (FLAGS_tx_batch < 1 || FLAGS_tx_batch > 1024) kUsage.Fail("--tx_batch must be in [1, 1024]");

@@ -123,6 +123,16 @@ class IntervalSet {
     return end <= it->second;
   }
 
+  // True if some value of [start, end) is in the set.
+  bool Overlaps(uint64_t start, uint64_t end) const {
+    if (start >= end) return false;
+    auto it = map_.upper_bound(start);
+    if (it != map_.end() && it->first < end) return true;
+    if (it == map_.begin()) return false;
+    --it;
+    return start < it->second;
+  }
+
   // The interval containing or starting at the lowest value; requires !empty().
   std::pair<uint64_t, uint64_t> front() const { return *map_.begin(); }
 

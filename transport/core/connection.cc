@@ -29,14 +29,52 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/core/connection_impl.h"
+#include "transport/wire/crc32c.h"
 
 namespace longhaul {
 
+bool ConnectionImpl::CheckWhilePlacing(std::span<const uint8_t> d) {
+  // Payloads this short are checked, then copied, as every payload once was.
+  constexpr uint64_t kMinPlaced = 512;
+  if (d.size() < wire::kPacketOverhead + kMinPlaced || d[0] != wire::kVersion ||
+      d[1] != static_cast<uint8_t>(wire::PacketType::kOneRtt)) {
+    return false;
+  }
+  const uint8_t* frames = d.data() + wire::kHeaderSize;
+  const uint8_t* end = d.data() + d.size() - wire::kChecksumSize;
+  wire::DataFrame f;
+  if (!wire::FindDataPayload(frames, end, end, &f) || f.length < kMinPlaced) return false;
+  uint8_t* to = PlaceData(f);
+  if (to == nullptr) return false;
+  // One pass: the payload's bytes are checksummed as they are copied into place. Until
+  // the checksum matches they count for nothing (the range stays unreceived).
+  uint32_t crc = wire::Crc32cUpdate(wire::kCrc32cStart, d.data(), f.payload - d.data());
+  crc = wire::Crc32cCopy(crc, to, f.payload, f.length);
+  crc = wire::Crc32cUpdate(crc, f.payload + f.length, end - (f.payload + f.length));
+  const uint32_t want = (uint32_t{end[0]} << 24) | (uint32_t{end[1]} << 16) |
+                        (uint32_t{end[2]} << 8) | uint32_t{end[3]};
+  if (wire::Crc32cFinish(crc) != want) return false;  // ParsePacket counts the mismatch
+  placed_at_ = f.payload;
+  placed_to_ = to;
+  return true;
+}
+
 void ConnectionImpl::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   if (state_ == State::kClosed) return;
-  absl::StatusOr<wire::PacketView> v = integrity_ == wire::Integrity::kSealed
-                                            ? wire::ParseOpenedPacket(d)
-                                            : wire::ParsePacket(d);
+  // Checksummed packets: the DATA payload goes into place while it is checked (one pass).
+  const bool checked = integrity_ == wire::Integrity::kCrc32c && placed_at_ == nullptr &&
+                       CheckWhilePlacing(d);
+  struct Unplace {
+    ConnectionImpl* c;
+    bool on;
+    ~Unplace() {
+      if (on) c->placed_at_ = nullptr, c->placed_to_ = nullptr;
+    }
+  } unplace{this, checked};
+  absl::StatusOr<wire::PacketView> v =
+      checked ? wire::ParseOpenedPacket(d.first(d.size() - wire::kChecksumSize))
+      : integrity_ == wire::Integrity::kSealed ? wire::ParseOpenedPacket(d)
+                                               : wire::ParsePacket(d);
   if (!v.ok()) {
     if (absl::IsDataLoss(v.status())) {
       ++stats_.checksum_failures;
@@ -104,6 +142,10 @@ bool ConnectionImpl::ProcessFrames(Time now, const uint8_t* p, const uint8_t* en
             stats_.bytes_received += f.data.length - wire::StampBytes(f.data.offset, f.data.length,
                                                                       f.data.message_length);
           }
+        }
+        // Opened into place already (Connection::PlaceData): the payload is there.
+        if (!recovered && placed_at_ != nullptr && f.data.payload == placed_at_) {
+          f.data.payload = placed_to_;
         }
         absl::StatusOr<uint64_t> fresh = recv_.OnData(f.data);
         if (!fresh.ok()) {
@@ -331,6 +373,17 @@ bool Connection::PollEvent(Event* event) { return impl_->PollEvent(event); }
 void Connection::SetConsumptionTracking(bool on) { impl_->set_track_consumption(on); }
 void Connection::OnConsumed(uint64_t credit_units) { impl_->recv().Consumed(credit_units); }
 void Connection::Close(CloseCode code, std::string reason) { impl_->Close(code, std::move(reason)); }
+uint8_t* Connection::PlaceData(const wire::DataFrame& f) const { return impl_->PlaceData(f); }
+
+void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn,
+                            const uint8_t* placed_at, uint8_t* placed_to) {
+  impl_->placed_at_ = placed_at;
+  impl_->placed_to_ = placed_to;
+  impl_->OnDatagram(now, d, ecn);
+  impl_->placed_at_ = nullptr;
+  impl_->placed_to_ = nullptr;
+}
+
 void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   impl_->OnDatagram(now, d, ecn);
 }
@@ -341,6 +394,7 @@ size_t Connection::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Tran
   return impl_->PollTransmit(now, buffer, capacity, info);
 }
 Time Connection::NextTimeout() const { return impl_->NextTimeout(); }
+Time Connection::NextWake(ByteCount quantum) const { return impl_->NextWake(quantum); }
 const TransportConfig& Connection::config() const { return impl_->config(); }
 const ConnectionStats& Connection::stats() const { return impl_->stats(); }
 ConnectionDebugState Connection::debug_state() const { return impl_->debug_state(); }

@@ -29,6 +29,7 @@
 // thread-safe submission on top.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -42,6 +43,7 @@
 #include "transport/base/units.h"
 #include "transport/core/config.h"
 #include "transport/core/stats.h"
+#include "transport/wire/packet.h"
 
 namespace longhaul {
 
@@ -116,6 +118,17 @@ struct TransmitInfo {
   // TransportConfig::elide_payload: payload bytes the datagram stands for but does not
   // carry (a simulated link charges length + elided_bytes).
   uint32_t elided_bytes = 0;
+  // One pass on sealed connections. The caller sets fills_payload when it copies
+  // payloads into the datagram itself (the endpoint encrypts them from the message
+  // straight into place); PollTransmit then leaves up to wire::kMaxDeferredPayloads DATA
+  // payloads out of the buffer and lists them here (the bytes at their offsets are
+  // undefined until filled). Without it every byte is written.
+  bool fills_payload = false;
+  uint32_t deferred_count = 0;
+  std::array<wire::DeferredPayload, wire::kMaxDeferredPayloads> deferred{};
+  std::span<const wire::DeferredPayload> deferred_payloads() const {
+    return std::span<const wire::DeferredPayload>(deferred.data(), deferred_count);
+  }
 };
 
 struct ConnectionIds {
@@ -175,6 +188,15 @@ class Connection {
 
   // ---- driver side ----
   void OnDatagram(Time now, std::span<const uint8_t> datagram, Ecn ecn = Ecn::kNotEct);
+  // One pass on sealed connections (the endpoint opens a payload straight into place):
+  // where the payload of DATA frame `f` belongs, when all of it would be new bytes in
+  // memory that exists already (ReceiveStream::Place); null otherwise. Changes nothing.
+  uint8_t* PlaceData(const wire::DataFrame& f) const;
+  // OnDatagram for a datagram whose DATA frame with its payload at `placed_at` (a
+  // pointer into `datagram`) was opened into `placed_to`, PlaceData's answer for it: the
+  // bytes at `placed_at` are then not read.
+  void OnDatagram(Time now, std::span<const uint8_t> datagram, Ecn ecn, const uint8_t* placed_at,
+                  uint8_t* placed_to);
   void OnTimeout(Time now);
   // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize(), plus
   // wire::kSealExpansion when sealed) and returns its
@@ -188,6 +210,11 @@ class Connection {
   ByteCount segment() const;
   // Earliest time OnTimeout() or PollTransmit() has work; Time::Infinite() if none.
   Time NextTimeout() const;
+  // NextTimeout for a driver that batches: a pacing release is taken `quantum` bytes'
+  // time at the pacing rate later (at most half of config.pacing_burst), so that waking
+  // then finds a batch of datagrams due (the pacer lets a late sender catch up). Other
+  // deadlines are unchanged; quantum 0 is NextTimeout.
+  Time NextWake(ByteCount quantum) const;
 
   // ---- introspection ----
   const TransportConfig& config() const;

@@ -113,10 +113,27 @@ class ConnectionImpl {
   // ---- receive path ----
 
   void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn);
+  uint8_t* PlaceData(const wire::DataFrame& f) const {
+    if (state_ != State::kOpen || cfg_.elide_payload) return nullptr;
+    return recv_.Place(f);
+  }
+  // A checksummed datagram whose DATA payload has a place (PlaceData): copies it there
+  // while checking the CRC32C; true when it matched (placed_at_ / placed_to_ set).
+  bool CheckWhilePlacing(std::span<const uint8_t> d);
+  // During OnDatagram: the DATA payload opened (or checked) into place.
+  const uint8_t* placed_at_ = nullptr;
+  uint8_t* placed_to_ = nullptr;
 
   // ---- timers ----
 
-  Time NextTimeout() const {
+  Time NextTimeout() const { return Deadline(ByteCount{0}); }
+  // NextTimeout, except that a pacing release is taken `quantum` bytes late at the pacing
+  // rate (at most half of pacing_burst, the catch-up the pacer grants a late sender): a
+  // driver that sleeps until then finds that many bytes due at once and sends them as one
+  // batch. Every other deadline is kept.
+  Time NextWake(ByteCount quantum) const { return Deadline(quantum); }
+
+  Time Deadline(ByteCount quantum) const {
     if (state_ == State::kClosed) return Time::Infinite();
     if (state_ == State::kClosing) return Time::Zero();
     Time t = std::min(acks_.ack_deadline(), loss_.loss_time());
@@ -130,9 +147,19 @@ class ConnectionImpl {
     if ((HasDataToSend() || fec_tx_.has_repair() ||
          (TailProtectionOn() && tail_.has_candidates())) &&
         WindowAllows()) {
-      t = std::min(t, pacer_.ReleaseTime());
+      t = std::min(t, pacer_.ReleaseTime() + SendQuantumTime(quantum));
     }
     return t;
+  }
+
+  Duration SendQuantumTime(ByteCount quantum) const {
+    if (quantum == 0) return Duration::Zero();
+    const Duration cap = cfg_.pacing_burst / 2;
+    const double bps = cc_->PacingRate().bps();
+    if (bps <= 0) return cap;
+    const double ns = static_cast<double>(quantum) * 8e9 / bps;
+    return ns >= static_cast<double>(cap.ns()) ? cap
+                                               : Duration::Nanoseconds(static_cast<int64_t>(ns));
   }
 
   void OnTimeout(Time now) {

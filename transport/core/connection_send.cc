@@ -63,6 +63,10 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
   const ByteCount padded_to = small_probe ? PathMtu::kBaseDatagram : search;
   wire::PacketWriter w(buf, (padded_to > 0 ? padded_to : max_datagram_) + seal_extra_, integrity_);
   w.set_elide_payload(cfg_.elide_payload);
+  // One pass over the payload: checksummed while copied in Finish, or encrypted into
+  // place by the caller's sealer.
+  w.set_defer_payload(integrity_ == wire::Integrity::kCrc32c ||
+                      (info != nullptr && info->fills_payload));
   const PacketNumber pn = sent_.next_packet_number();
   wire::PacketHeader h;
   h.connection_id = ids_.peer;
@@ -155,6 +159,9 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
     info->flow = static_cast<uint16_t>(next_flow_);
     info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
     info->elided_bytes = static_cast<uint32_t>(w.elided());
+    const std::span<const wire::DeferredPayload> d = w.deferred();
+    info->deferred_count = static_cast<uint32_t>(d.size());
+    std::copy(d.begin(), d.end(), info->deferred.begin());
   }
   if (++next_flow_ >= cfg_.flows) next_flow_ = 0;
   return len;

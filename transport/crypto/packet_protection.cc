@@ -86,7 +86,8 @@ void PacketProtector::Nonce(const uint8_t iv[kNonceSize], uint64_t pn, uint8_t o
 
 // ---- sending ----
 
-void PacketProtector::Seal(Time now, std::span<uint8_t> packet, int64_t largest_acked) {
+void PacketProtector::Seal(Time now, std::span<uint8_t> packet, int64_t largest_acked,
+                           std::span<const PlaintextPiece> elsewhere) {
   CHECK_GE(packet.size(), kMinSealedSize) << "a sealed packet needs at least one frame byte";
   CHECK_EQ(packet[1], kTypeOneRtt) << "only 1-RTT packets are sealed";
   const uint64_t pn = GetU64(packet.data() + kPnOffset);
@@ -114,9 +115,18 @@ void PacketProtector::Seal(Time now, std::span<uint8_t> packet, int64_t largest_
   const size_t body = packet.size() - kHeaderSize - kTagSize;
   uint8_t nonce[kNonceSize];
   Nonce(send_.iv, pn, nonce);
+  // The pieces' offsets are the packet's; the AEAD's are the body's.
+  PlaintextPiece pieces[8];
+  CHECK_LE(elsewhere.size(), std::size(pieces)) << "too many plaintext pieces";
+  for (size_t i = 0; i < elsewhere.size(); ++i) {
+    CHECK_GE(elsewhere[i].offset, kHeaderSize) << "a plaintext piece inside the header";
+    pieces[i] = elsewhere[i];
+    pieces[i].offset -= kHeaderSize;
+  }
   const bool ok = send_.aead->Seal(nonce, packet.first(kHeaderSize),
                                    packet.subspan(kHeaderSize, body),
-                                   packet.data() + kHeaderSize + body);
+                                   packet.data() + kHeaderSize + body,
+                                   std::span<const PlaintextPiece>(pieces, elsewhere.size()));
   CHECK(ok) << "AEAD seal failed";
   uint8_t mask[16];
   CHECK(send_mask_->Compute(packet.data() + kSampleOffset, mask)) << "header mask failed";
@@ -155,15 +165,17 @@ void PacketProtector::ReplayMark(uint64_t pn) {
   window_[bit / 64] |= uint64_t{1} << (bit % 64);
 }
 
-bool PacketProtector::TryOpen(Keys& keys, uint64_t pn, std::span<const uint8_t> header,
-                              std::span<uint8_t> body, const uint8_t* tag) {
-  uint8_t nonce[kNonceSize];
-  Nonce(keys.iv, pn, nonce);
-  return keys.aead->Open(nonce, header, body, tag);
-}
-
 PacketProtector::OpenResult PacketProtector::Open(Time now, std::span<uint8_t> d,
                                                   size_t* plaintext_size) {
+  Opening o;
+  if (OpenResult r = BeginOpen(now, d, &o); r != OpenResult::kOk) return r;
+  uint8_t* body = d.data() + kHeaderSize;
+  OpenPiece(&o, body, body, d.size() - kHeaderSize - kTagSize);
+  return FinishOpen(now, &o, plaintext_size);
+}
+
+PacketProtector::OpenResult PacketProtector::BeginOpen(Time now, std::span<uint8_t> d,
+                                                       Opening* o) {
   if (d.size() < kMinSealedSize || (d[1] & ~kPhaseBit) != kTypeSealed) {
     return OpenResult::kMalformed;
   }
@@ -175,11 +187,12 @@ PacketProtector::OpenResult PacketProtector::Open(Time now, std::span<uint8_t> d
   uint8_t mask[16];
   if (!recv_mask_->Compute(d.data() + kSampleOffset, mask)) return OpenResult::kMalformed;
   // Unmask a copy of the header: a forged packet must leave the datagram as it was.
-  uint8_t header[kHeaderSize];
-  std::memcpy(header, d.data(), kHeaderSize);
-  header[1] ^= mask[0] & kPhaseBit;
-  for (int i = 0; i < 8; ++i) header[kPnOffset + i] ^= mask[1 + i];
-  const uint64_t pn = GetU64(header + kPnOffset);
+  o->datagram = d;
+  std::memcpy(o->header, d.data(), kHeaderSize);
+  o->header[1] ^= mask[0] & kPhaseBit;
+  for (int i = 0; i < 8; ++i) o->header[kPnOffset + i] ^= mask[1 + i];
+  const uint64_t pn = GetU64(o->header + kPnOffset);
+  o->pn = pn;
   if (any_received_ && pn + kReplayWindow <= largest_) {
     ++counters_.too_old;
     return OpenResult::kTooOld;
@@ -188,21 +201,46 @@ PacketProtector::OpenResult PacketProtector::Open(Time now, std::span<uint8_t> d
     ++counters_.replays;
     return OpenResult::kReplayed;
   }
-  const bool phase = (header[1] & kPhaseBit) != 0;
+  const bool phase = (o->header[1] & kPhaseBit) != 0;
   const bool current_phase = (recv_current_.generation & 1) != 0;
-  const size_t body = d.size() - kHeaderSize - kTagSize;
-  // Decrypt into a copy only when the key is uncertain (another phase): the common case
-  // decrypts in place and fails without harm (the datagram is dropped either way).
-  std::span<uint8_t> text = d.subspan(kHeaderSize, body);
-  const uint8_t* tag = d.data() + kHeaderSize + body;
+  // The common case decrypts with the current key; a packet of the other phase is of
+  // the next generation, or of the previous one while its packets may still arrive.
   enum { kCurrent, kPrevious, kNext } which = kCurrent;
   if (phase != current_phase) which = (has_previous_ && pn < current_min_pn_) ? kPrevious : kNext;
-  Keys& keys = which == kCurrent ? recv_current_ : which == kPrevious ? recv_previous_ : recv_next_;
-  if (!TryOpen(keys, pn, header, text, tag)) {
+  o->which = which;
+  o->keys = which == kCurrent ? &recv_current_ : which == kPrevious ? &recv_previous_ : &recv_next_;
+  o->decrypted = 0;
+  if (o->keys->aead == nullptr) {
+    // No key of that generation (the next one could not be derived): it cannot open.
     ++counters_.auth_failures;
     return OpenResult::kAuthFailed;
   }
-  if (which == kNext) {
+  uint8_t nonce[kNonceSize];
+  Nonce(o->keys->iv, pn, nonce);
+  if (!o->keys->aead->OpenBegin(nonce, std::span<const uint8_t>(o->header, kHeaderSize),
+                                &o->aead)) {
+    ++counters_.auth_failures;
+    return OpenResult::kAuthFailed;
+  }
+  return OpenResult::kOk;
+}
+
+void PacketProtector::OpenPiece(Opening* o, uint8_t* out, const uint8_t* in, size_t n) {
+  o->keys->aead->OpenUpdate(&o->aead, out, in, n);
+  o->decrypted += n;
+}
+
+PacketProtector::OpenResult PacketProtector::FinishOpen(Time now, Opening* o,
+                                                        size_t* plaintext_size) {
+  std::span<uint8_t> d = o->datagram;
+  const size_t body = d.size() - kHeaderSize - kTagSize;
+  CHECK_EQ(o->decrypted, body) << "the body was not decrypted whole";
+  if (!o->keys->aead->OpenFinish(&o->aead, d.data() + kHeaderSize + body)) {
+    ++counters_.auth_failures;
+    return OpenResult::kAuthFailed;
+  }
+  const uint64_t pn = o->pn;
+  if (o->which == 2) {
     // The peer moved on: current becomes previous (for packets still in flight), next
     // becomes current, and the following generation is derived ahead.
     if (has_previous_) Wipe(recv_previous_.secret);
@@ -219,14 +257,14 @@ PacketProtector::OpenResult PacketProtector::Open(Time now, std::span<uint8_t> d
     recv_generation_ = recv_current_.generation;
     current_min_pn_ = pn;
     ++counters_.key_updates_received;
-  } else if (which == kPrevious) {
+  } else if (o->which == 1) {
     ++counters_.old_phase_opened;
   } else {
     current_min_pn_ = std::min(current_min_pn_, pn);
   }
   ReplayMark(pn);
-  header[1] = kTypeOneRtt;
-  std::memcpy(d.data(), header, kHeaderSize);
+  o->header[1] = kTypeOneRtt;
+  std::memcpy(d.data(), o->header, kHeaderSize);
   *plaintext_size = kHeaderSize + body;
   ++counters_.packets_opened;
   return OpenResult::kOk;

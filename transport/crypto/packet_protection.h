@@ -82,12 +82,39 @@ class PacketProtector {
   // Seals in place a packet the core wrote in sealed mode: `packet` is the header, the
   // frames and kTagSize bytes left for the tag; its type byte says kOneRtt. `largest_acked`
   // is the highest packet number of ours the peer acknowledged (-1: none yet).
-  void Seal(Time now, std::span<uint8_t> packet, int64_t largest_acked);
+  // `elsewhere`: frame bytes the core left out of the packet (offsets from the packet's
+  // start, after the header, ascending), encrypted from their sources into place.
+  void Seal(Time now, std::span<uint8_t> packet, int64_t largest_acked,
+            std::span<const PlaintextPiece> elsewhere = {});
 
   enum class OpenResult { kOk, kAuthFailed, kReplayed, kTooOld, kMalformed };
   // Opens a sealed datagram in place. On kOk the first `*plaintext_size` bytes are the
   // header (type rewritten to kOneRtt, packet number restored) and the frames.
   OpenResult Open(Time now, std::span<uint8_t> datagram, size_t* plaintext_size);
+
+  // The same in steps, for one pass into the final buffer. BeginOpen unmasks the header
+  // into the opening (the datagram stays as it is), checks the replay window and picks
+  // the key. The body, datagram bytes [kHeaderSize, size - kTagSize), is then decrypted
+  // in order, all of it, by OpenPiece calls, each piece in place (out == in) or into
+  // other memory. FinishOpen checks the tag, and only on kOk moves the replay window and
+  // the keys, writes the opened header into the datagram and counts the packet. Until it
+  // returns kOk nothing decrypted may be trusted, shown or counted as received.
+ private:
+  struct Keys;
+
+ public:
+  struct Opening {
+    std::span<uint8_t> datagram;
+    uint8_t header[kHeaderSize];
+    uint64_t pn = 0;
+    Keys* keys = nullptr;
+    int which = 0;          // current, previous or next generation
+    size_t decrypted = 0;   // body bytes given to OpenPiece
+    Aead::Opening aead;
+  };
+  OpenResult BeginOpen(Time now, std::span<uint8_t> datagram, Opening* o);
+  void OpenPiece(Opening* o, uint8_t* out, const uint8_t* in, size_t n);
+  OpenResult FinishOpen(Time now, Opening* o, size_t* plaintext_size);
 
   // A 16-byte proof that this side holds the traffic keys of this handshake (the client's
   // Confirm carries it; the server checks it). Constant-time comparison in Verify.
@@ -110,8 +137,6 @@ class PacketProtector {
   absl::Status Derive(const Key32& secret, uint64_t generation, Keys* out);
   absl::Status Next(const Keys& from, Keys* out);
   static void Nonce(const uint8_t iv[kNonceSize], uint64_t pn, uint8_t out[kNonceSize]);
-  bool TryOpen(Keys& keys, uint64_t pn, std::span<const uint8_t> header,
-               std::span<uint8_t> body, const uint8_t* tag);
   bool ReplaySeen(uint64_t pn) const;
   void ReplayMark(uint64_t pn);
 

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 namespace longhaul::crypto {
 namespace {
@@ -251,13 +252,41 @@ absl::StatusOr<std::unique_ptr<Aead>> Aead::Create(Cipher cipher, const Key32& k
   return std::unique_ptr<Aead>(new Aead(cipher, std::move(ctx)));
 }
 
+namespace {
+
+// Calls run(out, in, length) over `data` in order: in place, except the ranges of
+// `elsewhere`, which come from their sources.
+template <typename Run>
+bool ForEachSealRun(std::span<uint8_t> data, std::span<const PlaintextPiece> elsewhere, Run run) {
+  size_t at = 0;
+  for (const PlaintextPiece& p : elsewhere) {
+    CHECK(p.offset >= at && p.offset + p.length <= data.size()) << "plaintext piece out of order";
+    if (p.offset > at && !run(data.data() + at, data.data() + at, p.offset - at)) return false;
+    if (p.length > 0 && !run(data.data() + p.offset, p.source, p.length)) return false;
+    at = p.offset + p.length;
+  }
+  return at == data.size() || run(data.data() + at, data.data() + at, data.size() - at);
+}
+
+}  // namespace
+
 bool Aead::Seal(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
-                std::span<uint8_t> data, uint8_t tag[kTagSize]) {
+                std::span<uint8_t> data, uint8_t tag[kTagSize],
+                std::span<const PlaintextPiece> elsewhere) {
 #if defined(LONGHAUL_HAVE_IPSEC_MB)
   if (ctx_->mb != nullptr) {
     gcm_context_data gcm;
-    IMB_AES256_GCM_ENC(ctx_->mb, &ctx_->mb_key, &gcm, data.data(), data.data(), data.size(),
-                       nonce, aad.data(), aad.size(), tag, kTagSize);
+    if (elsewhere.empty()) {
+      IMB_AES256_GCM_ENC(ctx_->mb, &ctx_->mb_key, &gcm, data.data(), data.data(), data.size(),
+                         nonce, aad.data(), aad.size(), tag, kTagSize);
+      return true;
+    }
+    IMB_AES256_GCM_INIT(ctx_->mb, &ctx_->mb_key, &gcm, nonce, aad.data(), aad.size());
+    ForEachSealRun(data, elsewhere, [&](uint8_t* out, const uint8_t* in, size_t n) {
+      IMB_AES256_GCM_ENC_UPDATE(ctx_->mb, &ctx_->mb_key, &gcm, out, in, n);
+      return true;
+    });
+    IMB_AES256_GCM_ENC_FINALIZE(ctx_->mb, &ctx_->mb_key, &gcm, tag, kTagSize);
     return true;
   }
 #endif
@@ -267,8 +296,10 @@ bool Aead::Seal(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
   if (!aad.empty() && EVP_EncryptUpdate(c, nullptr, &len, aad.data(), aad.size()) != 1) {
     return false;
   }
-  if (!data.empty() &&
-      EVP_EncryptUpdate(c, data.data(), &len, data.data(), static_cast<int>(data.size())) != 1) {
+  // GCM and ChaCha20-Poly1305 are stream modes: every update writes all it is given.
+  if (!ForEachSealRun(data, elsewhere, [&](uint8_t* out, const uint8_t* in, size_t n) {
+        return EVP_EncryptUpdate(c, out, &len, in, static_cast<int>(n)) == 1;
+      })) {
     return false;
   }
   if (EVP_EncryptFinal_ex(c, data.data() + data.size(), &len) != 1) return false;
@@ -300,6 +331,56 @@ bool Aead::Open(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
     return false;
   }
   return EVP_DecryptFinal_ex(c, data.data() + data.size(), &len) == 1;
+}
+
+bool Aead::OpenBegin(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
+                     Opening* o) {
+  o->ok = true;
+#if defined(LONGHAUL_HAVE_IPSEC_MB)
+  static_assert(sizeof(gcm_context_data) <= sizeof(Opening::state));
+  if (ctx_->mb != nullptr) {
+    auto* gcm = reinterpret_cast<gcm_context_data*>(o->state);
+    IMB_AES256_GCM_INIT(ctx_->mb, &ctx_->mb_key, gcm, nonce, aad.data(), aad.size());
+    return true;
+  }
+#endif
+  EVP_CIPHER_CTX* c = ctx_->dec.get();
+  int len = 0;
+  o->ok = EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce) == 1 &&
+          (aad.empty() || EVP_DecryptUpdate(c, nullptr, &len, aad.data(), aad.size()) == 1);
+  return o->ok;
+}
+
+bool Aead::OpenUpdate(Opening* o, uint8_t* out, const uint8_t* in, size_t n) {
+  if (n == 0) return o->ok;
+#if defined(LONGHAUL_HAVE_IPSEC_MB)
+  if (ctx_->mb != nullptr) {
+    auto* gcm = reinterpret_cast<gcm_context_data*>(o->state);
+    IMB_AES256_GCM_DEC_UPDATE(ctx_->mb, &ctx_->mb_key, gcm, out, in, n);
+    return true;
+  }
+#endif
+  int len = 0;
+  // A stream mode: every update writes all it is given.
+  if (o->ok) o->ok = EVP_DecryptUpdate(ctx_->dec.get(), out, &len, in, static_cast<int>(n)) == 1;
+  return o->ok;
+}
+
+bool Aead::OpenFinish(Opening* o, const uint8_t tag[kTagSize]) {
+#if defined(LONGHAUL_HAVE_IPSEC_MB)
+  if (ctx_->mb != nullptr) {
+    auto* gcm = reinterpret_cast<gcm_context_data*>(o->state);
+    uint8_t computed[kTagSize];
+    IMB_AES256_GCM_DEC_FINALIZE(ctx_->mb, &ctx_->mb_key, gcm, computed, kTagSize);
+    return CRYPTO_memcmp(computed, tag, kTagSize) == 0;
+  }
+#endif
+  EVP_CIPHER_CTX* c = ctx_->dec.get();
+  int len = 0;
+  uint8_t none[16];
+  return o->ok &&
+         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, kTagSize, const_cast<uint8_t*>(tag)) == 1 &&
+         EVP_DecryptFinal_ex(c, none, &len) == 1;
 }
 
 // ---- header protection ----

@@ -63,6 +63,13 @@ const char* CipherName(Cipher c);
 // ARM): AES-256-GCM is the fast choice there, ChaCha20-Poly1305 elsewhere.
 bool CpuHasAesInstructions();
 
+// Bytes [offset, offset + length) of a plaintext, kept at `source` (Aead::Seal).
+struct PlaintextPiece {
+  size_t offset = 0;
+  size_t length = 0;
+  const uint8_t* source = nullptr;
+};
+
 class Aead {
  public:
   // Errors: Internal when libcrypto cannot set the key up.
@@ -72,13 +79,26 @@ class Aead {
   Aead& operator=(const Aead&) = delete;
 
   // Encrypts `data` in place and writes the tag. `aad` is authenticated, not encrypted.
-  // False only if libcrypto fails.
+  // `elsewhere` (ascending, disjoint, inside `data`) names ranges of the plaintext that
+  // live in other memory: they are encrypted from there straight into place, one pass
+  // instead of a copy and an in-place pass. False only if libcrypto fails.
   bool Seal(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
-            std::span<uint8_t> data, uint8_t tag[kTagSize]);
+            std::span<uint8_t> data, uint8_t tag[kTagSize],
+            std::span<const PlaintextPiece> elsewhere = {});
   // Decrypts `data` in place; false when the tag does not authenticate (the data is then
   // garbage and must be dropped).
   bool Open(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad,
             std::span<uint8_t> data, const uint8_t tag[kTagSize]);
+
+  // The same in steps, so that the caller can decide where each piece of the plaintext
+  // goes after seeing the ones before it (one pass into the final buffer): OpenBegin,
+  // OpenUpdate over the ciphertext in order (`out` may equal `in`, else they must not
+  // overlap), OpenFinish. Nothing decrypted may be trusted or shown before OpenFinish
+  // returns true. One opening at a time per Aead.
+  struct Opening;
+  bool OpenBegin(const uint8_t nonce[kNonceSize], std::span<const uint8_t> aad, Opening* o);
+  bool OpenUpdate(Opening* o, uint8_t* out, const uint8_t* in, size_t n);
+  bool OpenFinish(Opening* o, const uint8_t tag[kTagSize]);
   Cipher cipher() const { return cipher_; }
 
  private:
@@ -86,6 +106,12 @@ class Aead {
   Aead(Cipher cipher, std::unique_ptr<Ctx> ctx);
   Cipher cipher_;
   std::unique_ptr<Ctx> ctx_;
+};
+
+// An opening in progress (Aead::OpenBegin); the caller owns it.
+struct Aead::Opening {
+  alignas(64) unsigned char state[1024];  // the library's GCM context
+  bool ok = true;
 };
 
 // The header-protection mask (RFC 9001 section 5.4, adapted): 16 bytes from a 16-byte

@@ -26,6 +26,7 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
   c.cookie_secret = endpoint::SipKey{word(), word()};
   c.format_address = std::move(format_address);
   c.security = o.security;
+  c.send_quantum = o.send_quantum;
   if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
   return c;
 }
@@ -41,6 +42,10 @@ absl::Status ValidateEndpointOptions(const EndpointOptions& options) {
   }
   if (options.cookie_lifetime < Duration::Seconds(1)) {
     return absl::InvalidArgumentError("cookie_lifetime must be at least 1s");
+  }
+  if (options.send_quantum > (ByteCount{1} << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("send_quantum=", options.send_quantum, " is outside [0, 1MiB]"));
   }
   return EndpointConfigFor(options, nullptr).Validate();
 }

@@ -42,7 +42,7 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& options,
                                            endpoint::AddressFormatter format_address);
 
 // The checks every driver makes of the options it is created with: tx_batch in [1, 1024],
-// spin in [0, 10ms], cookie_lifetime at least 1 s, and the endpoint configuration they
+// spin in [0, 10ms], send_quantum at most 1 MiB, cookie_lifetime at least 1 s, and the endpoint configuration they
 // give (EndpointConfig::Validate: packet protection chosen, limits). InvalidArgument
 // naming the option.
 absl::Status ValidateEndpointOptions(const EndpointOptions& options);

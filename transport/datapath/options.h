@@ -64,6 +64,11 @@ struct EndpointOptions {
   // instead of sleeping on the timer: precise pacing at high rates for a busy core.
   // Zero: always sleep.
   Duration spin = Duration::Microseconds(20);
+  // Paced sends are batched into this many bytes: the driver sleeps until that much is
+  // due at the connection's pacing rate (at most half of its pacing_burst) and sends it
+  // in one batch (one GSO send, one wake-up at the receiver) instead of waking for every
+  // datagram. 0: wake at every pacing release. At most 1 MiB.
+  ByteCount send_quantum = ByteCount{64} << 10;
   bool gso = true;  // UDP_SEGMENT send offload, where the kernel has it
   bool gro = true;  // UDP_GRO receive offload, where the kernel has it
   // Datagrams per sendmmsg batch and kernel messages per recvmmsg.

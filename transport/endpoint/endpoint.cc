@@ -112,15 +112,18 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
     return;
   }
   Conn& c = *it->second;
+  const uint8_t* placed_at = nullptr;
+  uint8_t* placed_to = nullptr;
   if (c.protector) {
     if (h.type != wire::PacketType::kSealed) {
       ++counters_.plaintext_refused;
       return;
     }
-    // Opened in place: the driver's receive buffer is ours for the duration of the call.
+    // Opened in place, but for a DATA payload that goes straight to its buffer: the
+    // driver's receive buffer is ours for the duration of the call.
     std::span<uint8_t> d(const_cast<uint8_t*>(datagram.data()), datagram.size());
     size_t n = 0;
-    switch (c.protector->Open(now, d, &n)) {
+    switch (OpenIntoPlace(now, c, d, &n, &placed_at, &placed_to)) {
       case crypto::PacketProtector::OpenResult::kOk:
         break;
       case crypto::PacketProtector::OpenResult::kReplayed:
@@ -141,7 +144,11 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
   }
   // Opened size when sealed: a little under the wire size, on the safe side for the 3x budget.
   const size_t wire_bytes = datagram.size();
-  c.conn->OnDatagram(now, datagram, ecn);
+  if (placed_to != nullptr) {
+    c.conn->OnDatagram(now, datagram, ecn, placed_at, placed_to);
+  } else {
+    c.conn->OnDatagram(now, datagram, ecn);
+  }
   const uint64_t received = c.conn->stats().packets_received;
   if (received != c.last_packets_received) {
     // A valid packet (checksum and connection id): learn the flow's address, confirm.
@@ -154,7 +161,54 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
       if (!c.confirmed) ConfirmServerConn(c);
     }
   }
-  c.next_timeout = c.conn->NextTimeout();
+  RefreshDeadline(c);
+}
+
+crypto::PacketProtector::OpenResult Endpoint::OpenIntoPlace(Time now, Conn& c,
+                                                            std::span<uint8_t> d, size_t* n,
+                                                            const uint8_t** placed_at,
+                                                            uint8_t** placed_to) {
+  using crypto::PacketProtector;
+  // Decrypted first, in place: the frames in front of a DATA payload (an ACK, the DATA
+  // frame's header) and perhaps the payload's first bytes.
+  constexpr size_t kPrefix = 128;
+  // Smaller payloads are opened in place and copied (as every payload once was).
+  constexpr size_t kMinPlaced = 512;
+  PacketProtector::Opening o;
+  if (PacketProtector::OpenResult r = c.protector->BeginOpen(now, d, &o);
+      r != PacketProtector::OpenResult::kOk) {
+    return r;
+  }
+  uint8_t* const body = d.data() + PacketProtector::kHeaderSize;
+  uint8_t* const body_end = d.data() + d.size() - crypto::kTagSize;
+  uint8_t* known = body + std::min<size_t>(kPrefix, body_end - body);
+  c.protector->OpenPiece(&o, body, body, known - body);
+  wire::DataFrame f;
+  uint8_t* to = nullptr;
+  if (body_end - known >= static_cast<ptrdiff_t>(kMinPlaced) &&
+      wire::FindDataPayload(body, known, body_end, &f) && f.length >= kMinPlaced) {
+    to = c.conn->PlaceData(f);
+  }
+  uint8_t* const at = const_cast<uint8_t*>(f.payload);
+  if (to != nullptr) {
+    // The payload's head came with the prefix; the rest is opened straight into place.
+    const size_t head = static_cast<size_t>(known - at);
+    std::memcpy(to, at, head);
+    c.protector->OpenPiece(&o, to + head, known, f.length - head);
+    known = at + f.length;
+  }
+  c.protector->OpenPiece(&o, known, known, body_end - known);
+  const PacketProtector::OpenResult r = c.protector->FinishOpen(now, &o, n);
+  if (to != nullptr) {
+    if (r == PacketProtector::OpenResult::kOk) {
+      *placed_at = at;
+      *placed_to = to;
+      ++counters_.payloads_opened_in_place;
+    } else {
+      ++counters_.in_place_auth_failures;
+    }
+  }
+  return r;
 }
 
 void Endpoint::OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from,
@@ -232,7 +286,7 @@ void Endpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) 
     c.unreachable_since = now;
   } else if (now - c.unreachable_since >= config_.unreachable_grace && !c.conn->closed()) {
     c.conn->Close(CloseCode::kApplication, absl::StrCat("peer unreachable: ", error.message()));
-    c.next_timeout = Time::Zero();
+    ForceDeadline(c, Time::Zero());
   }
 }
 
@@ -276,12 +330,12 @@ void Endpoint::StartRound(Time now) {
 
 void Endpoint::EndRound(Time now) {
   for (Conn* c : round_) {
-    c->next_timeout = c->conn->NextTimeout();
+    RefreshDeadline(*c);
     if (c->next_timeout <= now && !Blocked(*c) && !c->conn->closed() && !PathLimited(*c, now)) {
       // Nothing more could be sent at `now` although the deadline has passed: wait a
       // little (new input re-evaluates it at once) rather than spin on it.
       ++counters_.stalled_deadlines;
-      c->next_timeout = now + kStalledDeadlineWait;
+      ForceDeadline(*c, now + kStalledDeadlineWait);
     }
   }
   round_.clear();
@@ -326,6 +380,7 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
     if (turn_left_ == 0) turn_left_ = std::max<size_t>(4, turn_ / active_.size());
     if (!Blocked(*c)) {
       TransmitInfo info;
+      info.fills_payload = c->protector != nullptr;  // sealed from the message into place
       const size_t n = PathLimited(*c, now) ? 0 : c->conn->PollTransmit(now, buffer, capacity, &info);
       if (n > 0) {
         PeerPath* path = nullptr;
@@ -337,7 +392,13 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
           if (hdr.ok()) pn = hdr->packet_number;
         }
         if (c->protector) {
-          c->protector->Seal(now, std::span<uint8_t>(buffer, n), c->conn->largest_acked_packet());
+          crypto::PlaintextPiece pieces[wire::kMaxDeferredPayloads];
+          const std::span<const wire::DeferredPayload> d = info.deferred_payloads();
+          for (size_t i = 0; i < d.size(); ++i) {
+            pieces[i] = crypto::PlaintextPiece{d[i].offset, d[i].length, d[i].source};
+          }
+          c->protector->Seal(now, std::span<uint8_t>(buffer, n), c->conn->largest_acked_packet(),
+                             std::span<const crypto::PlaintextPiece>(pieces, d.size()));
         }
         out->size = n;
         out->ecn = info.ecn;
@@ -367,11 +428,22 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
   return 0;
 }
 
-Time Endpoint::NextTimeout(Time now) const {
+Time Endpoint::NextTimeout(Time now) const { return Deadline(now, /*wake=*/false); }
+
+Time Endpoint::NextWake(Time now) const { return Deadline(now, /*wake=*/true); }
+
+void Endpoint::RefreshDeadline(Conn& c) const {
+  c.next_timeout = c.conn->NextTimeout();
+  c.next_wake = config_.send_quantum > 0 ? c.conn->NextWake(config_.send_quantum) : c.next_timeout;
+}
+
+void Endpoint::ForceDeadline(Conn& c, Time t) { c.next_timeout = c.next_wake = t; }
+
+Time Endpoint::Deadline(Time now, bool wake) const {
   if (!outgoing_.empty()) return now;
   Time next = Time::Infinite();
   for (const auto& [cid, c] : conns_) {
-    Time t = c->next_timeout;
+    Time t = wake ? c->next_wake : c->next_timeout;
     if (Blocked(*c)) t = std::max(t, now + kBlockedRecheck);
     if (Time until = Time::Infinite(); PathLimited(*c, now, &until)) t = std::max(t, until);
     next = std::min(next, t);
@@ -402,7 +474,7 @@ const ConnectionMeta* Endpoint::MetaAt(ConnectionId id) const {
 
 void Endpoint::Touch(ConnectionId id) {
   auto it = conns_.find(id);
-  if (it != conns_.end()) it->second->next_timeout = it->second->conn->NextTimeout();
+  if (it != conns_.end()) RefreshDeadline(*it->second);
 }
 
 void Endpoint::ListConnections(std::vector<ConnectionId>* out) const {
@@ -438,7 +510,7 @@ void Endpoint::CloseAll(Time now, const std::string& reason) {
   for (auto& [cid, c] : conns_) {
     if (!c->conn->closed()) c->conn->Close(CloseCode::kApplication, reason);
     c->confirmed = true;
-    c->next_timeout = Time::Zero();
+    ForceDeadline(*c, Time::Zero());
   }
 }
 

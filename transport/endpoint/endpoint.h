@@ -43,6 +43,7 @@
 #include "transport/base/units.h"
 #include "transport/core/config.h"
 #include "transport/core/connection.h"
+#include "transport/crypto/packet_protection.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/endpoint/negotiation.h"
 #include "transport/endpoint/peer_address.h"
@@ -71,6 +72,8 @@ struct EndpointConfig {
   Duration unreachable_grace = Duration::Seconds(1);
   // Packet protection (keys, or an explicit choice of plaintext); must Validate().
   SecurityConfig security;
+  // Bytes a connection's paced sends are batched into for NextWake (0: none).
+  ByteCount send_quantum = 0;
   // Errors: InvalidArgument naming the field.
   absl::Status Validate() const;
 };
@@ -176,6 +179,11 @@ struct EndpointCounters {
   uint64_t packets_too_old = 0;          // below the replay window
   uint64_t plaintext_refused = 0;        // unsealed 1-RTT packets for a protected connection
   uint64_t confirms_refused = 0;         // Confirms whose key proof did not verify
+  uint64_t payloads_opened_in_place = 0;  // DATA payloads decrypted into their buffers
+  // Of the packets that did not authenticate, those whose payload had been decrypted into
+  // a range of its buffer not received yet (it is neither counted nor delivered there,
+  // and the genuine packet writes it again).
+  uint64_t in_place_auth_failures = 0;
 };
 
 class Endpoint {
@@ -229,6 +237,11 @@ class Endpoint {
 
   // The earliest time PollTransmit (or a handshake timer) has work; Infinite if none.
   Time NextTimeout(Time now) const;
+  // The time a batching driver sleeps until: NextTimeout, except that a connection whose
+  // next deadline is a pacing release wakes EndpointConfig::send_quantum bytes' time
+  // (at its pacing rate) later, and then sends that much as one batch
+  // (Connection::NextWake). Equal to NextTimeout with send_quantum 0.
+  Time NextWake(Time now) const;
 
   bool PollEvent(EndpointEvent* event);
 
@@ -310,6 +323,16 @@ class Endpoint {
   void OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from, size_t bytes,
                     std::span<const uint8_t> opened);
   void StartRound(Time now);
+  // Opens a sealed datagram of `c` in one pass: in place, except that a DATA payload
+  // bound for memory that exists already (Connection::PlaceData) is decrypted straight
+  // there; on kOk with such a payload *placed_at / *placed_to say where it was and went.
+  crypto::PacketProtector::OpenResult OpenIntoPlace(Time now, Conn& c, std::span<uint8_t> d,
+                                                    size_t* n, const uint8_t** placed_at,
+                                                    uint8_t** placed_to);
+  // The cached deadlines of `c`: from its connection, or forced to `t`.
+  void RefreshDeadline(Conn& c) const;
+  static void ForceDeadline(Conn& c, Time t);
+  Time Deadline(Time now, bool wake) const;
   void EndRound(Time now);
   ConnectionId NewCid();
 

@@ -348,7 +348,7 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
   c->confirm_deadline = now + config_.cookie_lifetime;
   c->accept_backoff = kFirstAcceptBackoff;
   c->next_accept_resend = now + c->accept_backoff;
-  c->next_timeout = c->conn->NextTimeout();
+  RefreshDeadline(*c);
   Conn& ref = *c;
   hello_index_[key] = ref.meta.id;
   conns_[ref.meta.id] = std::move(c);
@@ -524,7 +524,7 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
   ids.peer_recv_window = m.params.recv_window;
   ids.sealed = c->protector != nullptr;
   c->conn = std::make_unique<Connection>(SealedConfig(config, ids.sealed), ids, rng_.Next(), now);
-  c->next_timeout = c->conn->NextTimeout();
+  RefreshDeadline(*c);
   Conn& ref = *c;
   conns_[ref.meta.id] = std::move(c);
   SendConfirm(ref);
@@ -576,7 +576,7 @@ void Endpoint::RunHandshakeTimers(Time now) {
       c->confirmed = true;  // stop resending
       c->conn->Close(CloseCode::kProtocolViolation,
                      "handshake not confirmed by the client in time");
-      c->next_timeout = Time::Zero();
+      ForceDeadline(*c, Time::Zero());
     } else if (now >= c->next_accept_resend) {
       c->accept_backoff = std::min(c->accept_backoff * 2, kMaxHandshakeBackoff);
       c->next_accept_resend = now + c->accept_backoff;

@@ -22,7 +22,8 @@ struct Endpoint::Conn {
   // server: the client's address per flow, and its validation (amplification limit)
   std::vector<PeerPath> paths;
   bool path_pending = false;  // some flow's address is not validated
-  Time next_timeout;
+  Time next_timeout;  // conn->NextTimeout(), or a forced deadline
+  Time next_wake;     // conn->NextWake(send_quantum), or the forced deadline
   // server handshake state
   bool confirmed = true;
   Time confirm_deadline = Time::Infinite();

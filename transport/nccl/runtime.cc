@@ -13,6 +13,7 @@ absl::Status Runtime::EnsureEndpointLocked() {
   if (endpoint_) return absl::OkStatus();
   EndpointOptions eo;
   eo.spin = settings.spin;
+  eo.send_quantum = settings.send_quantum;
   eo.security = keys.security;  // the driver sets the entropy source
   absl::StatusOr<Datapath> datapath =
       ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath);

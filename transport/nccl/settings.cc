@@ -59,6 +59,10 @@ constexpr SettingSpec kSpecs[] = {
      "the driver thread polls instead of sleeping when a pacing deadline is this close (0: "
      "always sleep)",
      &Settings::spin},
+    {"SEND_QUANTUM", SettingType::kSize, 0, kMiB, "64KiB", "",
+     "paced sends are batched: the driver sleeps until this much is due at the pacing rate "
+     "and sends it at once (0: it wakes for every datagram)",
+     &Settings::send_quantum},
     {"ADVERTISE", SettingType::kAddressPort, 1, 65535, "",
      "none: the device's own address and port",
      "the `address:port` that `listen` writes into its handles instead of the device's own, "

@@ -57,6 +57,7 @@ struct Settings {
   Duration linger;              // the last finalize waits this long for data in flight
   Duration connect_timeout;     // handshake limit of one connection
   Duration spin;                // the driver polls when a deadline is this close
+  uint64_t send_quantum = 0;    // paced sends batched into this many bytes
   uint16_t port = 0;            // UDP port of each device; 0: any
   std::string advertise;        // "address:port" listen writes into handles; empty: the
                                 // device's own (validated by ReadSettings)

@@ -193,7 +193,14 @@ uint8_t* PacketWriter::WriteData(const DataFrame& f) {
     }
     return payload;
   }
-  if (f.payload != nullptr && f.length > 0) std::memcpy(p_, f.payload, f.length);
+  if (f.payload != nullptr && f.length > 0) {
+    if (defer_ && f.length >= kMinDeferredPayload && deferred_count_ < kMaxDeferredPayloads) {
+      deferred_[deferred_count_++] = DeferredPayload{
+          f.payload, static_cast<uint32_t>(p_ - begin_), static_cast<uint32_t>(f.length)};
+    } else {
+      std::memcpy(p_, f.payload, f.length);
+    }
+  }
   p_ += f.length;
   return payload;
 }
@@ -288,7 +295,14 @@ uint8_t* PacketWriter::WriteFecRepair(const FecRepairFrame& f) {
   *p_++ = f.m;
   p_ += WriteVarint(p_, f.length);
   uint8_t* payload = p_;
-  if (f.payload != nullptr && f.length > 0) std::memcpy(p_, f.payload, f.length);
+  if (f.payload != nullptr && f.length > 0) {
+    if (defer_ && f.length >= kMinDeferredPayload && deferred_count_ < kMaxDeferredPayloads) {
+      deferred_[deferred_count_++] = DeferredPayload{
+          f.payload, static_cast<uint32_t>(p_ - begin_), static_cast<uint32_t>(f.length)};
+    } else {
+      std::memcpy(p_, f.payload, f.length);
+    }
+  }
   p_ += f.length;
   return payload;
 }
@@ -320,7 +334,17 @@ size_t PacketWriter::Finish() {
     p_ += kSealTagSize;  // the endpoint writes the tag
     return len + kSealTagSize;
   }
-  PutU32(p_, Crc32c(begin_, len));
+  uint32_t crc = kCrc32cStart;
+  const uint8_t* done = begin_;
+  for (size_t i = 0; i < deferred_count_; ++i) {
+    const DeferredPayload& d = deferred_[i];
+    crc = Crc32cUpdate(crc, done, static_cast<size_t>(begin_ + d.offset - done));
+    crc = Crc32cCopy(crc, begin_ + d.offset, d.source, d.length);
+    done = begin_ + d.offset + d.length;
+  }
+  deferred_count_ = 0;
+  crc = Crc32cUpdate(crc, done, static_cast<size_t>(p_ - done));
+  PutU32(p_, Crc32cFinish(crc));
   p_ += kChecksumSize;
   return len + kChecksumSize;
 }
@@ -523,6 +547,25 @@ absl::StatusOr<bool> FrameReader::Next(Frame* f) {
   f->type = static_cast<FrameType>(type);
   p_ = p;
   return true;
+}
+
+bool FindDataPayload(const uint8_t* begin, const uint8_t* known, const uint8_t* end,
+                     DataFrame* f) {
+  // Bytes past `known` are still ciphertext: a frame read from them is discarded (the
+  // reader stays inside [begin, end) whatever it reads).
+  FrameReader reader(begin, end);
+  Frame frame;
+  while (reader.position() < known) {
+    absl::StatusOr<bool> more = reader.Next(&frame);
+    if (!more.ok() || !*more) return false;
+    if (frame.type == FrameType::kData) {
+      if (frame.data.length == 0 || frame.data.payload > known) return false;
+      *f = frame.data;
+      return true;
+    }
+    if (frame.type == FrameType::kFecSource || reader.position() > known) return false;
+  }
+  return false;
 }
 
 }  // namespace longhaul::wire

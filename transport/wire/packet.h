@@ -198,6 +198,17 @@ inline constexpr size_t kMaxDataFrameHeaderSize = 2 + 5 * 8;
 inline constexpr size_t kFecSourceFrameSize = 1 + 8 + 3;
 size_t FecRepairFrameHeaderSize(const FecRepairFrame& f);
 
+// A payload the writer left for later (PacketWriter::set_defer_payload): `length` bytes
+// from `source` belong at byte `offset` of the datagram.
+struct DeferredPayload {
+  const uint8_t* source = nullptr;
+  uint32_t offset = 0;
+  uint32_t length = 0;
+};
+inline constexpr size_t kMaxDeferredPayloads = 4;
+// Shorter payloads are copied at once (a deferral costs more than the copy).
+inline constexpr size_t kMinDeferredPayload = 256;
+
 // Builds one datagram in a caller-owned buffer. Usage: construct, WriteHeader, append
 // frames while they fit, Finish. Every Write* returns false (writing nothing) when the
 // frame does not fit in what remains.
@@ -236,6 +247,18 @@ class PacketWriter {
   bool WriteLossReport(const LossReportFrame& f);
   bool WriteHandshake(std::span<const uint8_t> body);
 
+  // One pass over the payload: DATA payloads (up to kMaxDeferredPayloads of at least
+  // kMinDeferredPayload bytes) are not copied by WriteData but noted, and Finish copies
+  // them while it computes the checksum (kCrc32c). In kSealed mode Finish leaves them
+  // to the sealer, which encrypts them from their source straight into the datagram
+  // (crypto::PacketProtector::Seal): deferred() lists them, and until then the bytes at
+  // their offsets are undefined. Nothing may read the frames before Finish (an FEC
+  // encoder does: leave deferral off for such packets). Off by default.
+  void set_defer_payload(bool on) { defer_ = on; }
+  std::span<const DeferredPayload> deferred() const {
+    return std::span<const DeferredPayload>(deferred_, deferred_count_);
+  }
+
   // Appends the CRC32C (kCrc32c) or leaves the tag's room (kSealed), and returns the
   // datagram length.
   size_t Finish();
@@ -247,6 +270,9 @@ class PacketWriter {
   Integrity integrity_;
   bool elide_ = false;
   size_t elided_ = 0;
+  bool defer_ = false;
+  size_t deferred_count_ = 0;
+  DeferredPayload deferred_[kMaxDeferredPayloads];
 };
 
 // A parsed packet: header plus the frame bytes (checksum already verified).
@@ -264,6 +290,17 @@ absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> datagram);
 // kOneRtt) and the frames, with neither checksum nor tag. Errors as ParsePacket's, minus
 // the checksum.
 absl::StatusOr<PacketView> ParseOpenedPacket(std::span<const uint8_t> datagram);
+
+// One-pass open of a sealed packet (the endpoint decrypts its frames in pieces and opens
+// a DATA payload straight into its final buffer): the frames run from `begin` to `end`,
+// of which [begin, known) are decrypted. Finds the first DATA frame whose header lies in
+// [begin, known), every frame before it whole in [begin, known) too, and returns it
+// (f.payload: where its payload sits between `begin` and `end`, perhaps not decrypted
+// yet). False when there is none, a frame before it reaches past `known`, a frame is
+// malformed, or an FEC source tag comes first (the FEC decoder reads its shard from the
+// packet). Nothing found may be trusted before the packet authenticates.
+bool FindDataPayload(const uint8_t* begin, const uint8_t* known, const uint8_t* end,
+                     DataFrame* f);
 
 // Reads only the header fields needed to route a datagram (connection id) without
 // verifying the checksum. Fails on short input. For a sealed packet the type is kSealed

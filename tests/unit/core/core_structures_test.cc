@@ -224,5 +224,67 @@ TEST(ReceiveStreamTest, PostAfterArrivalCopiesIntoThePostedBuffer) {
   EXPECT_EQ(0, memcmp(dst, src, 64));
 }
 
+// Place: where a frame's payload would land, only when all of it is new and its memory
+// exists; OnData then finds it in place and counts it without a copy.
+TEST(ReceiveStreamTest, PlaceNamesOnlyNewBytesInExistingMemory) {
+  ReceiveStream r(1 << 20, 100);
+  uint8_t src[4096];
+  for (int i = 0; i < 4096; ++i) src[i] = static_cast<uint8_t>(i * 13);
+  // Message 0 not started, nothing posted: no memory yet (none is made for a frame
+  // that has not authenticated).
+  EXPECT_EQ(r.Place(Piece(0, 4096, 1024, 1024, 0, src + 1024)), nullptr);
+  ASSERT_TRUE(r.OnData(Piece(0, 4096, 0, 1024, 0, src)).ok());
+  uint8_t* at = r.Place(Piece(0, 4096, 2048, 1024, 0, src + 2048));
+  ASSERT_NE(at, nullptr);
+  EXPECT_EQ(r.Place(Piece(0, 4096, 512, 1024, 0, src + 512)), nullptr);  // overlaps received
+  EXPECT_EQ(r.Place(Piece(0, 4000, 2048, 1024, 0, src)), nullptr);       // other size
+  EXPECT_EQ(r.Place(Piece(0, 4096, 2048, 1024, 7, src)), nullptr);       // other position
+  EXPECT_EQ(r.Place(Piece(0, 4096, 3584, 1024, 0, src)), nullptr);       // past the end
+  // The opener decrypts into `at`; OnData finds the payload in place.
+  std::memcpy(at, src + 2048, 1024);
+  EXPECT_EQ(*r.OnData(Piece(0, 4096, 2048, 1024, 0, at)), 1024u);
+  // Out of order now: a range between the two received ones is new, one touching
+  // either is not.
+  EXPECT_NE(r.Place(Piece(0, 4096, 1024, 1024, 0, src)), nullptr);
+  EXPECT_EQ(r.Place(Piece(0, 4096, 1500, 1024, 0, src)), nullptr);
+  EXPECT_EQ(r.Place(Piece(0, 4096, 3000, 1000, 0, src)), nullptr);
+  ASSERT_TRUE(r.OnData(Piece(0, 4096, 1024, 1024, 0, src + 1024)).ok());
+  ASSERT_TRUE(r.OnData(Piece(0, 4096, 3072, 1024, 0, src + 3072)).ok());
+  EXPECT_EQ(r.Place(Piece(0, 4096, 3072, 1024, 0, src)), nullptr);  // complete
+  Event e;
+  ASSERT_TRUE(r.PopDelivered(&e));
+  EXPECT_EQ(0, memcmp(e.data, src, 4096));
+  EXPECT_EQ(r.Place(Piece(0, 4096, 0, 1024, 0, src)), nullptr);  // delivered
+  // A posted buffer takes a message's first piece.
+  uint8_t dst[2048] = {};
+  ASSERT_TRUE(r.Post(dst, sizeof(dst), 5).ok());
+  EXPECT_EQ(r.Place(Piece(1, 2048, 1024, 1024, 4096, src)), dst + 1024);
+  EXPECT_EQ(r.Place(Piece(1, 4096, 0, 1024, 4096, src)), nullptr);  // does not fit it
+  // Beyond the receive credit: nothing.
+  ReceiveStream small(1000, 4);
+  uint8_t buf[4096];
+  ASSERT_TRUE(small.Post(buf, sizeof(buf), 1).ok());
+  EXPECT_NE(small.Place(Piece(0, 4096, 0, 900, 0, src)), nullptr);
+  EXPECT_EQ(small.Place(Piece(0, 4096, 500, 900, 0, src)), nullptr);
+}
+
+TEST(IntervalSetTest, OverlapsMatchesABruteForceModel) {
+  Rng r(3);
+  IntervalSet s;
+  std::set<uint64_t> model;
+  for (int i = 0; i < 40; ++i) {
+    const uint64_t a = r.UniformInt(300), b = a + r.UniformInt(15);
+    s.Add(a, b);
+    for (uint64_t v = a; v < b; ++v) model.insert(v);
+  }
+  for (uint64_t a = 0; a < 320; ++a) {
+    for (uint64_t b = a; b < a + 20; ++b) {
+      bool any = false;
+      for (uint64_t v = a; v < b; ++v) any = any || model.count(v) == 1;
+      ASSERT_EQ(s.Overlaps(a, b), any) << a << " " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace longhaul

@@ -129,6 +129,50 @@ TEST_P(AeadRoundTrip, EveryTamperingIsCaught) {
   EXPECT_FALSE((*b)->Open(nonce, aad, o, tag));
 }
 
+// One pass: plaintext kept elsewhere is sealed from there into place, and an opening in
+// steps writes pieces of the plaintext wherever they go; both give the bytes of the
+// one-shot calls, and the stepwise open still catches every tampering.
+TEST_P(AeadRoundTrip, PiecesElsewhereSealAndOpenLikeOneBuffer) {
+  absl::StatusOr<std::unique_ptr<Aead>> a = Aead::Create(GetParam(), K(std::string(64, '7')));
+  ASSERT_TRUE(a.ok());
+  std::vector<uint8_t> msg(9000);
+  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(i * 7 + i / 251);
+  const std::vector<uint8_t> aad = {5, 6, 7};
+  uint8_t nonce[kNonceSize] = {1, 2, 3, 4};
+  std::vector<uint8_t> whole = msg;
+  uint8_t whole_tag[kTagSize];
+  ASSERT_TRUE((*a)->Seal(nonce, aad, whole, whole_tag));
+  // Two ranges (odd offsets and lengths, not block-aligned) live in other memory; the
+  // buffer holds garbage there.
+  const std::vector<PlaintextPiece> pieces = {{37, 4001, msg.data() + 37},
+                                              {4100, 4799, msg.data() + 4100}};
+  std::vector<uint8_t> buf = msg;
+  std::fill(buf.begin() + 37, buf.begin() + 37 + 4001, 0xEE);
+  std::fill(buf.begin() + 4100, buf.begin() + 4100 + 4799, 0xEE);
+  uint8_t tag[kTagSize];
+  ASSERT_TRUE((*a)->Seal(nonce, aad, buf, tag, pieces));
+  EXPECT_EQ(buf, whole);
+  EXPECT_EQ(0, std::memcmp(tag, whole_tag, kTagSize));
+  // Open in steps: the frames in place, a middle range into another buffer.
+  for (int tamper = -1; tamper < 3; ++tamper) {
+    std::vector<uint8_t> c = whole;
+    if (tamper >= 0) c[tamper * 3000 + 11] ^= 0x10;
+    std::vector<uint8_t> out(c.size(), 0);
+    Aead::Opening o;
+    ASSERT_TRUE((*a)->OpenBegin(nonce, aad, &o));
+    ASSERT_TRUE((*a)->OpenUpdate(&o, c.data(), c.data(), 100));
+    ASSERT_TRUE((*a)->OpenUpdate(&o, out.data() + 100, c.data() + 100, 5000));
+    ASSERT_TRUE((*a)->OpenUpdate(&o, c.data() + 5100, c.data() + 5100, c.size() - 5100));
+    const bool ok = (*a)->OpenFinish(&o, whole_tag);
+    EXPECT_EQ(ok, tamper < 0) << "tampered at " << tamper;
+    if (tamper < 0) {
+      EXPECT_EQ(0, std::memcmp(c.data(), msg.data(), 100));
+      EXPECT_EQ(0, std::memcmp(out.data() + 100, msg.data() + 100, 5000));
+      EXPECT_EQ(0, std::memcmp(c.data() + 5100, msg.data() + 5100, c.size() - 5100));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ciphers, AeadRoundTrip,
                          ::testing::Values(Cipher::kAes256Gcm, Cipher::kChaCha20Poly1305));
 

@@ -328,6 +328,40 @@ TEST_F(SecurityTest, TamperedReplayedAndReflectedPacketsAreDroppedAndCounted) {
   EXPECT_EQ(sc->stats().malformed_packets, 0u);
 }
 
+// One pass: payloads are opened straight into the message's buffer, and a tampered copy
+// of a packet that arrives before the packet itself (its payload decrypted into a range
+// not received yet, then refused by the tag) neither corrupts the message nor counts.
+TEST_F(SecurityTest, TamperedCopiesOpenedIntoPlaceNeverReachTheMessage) {
+  Build(Modes()[2].setup);
+  Rng rng(17);
+  uint64_t injected = 0;
+  net_->set_filter([&](const NetDatagram& d) {
+    absl::StatusOr<wire::PacketHeader> h = wire::PeekHeader(d.bytes);
+    if (h.ok() && h->type == wire::PacketType::kSealed && d.from_node == client_ &&
+        d.bytes.size() > 2000 && rng.Next() % 10 == 0) {
+      // The copy arrives now, the packet after the link's delay. Flip one bit of the
+      // payload's ciphertext (a third of the way in, past any frame in front of it).
+      std::vector<uint8_t> t = d.bytes;
+      t[t.size() / 3] ^= 0x04;
+      net_->Inject(server_, kListen, EndpointNet::AddressOf(client_, kClient), t);
+      ++injected;
+    }
+    return NetVerdict{};
+  });
+  absl::StatusOr<ConnectionId> id = Connect();
+  ASSERT_TRUE(Handshake());
+  ASSERT_EQ(Result()->type, EndpointEvent::Type::kConnected);
+  ASSERT_TRUE(Transfer(*id, Text(4'000'000)));
+  const EndpointCounters& s = net_->node(server_).counters();
+  EXPECT_GT(injected, 20u);
+  EXPECT_GT(s.payloads_opened_in_place, 100u);
+  EXPECT_GT(s.in_place_auth_failures, injected / 2);
+  EXPECT_GE(s.packets_unauthenticated, s.in_place_auth_failures);
+  const Connection* sc = net_->node(server_).ConnectionAt(ServerConnection());
+  EXPECT_EQ(sc->stats().malformed_packets, 0u);
+  EXPECT_EQ(sc->stats().data_bytes_received, 4'000'000u);
+}
+
 TEST_F(SecurityTest, KeyUpdatesUnderLoadLoseNothing) {
   Sides s = Modes()[0].setup;
   s.server.key_update.max_packets = 150;

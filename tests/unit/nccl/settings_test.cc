@@ -147,6 +147,8 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
        {"1s", [](const Settings& s) { EXPECT_EQ(s.connect_timeout, Duration::Seconds(1)); }}},
       {"PORT", {"4242", [](const Settings& s) { EXPECT_EQ(s.port, 4242); }}},
       {"SPIN", {"0", [](const Settings& s) { EXPECT_EQ(s.spin, Duration::Zero()); }}},
+      {"SEND_QUANTUM",
+       {"128KiB", [](const Settings& s) { EXPECT_EQ(s.send_quantum, uint64_t{128} << 10); }}},
       {"ADVERTISE",
        {"198.18.0.9:4000", [](const Settings& s) { EXPECT_EQ(s.advertise, "198.18.0.9:4000"); }}},
       {"KEY", {"/keys/r0.key", [](const Settings& s) { EXPECT_EQ(s.key_path, "/keys/r0.key"); }}},

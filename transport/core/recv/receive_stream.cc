@@ -57,6 +57,33 @@ absl::Status ReceiveStream::Post(uint8_t* data, ByteCount capacity, uint64_t tag
   return absl::OkStatus();
 }
 
+uint8_t* ReceiveStream::Place(const wire::DataFrame& f) const {
+  if (f.elided() || f.length == 0 || f.message_id < next_id_) return nullptr;
+  const uint64_t idx = f.message_id - next_id_;
+  if (idx >= max_messages_ || f.offset > f.message_length ||
+      f.length > f.message_length - f.offset ||
+      f.stream_base + f.offset + f.length > max_stream()) {
+    return nullptr;
+  }
+  if (idx < messages_.size() && messages_[idx].started) {
+    const Message& m = messages_[idx];
+    if (m.complete || m.dest == nullptr || m.elided || m.base != f.stream_base ||
+        m.size != f.message_length || m.unordered != f.unordered()) {
+      return nullptr;
+    }
+    const uint64_t start = f.offset, end = f.offset + f.length;
+    if (m.received.empty() ? start < m.contiguous : m.received.Overlaps(start, end)) {
+      return nullptr;
+    }
+    return m.dest + start;
+  }
+  // The message's first piece: only into a buffer posted for it (OnData takes the same).
+  if (idx < posted_.size() && posted_[idx].valid && posted_[idx].capacity >= f.message_length) {
+    return posted_[idx].data + f.offset;
+  }
+  return nullptr;
+}
+
 uint64_t ReceiveStream::posted_count() const { return posted_next_id_ - next_id_; }
 
 absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
@@ -164,7 +191,9 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
 
 void ReceiveStream::Land(Message& m, const wire::DataFrame& f, uint64_t from, uint64_t to) {
   if (!f.elided()) {
-    if (m.dest != nullptr) std::memcpy(m.dest + from, f.payload + (from - f.offset), to - from);
+    // A payload already opened into place (Place) is not copied onto itself.
+    const uint8_t* src = f.payload + (from - f.offset);
+    if (m.dest != nullptr && m.dest + from != src) std::memcpy(m.dest + from, src, to - from);
     return;
   }
   // Stamp i of the frame sits at message position first + i x kStampInterval.

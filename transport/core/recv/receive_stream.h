@@ -36,6 +36,14 @@ class ReceiveStream {
   // protocol error (FailedPrecondition: flow control, InvalidArgument: inconsistent).
   absl::StatusOr<uint64_t> OnData(const wire::DataFrame& f);
 
+  // Where the payload of DATA frame `f` would land if OnData accepted it now, when all of
+  // it would be new bytes in memory that already exists (a started message's buffer, or
+  // the buffer posted for it); null otherwise (including anything OnData would refuse).
+  // Changes nothing: the frame is not authenticated yet. A one-pass opener decrypts the
+  // payload there, and OnData then finds it in place (a frame whose payload pointer is
+  // its landing place is not copied).
+  uint8_t* Place(const wire::DataFrame& f) const;
+
   absl::Status Post(uint8_t* data, ByteCount capacity, uint64_t tag);
   void ReturnBuffer(OwnedBuffer b);
 

@@ -71,6 +71,7 @@ bool WriteDataPacket(Time now, PacketNumber pn, const DataLimits& limits, SendSt
   uint8_t* tag_end = nullptr;
   const size_t elided_before = w->elided();
   if (fec) {
+    w->set_defer_payload(false);  // the encoder reads the shard from the packet
     wire::FecSourceFrame tag = fec_tx->NextSource(now);
     CHECK(w->WriteFecSource(tag));
     tag_end = w->cursor();

@@ -1,13 +1,17 @@
 // The driver thread's loop, in order on every turn:
-//   1. run ready Asio handlers without blocking: socket reads (every datagram goes to the
-//      endpoint at once), cross-thread wake-ups, the timer;
-//   2. apply operations the application queued on handles (Send, PostReceive, ...);
+//   1. run ready Asio handlers without blocking: sockets turning readable (only marked),
+//      cross-thread wake-ups, the timer;
+//   2. apply operations the application queued on handles (Send, PostReceive, ...), then
+//      read the marked sockets, at most two recvmmsg batches each (every datagram goes
+//      to the endpoint at once; a socket with more stays marked for the next turn);
 //   3. drain the endpoint's PollTransmit into one batch arena that is flushed per socket
 //      with sendmmsg (GSO groups);
 //   4. hand the connections' events to their handles (callbacks run here);
 //   5. sleep on the one timer (or poll when the deadline is within the spin window).
 // Reads drain a socket until EAGAIN with the Asio wait re-armed *before* draining, so an
 // edge that arrives while draining is never lost (Asio registers sockets edge-triggered).
+// The wait's handler only marks the socket readable; step 1 never reads, so a flood of
+// arrivals cannot keep the loop from transmitting.
 
 #include "transport/drivers/udp/udp_driver.h"
 
@@ -249,7 +253,7 @@ class UdpDriverImpl {
     for (auto& [id, s] : sockets_) {
       if (s->read_pending) return now;
     }
-    Time next = ep_.NextTimeout(now);
+    Time next = ep_.NextWake(now);
     if (ep_.connection_count() > 0 || ep_.pending_count() > 0) {
       next = std::min(next, last_stats_publish_ + datapath::EndpointRuntime::kStatsPublishPeriod);
     }
@@ -325,13 +329,17 @@ class UdpDriverImpl {
     if (s.read_armed) return;
     s.read_armed = true;
     const uint32_t id = s.id;
+    // The handler only marks the socket: Service reads it, a bounded number of batches
+    // per turn. Reading here would let io_.poll() run reads back to back for as long as
+    // datagrams keep arriving (each read re-arms the wait, and a new arrival makes it
+    // ready again), and the loop would never transmit an ACK.
     s.udp->asio_socket().async_wait(asio::socket_base::wait_read,
                                     [this, id](const boost::system::error_code& ec) {
                                       Socket* s = FindSocket(id);
                                       if (s == nullptr) return;
                                       s->read_armed = false;
                                       if (ec) return;
-                                      ReadSocket(*s);
+                                      s->read_pending = true;
                                     });
   }
 

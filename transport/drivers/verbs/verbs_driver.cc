@@ -464,7 +464,7 @@ class VerbsDriverImpl {
 
   Time Deadline(Time now) {
     if (runtime_.HasLocalWakes()) return now;
-    Time next = ep_.NextTimeout(now);
+    Time next = ep_.NextWake(now);
     if (ep_.connection_count() > 0 || ep_.pending_count() > 0) {
       next = std::min(next, last_stats_publish_ + datapath::EndpointRuntime::kStatsPublishPeriod);
     }

@@ -1,0 +1,128 @@
+// One pass over the payload: a PacketWriter that defers DATA payloads writes the same
+// datagram as one that copies them (checksummed while copying), or lists them for the
+// sealer; FindDataPayload finds a DATA payload from a decrypted prefix of the frames.
+#include <cstring>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "transport/wire/crc32c.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul::wire {
+namespace {
+
+std::vector<uint8_t> Message(size_t n) {
+  std::vector<uint8_t> m(n);
+  for (size_t i = 0; i < n; ++i) m[i] = static_cast<uint8_t>(i * 31 + i / 97);
+  return m;
+}
+
+DataFrame Data(uint64_t id, const std::vector<uint8_t>& m, uint64_t off, uint64_t len) {
+  DataFrame f;
+  f.message_id = id;
+  f.message_length = m.size();
+  f.offset = off;
+  f.length = len;
+  f.payload = m.data() + off;
+  f.flags = off + len == m.size() ? kDataFlagLast : 0;
+  return f;
+}
+
+// Writes a header, an ACK and DATA pieces (a long one, a short one, a long one).
+size_t Build(uint8_t* buf, size_t cap, Integrity integrity, bool defer,
+             const std::vector<uint8_t>& m, std::vector<DeferredPayload>* deferred = nullptr) {
+  PacketWriter w(buf, cap, integrity);
+  w.set_defer_payload(defer);
+  PacketHeader h;
+  h.connection_id = 77;
+  h.packet_number = 1234;
+  w.WriteHeader(h);
+  AckFrame ack;
+  ack.largest = 99;
+  const AckRange r{90, 99};
+  EXPECT_EQ(w.WriteAck(ack, std::span<const AckRange>(&r, 1), 1), 1u);
+  EXPECT_NE(w.WriteData(Data(3, m, 0, 3000)), nullptr);
+  EXPECT_NE(w.WriteData(Data(3, m, 3000, 100)), nullptr);  // short: copied at once
+  EXPECT_NE(w.WriteData(Data(3, m, 3100, m.size() - 3100)), nullptr);
+  const size_t n = w.Finish();
+  if (deferred != nullptr) deferred->assign(w.deferred().begin(), w.deferred().end());
+  return n;
+}
+
+TEST(OnePassTest, DeferredPayloadsAreChecksummedWhileCopied) {
+  const std::vector<uint8_t> m = Message(8000);
+  std::vector<uint8_t> a(9000, 0), b(9000, 0xAB);
+  const size_t na = Build(a.data(), a.size(), Integrity::kCrc32c, false, m);
+  std::vector<DeferredPayload> d;
+  const size_t nb = Build(b.data(), b.size(), Integrity::kCrc32c, true, m, &d);
+  ASSERT_EQ(na, nb);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na));
+  EXPECT_TRUE(d.empty()) << "Finish fills every deferred payload in checksum mode";
+  EXPECT_TRUE(ParsePacket(std::span<const uint8_t>(b.data(), nb)).ok());
+}
+
+TEST(OnePassTest, SealedPacketsListTheirDeferredPayloads) {
+  const std::vector<uint8_t> m = Message(8000);
+  std::vector<uint8_t> a(9000, 0), b(9000, 0xAB);
+  const size_t na = Build(a.data(), a.size(), Integrity::kSealed, false, m);
+  std::vector<DeferredPayload> d;
+  const size_t nb = Build(b.data(), b.size(), Integrity::kSealed, true, m, &d);
+  ASSERT_EQ(na, nb);
+  ASSERT_EQ(d.size(), 2u);  // the 100-byte piece was copied
+  EXPECT_EQ(d[0].source, m.data());
+  EXPECT_EQ(d[0].length, 3000u);
+  EXPECT_EQ(d[1].source, m.data() + 3100);
+  EXPECT_EQ(d[1].length, 4900u);
+  EXPECT_LT(d[0].offset + d[0].length, d[1].offset);
+  // Filled in, the datagram is the copying writer's (bytes outside them are written).
+  for (const DeferredPayload& p : d) std::memcpy(b.data() + p.offset, p.source, p.length);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na - kSealTagSize));
+}
+
+TEST(OnePassTest, FindDataPayloadNeedsOnlyTheFramesInFront) {
+  const std::vector<uint8_t> m = Message(8000);
+  std::vector<uint8_t> buf(9000);
+  const size_t n = Build(buf.data(), buf.size(), Integrity::kSealed, false, m);
+  const uint8_t* begin = buf.data() + kHeaderSize;
+  const uint8_t* end = buf.data() + n - kSealTagSize;
+  DataFrame f;
+  ASSERT_TRUE(FindDataPayload(begin, begin + 128, end, &f));
+  EXPECT_EQ(f.message_id, 3u);
+  EXPECT_EQ(f.offset, 0u);
+  EXPECT_EQ(f.length, 3000u);
+  EXPECT_EQ(0, std::memcmp(f.payload, m.data(), 3000));
+  EXPECT_LE(f.payload, begin + 128);
+  // Too little decrypted for the DATA header (or the ACK in front of it): nothing.
+  EXPECT_FALSE(FindDataPayload(begin, begin + 8, end, &f));
+  EXPECT_FALSE(FindDataPayload(begin, begin, end, &f));
+  // Garbage after the known prefix does not matter; garbage in it does.
+  std::vector<uint8_t> g = buf;
+  std::fill(g.begin() + kHeaderSize + 128, g.end(), 0x5A);
+  EXPECT_TRUE(FindDataPayload(g.data() + kHeaderSize, g.data() + kHeaderSize + 128,
+                              g.data() + n - kSealTagSize, &f));
+  g[kHeaderSize] = 0x7F;  // no such frame type
+  EXPECT_FALSE(FindDataPayload(g.data() + kHeaderSize, g.data() + kHeaderSize + 128,
+                               g.data() + n - kSealTagSize, &f));
+  // An FEC source tag in front: the decoder reads the shard from the packet.
+  std::vector<uint8_t> fec(9000);
+  PacketWriter w(fec.data(), fec.size(), Integrity::kSealed);
+  w.WriteHeader(PacketHeader{});
+  ASSERT_TRUE(w.WriteFecSource(FecSourceFrame{1, 0, 4, 1}));
+  ASSERT_NE(w.WriteData(Data(0, m, 0, 4000)), nullptr);
+  const size_t fn = w.Finish();
+  EXPECT_FALSE(FindDataPayload(fec.data() + kHeaderSize, fec.data() + kHeaderSize + 128,
+                               fec.data() + fn - kSealTagSize, &f));
+}
+
+TEST(OnePassTest, Crc32cInPiecesAndWhileCopyingIsTheCrc) {
+  const std::vector<uint8_t> m = Message(10000);
+  std::vector<uint8_t> copy(m.size());
+  uint32_t s = Crc32cUpdate(kCrc32cStart, m.data(), 17);
+  s = Crc32cCopy(s, copy.data() + 17, m.data() + 17, 7000);
+  s = Crc32cUpdate(s, m.data() + 7017, m.size() - 7017);
+  EXPECT_EQ(Crc32cFinish(s), Crc32c(m.data(), m.size()));
+  EXPECT_EQ(0, std::memcmp(copy.data() + 17, m.data() + 17, 7000));
+}
+
+}  // namespace
+}  // namespace longhaul::wire
