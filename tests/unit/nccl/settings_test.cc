@@ -260,6 +260,7 @@ TEST(NcclSettingsTest, TheRangesAreTheDocumentedOnes) {
   EXPECT_EQ(type_of("LINGER"), "duration in [0, 600s]");
   EXPECT_EQ(type_of("CONNECT_TIMEOUT"), "duration in [100ms, 600s]");
   EXPECT_EQ(type_of("SPIN"), "duration in [0, 10ms]");
+  EXPECT_EQ(type_of("SEND_QUANTUM"), "size in [0, 1MiB]");
   EXPECT_EQ(type_of("PORT"), "port in [0, 65535]");
   EXPECT_EQ(type_of("IFNAME"), "interface list");
   EXPECT_EQ(type_of("PROFILE"), "path");
