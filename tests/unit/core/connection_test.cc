@@ -434,6 +434,40 @@ TEST(ConnectionTest, DeepReorderingWidensTheThreshold) {
   EXPECT_GT(p.a().debug_state().reorder_packets, 4u);
 }
 
+// A batching driver's wake-up: the pacing release taken one quantum late at the pacing
+// rate (capped at half the pacing burst), every other deadline as it is; waking then
+// finds the quantum's worth due (the pacer's catch-up), sent back to back.
+TEST(ConnectionTest, NextWakeTakesAPacingReleaseOneQuantumLate) {
+  TransportConfig c = TestConfig();
+  c.rate = Bandwidth::Gbps(8);
+  c.pacing_burst = Duration::Milliseconds(1);
+  Connection conn(c, ConnectionIds{1, 2}, 7, Time::Zero());
+  std::vector<uint8_t> msg(4 << 20, 1);
+  ASSERT_TRUE(conn.Send(SendBuffer{msg.data(), msg.size()}, 1).ok());
+  std::vector<uint8_t> buf(c.MaxDatagramSize());
+  Time now = Time::Zero() + Duration::Milliseconds(1);
+  // Send until the pacer holds the next datagram back.
+  int sent = 0;
+  while (conn.PollTransmit(now, buf.data(), buf.size()) > 0) ++sent;
+  ASSERT_GT(sent, 0);
+  const Time release = conn.NextTimeout();
+  ASSERT_GT(release, now);
+  EXPECT_EQ(conn.NextWake(0), release);
+  // 64 KiB at 8 Gbit/s: 65.536 us late.
+  EXPECT_EQ(conn.NextWake(64 << 10), release + Duration::Nanoseconds(65536));
+  // 1 MiB would be 1.05 ms: capped at half the pacing burst.
+  EXPECT_EQ(conn.NextWake(1 << 20), release + Duration::Microseconds(500));
+  // Waking then finds about a quantum due, sent at once.
+  now = conn.NextWake(64 << 10);
+  size_t bytes = 0;
+  while (size_t n = conn.PollTransmit(now, buf.data(), buf.size())) bytes += n;
+  EXPECT_GE(bytes, size_t{60} << 10);
+  EXPECT_LE(bytes, size_t{72} << 10);
+  // Nothing to pace: the same deadlines.
+  Connection idle(c, ConnectionIds{3, 4}, 7, Time::Zero());
+  EXPECT_EQ(idle.NextWake(64 << 10), idle.NextTimeout());
+}
+
 TEST(ConnectionTest, CorruptionIsDetectedAndRepaired) {
   ConnectionPair p(TestConfig(), TestConfig());
   p.set_filter([&](int dir, uint64_t i, const std::vector<uint8_t>&) {
