@@ -94,6 +94,19 @@ PacketWriter::PacketWriter(uint8_t* buffer, size_t capacity, Integrity integrity
   CHECK_LE(capacity, kMaxDatagramSize);
 }
 
+void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, bool deferrable) {
+  if (src != nullptr && n > 0) {
+    if (deferrable && defer_ && n >= kMinDeferredPayload &&
+        deferred_count_ < kMaxDeferredPayloads) {
+      deferred_[deferred_count_++] = DeferredPayload{src, static_cast<uint32_t>(p_ - begin_),
+                                                     static_cast<uint32_t>(n)};
+    } else {
+      std::memcpy(p_, src, n);
+    }
+  }
+  p_ += n;
+}
+
 void PacketWriter::WriteHeader(const PacketHeader& h) {
   CHECK_EQ(p_, begin_) << "header must come first";
   begin_[0] = kVersion;
@@ -193,15 +206,7 @@ uint8_t* PacketWriter::WriteData(const DataFrame& f) {
     }
     return payload;
   }
-  if (f.payload != nullptr && f.length > 0) {
-    if (defer_ && f.length >= kMinDeferredPayload && deferred_count_ < kMaxDeferredPayloads) {
-      deferred_[deferred_count_++] = DeferredPayload{
-          f.payload, static_cast<uint32_t>(p_ - begin_), static_cast<uint32_t>(f.length)};
-    } else {
-      std::memcpy(p_, f.payload, f.length);
-    }
-  }
-  p_ += f.length;
+  PutPayload(f.payload, f.length, /*deferrable=*/true);
   return payload;
 }
 
@@ -295,15 +300,7 @@ uint8_t* PacketWriter::WriteFecRepair(const FecRepairFrame& f) {
   *p_++ = f.m;
   p_ += WriteVarint(p_, f.length);
   uint8_t* payload = p_;
-  if (f.payload != nullptr && f.length > 0) {
-    if (defer_ && f.length >= kMinDeferredPayload && deferred_count_ < kMaxDeferredPayloads) {
-      deferred_[deferred_count_++] = DeferredPayload{
-          f.payload, static_cast<uint32_t>(p_ - begin_), static_cast<uint32_t>(f.length)};
-    } else {
-      std::memcpy(p_, f.payload, f.length);
-    }
-  }
-  p_ += f.length;
+  PutPayload(f.payload, f.length, /*deferrable=*/false);
   return payload;
 }
 

@@ -270,6 +270,11 @@ class PacketWriter {
   Integrity integrity_;
   bool elide_ = false;
   size_t elided_ = 0;
+  // Copies n bytes from src at the cursor (src null: leaves them) and advances, or, for a
+  // DATA payload while deferring, notes it instead of copying. A repair shard is always
+  // copied: its memory may go once the frame is written.
+  void PutPayload(const uint8_t* src, uint64_t n, bool deferrable);
+
   bool defer_ = false;
   size_t deferred_count_ = 0;
   DeferredPayload deferred_[kMaxDeferredPayloads];

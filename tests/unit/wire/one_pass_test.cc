@@ -79,6 +79,27 @@ TEST(OnePassTest, SealedPacketsListTheirDeferredPayloads) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na - kSealTagSize));
 }
 
+// A repair shard is copied at once even while deferring: the FEC sender may free it as
+// soon as the frame is written.
+TEST(OnePassTest, RepairShardsAreNeverDeferred) {
+  const std::vector<uint8_t> shard = Message(4000);
+  std::vector<uint8_t> buf(9000, 0);
+  PacketWriter w(buf.data(), buf.size(), Integrity::kSealed);
+  w.set_defer_payload(true);
+  w.WriteHeader(PacketHeader{});
+  FecRepairFrame f;
+  f.block_id = 9;
+  f.k = 4;
+  f.m = 2;
+  f.length = shard.size();
+  f.payload = shard.data();
+  uint8_t* at = w.WriteFecRepair(f);
+  ASSERT_NE(at, nullptr);
+  w.Finish();
+  EXPECT_TRUE(w.deferred().empty());
+  EXPECT_EQ(0, std::memcmp(at, shard.data(), shard.size()));
+}
+
 TEST(OnePassTest, FindDataPayloadNeedsOnlyTheFramesInFront) {
   const std::vector<uint8_t> m = Message(8000);
   std::vector<uint8_t> buf(9000);
