@@ -638,7 +638,9 @@ int RunClient(const ClientOptions& o) {
                         {"packets_replayed", es.packets_replayed},
                         {"packets_too_old", es.packets_too_old},
                         {"plaintext_refused", es.plaintext_refused},
-                        {"handshake_auth_failures", es.handshake_auth_failures}};
+                        {"handshake_auth_failures", es.handshake_auth_failures},
+                        {"payloads_opened_in_place", es.payloads_opened_in_place},
+                        {"in_place_auth_failures", es.in_place_auth_failures}};
     if (!errors.empty()) lh["errors"] = errors;
     end["longhaul"] = lh;
     j["end"] = end;

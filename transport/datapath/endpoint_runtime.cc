@@ -445,6 +445,8 @@ void EndpointRuntime::AddStats(EndpointStats* s) const {
   s->packets_too_old += c.packets_too_old;
   s->plaintext_refused += c.plaintext_refused;
   s->confirms_refused += c.confirms_refused;
+  s->payloads_opened_in_place += c.payloads_opened_in_place;
+  s->in_place_auth_failures += c.in_place_auth_failures;
   s->connections_active += endpoint_.connection_count();
 }
 

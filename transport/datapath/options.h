@@ -179,6 +179,8 @@ struct EndpointStats {
   uint64_t packets_too_old = 0;
   uint64_t plaintext_refused = 0;
   uint64_t confirms_refused = 0;
+  uint64_t payloads_opened_in_place = 0;  // decrypted straight into their buffers
+  uint64_t in_place_auth_failures = 0;
   uint64_t connections_active = 0;
   // socket facts (of the last socket opened)
   ByteCount recv_buffer = 0;
