@@ -63,7 +63,7 @@ DEFINE_int32(max_connections, 256, "server: most connections at once (more are r
 DEFINE_string(socket_buffer, "0",
               "SO_RCVBUF/SO_SNDBUF to ask for (0: window/4 within [4MiB, 256MiB])");
 DEFINE_string(spin, "20us", "poll instead of sleeping when the next send is this close");
-DEFINE_string(send_quantum, "256KiB",
+DEFINE_string(send_quantum, "128KiB",
               "batch paced sends: sleep until this much is due at the pacing rate, then "
               "send it at once (0: wake for every datagram; at most 1MiB)");
 DEFINE_bool(gso, true, "use UDP GSO (UDP_SEGMENT) where the kernel has it");

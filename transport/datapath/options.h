@@ -68,7 +68,7 @@ struct EndpointOptions {
   // due at the connection's pacing rate (at most half of its pacing_burst) and sends it
   // in one batch (one GSO send, one wake-up at the receiver) instead of waking for every
   // datagram. 0: wake at every pacing release. At most 1 MiB.
-  ByteCount send_quantum = ByteCount{256} << 10;
+  ByteCount send_quantum = ByteCount{128} << 10;
   bool gso = true;  // UDP_SEGMENT send offload, where the kernel has it
   bool gro = true;  // UDP_GRO receive offload, where the kernel has it
   // Datagrams per sendmmsg batch and kernel messages per recvmmsg.

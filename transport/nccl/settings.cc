@@ -59,7 +59,7 @@ constexpr SettingSpec kSpecs[] = {
      "the driver thread polls instead of sleeping when a pacing deadline is this close (0: "
      "always sleep)",
      &Settings::spin},
-    {"SEND_QUANTUM", SettingType::kSize, 0, kMiB, "256KiB", "",
+    {"SEND_QUANTUM", SettingType::kSize, 0, kMiB, "128KiB", "",
      "paced sends are batched: the driver sleeps until this much is due at the pacing rate "
      "and sends it at once (0: it wakes for every datagram)",
      &Settings::send_quantum},
