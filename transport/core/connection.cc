@@ -34,16 +34,16 @@
 namespace longhaul {
 
 bool ConnectionImpl::CheckWhilePlacing(std::span<const uint8_t> d) {
-  // Payloads this short are checked, then copied, as every payload once was.
-  constexpr uint64_t kMinPlaced = 512;
-  if (d.size() < wire::kPacketOverhead + kMinPlaced || d[0] != wire::kVersion ||
+  if (d.size() < wire::kPacketOverhead + wire::kMinPlacedPayload || d[0] != wire::kVersion ||
       d[1] != static_cast<uint8_t>(wire::PacketType::kOneRtt)) {
     return false;
   }
   const uint8_t* frames = d.data() + wire::kHeaderSize;
   const uint8_t* end = d.data() + d.size() - wire::kChecksumSize;
   wire::DataFrame f;
-  if (!wire::FindDataPayload(frames, end, end, &f) || f.length < kMinPlaced) return false;
+  if (!wire::FindDataPayload(frames, end, end, &f) || f.length < wire::kMinPlacedPayload) {
+    return false;
+  }
   uint8_t* to = PlaceData(f);
   if (to == nullptr) return false;
   // One pass: the payload's bytes are checksummed as they are copied into place. Until

@@ -172,8 +172,6 @@ crypto::PacketProtector::OpenResult Endpoint::OpenIntoPlace(Time now, Conn& c,
   // Decrypted first, in place: the frames in front of a DATA payload (an ACK, the DATA
   // frame's header) and perhaps the payload's first bytes.
   constexpr size_t kPrefix = 128;
-  // Smaller payloads are opened in place and copied (as every payload once was).
-  constexpr size_t kMinPlaced = 512;
   PacketProtector::Opening o;
   if (PacketProtector::OpenResult r = c.protector->BeginOpen(now, d, &o);
       r != PacketProtector::OpenResult::kOk) {
@@ -185,8 +183,8 @@ crypto::PacketProtector::OpenResult Endpoint::OpenIntoPlace(Time now, Conn& c,
   c.protector->OpenPiece(&o, body, body, known - body);
   wire::DataFrame f;
   uint8_t* to = nullptr;
-  if (body_end - known >= static_cast<ptrdiff_t>(kMinPlaced) &&
-      wire::FindDataPayload(body, known, body_end, &f) && f.length >= kMinPlaced) {
+  if (body_end - known >= static_cast<ptrdiff_t>(wire::kMinPlacedPayload) &&
+      wire::FindDataPayload(body, known, body_end, &f) && f.length >= wire::kMinPlacedPayload) {
     to = c.conn->PlaceData(f);
   }
   uint8_t* const at = const_cast<uint8_t*>(f.payload);

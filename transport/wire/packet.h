@@ -306,6 +306,9 @@ absl::StatusOr<PacketView> ParseOpenedPacket(std::span<const uint8_t> datagram);
 // packet). Nothing found may be trusted before the packet authenticates.
 bool FindDataPayload(const uint8_t* begin, const uint8_t* known, const uint8_t* end,
                      DataFrame* f);
+// Received payloads shorter than this are checked (or opened) in the packet and then
+// copied, as before: placing them costs more than the copy.
+inline constexpr uint64_t kMinPlacedPayload = 512;
 
 // Reads only the header fields needed to route a datagram (connection id) without
 // verifying the checksum. Fails on short input. For a sealed packet the type is kSealed

@@ -163,6 +163,16 @@ TEST(PerfE2E, BadFlagsExitWithUsageError) {
   EXPECT_NE(r->stderr_text.find("message_size"), std::string::npos) << r->stderr_text;
 }
 
+TEST(PerfE2E, SendQuantumOutOfRangeIsAUsageError) {
+  for (const char* bad : {"--send_quantum=2MiB", "--send_quantum=lots"}) {
+    absl::StatusOr<RunResult> r = RunToCompletion(
+        LONGHAUL_PERF_BIN, {"--client=127.0.0.1", bad, "--insecure"}, milliseconds(30000));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 2) << bad;
+    EXPECT_NE(r->stderr_text.find("--send_quantum"), std::string::npos) << r->stderr_text;
+  }
+}
+
 int UdpSocketTo(int port) {
   int fd = socket(AF_INET, SOCK_DGRAM, 0);
   sockaddr_in a{};
