@@ -65,8 +65,9 @@ TEST(ElidedWriterTest, WritesStampsAndCountsTheElidedBytesAgainstTheCapacity) {
   const size_t len = w.Finish();
   EXPECT_EQ(len + w.elided(), kHeaderSize + header + f.length + kChecksumSize);
 
-  absl::StatusOr<std::vector<Frame>> frames =
-      testing::DecodeDatagram(Bytes(buf.begin(), buf.begin() + len));
+  // The frames are views into the datagram: keep it alive while they are read.
+  const Bytes datagram(buf.begin(), buf.begin() + len);
+  absl::StatusOr<std::vector<Frame>> frames = testing::DecodeDatagram(datagram);
   ASSERT_TRUE(frames.ok()) << frames.status();
   ASSERT_EQ(frames->size(), 1u);
   const DataFrame& d = (*frames)[0].data;
@@ -115,8 +116,8 @@ Bytes ElidedFrameBytes(uint64_t msg_len, uint64_t offset, uint64_t length, size_
 
 TEST(ElidedWriterTest, ADecodedElidedFrameIsWrittenAgainAsItIs) {
   const Bytes frame = ElidedFrameBytes(10000, 4000, 5000, 16);
-  absl::StatusOr<std::vector<Frame>> decoded =
-      testing::DecodeDatagram(testing::PacketFromFrameBytes(frame));
+  const Bytes packet = testing::PacketFromFrameBytes(frame);  // the frames view into it
+  absl::StatusOr<std::vector<Frame>> decoded = testing::DecodeDatagram(packet);
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   // Without elision switched on: the frame's flag alone says what its payload is.
   const Bytes again = testing::BuildPacket(testing::SampleHeader(), [&](PacketWriter& w) {
