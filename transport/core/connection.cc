@@ -395,6 +395,9 @@ size_t Connection::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Tran
 }
 Time Connection::NextTimeout() const { return impl_->NextTimeout(); }
 Time Connection::NextWake(ByteCount quantum) const { return impl_->NextWake(quantum); }
+void Connection::Deadlines(ByteCount quantum, Time* timeout, Time* wake) const {
+  impl_->Deadlines(quantum, timeout, wake);
+}
 const TransportConfig& Connection::config() const { return impl_->config(); }
 const ConnectionStats& Connection::stats() const { return impl_->stats(); }
 ConnectionDebugState Connection::debug_state() const { return impl_->debug_state(); }

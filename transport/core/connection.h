@@ -215,6 +215,8 @@ class Connection {
   // then finds a batch of datagrams due (the pacer lets a late sender catch up). Other
   // deadlines are unchanged; quantum 0 is NextTimeout.
   Time NextWake(ByteCount quantum) const;
+  // NextTimeout() and NextWake(quantum) in one pass.
+  void Deadlines(ByteCount quantum, Time* timeout, Time* wake) const;
 
   // ---- introspection ----
   const TransportConfig& config() const;

@@ -126,30 +126,45 @@ class ConnectionImpl {
 
   // ---- timers ----
 
-  Time NextTimeout() const { return Deadline(ByteCount{0}); }
+  Time NextTimeout() const {
+    Time timeout, wake;
+    Deadlines(0, &timeout, &wake);
+    return timeout;
+  }
   // NextTimeout, except that a pacing release is taken `quantum` bytes late at the pacing
   // rate (at most half of pacing_burst, the catch-up the pacer grants a late sender): a
   // driver that sleeps until then finds that many bytes due at once and sends them as one
   // batch. Every other deadline is kept.
-  Time NextWake(ByteCount quantum) const { return Deadline(quantum); }
-
-  Time Deadline(ByteCount quantum) const {
-    if (state_ == State::kClosed) return Time::Infinite();
-    if (state_ == State::kClosing) return Time::Zero();
+  Time NextWake(ByteCount quantum) const {
+    Time timeout, wake;
+    Deadlines(quantum, &timeout, &wake);
+    return wake;
+  }
+  // Both at once (the endpoint refreshes both after every datagram).
+  void Deadlines(ByteCount quantum, Time* timeout, Time* wake) const {
+    if (state_ == State::kClosed) {
+      *timeout = *wake = Time::Infinite();
+      return;
+    }
+    if (state_ == State::kClosing || loss_.probes_pending() > 0 ||
+        (recv_.CreditUpdateDue() && acks_.has_packets())) {
+      *timeout = *wake = Time::Zero();
+      return;
+    }
     Time t = std::min(acks_.ack_deadline(), loss_.loss_time());
-    if (loss_.probes_pending() > 0) return Time::Zero();
-    if (recv_.CreditUpdateDue() && acks_.has_packets()) return Time::Zero();
     if (fc_blocked_ && bytes_in_flight_ == 0) t = std::min(t, FcProbeTime());
     if (bytes_in_flight_ > 0) t = std::min(t, PtoTime());
     t = std::min(t, last_receive_time_ + cfg_.idle_timeout);
     t = std::min(t, last_eliciting_sent_ + cfg_.keepalive);
     t = std::min(t, fec_tx_.flush_deadline());
+    *timeout = *wake = t;
     if ((HasDataToSend() || fec_tx_.has_repair() ||
          (TailProtectionOn() && tail_.has_candidates())) &&
         WindowAllows()) {
-      t = std::min(t, pacer_.ReleaseTime() + SendQuantumTime(quantum));
+      const Time release = pacer_.ReleaseTime();
+      *timeout = std::min(t, release);
+      *wake = std::min(t, release + SendQuantumTime(quantum));
     }
-    return t;
   }
 
   Duration SendQuantumTime(ByteCount quantum) const {

@@ -431,8 +431,7 @@ Time Endpoint::NextTimeout(Time now) const { return Deadline(now, /*wake=*/false
 Time Endpoint::NextWake(Time now) const { return Deadline(now, /*wake=*/true); }
 
 void Endpoint::RefreshDeadline(Conn& c) const {
-  c.next_timeout = c.conn->NextTimeout();
-  c.next_wake = config_.send_quantum > 0 ? c.conn->NextWake(config_.send_quantum) : c.next_timeout;
+  c.conn->Deadlines(config_.send_quantum, &c.next_timeout, &c.next_wake);
 }
 
 void Endpoint::ForceDeadline(Conn& c, Time t) { c.next_timeout = c.next_wake = t; }
