@@ -157,10 +157,16 @@ TEST(BbrTest, RandomLossWithoutQueueIsNotCongestion) {
 }
 
 TEST(BbrTest, LossWithQueueingDelayIsCongestion) {
-  BbrController bbr(BbrConfig());
+  // Long cruises, so that the loss below comes outside a probe (losses in a probe's own
+  // queue end the probe instead: bbr_probe_test.cc).
+  BbrParams p;
+  p.cruise_rounds_min = p.cruise_rounds_max = 20;
+  BbrController bbr(BbrConfig(), 1, p);
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
   FillPipe(&d, &bbr, link);
+  for (int i = 0; i < 20 && bbr.phase() != BbrController::Phase::kCruise; ++i) d.Round(link, kRtt);
+  ASSERT_EQ(bbr.phase(), BbrController::Phase::kCruise);
   // The link drops to 5 Gbit/s: the queue grows, then overflows.
   for (int i = 0; i < 2; ++i) d.Round(Bandwidth::Gbps(5), kRtt);
   d.Loss(10, 8192, kRtt * 2);  // the RTT shows a full BDP of queue

@@ -110,8 +110,12 @@ double BbrController::ProbeGain() const {
   // number of packets more (BBR's 1.25 asks a flow four times larger for four times
   // more, and the spare capacity after a cut goes to whichever probes first).
   const double packets = PacketsPerMinRtt(bw);
-  const double gain = 1 + params_.fair_probe_packets / std::max(packets, 1.0);
-  return std::clamp(gain, params_.min_fair_probe_gain, params_.max_probe_gain);
+  const double gain = std::clamp(1 + params_.fair_probe_packets / std::max(packets, 1.0),
+                                 params_.min_fair_probe_gain, params_.max_probe_gain);
+  // After probes that found nothing and queued their own excess (JudgeProbe): less
+  // excess, down to BBR's probe (or the fair gain where that is smaller).
+  if (probe_scale_ >= 1) return gain;
+  return std::max(std::min(gain, params_.probe_up_gain), 1 + (gain - 1) * probe_scale_);
 }
 
 double BbrController::PacketsPerMinRtt(Bandwidth bw) const {
@@ -161,6 +165,19 @@ void BbrController::OnLoss(const LossEvent& loss, const RttEstimator& rtt) {
   const Duration threshold = min_rtt_.Scaled(params_.queue_delay_fraction) + ack_delay_;
   if (!competing_ && queue_delay > threshold &&
       loss.largest_lost_sent_time > last_congestion_time_) {
+    if (params_.probe_loss_ends_probe && !probe_start_.IsInfinite() &&
+        loss.largest_lost_sent_time >= probe_start_ &&
+        (probe_down_end_.IsInfinite() || loss.largest_lost_sent_time < probe_down_end_)) {
+      // Sent during this flow's probe or the drain after it: the queue is (mostly) the
+      // probe's own, and so is the overflow. The probe found the limit: it ends, and the
+      // model, which did not include the probe, stays (random loss on that queue would
+      // otherwise cut a flow alone on a lossy link after every probe).
+      if (mode_ == Mode::kProbeBw && phase_ == Phase::kUp) {
+        ScheduleProbe();
+        EnterPhase(loss.now, Phase::kDown);
+      }
+      return;
+    }
     Congestion(loss.now, Signal::kLossWithQueue, params_.loss_beta);
   }
 }
@@ -183,6 +200,7 @@ void BbrController::OnAck(const AckEvent& ack, const RttEstimator& rtt) {
   if (has_sample) {
     latest_rtt_ = rs.rtt;
     round_min_rtt_ = std::min(round_min_rtt_, rs.rtt);
+    if (probe_judge_pending_) probe_max_rtt_ = std::max(probe_max_rtt_, rs.rtt);
     round_max_rtt_ = std::max(round_max_rtt_, rs.rtt);
     round_app_limited_ |= rs.is_app_limited;
     UpdateMinRtt(ack.now, rs.rtt);
@@ -389,6 +407,10 @@ void BbrController::UpdateMode(const AckEvent& ack) {
     case Mode::kDrain:
       break;
     case Mode::kProbeBw: {
+      if (probe_judge_pending_ && round_start_ && phase_ != Phase::kUp &&
+          round_count_ >= probe_judge_round_) {
+        JudgeProbe(now);
+      }
       const bool full_length = now - phase_start_ > min_rtt_;
       switch (phase_) {
         case Phase::kDown: {
@@ -397,6 +419,7 @@ void BbrController::UpdateMode(const AckEvent& ack) {
           const Duration longest =
               min_rtt_.Scaled(deep_drain_ ? params_.standing_queue_drain_rtts : 1.0);
           if (now - phase_start_ > longest || (bytes_in_flight_ <= Bdp() && QueueEmpty())) {
+            if (probe_down_end_.IsInfinite()) probe_down_end_ = now;
             EnterPhase(now, Phase::kCruise);
           }
           break;
@@ -493,6 +516,7 @@ void BbrController::ScheduleProbe() {
 }
 
 void BbrController::EnterPhase(Time now, Phase phase) {
+  if (phase_ == Phase::kUp && phase != Phase::kUp) probe_length_ = now - phase_start_;
   phase_ = phase;
   phase_start_ = now;
   phase_start_round_ = round_count_;
@@ -509,8 +533,42 @@ void BbrController::EnterPhase(Time now, Phase phase) {
       up_gain_ = ProbeGain();
       pacing_gain_ = up_gain_;
       up_round_bw_ = max_bw_.Get();
+      probe_start_ = now;
+      probe_down_end_ = Time::Infinite();
+      if (params_.probe_found_share > 0) {
+        // Judged at the first round start after it, at least two rounds on: by then the
+        // packets it sent have been acknowledged.
+        probe_judge_pending_ = true;
+        probe_judge_round_ = round_count_ + 2;
+        probe_base_delivery_ = last_round_delivery_;
+        probe_ask_ = up_gain_ - 1;
+        probe_max_rtt_ = Duration::Zero();
+      }
       break;
   }
+}
+
+void BbrController::JudgeProbe(Time now) {
+  probe_judge_pending_ = false;
+  // Found more: the round that acknowledged the probe delivered more than the round
+  // before it, by a share of what the probe asked for. (A newcomer's probe takes share from the others in the FIFO, so
+  // its delivery grows; a flow alone at the bottleneck gets nothing more.)
+  const bool found = last_round_delivery_ >=
+                     probe_base_delivery_.Scaled(1 + params_.probe_found_share * probe_ask_);
+  // Its own queue: the RTT rose by a good part of the probe's excess over its length, as
+  // when all of it queued at a bottleneck this flow fills alone.
+  const Duration rise = probe_max_rtt_ - min_rtt_ - ack_delay_;
+  const bool own_queue =
+      probe_ask_ > 0 && rise >= probe_length_.Scaled(params_.probe_own_queue_share * probe_ask_);
+  if (found) {
+    probe_scale_ = 1.0;
+  } else if (own_queue) {
+    probe_scale_ = std::max(probe_scale_ * 0.5, 1.0 / 64);
+    ++probe_backoffs_;
+  }
+  VLOG(2) << "bbr " << this << " t=" << now.seconds() << " probe x" << 1 + probe_ask_
+          << " found=" << found << " own_queue=" << own_queue << " rise_ms=" << rise.milliseconds()
+          << " length_ms=" << probe_length_.milliseconds() << " next scale " << probe_scale_;
 }
 
 void BbrController::EnterProbeRtt(Time now) {

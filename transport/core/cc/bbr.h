@@ -69,6 +69,12 @@
 // grew with the flow's size handed the large flows more of it. With equal increments the
 // shares converge (AIMD); one flow alone at 10 Gbit/s x 58 ms probes by 1.12. A probe
 // ends once it has queued 0.25 min RTT, as BBR's 1.25 would at most.
+// A flow alone at its bottleneck gains nothing from that fairness and pays for it where
+// 1000 packets are most of the BDP (1 Gbit/s x 58 ms: a 1.75 probe overflowed a one-BDP
+// buffer, and random loss on its queue cut the model after every probe): a probe that
+// found nothing while its own excess queued backs the next ones off towards BBR's 1.25;
+// a probe that finds more restores the fair gain. Losses of packets sent during a probe
+// or the drain after it end the probe, with no cut.
 //
 // docs/congestion-control.md has the reasons and the measurements.
 // Thread-safety: none (owned by one Connection). Deterministic for a given seed.
@@ -107,6 +113,18 @@ struct BbrParams {
   // fraction of min RTT above it (+ ACK delay): the queue BBR's own 1.25 probe builds at
   // most. A larger gain finds room faster, it does not queue more (not while competing).
   double probe_queue_fraction = 0.25;
+  // A probe above BBR's gain that found nothing (the round that acknowledged it delivered
+  // less than 1 + probe_found_share x (gain - 1) times what the round before it did) while the RTT rose by at least
+  // probe_own_queue_share of its excess (gain - 1) x its length (its excess queued: the
+  // flow is alone at the bottleneck, or nearly) halves the next probes' excess, down to
+  // BBR's probe_up_gain; a probe that finds more restores the fair gain. A flow alone on
+  // a 1 Gbit/s x 58 ms link probed by 1.75 and queued more than the buffer (0: off).
+  double probe_found_share = 0.25;
+  double probe_own_queue_share = 0.6;
+  // Losses of packets sent from the start of a probe to the end of the DOWN phase after
+  // it, found while the RTT shows a queue, are the probe's own overflow: the probe ends
+  // (as for CE marks it caused), the model is not cut.
+  bool probe_loss_ends_probe = true;
   // A probe round that grew the bandwidth by this much, or by 60 % of what the probe
   // asked for if that is less, on an empty queue raises the probe's gain to
   // probe_accel_gain (the link has room).
@@ -216,6 +234,10 @@ class BbrController : public CongestionController {
   uint64_t queue_drains() const { return queue_drains_; }            // standing queue
   uint64_t ecn_reductions() const { return ecn_reductions_; }
   uint64_t path_rtt_changes() const { return path_rtt_changes_; }  // min RTT re-anchored
+  // Probes that found nothing and queued their own excess (probe_found_share), and the
+  // scale of the next probe's excess over BBR's (1: the fair probe).
+  uint64_t probe_backoffs() const { return probe_backoffs_; }
+  double probe_scale() const { return probe_scale_; }
   // Competing with traffic that keeps a queue (no queue-based cuts until the queue is
   // seen empty again); how many times it started.
   bool competing() const { return competing_; }
@@ -346,6 +368,19 @@ class BbrController : public CongestionController {
   double up_gain_ = 1.25;
   Bandwidth up_round_bw_;  // bandwidth when the current probe round started
   bool deep_drain_ = false;
+  // Probe outcomes (probe_found_share): the excess scale of the next probes, and the
+  // state of the probe being judged.
+  double probe_scale_ = 1.0;
+  bool probe_judge_pending_ = false;
+  uint64_t probe_judge_round_ = 0;
+  Bandwidth probe_base_delivery_;  // the last round's delivery when the probe started
+  double probe_ask_ = 0;           // its gain - 1
+  Duration probe_length_;          // how long it lasted
+  Duration probe_max_rtt_;         // the largest RTT acknowledged since it started
+  Time probe_start_ = Time::Infinite();
+  Time probe_down_end_ = Time::Infinite();  // end of the DOWN after it; infinite before
+  uint64_t probe_backoffs_ = 0;
+  void JudgeProbe(Time now);
 
   // PROBE_RTT.
   Time probe_rtt_done_ = Time::Infinite();
