@@ -419,7 +419,6 @@ void BbrController::UpdateMode(const AckEvent& ack) {
           const Duration longest =
               min_rtt_.Scaled(deep_drain_ ? params_.standing_queue_drain_rtts : 1.0);
           if (now - phase_start_ > longest || (bytes_in_flight_ <= Bdp() && QueueEmpty())) {
-            if (probe_down_end_.IsInfinite()) probe_down_end_ = now;
             EnterPhase(now, Phase::kCruise);
           }
           break;
@@ -517,6 +516,8 @@ void BbrController::ScheduleProbe() {
 
 void BbrController::EnterPhase(Time now, Phase phase) {
   if (phase_ == Phase::kUp && phase != Phase::kUp) probe_length_ = now - phase_start_;
+  // The drain after a probe is over (however it ended): later losses are not the probe's.
+  if (phase == Phase::kCruise && probe_down_end_.IsInfinite()) probe_down_end_ = now;
   phase_ = phase;
   phase_start_ = now;
   phase_start_round_ = round_count_;
@@ -551,8 +552,9 @@ void BbrController::EnterPhase(Time now, Phase phase) {
 void BbrController::JudgeProbe(Time now) {
   probe_judge_pending_ = false;
   // Found more: the round that acknowledged the probe delivered more than the round
-  // before it, by a share of what the probe asked for. (A newcomer's probe takes share from the others in the FIFO, so
-  // its delivery grows; a flow alone at the bottleneck gets nothing more.)
+  // before it, by a share of what the probe asked for. (A newcomer's probe takes share
+  // from the others in the FIFO, so its delivery grows; a flow alone at the bottleneck
+  // gets nothing more.)
   const bool found = last_round_delivery_ >=
                      probe_base_delivery_.Scaled(1 + params_.probe_found_share * probe_ask_);
   // Its own queue: the RTT rose by a good part of the probe's excess over its length, as
@@ -572,6 +574,7 @@ void BbrController::JudgeProbe(Time now) {
 }
 
 void BbrController::EnterProbeRtt(Time now) {
+  if (probe_down_end_.IsInfinite()) probe_down_end_ = now;
   prior_cwnd_ = cwnd_;
   mode_ = Mode::kProbeRtt;
   pacing_gain_ = 1.0;

@@ -113,12 +113,13 @@ struct BbrParams {
   // fraction of min RTT above it (+ ACK delay): the queue BBR's own 1.25 probe builds at
   // most. A larger gain finds room faster, it does not queue more (not while competing).
   double probe_queue_fraction = 0.25;
-  // A probe above BBR's gain that found nothing (the round that acknowledged it delivered
-  // less than 1 + probe_found_share x (gain - 1) times what the round before it did) while the RTT rose by at least
-  // probe_own_queue_share of its excess (gain - 1) x its length (its excess queued: the
-  // flow is alone at the bottleneck, or nearly) halves the next probes' excess, down to
-  // BBR's probe_up_gain; a probe that finds more restores the fair gain. A flow alone on
-  // a 1 Gbit/s x 58 ms link probed by 1.75 and queued more than the buffer (0: off).
+  // A probe that found nothing (the round that acknowledged it delivered less than
+  // 1 + probe_found_share x (gain - 1) times what the round before it did) while the RTT
+  // rose by at least probe_own_queue_share x (gain - 1) x its length (its excess queued:
+  // the flow is alone at the bottleneck, or nearly) halves the next probes' excess over
+  // 1, never below BBR's probe_up_gain; a probe that finds more restores the fair gain.
+  // A flow alone on a 1 Gbit/s x 58 ms link probed by 1.75 and queued more than the
+  // buffer (probe_found_share 0: off).
   double probe_found_share = 0.25;
   double probe_own_queue_share = 0.6;
   // Losses of packets sent from the start of a probe to the end of the DOWN phase after
