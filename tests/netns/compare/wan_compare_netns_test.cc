@@ -161,6 +161,22 @@ TEST_F(WanCompareNetnsTest, TransferReportsCompletionFromConnect) {
   }
 }
 
+TEST_F(WanCompareNetnsTest, LonghaulDefaultsRunsWithoutAProfile) {
+  // The optional peer: longhaul-perf as a new user runs it (no profile, so cc=bbr, no cap).
+  Json j = Compare("--workload=bulk --time=3 --omit=1 --peers=longhaul_defaults,longhaul", 300);
+  ASSERT_TRUE(j["results"].contains("longhaul_defaults"));
+  const Json& d = j["results"]["longhaul_defaults"];
+  ASSERT_FALSE(d.contains("error")) << d;
+  EXPECT_GT(d["goodput_bps"].get<double>(), 0);
+  EXPECT_LT(d["goodput_bps"].get<double>(), 1.02e8);
+  const std::string cmd = d["command"].get<std::string>();
+  EXPECT_EQ(cmd.find("--profile"), std::string::npos) << cmd;
+  EXPECT_EQ(d["longhaul"]["params"]["cc"], "bbr") << d["longhaul"];
+  // The tuned entry still runs with its profile.
+  EXPECT_NE(j["results"]["longhaul"]["command"].get<std::string>().find("--profile="),
+            std::string::npos);
+}
+
 TEST(WanCompareFlagsTest, BadFlagsExit2) {
   Output o = RunCommand(absl::StrCat(WanCompare(), " --link=rate=100mbit,rtt=10ms --load=3 2>&1"), 60);
   EXPECT_EQ(o.status, 2) << o.out;
@@ -168,6 +184,14 @@ TEST(WanCompareFlagsTest, BadFlagsExit2) {
   o = RunCommand(absl::StrCat(WanCompare(), " --link=nosuchlink 2>&1"), 60);
   EXPECT_EQ(o.status, 2) << o.out;
   EXPECT_NE(o.out.find("nosuchlink"), std::string::npos) << o.out;
+  o = RunCommand(absl::StrCat(WanCompare(), " --link=rate=100mbit,rtt=10ms --peers=longhaul_default 2>&1"), 60);
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_NE(o.out.find("unknown peer 'longhaul_default'"), std::string::npos) << o.out;
+  o = RunCommand(absl::StrCat(WanCompare(),
+                              " --link=rate=100mbit,rtt=10ms --longhaul_variant=defaults:--window=1MiB 2>&1"),
+                 60);
+  EXPECT_EQ(o.status, 2) << o.out;
+  EXPECT_NE(o.out.find("'defaults' is taken"), std::string::npos) << o.out;
 }
 
 // ---- coexist: longhaul and TCP at the same time through one bottleneck ----
