@@ -113,6 +113,7 @@ crypto::LoadedKeys KeysFromFlags(bool client) {
 }
 
 int Main(int argc, char** argv) {
+  ExitIfVersionRequested(argc, argv, kUsage.tool());
   if (argc < 2 || (std::strcmp(argv[1], "client") != 0 && std::strcmp(argv[1], "server") != 0)) {
     bool help = false;
     for (int i = 1; i < argc; ++i) {

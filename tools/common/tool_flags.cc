@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "longhaul/version.h"
 
 namespace longhaul {
 
@@ -22,7 +23,7 @@ absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolF
     if (arg == "--help" || arg == "-h" || arg == "--helpfull" || arg == "-help") {
       return ToolFlagAction::kHelp;
     }
-    if (o.version_flag && (arg == "--version" || arg == "-v")) return ToolFlagAction::kVersion;
+    if (arg == "--version" || (o.version_flag && arg == "-v")) return ToolFlagAction::kVersion;
     if (arg.size() < 2 || arg[0] != '-') {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
     }
@@ -83,7 +84,7 @@ void ToolUsage::Fail(absl::string_view message) const {
 }
 
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
-                          const std::function<void()>& print_help, const char* version) {
+                          const std::function<void()>& print_help) {
   absl::StatusOr<ToolFlagAction> a = ParseToolFlags(argc, argv, o);
   if (!a.ok()) ToolUsage(tool).Fail(a.status().message());
   if (*a == ToolFlagAction::kHelp) {
@@ -91,8 +92,18 @@ void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const
     std::exit(0);
   }
   if (*a == ToolFlagAction::kVersion) {
-    std::cout << version << "\n";
+    std::cout << VersionLine(tool) << "\n";
     std::exit(0);
+  }
+}
+
+void ExitIfVersionRequested(int argc, char** argv, const char* tool) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--version" || arg == "-version") {
+      std::cout << VersionLine(tool) << "\n";
+      std::exit(0);
+    }
   }
 }
 

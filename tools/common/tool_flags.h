@@ -56,7 +56,9 @@ struct ToolFlagOptions {
                                              "stderrthreshold", "log_dir"};
   // Single-dash short forms ("s" -> "server"); may be empty.
   std::function<const char*(const std::string&)> short_name;
-  bool version_flag = false;  // --version / -v ask for the version
+  // --version always asks for the version line (VersionLine); with this, -v does too
+  // (iperf3's short form; glog's verbosity stays --v=N).
+  bool version_flag = false;
 };
 
 enum class ToolFlagAction { kRun, kHelp, kVersion };
@@ -69,9 +71,14 @@ absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolF
 
 // ParseToolFlags for a tool's main(): on a bad command line fails as ToolUsage(tool)
 // does (message, "(see TOOL --help)", exit status 2); --help calls `print_help` and
-// exits 0; --version (with o.version_flag) prints `version` and exits 0.
+// exits 0; --version prints VersionLine(tool) ("TOOL 0.1.0 (git REV, wire protocol 1)")
+// and exits 0.
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
-                          const std::function<void()>& print_help, const char* version = "");
+                          const std::function<void()>& print_help);
+
+// For main()s that parse with gflags or another library: when argv holds --version (or
+// -version), prints VersionLine(tool) and exits 0; otherwise returns.
+void ExitIfVersionRequested(int argc, char** argv, const char* tool);
 
 // True when the flag was defined in one of `dirs`.
 bool IsToolFlag(const gflags::CommandLineFlagInfo& f, const std::vector<std::string>& dirs);

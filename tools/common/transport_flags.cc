@@ -1,5 +1,6 @@
 #include "tools/common/transport_flags.h"
 
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/tool_flags.h"
 #include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
@@ -284,6 +286,8 @@ nlohmann::json ConnectionStatsToJson(const ConnectionStats& s) {
 }
 
 void InitTool(int* argc, char*** argv, const char* usage) {
+  const std::string program = std::filesystem::path((*argv)[0]).filename().string();
+  ExitIfVersionRequested(*argc, *argv, program.c_str());
   gflags::SetUsageMessage(usage);
   gflags::ParseCommandLineFlags(argc, argv, /*remove_flags=*/true);
   if (gflags::GetCommandLineFlagInfoOrDie("logtostderr").is_default) FLAGS_logtostderr = true;

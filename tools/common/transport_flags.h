@@ -65,7 +65,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config);
 nlohmann::json ConnectionStatsToJson(const ConnectionStats& stats);
 
 // Common start of a tool's main(): sets the usage text, parses the flags (removing them
-// from argv), and initialises glog with output to stderr (unless --logtostderr was
+// from argv; --version prints the version line and exits 0), and initialises glog with output to stderr (unless --logtostderr was
 // given explicitly) and a failure signal handler. Call once.
 void InitTool(int* argc, char*** argv, const char* usage);
 

@@ -439,6 +439,7 @@ int PingPong(const net::SocketAddress& to, const net::SocketAddress& sink, size_
 }
 
 int Main(int argc, char** argv) {
+  ExitIfVersionRequested(argc, argv, "longhaul-emu-load");
   gflags::SetUsageMessage(
       "longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
       "[--mode=flood|pingpong] [flags]");

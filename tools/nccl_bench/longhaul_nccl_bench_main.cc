@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "gflags/gflags.h"
+#include "tools/common/tool_flags.h"
 #include "tools/nccl_bench/parent.h"
 #include "tools/nccl_bench/rank.h"
 #include "tools/nccl_bench/recommend.h"
@@ -60,6 +61,7 @@ DEFINE_int32(rank, -1, "internal: run as this rank");
 DEFINE_int32(ctrl_fd, -1, "internal: control socket of a rank");
 
 int main(int argc, char** argv) {
+  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-nccl-bench");
   gflags::SetUsageMessage(
       "ring allreduce over the longhaul NCCL net plugin between N rank processes\n"
       "  longhaul-nccl-bench --ranks=N [--link=SPEC] [--min_bytes=SIZE] [--max_bytes=SIZE]\n"

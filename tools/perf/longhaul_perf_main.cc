@@ -136,7 +136,7 @@ void ParseFlags(int argc, char** argv) {
   o.dirs = kFlagDirs;
   o.short_name = LongName;
   o.version_flag = true;
-  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp, kPerfVersion);
+  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 // Seconds from "10", "2.5" or a duration ("500ms", "1m").

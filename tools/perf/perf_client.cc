@@ -165,7 +165,7 @@ int RunClient(const ClientOptions& o) {
     so.request.load = o.load;
     so.request.rate_bps = o.config.rate.bps();
     so.request.interval_s = o.interval_s;
-    so.request.version = kPerfVersion;
+    so.request.version = PerfVersion();
     so.request.verify = o.verify;
     tracks[i].stream = std::make_shared<PerfStream>(*h, so);
     tracks[i].stream->Attach();
@@ -506,7 +506,7 @@ int RunClient(const ClientOptions& o) {
     nlohmann::json security = ConnectionSecurityToJson(info0, o.keys);
     security["key"] = SecuritySettingsToJson(o.keys)["key"];
     start["longhaul"]["security"] = security;
-    start["version"] = kPerfVersion;
+    start["version"] = PerfVersion();
     utsname u{};
     uname(&u);
     start["system_info"] =

@@ -162,7 +162,7 @@ int RunServer(const ServerOptions& o) {
     j["event"] = "listening";
     j["port"] = *port;
     j["bind"] = o.bind;
-    j["version"] = kPerfVersion;
+    j["version"] = PerfVersion();
     j["security"] = SecuritySettingsToJson(o.keys);
     Print(j.dump());
   } else {

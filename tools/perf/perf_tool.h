@@ -5,13 +5,16 @@
 #include <cstdint>
 #include <string>
 
+#include "longhaul/version.h"
 #include "transport/core/config.h"
 #include "transport/crypto/key_files.h"
 #include "transport/datapath/options.h"
 
 namespace longhaul::perf {
 
-inline constexpr const char* kPerfVersion = "longhaul-perf 0.1.0";
+// What the JSON reports and the control request carry as "version":
+// "longhaul-perf 0.1.0 (git REV, wire protocol 1)".
+inline std::string PerfVersion() { return VersionLine("longhaul-perf"); }
 
 struct ClientOptions {
   std::string host;

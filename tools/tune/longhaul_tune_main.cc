@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gflags/gflags.h"
+#include "longhaul/version.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
@@ -36,9 +37,6 @@
 #include "tuner/profile/tuned_profile.h"
 #include "tuner/search/search.h"
 
-#ifndef LONGHAUL_VERSION
-#define LONGHAUL_VERSION "unknown"
-#endif
 
 DEFINE_string(link, "",
               "a known link: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs "
@@ -257,7 +255,7 @@ int Main(int argc, char** argv) {
   const tuner::Objective o = r->objective;
   tuner::Provenance prov;
   prov.Add("command", command);
-  prov.Add("version", absl::StrCat("longhaul ", LONGHAUL_VERSION));
+  prov.Add("version", "longhaul " + std::string(Version()) + " (git " + std::string(GitRevision()) + ")");
   prov.Add("date", tuner::UtcTimestamp());
   prov.Add("link", absl::StrCat(link.ToString(), " [", link.source, "]"));
   prov.Add("objective",
@@ -292,7 +290,7 @@ int Main(int argc, char** argv) {
 
   if (FLAGS_json) {
     nlohmann::json j;
-    j["version"] = LONGHAUL_VERSION;
+    j["version"] = std::string(Version());
     j["command"] = command;
     j["link"] = EstimateJson(link);
     if (!probe_json.is_null()) j["probe"] = probe_json;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "longhaul/version.h"
 #include "transport/base/parse.h"
 #include "transport/crypto/key_files.h"
 #include "transport/crypto/primitives.h"
@@ -125,6 +126,7 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
     for (const DeviceProperties& d : rt->devices) {
       absl::StrAppend(&names, names.empty() ? "" : ", ", d.name, " (", d.address, ")");
     }
+    LogInfo("%s", VersionLine("libnccl-net-longhaul").c_str());
     LogInfo("using %s; rate %s, cc %s, fec %s, segment %llu, credit %s per comm%s%s", names.c_str(),
             FormatBandwidth(rt->settings.config.rate).c_str(),
             CongestionControlName(rt->settings.config.cc), FecModeName(rt->settings.config.fec),

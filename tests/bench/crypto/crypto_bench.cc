@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "tools/common/tool_flags.h"
 #include "transport/crypto/noise.h"
 #include "transport/crypto/packet_protection.h"
 #include "transport/wire/crc32c.h"
@@ -124,4 +125,11 @@ BENCHMARK(BM_Handshake);
 }  // namespace
 }  // namespace longhaul::crypto
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-crypto-bench");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "tools/common/tool_flags.h"
 #include "transport/base/rng.h"
 #include "transport/core/fec/block_decoder.h"
 #include "transport/core/fec/block_encoder.h"
@@ -244,4 +245,11 @@ BENCHMARK(BM_ChooseFecParameters)->ArgName("burst")->Arg(1)->Arg(8);
 }  // namespace
 }  // namespace longhaul::fec
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-fec-bench");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

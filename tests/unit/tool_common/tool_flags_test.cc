@@ -19,11 +19,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-absl::StatusOr<ToolFlagAction> Parse(std::vector<std::string> args) {
+absl::StatusOr<ToolFlagAction> Parse(std::vector<std::string> args, bool short_version = true) {
   ToolFlagOptions o;
   o.dirs = {"tests/unit/tool_common/"};
   o.short_name = [](const std::string& s) -> const char* { return s == "p" ? "tf_port" : nullptr; };
-  o.version_flag = true;
+  o.version_flag = short_version;
   args.insert(args.begin(), "tool");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -55,6 +55,12 @@ TEST_F(ToolFlagsTest, HelpAndVersion) {
   EXPECT_EQ(*Parse({"--tf_port=1", "--help"}), ToolFlagAction::kHelp);
   EXPECT_EQ(*Parse({"-h"}), ToolFlagAction::kHelp);
   EXPECT_EQ(*Parse({"--version"}), ToolFlagAction::kVersion);
+  EXPECT_EQ(*Parse({"-v"}), ToolFlagAction::kVersion);
+  // --version needs no opt-in; -v only with version_flag (elsewhere it is glog's --v).
+  EXPECT_EQ(*Parse({"--tf_port=1", "--version"}, false), ToolFlagAction::kVersion);
+  absl::StatusOr<ToolFlagAction> v = Parse({"-v"}, false);
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("'--v' needs a value"));
 }
 
 TEST_F(ToolFlagsTest, ErrorsNameTheProblem) {

@@ -36,6 +36,7 @@
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/endpoint.h"
 
@@ -332,6 +333,7 @@ int Run() {
 }  // namespace longhaul
 
 int main(int argc, char** argv) {
+  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-flood-sender");
   gflags::SetUsageMessage("spoofed Initial or garbage floods for tools/bench/flood");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) return longhaul::Usage(std::string("unexpected argument ") + argv[1]);
