@@ -26,6 +26,9 @@ PACKAGES+=(
   # kernel package (downloaded into a cache by the testbed, not installed), rdma-core
   # tools and perftest inside them
   qemu-system-x86 busybox-static kmod rdma-core ibverbs-utils perftest
+  # packaging (docs/install.md): man pages from --help, Debian packages and their checks,
+  # the bridge's systemd unit checked with systemd-analyze
+  help2man dpkg-dev lintian systemd
 )
 
 missing=()

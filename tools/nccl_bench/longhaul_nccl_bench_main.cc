@@ -46,7 +46,8 @@ DEFINE_bool(check, true, "verify one more allreduce per size against the expecte
 DEFINE_bool(json, false, "print one JSON object instead of the table");
 DEFINE_string(plugin, "",
               "net plugin to load (path or name, as NCCL_NET_PLUGIN); default: "
-              "NCCL_NET_PLUGIN, else <bin>/../lib/libnccl-net-longhaul.so");
+              "NCCL_NET_PLUGIN, else <bin>/../lib/libnccl-net-longhaul.so, else "
+              "libnccl-net-longhaul.so from the library path (an installed package's)");
 DEFINE_string(emu, "", "longhaul-emu binary (default: next to this binary)");
 DEFINE_string(timeout, "600s", "bound on the whole run");
 DEFINE_bool(recommend, false,

@@ -285,7 +285,12 @@ std::string Parent::ParseOptions() {
 std::string Parent::ResolvePlugin() {
   std::string plugin = o_.plugin;
   if (plugin.empty() && getenv("NCCL_NET_PLUGIN")) plugin = getenv("NCCL_NET_PLUGIN");
-  if (plugin.empty()) plugin = SelfDir() + "/../lib/libnccl-net-longhaul.so";
+  if (plugin.empty()) {
+    // A build tree's (build/lib), else the name, which the dynamic loader finds where the
+    // package installed it (the library path: /usr/lib/<multiarch>).
+    plugin = SelfDir() + "/../lib/libnccl-net-longhaul.so";
+    if (access(plugin.c_str(), F_OK) != 0) plugin = "libnccl-net-longhaul.so";
+  }
   absl::StatusOr<LoadedPlugin> p = LoadNetPlugin(plugin);
   if (!p.ok()) return absl::StrCat("plugin not usable: ", p.status().message());
   plugin = p->path;

@@ -48,9 +48,8 @@ std::vector<std::string> DefaultLinkSearchDirs() {
   if (const char* env = std::getenv("LONGHAUL_PROFILES_DIR"); env != nullptr && *env) {
     dirs.push_back(absl::StrCat(env, "/links"));
   }
-#ifdef LONGHAUL_SOURCE_DIR
-  dirs.push_back(absl::StrCat(LONGHAUL_SOURCE_DIR, "/profiles/links"));
-#endif
+  // An installed tool's own share/longhaul (the package's) before the checkout it was
+  // built from (which a build tree's tools use: build/share does not exist).
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) {
@@ -59,6 +58,9 @@ std::vector<std::string> DefaultLinkSearchDirs() {
                        .lexically_normal()
                        .string());
   }
+#ifdef LONGHAUL_SOURCE_DIR
+  dirs.push_back(absl::StrCat(LONGHAUL_SOURCE_DIR, "/profiles/links"));
+#endif
   return dirs;
 }
 

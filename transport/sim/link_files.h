@@ -6,8 +6,8 @@
 //
 // Lookup of NAME: a path to an existing file, else NAME.link in the first of the search
 // directories that has it (a name with a '/' is only ever a path). The default
-// directories, in order: $LONGHAUL_PROFILES_DIR/links, the source tree's profiles/links
-// (compiled in), <exe dir>/../share/longhaul/profiles/links.
+// directories, in order: $LONGHAUL_PROFILES_DIR/links, <exe dir>/../share/longhaul/
+// profiles/links (an installed tool's), the source tree's profiles/links (compiled in).
 //
 // Errors: an unknown name is InvalidArgument listing the directories searched and the
 // named links found there; an unreadable file is NotFound naming it; errors in a file's

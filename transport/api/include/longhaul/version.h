@@ -9,8 +9,8 @@
 
 namespace longhaul {
 
-// The project's version, "0.1.0" (MAJOR.MINOR.PATCH; the shared library's SONAME carries
-// MAJOR while it is 0.x, MINOR as well: liblonghaul.so.0).
+// The project's version, "0.1.0" (MAJOR.MINOR.PATCH). The shared library's own ABI
+// number (liblonghaul.so.0) is separate: it changes with every incompatible ABI change.
 LONGHAUL_API std::string_view Version();
 // The git revision the build came from ("a56d3d8", with "-dirty" when the tree had
 // uncommitted changes), or "unknown" when it was built outside a git checkout without
