@@ -15,7 +15,8 @@
 // Thread-safety: every method may be called from any thread, except that Connect, Listen
 // and Close must not be called from an event callback (they wait for the driver thread).
 // Closing (or destroying) the endpoint closes its connections: peers receive a CLOSE, and
-// the local handles end with kClosed (Cancelled "endpoint closed").
+// the local handles end with kClosed (Aborted "endpoint closed"; Cancelled for handles
+// the driver still held when it stopped).
 #pragma once
 
 #include <cstdint>

@@ -205,7 +205,8 @@ class LONGHAUL_API Endpoint {
                                                       const ConnectOptions& options);
   // The next accepted connection. DeadlineExceeded after `timeout`, Cancelled after Close.
   absl::StatusOr<std::unique_ptr<Connection>> Accept(std::chrono::nanoseconds timeout);
-  // Closes every connection and stops the driver thread. Idempotent.
+  // Closes every connection (each ends with kClosed, status Aborted "endpoint closed",
+  // and its peer hears the same reason) and stops the driver thread. Idempotent.
   void Close();
 
   struct Impl;
