@@ -7,10 +7,10 @@
 //
 // Exit status: 0 after a drain (SIGTERM/SIGINT), 1 for errors (a port in use, no
 // endpoint), 2 for bad flags, forwards files and key files.
+#include <fcntl.h>
+#include <unistd.h>
 #include <cstring>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +22,7 @@
 #include "tools/common/security_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
+#include "transport/base/file_trust.h"
 #include "transport/base/parse.h"
 #include "transport/net/socket_address.h"
 
@@ -97,12 +98,30 @@ net::HostPort HostPortFlag(const std::string& text, const char* flag, bool port_
   return hp;
 }
 
+// A forwards file lists a few hundred lines at most.
+constexpr size_t kMaxForwardsFileBytes = size_t{1} << 20;
+
 std::vector<Forward> ReadForwardsFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) kUsage.Fail(absl::StrCat("--forwards: cannot read ", path, ": ", std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return kUsage.Or(ParseForwards(ss.str(), path), "forwards");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) kUsage.Fail(absl::StrCat("--forwards: cannot read ", path, ": ", std::strerror(errno)));
+  // The forwards decide where a peer's streams go: nobody else may change the file.
+  const absl::Status trusted = CheckTrustedFile(fd, path, FileTrust::kTrust);
+  std::string text;
+  char buf[4096];
+  ssize_t n = 0;
+  while (trusted.ok() && text.size() <= kMaxForwardsFileBytes &&
+         ((n = read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))) {
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+  }
+  const int err = errno;
+  close(fd);
+  if (!trusted.ok()) kUsage.Fail(absl::StrCat("--forwards: ", trusted.message()));
+  if (n < 0) kUsage.Fail(absl::StrCat("--forwards: cannot read ", path, ": ", std::strerror(err)));
+  if (text.size() > kMaxForwardsFileBytes) {
+    kUsage.Fail(absl::StrCat("--forwards: ", path, " is larger than ", kMaxForwardsFileBytes,
+                             " bytes: not a forwards file"));
+  }
+  return kUsage.Or(ParseForwards(text, path), "forwards");
 }
 
 crypto::LoadedKeys KeysFromFlags(bool client) {

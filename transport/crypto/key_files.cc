@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "transport/base/file_trust.h"
 
 namespace longhaul::crypto {
 namespace {
@@ -57,18 +58,6 @@ absl::StatusOr<Key32> ParseHexKey(absl::string_view token, absl::string_view whe
   absl::StatusOr<Key32> k = Key32FromHex(std::string_view(token.data(), token.size()));
   if (!k.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", k.status().message()));
   return k;
-}
-
-std::string ModeText(mode_t mode) { return absl::StrFormat("%04o", mode & 07777); }
-
-// Why a secret with these permission bits is not private, or "".
-std::string OpenPermissions(mode_t mode) {
-  if (mode & S_IROTH) return "readable by others";
-  if (mode & S_IRGRP) return "readable by its group";
-  if (mode & S_IWOTH) return "writable by others";
-  if (mode & S_IWGRP) return "writable by its group";
-  if (mode & (S_IXGRP | S_IXOTH)) return "accessible by its group or others";
-  return "";
 }
 
 const char* FileKind(mode_t mode) {
@@ -107,11 +96,11 @@ absl::StatusOr<std::string> ReadKeyFileText(const std::string& path, bool secret
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not a regular file (", FileKind(st.st_mode), ")"));
   }
-  if (secret) {
-    if (const std::string why = OpenPermissions(st.st_mode); !why.empty()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(path, " is ", why, " (mode ", ModeText(st.st_mode), "): chmod 600 ", path));
-    }
+  // Owner, mode and directory (transport/base/file_trust.h): secrets private, and every
+  // key file (an allowed-keys list decides who may connect) changeable by nobody else.
+  if (absl::Status trusted = CheckTrustedFile(fd, path, secret ? FileTrust::kSecret : FileTrust::kTrust);
+      !trusted.ok()) {
+    return trusted;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxKeyFileBytes) {
     return absl::InvalidArgumentError(

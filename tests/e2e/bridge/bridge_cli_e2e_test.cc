@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <memory>
 #include <string>
@@ -41,6 +42,9 @@ TEST(BridgeCliE2E, UsageErrorsExit2NamingTheProblem) {
   const std::string dup_fwd = dir.Write("dup.fwd", "\ndefault 127.0.0.1:5\n");
   const std::string port0_fwd = dir.Write("port0.fwd", "db 127.0.0.1:0\n");
   const std::string missing = dir.path() + "/missing.fwd";
+  // Trust: a forwards file others may change decides where streams go.
+  const std::string open_fwd = dir.Write("open.fwd", "db 127.0.0.1:5432\n");
+  EXPECT_EQ(chmod(open_fwd.c_str(), 0664), 0);
   const std::string listen = "--listen=127.0.0.1:0";
   const std::string peer = "--peer=127.0.0.1:9";
   const std::string target = "--target=127.0.0.1:9";
@@ -72,6 +76,9 @@ TEST(BridgeCliE2E, UsageErrorsExit2NamingTheProblem) {
        dup_fwd + ":2: forward 'default' is already defined at --target"},
       {{"client", "--insecure", listen, peer, "--forwards=" + missing},
        "--forwards: cannot read " + missing + ": No such file or directory"},
+      {{"client", "--insecure", listen, peer, "--forwards=" + open_fwd},
+       "--forwards: " + open_fwd + " is writable by its group (mode 0664): chmod go-w " +
+           open_fwd},
       {{"client", listen, peer},
        "no keys: give --key and --peer_key, or --psk_file, or --insecure"},
       {{"server", listen, target},

@@ -1,3 +1,4 @@
+#include "transport/base/file_trust.h"
 #include "transport/core/profile/profile_file.h"
 
 #include <cerrno>
@@ -18,6 +19,12 @@ absl::StatusOr<std::string> ReadProfileFile(const std::string& path) {
   if (f == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("cannot read profile '", path, "': ", std::strerror(errno)));
+  }
+  // A profile decides how (and, with key lines, whether securely) the process talks:
+  // nobody else may be able to change it (transport/base/file_trust.h).
+  if (absl::Status trusted = CheckTrustedFile(fileno(f), path, FileTrust::kTrust); !trusted.ok()) {
+    std::fclose(f);
+    return trusted;
   }
   std::string text;
   char buf[4096];
