@@ -345,7 +345,7 @@ int ConnectOnce(const ncclNet_v12_t* net, int fd) {
     result = 34;
     while (Clock::now() < deadline) {
       if (net->connect(ctx, 0, handle, &send, nullptr) != ncclSuccess) {
-        result = WarnedAbout("does not allow the client key") ? 30 : 31;
+        result = WarnedAbout("refused the client's keys") ? 30 : 31;
         break;
       }
       if (send != nullptr) {

@@ -121,7 +121,7 @@ def case_wrong_key(c):
     wrong = "--key=%s/client.key --peer_key=%s/client.pub" % (c.keys, c.keys)
     rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --bytes=1MiB --rate=20mbit %s"
                        % (c.perf, SERVER, wrong), 60)
-    expect(rc != 0 and "did not authenticate" in out, "rc %s:\n%s" % (rc, out[-2000:]))
+    expect(rc != 0 and "refused the client's keys" in out, "rc %s:\n%s" % (rc, out[-2000:]))
     rc, out = c.tb.run("b", "%s --client=%s --datapath=verbs --bytes=1MiB --rate=20mbit %s"
                        % (c.perf, SERVER, c.client_keys), 60)
     src, sout = c.finish_server(pid)

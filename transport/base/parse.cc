@@ -213,4 +213,23 @@ std::string FormatBandwidth(Bandwidth b) {
   return absl::StrFormat("%.17gbit", v);
 }
 
+std::string PrintableText(absl::string_view text) {
+  static constexpr char kHexDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += kHexDigits[c >> 4];
+      out += kHexDigits[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace longhaul

@@ -31,4 +31,9 @@ std::string FormatByteCount(ByteCount bytes);
 std::string FormatDuration(Duration d);
 std::string FormatBandwidth(Bandwidth b);
 
+// Text from the network made safe to log or show: printable ASCII stays as it is, a
+// backslash becomes "\\", anything else (newlines, escapes, bytes >= 0x7f) "\xNN", so
+// it cannot forge a log line or drive a terminal.
+std::string PrintableText(absl::string_view text);
+
 }  // namespace longhaul

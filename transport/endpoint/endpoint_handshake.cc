@@ -281,7 +281,12 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
     if (!n.ok()) {
       log_.Warn("handshake-auth", now,
                 absl::StrCat("refused client ", Format(from), ": ", n.status().message()));
-      SendReject(local, from, m, std::string(n.status().message()), received, true);
+      // Keys: a generic reason on the wire (kKeysRefusedReason); a mode mismatch names
+      // the modes, which are no secret (the Hello announces the client's).
+      SendReject(local, from, m,
+                 absl::IsPermissionDenied(n.status()) ? std::string(kKeysRefusedReason)
+                                                      : std::string(n.status().message()),
+                 received, true);
       return;
     }
     noise.emplace(*std::move(n));
@@ -435,10 +440,18 @@ void Endpoint::ClientOnServerMessage(Time now, LocalId local, const HandshakeMes
       p.next_resend = now + p.backoff;
       SendHello(p);
       return;
-    case HandshakeKind::kReject:
+    case HandshakeKind::kReject: {
+      // The reason comes from the network: escaped, so it cannot forge log lines.
+      std::string reason = PrintableText(m.reason);
+      if (m.reason == kKeysRefusedReason) {
+        absl::StrAppend(&reason, " (this client holds another server key, a pre-shared key "
+                                 "that differs, or a key the server does not allow; the "
+                                 "server's log says which)");
+      }
       FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
-                             "server ", server, " rejected the connection: ", m.reason)));
+                             "server ", server, " rejected the connection: ", reason)));
       return;
+    }
     case HandshakeKind::kAccept:
       ClientEstablish(now, p, m);
       return;

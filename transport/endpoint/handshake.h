@@ -39,6 +39,11 @@ inline constexpr size_t kAmplificationFactor = 3;
 inline constexpr size_t kMaxCookieSize = 64;
 inline constexpr size_t kMaxAppDataSize = 900;
 inline constexpr size_t kMaxReasonSize = 400;
+// The Reject reason for every key that did not authenticate or is not allowed. The
+// detail (which check, the client's key) stays in the server's log: a Reject travels in
+// the clear, so naming the key would undo the handshake's identity hiding, and telling
+// the two apart would confirm a client's guess of the server's key.
+inline constexpr char kKeysRefusedReason[] = "the server refused the client's keys";
 
 enum class HandshakeKind : uint8_t {
   kHello = 1,    // client -> server, in Initial packets

@@ -302,5 +302,13 @@ TEST(ParseBoolTest, ValuesAndErrors) {
   }
 }
 
+TEST(PrintableTextTest, NetworkTextCannotForgeLines) {
+  EXPECT_EQ(PrintableText("server busy: 3 connections"), "server busy: 3 connections");
+  EXPECT_EQ(PrintableText("no\nE1205 forged line"), "no\\x0aE1205 forged line");
+  EXPECT_EQ(PrintableText(std::string("a\0b\x1b[2Jc\\d\xff", 11)),
+            "a\\x00b\\x1b[2Jc\\\\d\\xff");
+  EXPECT_EQ(PrintableText(""), "");
+}
+
 }  // namespace
 }  // namespace longhaul

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/base/rng.h"
+#include "transport/crypto/primitives.h"
 #include "transport/endpoint/endpoint.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
@@ -245,16 +246,16 @@ TEST_F(SecurityTest, WrongOrUnknownKeysAreRefusedWithoutServerState) {
   const std::vector<Case> cases = {
       {"the client expects another server key",
        {Keys(2, {1}, {}, 11), Keys(1, {3}, {}, 12)},
-       "did not authenticate", &EndpointCounters::handshake_auth_failures},
+       "refused the client's keys", &EndpointCounters::handshake_auth_failures},
       {"the server does not allow the client's key",
        {Keys(2, {4}, {}, 11), Keys(1, {2}, {}, 12)},
-       "does not allow the client key", &EndpointCounters::keys_refused},
+       "refused the client's keys", &EndpointCounters::keys_refused},
       {"pre-shared keys differ",
        {Keys(0, {}, 7, 11), Keys(0, {}, 8, 12)},
-       "did not authenticate", &EndpointCounters::handshake_auth_failures},
+       "refused the client's keys", &EndpointCounters::handshake_auth_failures},
       {"pre-shared keys differ with static keys",
        {Keys(2, {1}, 7, 11), Keys(1, {2}, 8, 12)},
-       "did not authenticate", &EndpointCounters::handshake_auth_failures},
+       "refused the client's keys", &EndpointCounters::handshake_auth_failures},
       {"plaintext client, protected server",
        {Keys(2, {1}, {}, 11), SecurityConfig::Insecure()},
        "requires packet protection", &EndpointCounters::security_mismatches},
@@ -265,15 +266,30 @@ TEST_F(SecurityTest, WrongOrUnknownKeysAreRefusedWithoutServerState) {
        {Keys(0, {}, 7, 11), Keys(1, {2}, {}, 12)},
        "authenticates with Noise NNpsk0", &EndpointCounters::security_mismatches},
   };
+  // What a client may hold (own key 1): neither it nor its hex may appear in what the
+  // server sends back in the clear.
+  const crypto::Key32 client_key = Pair(1).public_key;
+  const std::string client_key_raw(client_key.begin(), client_key.end());
+  const std::string client_key_hex = crypto::ToHex(client_key);
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     Build(c.setup);
+    std::vector<uint8_t> from_server;
+    net_->set_filter([&](const NetDatagram& d) {
+      if (d.from_node == server_) from_server.insert(from_server.end(), d.bytes.begin(), d.bytes.end());
+      return NetVerdict{};
+    });
     ASSERT_TRUE(Connect().ok());
     ASSERT_TRUE(Handshake());
     const EndpointEvent* r = Result();
     ASSERT_EQ(r->type, EndpointEvent::Type::kConnectFailed);
     EXPECT_TRUE(absl::IsFailedPrecondition(r->status)) << r->status;
     EXPECT_THAT(std::string(r->status.message()), HasSubstr(c.client_error));
+    ASSERT_FALSE(from_server.empty());
+    EXPECT_FALSE(Contains(from_server, client_key_raw));
+    EXPECT_FALSE(Contains(from_server, client_key_hex));
+    EXPECT_FALSE(Contains(from_server, "does not allow"));
+    EXPECT_FALSE(Contains(from_server, "did not authenticate"));
     EXPECT_EQ(net_->node(server_).connection_count(), 0u);
     EXPECT_EQ(net_->node(server_).counters().*c.server_counter, 1u);
     EXPECT_EQ(net_->node(server_).counters().rejects_sent, 1u);
