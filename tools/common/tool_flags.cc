@@ -89,6 +89,7 @@ void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const
   if (!a.ok()) ToolUsage(tool).Fail(a.status().message());
   if (*a == ToolFlagAction::kHelp) {
     print_help();
+    std::cout << FormatFlagHelp("version", "print the version line and exit");
     std::exit(0);
   }
   if (*a == ToolFlagAction::kVersion) {

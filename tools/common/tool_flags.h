@@ -70,8 +70,8 @@ enum class ToolFlagAction { kRun, kHelp, kVersion };
 absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolFlagOptions& o);
 
 // ParseToolFlags for a tool's main(): on a bad command line fails as ToolUsage(tool)
-// does (message, "(see TOOL --help)", exit status 2); --help calls `print_help` and
-// exits 0; --version prints VersionLine(tool) ("TOOL 0.1.0 (git REV, wire protocol 1)")
+// does (message, "(see TOOL --help)", exit status 2); --help calls `print_help`, adds
+// the --version line and exits 0; --version prints VersionLine(tool) ("TOOL 0.1.0 (git REV, wire protocol 1)")
 // and exits 0.
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
                           const std::function<void()>& print_help);

@@ -4,6 +4,7 @@
 // handshake timers.
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -461,6 +462,23 @@ void Endpoint::ClientOnServerMessage(Time now, LocalId local, const HandshakeMes
 }
 
 void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) {
+  // A protected attempt believes nothing of an Accept before it authenticates (its
+  // parameters, mode and cipher are bound into the proof): anyone who saw the Hello can
+  // send one. One that does not authenticate is ignored, on a copy of the handshake
+  // state, so the server's own Accept still completes it; only the deadline ends the
+  // attempt.
+  std::optional<crypto::NoiseHandshake> authenticated;
+  if (p.noise) {
+    crypto::NoiseHandshake trial = *p.noise;
+    trial.MixContext(AcceptContext(m));
+    if (!trial.ReadMessage2(m.security.noise).ok()) {
+      ++counters_.handshake_auth_failures;
+      ++p.bad_accepts;
+      p.heard = true;
+      return;
+    }
+    authenticated.emplace(std::move(trial));
+  }
   absl::StatusOr<TransportConfig> negotiated = ApplyServerParams(p.config.config, m.params);
   if (!negotiated.ok()) {
     FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
@@ -485,16 +503,7 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
                              m.security.ciphers)));
       return;
     }
-    p.noise->MixContext(AcceptContext(m));
-    if (absl::StatusOr<std::vector<uint8_t>> payload = p.noise->ReadMessage2(m.security.noise);
-        !payload.ok()) {
-      ++counters_.handshake_auth_failures;
-      FailPending(p.cid, absl::PermissionDeniedError(absl::StrCat(
-                             "server ", Format(p.server),
-                             " did not authenticate: its key is not the one this client was "
-                             "given, or the pre-shared keys differ")));
-      return;
-    }
+    *p.noise = *std::move(authenticated);
     absl::StatusOr<std::unique_ptr<crypto::PacketProtector>> prot = crypto::PacketProtector::Create(
         static_cast<crypto::Cipher>(m.security.ciphers), p.noise->Split(), /*initiator=*/true,
         config_.security.key_update, now);
@@ -574,6 +583,14 @@ void Endpoint::RunHandshakeTimers(Time now) {
   std::sort(expired.begin(), expired.end());
   for (ConnectionId cid : expired) {
     Pending& p = *pending_[cid];
+    if (p.bad_accepts > 0) {
+      FailPending(cid, absl::PermissionDeniedError(absl::StrCat(
+                           "server ", Format(p.server), " did not authenticate: ",
+                           p.bad_accepts, " Accept(s) within ", FormatDuration(p.config.timeout),
+                           " did not prove the server's key (it is not the one this client "
+                           "was given, or the pre-shared keys differ, or they were forged)")));
+      continue;
+    }
     const std::string what =
         p.heard ? absl::StrCat("server ", Format(p.server),
                                " answered but did not accept the connection within ",

@@ -51,6 +51,9 @@ struct Endpoint::Pending {
   Duration backoff;
   int retries = 0;
   bool heard = false;  // the server answered (a Retry)
+  // Accepts that did not authenticate (forged, or the server holds another key): each is
+  // ignored, the attempt goes on until its deadline.
+  uint32_t bad_accepts = 0;
 };
 
 }  // namespace longhaul::endpoint

@@ -14,6 +14,7 @@
 #include "transport/base/rng.h"
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/handshake.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
 
@@ -294,6 +295,78 @@ TEST_F(SecurityTest, WrongOrUnknownKeysAreRefusedWithoutServerState) {
     EXPECT_EQ(net_->node(server_).counters().*c.server_counter, 1u);
     EXPECT_EQ(net_->node(server_).counters().rejects_sent, 1u);
   }
+}
+
+TEST_F(SecurityTest, AnAcceptThatDoesNotAuthenticateIsIgnoredUntilTheRealOne) {
+  for (const ModeCase& mode : Modes()) {
+    SCOPED_TRACE(mode.name);
+    Build(mode.setup);
+    // Hold back the server's first Accept, and forge one from it (its Noise bytes
+    // changed): what anyone who saw the Hello could send.
+    std::vector<uint8_t> held;
+    net_->set_filter([&](const NetDatagram& d) {
+      NetVerdict v;
+      if (d.from_node != server_ || !held.empty()) return v;
+      absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
+      if (m.ok() && m->kind == HandshakeKind::kAccept) {
+        held = d.bytes;
+        v.drop = true;
+      }
+      return v;
+    });
+    ASSERT_TRUE(Connect().ok());
+    ASSERT_TRUE(net_->RunUntil([&] { return !held.empty(); }, Duration::Seconds(5)));
+    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(held);
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_FALSE(m->security.noise.empty());
+    m->security.noise.back() ^= 1;
+    absl::StatusOr<std::vector<uint8_t>> forged = BuildHandshakePacket(*m);
+    ASSERT_TRUE(forged.ok()) << forged.status();
+    net_->Inject(client_, kClient, EndpointNet::AddressOf(server_, kListen), *forged);
+    // Ignored and counted; the server's own Accept (sent again when the client's Hello
+    // comes again) completes the handshake.
+    ASSERT_TRUE(Handshake());
+    ASSERT_EQ(Result()->type, EndpointEvent::Type::kConnected) << Result()->status;
+    EXPECT_EQ(net_->node(client_).counters().handshake_auth_failures, 1u);
+  }
+}
+
+TEST_F(SecurityTest, AcceptsThatNeverAuthenticateEndTheAttemptAtItsDeadline) {
+  Build(Modes()[0].setup);
+  // Every Accept of the server is held back and a forged copy delivered instead.
+  std::vector<uint8_t> held;
+  net_->set_filter([&](const NetDatagram& d) {
+    NetVerdict v;
+    if (d.from_node != server_) return v;
+    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
+    if (m.ok() && m->kind == HandshakeKind::kAccept) {
+      held = d.bytes;
+      v.drop = true;
+    }
+    return v;
+  });
+  ASSERT_TRUE(Connect().ok());
+  int forged_count = 0;
+  for (int round = 0; round < 100 && Result() == nullptr; ++round) {
+    net_->RunUntil([&] { return !held.empty() || Result() != nullptr; }, Duration::Seconds(10));
+    if (held.empty()) continue;
+    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(held);
+    held.clear();
+    ASSERT_TRUE(m.ok()) << m.status();
+    m->security.noise.back() ^= 1;
+    absl::StatusOr<std::vector<uint8_t>> forged = BuildHandshakePacket(*m);
+    ASSERT_TRUE(forged.ok()) << forged.status();
+    net_->Inject(client_, kClient, EndpointNet::AddressOf(server_, kListen), *forged);
+    ++forged_count;
+  }
+  const EndpointEvent* r = Result();
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->type, EndpointEvent::Type::kConnectFailed);
+  EXPECT_TRUE(absl::IsPermissionDenied(r->status)) << r->status;
+  EXPECT_THAT(std::string(r->status.message()), HasSubstr("did not prove the server's key"));
+  EXPECT_GE(forged_count, 1);
+  EXPECT_EQ(net_->node(client_).counters().handshake_auth_failures,
+            static_cast<uint64_t>(forged_count));
 }
 
 TEST_F(SecurityTest, TamperedReplayedAndReflectedPacketsAreDroppedAndCounted) {
