@@ -106,6 +106,34 @@ class SecurityTest : public ::testing::Test {
     return net_->RunUntil([&] { return Result() != nullptr; }, Duration::Seconds(10));
   }
 
+  // Holds back the server's Accepts, at most `limit` of them (-1: all): each is kept in
+  // *held (while it is empty) and not delivered.
+  void HoldServerAccepts(std::vector<uint8_t>* held, int limit) {
+    net_->set_filter([this, held, left = limit](const NetDatagram& d) mutable {
+      NetVerdict v;
+      if (d.from_node != server_ || !held->empty() || left == 0) return v;
+      absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
+      if (m.ok() && m->kind == HandshakeKind::kAccept) {
+        *held = d.bytes;
+        v.drop = true;
+        if (left > 0) --left;
+      }
+      return v;
+    });
+  }
+  // Delivers to the client, from the server's address, `accept` with one bit of its
+  // Noise bytes flipped: what anyone who saw the Hello could send. Empties `accept`.
+  void InjectForgedAccept(std::vector<uint8_t>* accept) {
+    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(*accept);
+    accept->clear();
+    ASSERT_TRUE(m.ok()) << m.status();
+    ASSERT_FALSE(m->security.noise.empty());
+    m->security.noise.back() ^= 1;
+    absl::StatusOr<std::vector<uint8_t>> forged = BuildHandshakePacket(*m);
+    ASSERT_TRUE(forged.ok()) << forged.status();
+    net_->Inject(client_, kClient, EndpointNet::AddressOf(server_, kListen), *forged);
+  }
+
   // Sends `data` client -> server; true when it arrived intact and the client saw it
   // acknowledged.
   bool Transfer(ConnectionId id, const std::vector<uint8_t>& data,
@@ -301,28 +329,12 @@ TEST_F(SecurityTest, AnAcceptThatDoesNotAuthenticateIsIgnoredUntilTheRealOne) {
   for (const ModeCase& mode : Modes()) {
     SCOPED_TRACE(mode.name);
     Build(mode.setup);
-    // Hold back the server's first Accept, and forge one from it (its Noise bytes
-    // changed): what anyone who saw the Hello could send.
+    // The server's first Accept is held back and a forged copy delivered instead.
     std::vector<uint8_t> held;
-    net_->set_filter([&](const NetDatagram& d) {
-      NetVerdict v;
-      if (d.from_node != server_ || !held.empty()) return v;
-      absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
-      if (m.ok() && m->kind == HandshakeKind::kAccept) {
-        held = d.bytes;
-        v.drop = true;
-      }
-      return v;
-    });
+    HoldServerAccepts(&held, 1);
     ASSERT_TRUE(Connect().ok());
     ASSERT_TRUE(net_->RunUntil([&] { return !held.empty(); }, Duration::Seconds(5)));
-    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(held);
-    ASSERT_TRUE(m.ok()) << m.status();
-    ASSERT_FALSE(m->security.noise.empty());
-    m->security.noise.back() ^= 1;
-    absl::StatusOr<std::vector<uint8_t>> forged = BuildHandshakePacket(*m);
-    ASSERT_TRUE(forged.ok()) << forged.status();
-    net_->Inject(client_, kClient, EndpointNet::AddressOf(server_, kListen), *forged);
+    InjectForgedAccept(&held);
     // Ignored and counted; the server's own Accept (sent again when the client's Hello
     // comes again) completes the handshake.
     ASSERT_TRUE(Handshake());
@@ -335,28 +347,13 @@ TEST_F(SecurityTest, AcceptsThatNeverAuthenticateEndTheAttemptAtItsDeadline) {
   Build(Modes()[0].setup);
   // Every Accept of the server is held back and a forged copy delivered instead.
   std::vector<uint8_t> held;
-  net_->set_filter([&](const NetDatagram& d) {
-    NetVerdict v;
-    if (d.from_node != server_) return v;
-    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
-    if (m.ok() && m->kind == HandshakeKind::kAccept) {
-      held = d.bytes;
-      v.drop = true;
-    }
-    return v;
-  });
+  HoldServerAccepts(&held, -1);
   ASSERT_TRUE(Connect().ok());
   int forged_count = 0;
   for (int round = 0; round < 100 && Result() == nullptr; ++round) {
     net_->RunUntil([&] { return !held.empty() || Result() != nullptr; }, Duration::Seconds(10));
     if (held.empty()) continue;
-    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(held);
-    held.clear();
-    ASSERT_TRUE(m.ok()) << m.status();
-    m->security.noise.back() ^= 1;
-    absl::StatusOr<std::vector<uint8_t>> forged = BuildHandshakePacket(*m);
-    ASSERT_TRUE(forged.ok()) << forged.status();
-    net_->Inject(client_, kClient, EndpointNet::AddressOf(server_, kListen), *forged);
+    InjectForgedAccept(&held);
     ++forged_count;
   }
   const EndpointEvent* r = Result();
