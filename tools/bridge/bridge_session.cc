@@ -11,6 +11,7 @@
 #include "boost/asio/post.hpp"
 #include "boost/asio/write.hpp"
 #include "glog/logging.h"
+#include "transport/base/parse.h"
 
 namespace longhaul::bridge {
 
@@ -177,9 +178,10 @@ void Session::ResetStream(const StreamPtr& s, ResetCode code, const std::string&
   }
   const char* who = by == ResetBy::kPeer ? "peer" : "local";
   ++metrics_->streams_reset[{ResetCodeName(code), who}];
-  LOG(INFO) << "event=stream_reset stream=" << s->id << " forward=" << s->forward
-            << " by=" << who << " reason=" << ResetCodeName(code) << " detail=\"" << reason
-            << "\"";
+  // The forward name and a peer's reason come from the network: printable only.
+  LOG(INFO) << "event=stream_reset stream=" << s->id << " forward=" << PrintableText(s->forward)
+            << " by=" << who << " reason=" << ResetCodeName(code) << " detail=\""
+            << PrintableText(reason) << "\"";
   // An RST on the TCP side: the application sees the reset, not a clean end.
   boost::system::error_code ec;
   s->sock.set_option(asio::socket_base::linger(true, 0), ec);

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/parse.h"
 #include "transport/core/cc/congestion_controller.h"
 #include "transport/core/cc/rate_sampler.h"
 #include "transport/core/connection.h"
@@ -388,9 +389,10 @@ class ConnectionImpl {
 
   void OnPeerClose(uint64_t code, std::string reason) {
     if (state_ == State::kClosed) return;
+    // The reason comes from the network: made printable before any log or status shows it.
     close_status_ = code == 0 ? absl::OkStatus()
                               : absl::AbortedError(absl::StrCat("peer closed the connection (code ",
-                                                                code, "): ", reason));
+                                                                code, "): ", PrintableText(reason)));
     FinishClose();
   }
 

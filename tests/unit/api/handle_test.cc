@@ -212,9 +212,12 @@ TEST(ConnectionHandle, WaitTimesOutAndValidatesArguments) {
   EXPECT_FALSE(p.s->Wait(&e, Duration::Milliseconds(20)));
   EXPECT_FALSE(p.c->Send(SendBuffer{nullptr, 10}, 0).ok());
   EXPECT_FALSE(p.c->PostReceive(nullptr, 10, 0).ok());
-  p.c->Abort("test says bye");
+  // The reason crosses the network: the peer shows it printable (no forged log lines).
+  p.c->Abort("test says bye\nE1205 12:00:00 forged");
   ASSERT_TRUE(p.s->WaitClosed(kWait));
-  EXPECT_NE(p.s->status().message().find("test says bye"), std::string::npos) << p.s->status();
+  EXPECT_NE(p.s->status().message().find("test says bye\\x0aE1205 12:00:00 forged"),
+            std::string::npos)
+      << p.s->status();
   EXPECT_FALSE(p.s->Wait(&e, Duration::Milliseconds(20)) && e.type != Event::Type::kClosed);
 }
 
