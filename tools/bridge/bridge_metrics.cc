@@ -73,6 +73,21 @@ std::string FormatMetrics(const std::string& mode, double uptime_s, const Metric
   One(&out, "target_connect_failures_total", "counter",
       "Server: targets that refused the connection or could not be reached.",
       static_cast<double>(m.target_connect_failures));
+  Head(&out, "refused_total", "counter",
+       "What the resource rules refused, by reason (docs/bridge.md section 4).");
+  for (const auto& [reason, n] : m.refused) {
+    Sample(&out, "refused_total", absl::StrCat("reason=\"", Escape(reason), "\""),
+           static_cast<double>(n));
+  }
+  One(&out, "memory_charged_bytes", "gauge",
+      "Bytes charged to the memory budget now (server: all clients).",
+      static_cast<double>(m.memory_charged));
+  One(&out, "memory_limit_bytes", "gauge", "The memory budget (server: --memory_total).",
+      static_cast<double>(m.memory_limit));
+  One(&out, "targets_open", "gauge", "Server: target TCP connections held for clients.",
+      static_cast<double>(m.targets_open));
+  One(&out, "client_keys", "gauge", "Server: client keys with a session now.",
+      static_cast<double>(m.client_keys));
 
   struct Series {
     const char* name;

@@ -28,6 +28,16 @@ struct Metrics {
   uint64_t connect_failures = 0;  // client: attempts that failed
   uint64_t protocol_errors = 0;   // sessions ended by a malformed or out-of-bounds frame
   uint64_t target_connect_failures = 0;  // server: targets that refused or were unreachable
+  // What the resource rules refused, by reason (tools/bridge/stream_protocol.h):
+  // memory, targets, streams, sessions, frames, not_opened, stale_id, ids_forgotten,
+  // peer_not_reading, window_deferred.
+  std::map<std::string, uint64_t> refused;
+  // Gauges the tool sets before formatting: what is charged to the budget now (server:
+  // the process budget), its limit, target connections open, client keys connected.
+  uint64_t memory_charged = 0;
+  uint64_t memory_limit = 0;
+  uint64_t targets_open = 0;
+  uint64_t client_keys = 0;
 };
 
 // One longhaul connection's view, for the gauges.

@@ -139,7 +139,13 @@ class Runner {
 class Client {
  public:
   explicit Client(const BridgeOptions& o)
-      : o_(o), r_(o, "client"), retry_timer_(r_.io_), wait_timer_(r_.io_) {}
+      : o_(o),
+        r_(o, "client"),
+        // The receive memory (--memory) and what is sent but not yet acknowledged
+        // (--send_memory), for every session of this client.
+        budget_(std::make_shared<Budget>(o.session.memory + o.session.send_memory, ~0ull)),
+        retry_timer_(r_.io_),
+        wait_timer_(r_.io_) {}
 
   int Run() {
     std::signal(SIGPIPE, SIG_IGN);
@@ -162,6 +168,8 @@ class Client {
     Print(SecuritySettingsLine(o_.keys));
     if (!r_.StartMetrics([this] {
           std::vector<SessionSnapshot> v;
+          r_.metrics_.memory_charged = budget_->memory_used();
+          r_.metrics_.memory_limit = budget_->memory_limit();
           if (session_ && !session_->closed()) v.push_back(Snapshot(*session_));
           for (const auto& s : old_sessions_) {
             if (!s->closed()) v.push_back(Snapshot(*s));
@@ -263,7 +271,7 @@ class Client {
     }
     attempt_ = 0;
     if (r_.metrics_.sessions_opened > 0) ++r_.metrics_.reconnects;
-    session_ = std::make_shared<Session>(r_.io_, o_.session, &r_.metrics_);
+    session_ = std::make_shared<Session>(r_.io_, o_.session, budget_, &r_.metrics_);
     session_->Attach(*h);
     std::weak_ptr<Session> weak = session_;
     session_->on_closed = [this, weak](const absl::Status& st) {
@@ -332,6 +340,7 @@ class Client {
 
   const BridgeOptions& o_;
   Runner r_;
+  std::shared_ptr<Budget> budget_;
   std::unique_ptr<Endpoint> ep_;
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, std::string>> acceptors_;
   std::shared_ptr<Session> session_;              // takes new streams
@@ -348,7 +357,7 @@ class Client {
 
 class Server {
  public:
-  explicit Server(const BridgeOptions& o) : o_(o), r_(o, "server") {}
+  explicit Server(const BridgeOptions& o) : o_(o), r_(o, "server"), budgets_(o.limits) {}
 
   int Run() {
     std::signal(SIGPIPE, SIG_IGN);
@@ -398,6 +407,10 @@ class Server {
     Print(SecuritySettingsLine(o_.keys));
     if (!r_.StartMetrics([this] {
           std::vector<SessionSnapshot> v;
+          r_.metrics_.memory_charged = budgets_.process().memory_used();
+          r_.metrics_.memory_limit = budgets_.process().memory_limit();
+          r_.metrics_.targets_open = budgets_.process().targets_used();
+          r_.metrics_.client_keys = budgets_.keys();
           for (const auto& s : sessions_) {
             if (!s->closed()) v.push_back(Snapshot(*s));
           }
@@ -421,25 +434,45 @@ class Server {
   }
 
  private:
+  // Whose budget a session is charged to: the client's static key, or without one (a
+  // pre-shared key, --insecure) the client's address.
+  static std::string ClientKeyOf(const ConnectionInfo& info) {
+    if (!info.peer_key.empty()) return absl::StrCat("key ", info.peer_key);
+    const std::string& a = info.peer_address;
+    const size_t colon = a.rfind(':');
+    return absl::StrCat("address ", colon == std::string::npos ? a : a.substr(0, colon));
+  }
+
   void Adopt(const SessionOptions& so, std::shared_ptr<ConnectionHandle> h) {
     if (draining_.load()) {
       h->Abort("server bridge is draining");
       return;
     }
-    auto s = std::make_shared<Session>(r_.io_, so, &r_.metrics_);
-    s->Attach(h);
     const std::string peer = h->info().peer_address;
+    const std::string key = ClientKeyOf(h->info());
+    absl::StatusOr<std::shared_ptr<Budget>> budget = budgets_.BeginSession(key);
+    if (!budget.ok()) {
+      ++r_.metrics_.refused["sessions"];
+      LOG(WARNING) << "event=session_refused peer=" << peer << " client=\"" << key
+                   << "\" detail=\"" << budget.status().message() << "\"";
+      h->Abort(std::string(budget.status().message()));
+      return;
+    }
+    auto s = std::make_shared<Session>(r_.io_, so, *std::move(budget), &r_.metrics_);
+    s->Attach(h);
     std::weak_ptr<Session> weak = s;
-    s->on_closed = [this, weak, peer](const absl::Status& st) {
+    s->on_closed = [this, weak, peer, key](const absl::Status& st) {
       LOG(INFO) << "event=session_closed peer=" << peer << " detail=\""
                 << (st.ok() ? "closed" : st.message()) << "\"";
-      asio::post(r_.io_, [this, weak] {
+      asio::post(r_.io_, [this, weak, key] {
         if (auto s = weak.lock()) sessions_.erase(s);
+        budgets_.EndSession(key);
         if (draining_.load() && sessions_.empty()) r_.Stop();
       });
     };
     sessions_.insert(s);
-    LOG(INFO) << "event=session_open peer=" << peer << " security=\"" << h->info().security << "\"";
+    LOG(INFO) << "event=session_open peer=" << peer << " security=\"" << h->info().security
+              << "\" client=\"" << key << "\"";
     Print(absl::StrCat("client bridge ", peer, " connected (",
                        ConnectionSecurityText(h->info(), o_.keys), ")"));
     h->SetCallback(Session::EventCallbackFor(r_.io_, s));
@@ -447,6 +480,7 @@ class Server {
 
   const BridgeOptions& o_;
   Runner r_;
+  ClientBudgets budgets_;
   std::unique_ptr<Endpoint> ep_;
   std::set<std::shared_ptr<Session>> sessions_;
   std::atomic<bool> draining_{false};

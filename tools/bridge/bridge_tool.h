@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/bridge/bridge_budget.h"
 #include "tools/bridge/bridge_config.h"
 #include "tools/bridge/bridge_session.h"
 #include "transport/crypto/key_files.h"
@@ -30,6 +31,7 @@ struct BridgeOptions {
   EndpointOptions endpoint;
   crypto::LoadedKeys keys;
   SessionOptions session;
+  ClientLimits limits;  // server: per client key and for the process
   std::chrono::milliseconds connect_timeout{5000};   // client: one handshake
   std::chrono::milliseconds reconnect_max{5000};     // client: longest backoff
   std::chrono::milliseconds connect_wait{10000};     // client: a TCP connection waits this

@@ -48,6 +48,15 @@ DEFINE_string(send_backlog, "2ms",
               "the pacing rate (at least 256KiB): what a small request may wait behind "
               "bulk data on the sending side");
 DEFINE_int32(max_streams, 4096, "most streams (TCP connections) at once per connection");
+DEFINE_string(memory_per_key, "1GiB",
+              "server: most memory the sessions of one client key may hold (stream windows, "
+              "buffered frames at >= 256 bytes each, frames sent and not yet acknowledged); "
+              "a client without a static key is counted by its address");
+DEFINE_string(memory_total, "4GiB", "server: most memory all clients together may hold");
+DEFINE_int32(targets_per_key, 4096, "server: most target TCP connections for one client key");
+DEFINE_int32(targets_total, 16384, "server: most target TCP connections for all clients");
+DEFINE_int32(sessions_per_key, 4,
+             "server: most longhaul connections (client bridges) at once per client key");
 DEFINE_string(connect_timeout, "5s", "client: give up one handshake with the peer after this");
 DEFINE_string(reconnect_max, "5s", "client: longest wait between attempts to reach the peer");
 DEFINE_string(connect_wait, "10s",
@@ -210,6 +219,20 @@ int Main(int argc, char** argv) {
   if (o.session.send_memory < 1024 * 1024) kUsage.Fail("--send_memory must be at least 1MiB");
   if (FLAGS_max_streams < 1) kUsage.Fail("--max_streams must be >= 1");
   o.session.max_streams = static_cast<size_t>(FLAGS_max_streams);
+  o.limits.memory_per_key = kUsage.Or(ParseByteCount(FLAGS_memory_per_key), "memory_per_key");
+  o.limits.memory_total = kUsage.Or(ParseByteCount(FLAGS_memory_total), "memory_total");
+  if (o.limits.memory_per_key < 4 * 1024 * 1024) kUsage.Fail("--memory_per_key must be at least 4MiB");
+  if (o.limits.memory_total < o.limits.memory_per_key) {
+    kUsage.Fail("--memory_total must be >= --memory_per_key");
+  }
+  if (FLAGS_targets_per_key < 1) kUsage.Fail("--targets_per_key must be >= 1");
+  if (FLAGS_targets_total < FLAGS_targets_per_key) {
+    kUsage.Fail("--targets_total must be >= --targets_per_key");
+  }
+  if (FLAGS_sessions_per_key < 1) kUsage.Fail("--sessions_per_key must be >= 1");
+  o.limits.targets_per_key = static_cast<uint64_t>(FLAGS_targets_per_key);
+  o.limits.targets_total = static_cast<uint64_t>(FLAGS_targets_total);
+  o.limits.sessions_per_key = static_cast<uint64_t>(FLAGS_sessions_per_key);
   o.session.connect_timeout = Millis(FLAGS_target_timeout, "target_timeout");
   {
     const Duration b = kUsage.Or(ParseDuration(FLAGS_send_backlog), "send_backlog");

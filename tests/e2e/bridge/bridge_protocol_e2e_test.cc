@@ -387,6 +387,8 @@ TEST(BridgeProtocolE2E, SigtermWithoutStreamsClosesCleanly) {
   Target target(TargetMode::kSink);
   FakeSetup s;
   ASSERT_TRUE(s.Start(target.port()));
+  // The server has taken the connection (not a handshake it has yet to confirm).
+  ASSERT_TRUE(s.server->WaitLine("client bridge", kStartTimeout));
   s.server->Signal(SIGTERM);
   std::optional<absl::Status> closed = s.client.WaitClosed(milliseconds(10000));
   ASSERT_TRUE(closed);

@@ -525,6 +525,11 @@ const std::vector<std::string> kFamilies = {"info",
                                             "connect_failures_total",
                                             "protocol_errors_total",
                                             "target_connect_failures_total",
+                                            "refused_total",
+                                            "memory_charged_bytes",
+                                            "memory_limit_bytes",
+                                            "targets_open",
+                                            "client_keys",
                                             "session_streams_open",
                                             "session_rtt_seconds",
                                             "session_min_rtt_seconds",
@@ -555,7 +560,29 @@ TEST(BridgeMetricsTest, EmptyBridgeHasEveryFamily) {
   for (const Sample& s : e.samples) {
     EXPECT_FALSE(absl::StartsWith(s.name, "longhaul_bridge_session_")) << s.name;
     EXPECT_NE(s.name, "longhaul_bridge_streams_reset_total");
+    EXPECT_NE(s.name, "longhaul_bridge_refused_total");
   }
+}
+
+TEST(BridgeMetricsTest, RefusalsByReasonAndBudgetGauges) {
+  Metrics m;
+  m.refused["memory"] = 3;
+  m.refused["not_opened"] = 1;
+  m.memory_charged = 1234;
+  m.memory_limit = 4096;
+  m.targets_open = 7;
+  m.client_keys = 2;
+  const Exposition e = CheckExposition(FormatMetrics("server", 1, m, {}));
+  const Sample* mem = Find(e, "longhaul_bridge_refused_total", {{"reason", "memory"}});
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(mem->value, 3);
+  const Sample* no = Find(e, "longhaul_bridge_refused_total", {{"reason", "not_opened"}});
+  ASSERT_NE(no, nullptr);
+  EXPECT_EQ(no->value, 1);
+  EXPECT_EQ(Find(e, "longhaul_bridge_memory_charged_bytes")->value, 1234);
+  EXPECT_EQ(Find(e, "longhaul_bridge_memory_limit_bytes")->value, 4096);
+  EXPECT_EQ(Find(e, "longhaul_bridge_targets_open")->value, 7);
+  EXPECT_EQ(Find(e, "longhaul_bridge_client_keys")->value, 2);
 }
 
 TEST(BridgeMetricsTest, CountersSessionsAndEscapedLabels) {
