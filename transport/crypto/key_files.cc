@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -28,10 +29,18 @@
 namespace longhaul::crypto {
 namespace {
 
+// Overwrites the characters of `text` (a secret's text) and empties it.
+void WipeText(std::string* text) {
+  Wipe(std::span<uint8_t>(reinterpret_cast<uint8_t*>(text->data()), text->size()));
+  text->clear();
+}
+
 bool IsHex(char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }
 
 // The 64 hex digits of one key in `token` (a line's first word), or why not.
-absl::StatusOr<Key32> ParseHexKey(absl::string_view token, absl::string_view where) {
+// A secret's text is never echoed in an error: only the column of a bad character.
+absl::StatusOr<Key32> ParseHexKey(absl::string_view token, absl::string_view where,
+                                  bool secret = false) {
   if (absl::StartsWith(token, "-----BEGIN")) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": a PEM file; longhaul key files hold 64 hex digits (longhaul-keygen)"));
@@ -39,9 +48,9 @@ absl::StatusOr<Key32> ParseHexKey(absl::string_view token, absl::string_view whe
   for (size_t i = 0; i < token.size() && i < 64; ++i) {
     if (!IsHex(token[i])) {
       const unsigned char c = static_cast<unsigned char>(token[i]);
-      const std::string shown = absl::ascii_isprint(c)
-                                    ? absl::StrCat("'", std::string(1, token[i]), "'")
-                                    : absl::StrFormat("byte 0x%02x", c);
+      const std::string shown = secret                  ? std::string("a character")
+                                : absl::ascii_isprint(c) ? absl::StrCat("'", std::string(1, token[i]), "'")
+                                                         : absl::StrFormat("byte 0x%02x", c);
       return absl::InvalidArgumentError(absl::StrCat(where, ": column ", i + 1, ": ", shown,
                                                      " is not a hex digit (a key is 64 hex "
                                                      "digits)"));
@@ -106,8 +115,14 @@ absl::StatusOr<std::string> ReadKeyFileText(const std::string& path, bool secret
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is larger than ", kMaxKeyFileBytes, " bytes: not a key file"));
   }
+  // Reserved for the whole file up front, so that no reallocation leaves a copy of a
+  // secret behind; the read buffer, and the text on every error, are wiped (the caller
+  // wipes the text it gets).
   std::string text;
+  text.reserve(static_cast<size_t>(st.st_size) + 1);
   char buf[4096];
+  absl::Cleanup wipe_buf = [&buf] { Wipe(std::span<uint8_t>(reinterpret_cast<uint8_t*>(buf), sizeof(buf))); };
+  absl::Cleanup wipe_text = [&text] { WipeText(&text); };
   while (text.size() <= kMaxKeyFileBytes) {
     const ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0) {
@@ -116,12 +131,21 @@ absl::StatusOr<std::string> ReadKeyFileText(const std::string& path, bool secret
           absl::StrCat(path, ": cannot read: ", std::strerror(errno)));
     }
     if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > text.capacity()) {
+      // The file grew while being read: move to a larger block by hand, wiping the old.
+      std::string larger;
+      larger.reserve(2 * (text.size() + static_cast<size_t>(n)));
+      larger.append(text);
+      WipeText(&text);
+      text.swap(larger);
+    }
     text.append(buf, static_cast<size_t>(n));
   }
   if (text.size() > kMaxKeyFileBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is larger than ", kMaxKeyFileBytes, " bytes: not a key file"));
   }
+  std::move(wipe_text).Cancel();
   return text;
 }
 
@@ -154,7 +178,8 @@ std::string DirectoryOf(const std::string& path) {
 
 std::string KeyFileText(const Key32& key) { return absl::StrCat(ToHex(key), "\n"); }
 
-absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view source) {
+absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view source,
+                                   bool secret) {
   const absl::string_view body = absl::StripAsciiWhitespace(text);
   if (body.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -164,18 +189,20 @@ absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view sou
   if (eol != absl::string_view::npos) {
     // The first line may still be the problem (a truncated key on two lines).
     absl::StatusOr<Key32> first =
-        ParseHexKey(absl::StripAsciiWhitespace(body.substr(0, eol)), absl::StrCat(source, ":1"));
+        ParseHexKey(absl::StripAsciiWhitespace(body.substr(0, eol)), absl::StrCat(source, ":1"),
+                    secret);
     if (!first.ok()) return first.status();
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":2: more than one line (a key file holds one key on one line)"));
   }
   if (const size_t space = body.find_first_of(" \t\v\f"); space != absl::string_view::npos) {
-    absl::StatusOr<Key32> k = ParseHexKey(body.substr(0, space), absl::StrCat(source, ":1"));
+    absl::StatusOr<Key32> k =
+        ParseHexKey(body.substr(0, space), absl::StrCat(source, ":1"), secret);
     if (!k.ok()) return k.status();
     return absl::InvalidArgumentError(absl::StrCat(
         source, ":1: text after the key (labels belong in a list of peer keys, not here)"));
   }
-  return ParseHexKey(body, absl::StrCat(source, ":1"));
+  return ParseHexKey(body, absl::StrCat(source, ":1"), secret);
 }
 
 absl::StatusOr<std::vector<PeerKey>> ParsePeerKeyText(absl::string_view text,
@@ -219,8 +246,8 @@ absl::StatusOr<std::vector<PeerKey>> ParsePeerKeyText(absl::string_view text,
 absl::StatusOr<KeyPair> ReadPrivateKeyFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/true);
   if (!text.ok()) return text.status();
-  absl::StatusOr<Key32> k = ParseKeyText(*text, path);
-  Wipe(std::span<uint8_t>(reinterpret_cast<uint8_t*>(text->data()), text->size()));
+  absl::StatusOr<Key32> k = ParseKeyText(*text, path, /*secret=*/true);
+  WipeText(&*text);
   if (!k.ok()) return k.status();
   absl::StatusOr<KeyPair> pair = KeyPairFromPrivate(*k);
   Wipe(*k);
@@ -243,8 +270,8 @@ absl::StatusOr<std::vector<PeerKey>> ReadPeerKeyFile(const std::string& path) {
 absl::StatusOr<Key32> ReadPskFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/true);
   if (!text.ok()) return text.status();
-  absl::StatusOr<Key32> k = ParseKeyText(*text, path);
-  Wipe(std::span<uint8_t>(reinterpret_cast<uint8_t*>(text->data()), text->size()));
+  absl::StatusOr<Key32> k = ParseKeyText(*text, path, /*secret=*/true);
+  WipeText(&*text);
   return k;
 }
 

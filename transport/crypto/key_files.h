@@ -56,7 +56,9 @@ struct PeerKey {
 std::string KeyFileText(const Key32& key);
 // One key: exactly 64 hex digits on one line, whitespace around them ignored. `source`
 // (the file name) prefixes errors: "a.key:1: 40 hex digits, expected 64 (truncated?)".
-absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view source);
+// With `secret`, an error names a bad character's column but never the character.
+absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view source,
+                                   bool secret = false);
 // A peer-key list (see the header comment).
 absl::StatusOr<std::vector<PeerKey>> ParsePeerKeyText(absl::string_view text,
                                                       absl::string_view source);

@@ -35,18 +35,26 @@ namespace longhaul::crypto {
 enum class NoisePattern : uint8_t { kIK = 1, kIKpsk1 = 2, kNNpsk0 = 3 };
 const char* NoisePatternName(NoisePattern p);
 
+// Every copy wipes its secrets when it goes (the key pair wipes its own).
 struct NoiseKeys {
   // IK, IKpsk1: this side's static key pair; the initiator also the responder's public key.
   std::optional<KeyPair> static_key;
   std::optional<Key32> remote_static;  // initiator only
   std::optional<Key32> psk;            // IKpsk1, NNpsk0
+  ~NoiseKeys() {
+    if (psk) Wipe(*psk);
+  }
 };
 
-// The two traffic secrets after the exchange.
+// The two traffic secrets after the exchange; every copy wipes them when it goes.
 struct NoiseSplit {
   Key32 initiator_to_responder{};
   Key32 responder_to_initiator{};
   Key32 handshake_hash{};  // h: identifies this handshake (channel binding)
+  ~NoiseSplit() {
+    Wipe(initiator_to_responder);
+    Wipe(responder_to_initiator);
+  }
 };
 
 class NoiseHandshake {

@@ -44,8 +44,9 @@ absl::Status PacketProtector::Derive(const Key32& secret, uint64_t generation, K
   out->generation = generation;
   out->secret = secret;
   Key32 key = HkdfExpandLabel(secret, "longhaul key");
-  const Key32 iv = HkdfExpandLabel(secret, "longhaul iv");
+  Key32 iv = HkdfExpandLabel(secret, "longhaul iv");
   std::memcpy(out->iv, iv.data(), kNonceSize);
+  Wipe(iv);
   absl::StatusOr<std::unique_ptr<Aead>> aead = Aead::Create(cipher_, key);
   Wipe(key);
   if (!aead.ok()) return aead.status();
@@ -54,7 +55,10 @@ absl::Status PacketProtector::Derive(const Key32& secret, uint64_t generation, K
 }
 
 absl::Status PacketProtector::Next(const Keys& from, Keys* out) {
-  return Derive(HkdfExpandLabel(from.secret, "longhaul ku"), from.generation + 1, out);
+  Key32 next = HkdfExpandLabel(from.secret, "longhaul ku");
+  absl::Status s = Derive(next, from.generation + 1, out);
+  Wipe(next);  // Derive keeps its own copy in `out`
+  return s;
 }
 
 absl::StatusOr<std::unique_ptr<PacketProtector>> PacketProtector::Create(

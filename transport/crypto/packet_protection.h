@@ -33,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
@@ -127,11 +128,28 @@ class PacketProtector {
   uint64_t receive_generation() const { return recv_generation_; }
 
  private:
+  // One generation's keys; the secret is wiped wherever a Keys goes (a moved-from one
+  // included).
   struct Keys {
     uint64_t generation = 0;
     Key32 secret{};
     std::unique_ptr<Aead> aead;
     uint8_t iv[kNonceSize] = {};
+    Keys() = default;
+    Keys(Keys&& o) noexcept
+        : generation(o.generation), secret(o.secret), aead(std::move(o.aead)) {
+      std::memcpy(iv, o.iv, kNonceSize);
+      Wipe(o.secret);
+    }
+    Keys& operator=(Keys&& o) noexcept {
+      generation = o.generation;
+      secret = o.secret;
+      aead = std::move(o.aead);
+      std::memcpy(iv, o.iv, kNonceSize);
+      Wipe(o.secret);
+      return *this;
+    }
+    ~Keys() { Wipe(secret); }
   };
   PacketProtector(Cipher cipher, KeyUpdatePolicy policy);
   absl::Status Derive(const Key32& secret, uint64_t generation, Keys* out);

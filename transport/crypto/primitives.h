@@ -35,9 +35,11 @@ absl::StatusOr<Key32> Key32FromHex(std::string_view hex);
 void Wipe(std::span<uint8_t> bytes);
 
 // ---- X25519 (RFC 7748) ----
+// Every copy wipes its private key when it goes.
 struct KeyPair {
   Key32 private_key{};
   Key32 public_key{};
+  ~KeyPair() { Wipe(private_key); }
 };
 // The key pair whose private key is `private_key` (clamped as RFC 7748 says).
 absl::StatusOr<KeyPair> KeyPairFromPrivate(const Key32& private_key);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <random>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,14 +16,20 @@ namespace longhaul::datapath {
 
 endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
                                            endpoint::AddressFormatter format_address) {
-  std::random_device rd;
-  const auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) ^ rd(); };
+  const auto word = [] {
+    uint8_t b[8];
+    SystemEntropy(b);
+    uint64_t w;
+    std::memcpy(&w, b, sizeof(w));
+    return w;
+  };
   endpoint::EndpointConfig c;
   c.cookie_lifetime = o.cookie_lifetime;
   c.max_connections = o.max_connections;
   c.max_flows = std::clamp<uint32_t>(o.max_flows, 1, 65535);
   c.seed = o.seed != 0 ? o.seed : word();
   c.cookie_secret = endpoint::SipKey{word(), word()};
+  c.id_entropy = SystemEntropy;  // connection ids: never from the seed
   c.format_address = std::move(format_address);
   c.security = o.security;
   c.send_quantum = o.send_quantum;
@@ -225,25 +231,19 @@ std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::Connecti
 }
 
 void EndpointRuntime::OnIncoming(endpoint::ConnectionId id) {
+  // The client has confirmed the connection (with keys: proved them), so a replayed Hello
+  // never reaches an accept callback or Accept().
   const endpoint::ConnectionMeta* meta = endpoint_.MetaAt(id);
   if (meta == nullptr) return;
   Entry& e = entries_[id];
   e.handle = MakeHandle(id);
   auto l = listeners_.find(meta->listener);
   if (l != listeners_.end() && l->second.on_accept) {
-    e.has_on_accept = true;
     l->second.on_accept(e.handle);
-    ApplyOps(id, e);  // what the callback queued applies before any data arrives
+    ApplyOps(id, e);  // what the callback queued applies before the data is delivered
+    return;
   }
-}
-
-void EndpointRuntime::OnConfirmed(endpoint::ConnectionId id) {
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  Entry& e = it->second;
-  if (e.has_on_accept || e.queued_for_accept) return;
-  e.queued_for_accept = true;
-  std::lock_guard<std::mutex> l(accept_mu_);
+  std::lock_guard<std::mutex> lock(accept_mu_);
   accept_queue_.push_back(e.handle);
   accept_cv_.notify_all();
 }
@@ -287,9 +287,6 @@ void EndpointRuntime::ProcessEndpointEvents() {
     switch (e.type) {
       case endpoint::EndpointEvent::Type::kIncoming:
         OnIncoming(e.id);
-        break;
-      case endpoint::EndpointEvent::Type::kConfirmed:
-        OnConfirmed(e.id);
         break;
       case endpoint::EndpointEvent::Type::kConnected:
         OnConnected(e);
@@ -434,7 +431,9 @@ void EndpointRuntime::AddStats(EndpointStats* s) const {
   s->version_mismatches += c.version_mismatches;
   s->rejects_sent += c.rejects_sent;
   s->connections_accepted += c.connections_accepted;
+  s->unconfirmed_expired += c.unconfirmed_expired;
   s->handshake_errors += c.handshake_errors;
+  s->handshake_wrong_source += c.handshake_wrong_source;
   s->amplification_limited += c.amplification_limited;
   s->stalled_deadlines += c.stalled_deadlines;
   s->handshake_auth_failures += c.handshake_auth_failures;

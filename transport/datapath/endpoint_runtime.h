@@ -141,16 +141,14 @@ class EndpointRuntime final : public ConnectionHost {
   struct Entry {
     std::shared_ptr<ConnectionHandle> handle;
     Time last_publish;
-    bool has_on_accept = false;
-    bool queued_for_accept = false;
   };
   struct ListenerState {
     AcceptCallback on_accept;
     uint32_t backlog = 0;
   };
 
+  // A confirmed incoming connection: to the listener's accept callback or accept queue.
   void OnIncoming(endpoint::ConnectionId id);
-  void OnConfirmed(endpoint::ConnectionId id);
   void OnConnected(const endpoint::EndpointEvent& e);
   void OnConnectFailed(const endpoint::EndpointEvent& e);
   void ApplyOps(endpoint::ConnectionId id, Entry& entry);

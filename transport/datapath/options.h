@@ -79,8 +79,8 @@ struct EndpointOptions {
   Duration cookie_lifetime = Duration::Seconds(10);
   uint32_t max_connections = 1024;
   uint32_t max_flows = 64;
-  // Seed for the connections' randomness and connection ids; 0 draws one from
-  // std::random_device.
+  // Seed for the connections' randomness; 0 draws one from the system's randomness.
+  // Connection ids always come from the system's randomness (unpredictable on the wire).
   uint64_t seed = 0;
   // Which driver carries the datagrams, and the verbs driver's options.
   Datapath datapath = Datapath::kUdp;
@@ -168,7 +168,9 @@ struct EndpointStats {
   uint64_t version_mismatches = 0;
   uint64_t rejects_sent = 0;
   uint64_t connections_accepted = 0;
+  uint64_t unconfirmed_expired = 0;
   uint64_t handshake_errors = 0;       // malformed handshake packets
+  uint64_t handshake_wrong_source = 0;  // handshake replies from another address (ignored)
   uint64_t amplification_limited = 0;  // replies withheld by the 3x limit
   // packet protection (endpoint::EndpointCounters has the meanings)
   uint64_t handshake_auth_failures = 0;

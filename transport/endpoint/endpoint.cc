@@ -476,7 +476,9 @@ void Endpoint::Touch(ConnectionId id) {
 
 void Endpoint::ListConnections(std::vector<ConnectionId>* out) const {
   out->clear();
-  for (const auto& [cid, c] : conns_) out->push_back(cid);
+  for (const auto& [cid, c] : conns_) {
+    if (c->reported) out->push_back(cid);
+  }
 }
 
 std::vector<LocalId> Endpoint::Release(ConnectionId id) {
@@ -505,6 +507,10 @@ void Endpoint::CloseAll(Time now, const std::string& reason) {
   std::sort(pend.begin(), pend.end());
   for (ConnectionId cid : pend) FailPending(cid, absl::CancelledError(reason));
   for (auto& [cid, c] : conns_) {
+    if (!c->reported) {
+      c->confirm_deadline = Time::Zero();  // dropped at the next transmit poll
+      continue;
+    }
     if (!c->conn->closed()) c->conn->Close(CloseCode::kApplication, reason);
     c->confirmed = true;
     ForceDeadline(*c, Time::Zero());

@@ -60,9 +60,13 @@ struct EndpointConfig {
   Duration cookie_lifetime = Duration::Seconds(10);
   uint32_t max_connections = 1024;  // server-side connections kept at once
   uint32_t max_flows = 64;          // flows accepted per connection
-  // Connection ids and the connections' randomness. The driver draws one at the edge
-  // when its user asks for none.
+  // The connections' randomness (and connection ids without `id_entropy`). The driver
+  // draws one at the edge when its user asks for none.
   uint64_t seed = 1;
+  // Where connection ids come from: unset, the seeded generator (deterministic: the
+  // simulator and tests); drivers give the system's randomness, so that ids seen on the
+  // wire say nothing about the next ones.
+  EntropySource id_entropy;
   // Key of the cookie MAC; drivers draw it from an entropy source at the edge.
   SipKey cookie_secret;
   // Prints a peer address in errors and logs ("198.18.0.1:40001"); hex bytes if unset.
@@ -118,10 +122,12 @@ struct EndpointEvent {
     // Client: the handshake failed (status names the server and the cause); nothing of
     // it remains. `locals` are the ones Connect() was given, the driver's to close.
     kConnectFailed,
-    // Server: a validated Hello created a connection; its data may arrive from now on.
+    // Server: a client confirmed a connection (its Confirm, or its first authenticated
+    // 1-RTT packet when the Confirm was lost): with keys, it has proved them. Until then
+    // the connection is the endpoint's alone (a replayed Hello and cookie get an Accept
+    // but never reach the driver); one that is not confirmed within the cookie lifetime
+    // is dropped silently (`unconfirmed_expired`).
     kIncoming,
-    // Server: the client confirmed the connection (Confirm, or its first 1-RTT packet).
-    kConfirmed,
   };
   Type type = Type::kConnected;
   ConnectionId id = 0;
@@ -155,8 +161,14 @@ struct EndpointCounters {
   uint64_t cookies_expired = 0;  // answered with a fresh Retry
   uint64_t version_mismatches = 0;
   uint64_t rejects_sent = 0;
-  uint64_t connections_accepted = 0;
+  uint64_t connections_accepted = 0;  // confirmed incoming connections (kIncoming)
+  // Server connections whose client never confirmed them within the cookie lifetime
+  // (a replayed Hello, a client that gave up, a Confirm and every later packet lost).
+  uint64_t unconfirmed_expired = 0;
   uint64_t handshake_errors = 0;       // malformed handshake packets
+  // Retry, Reject or Accept from an address other than the server the Hello went to
+  // (ignored).
+  uint64_t handshake_wrong_source = 0;
   uint64_t amplification_limited = 0;  // replies withheld by the 3x limit
   // A client flow's address changed (docs/endpoint.md, "Address changes"): moves to a new
   // (unvalidated) address, proofs of one (an ACK of a packet sent there), returns to the
@@ -251,7 +263,8 @@ class Endpoint {
   const ConnectionMeta* MetaAt(ConnectionId id) const;
   // Refreshes the cached deadline of `id` (after application calls on it).
   void Touch(ConnectionId id);
-  // Ids of every connection (not pending handshakes), in no particular order.
+  // Ids of every connection the driver has been told of (kConnected, kIncoming; not
+  // pending handshakes nor unconfirmed server connections), in no particular order.
   void ListConnections(std::vector<ConnectionId>* out) const;
   // Forgets a closed connection (its kClosed event consumed). Returns the locals that
   // only it used (a client's flows), which the driver may close now.
@@ -264,6 +277,7 @@ class Endpoint {
   const EndpointCounters& counters() const { return counters_; }
   // The packet-protection counters of a protected connection (null otherwise).
   const crypto::ProtectionCounters* ProtectionAt(ConnectionId id) const;
+  // Every connection held, unconfirmed server ones included.
   size_t connection_count() const { return conns_.size(); }
   size_t pending_count() const { return pending_.size(); }
   const EndpointConfig& config() const { return config_; }
@@ -296,9 +310,12 @@ class Endpoint {
                          std::span<const uint8_t> datagram);
   void ServerOnHello(Time now, LocalId local, const Listener& listener, size_t received,
                      const PeerAddress& from, const HandshakeMessage& m);
-  void ClientOnServerMessage(Time now, LocalId local, const HandshakeMessage& m);
+  void ClientOnServerMessage(Time now, LocalId local, const PeerAddress& from,
+                             const HandshakeMessage& m);
   void ClientEstablish(Time now, Pending& p, const HandshakeMessage& m);
   void ConfirmServerConn(Conn& c);
+  // Forgets a connection the driver was never told of (an unconfirmed server one).
+  void DropUnconfirmed(ConnectionId id);
   void FailPending(ConnectionId id, absl::Status error);
   void SendHello(Pending& p);
   // The server side of the key exchange for a validated Hello: a PermissionDenied or

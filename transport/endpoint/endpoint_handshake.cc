@@ -4,6 +4,7 @@
 // handshake timers.
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -179,7 +180,7 @@ void Endpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& fro
     case HandshakeKind::kRetry:
     case HandshakeKind::kAccept:
     case HandshakeKind::kReject:
-      ClientOnServerMessage(now, local, *m);
+      ClientOnServerMessage(now, local, from, *m);
       return;
   }
 }
@@ -356,15 +357,11 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
   c->next_accept_resend = now + c->accept_backoff;
   RefreshDeadline(*c);
   Conn& ref = *c;
+  c->reported = false;  // the driver hears of it once the client confirms
   hello_index_[key] = ref.meta.id;
   conns_[ref.meta.id] = std::move(c);
   ++server_conns_;
-  ++counters_.connections_accepted;
   Queue(local, from, ref.accept_packet, received, true);
-  EndpointEvent e;
-  e.type = EndpointEvent::Type::kIncoming;
-  e.id = ref.meta.id;
-  events_.push_back(std::move(e));
 }
 
 void Endpoint::ConfirmServerConn(Conn& c) {
@@ -372,10 +369,22 @@ void Endpoint::ConfirmServerConn(Conn& c) {
   c.confirmed = true;
   c.next_accept_resend = Time::Infinite();
   c.confirm_deadline = Time::Infinite();
+  c.reported = true;
+  ++counters_.connections_accepted;
   EndpointEvent e;
-  e.type = EndpointEvent::Type::kConfirmed;
+  e.type = EndpointEvent::Type::kIncoming;
   e.id = c.meta.id;
   events_.push_back(std::move(e));
+}
+
+void Endpoint::DropUnconfirmed(ConnectionId id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end() || it->second->reported) return;
+  const Conn& c = *it->second;
+  hello_index_.erase(HelloKey{c.meta.peer_id, c.meta.peer});
+  --server_conns_;
+  ++counters_.unconfirmed_expired;
+  conns_.erase(it);
 }
 
 // ---- client side of the handshake ----
@@ -406,13 +415,14 @@ void Endpoint::FailPending(ConnectionId id, absl::Status error) {
   events_.push_back(std::move(e));
 }
 
-void Endpoint::ClientOnServerMessage(Time now, LocalId local, const HandshakeMessage& m) {
+void Endpoint::ClientOnServerMessage(Time now, LocalId local, const PeerAddress& from,
+                                     const HandshakeMessage& m) {
   auto it = pending_.find(m.client_cid);
   if (it == pending_.end()) {
     // A repeated Accept for an established connection: our Confirm was lost.
     auto c = conns_.find(m.client_cid);
     if (m.kind == HandshakeKind::kAccept && c != conns_.end() && !c->second->meta.is_server &&
-        c->second->meta.peer_id == m.server_cid) {
+        c->second->meta.peer_id == m.server_cid && c->second->meta.peer == from) {
       SendConfirm(*c->second);
     }
     return;
@@ -420,6 +430,15 @@ void Endpoint::ClientOnServerMessage(Time now, LocalId local, const HandshakeMes
   Pending& p = *it->second;
   auto owner = local_owner_.find(local);
   if (owner == local_owner_.end() || owner->second != p.cid) return;  // not where we sent
+  if (!(from == p.server)) {
+    // Only the server this client contacted may answer its Hello: a Retry, Reject or
+    // Accept from anywhere else (someone who saw the Hello) is counted and ignored.
+    ++counters_.handshake_wrong_source;
+    log_.Warn("handshake-source", now,
+              absl::StrCat("ignored a handshake reply from ", Format(from),
+                           " to a Hello sent to ", Format(p.server)));
+    return;
+  }
   const std::string server = Format(p.server);
   if (m.version != p.version) {
     FailPending(p.cid, absl::FailedPreconditionError(absl::StrCat(
@@ -600,24 +619,40 @@ void Endpoint::RunHandshakeTimers(Time now) {
                                " (is a longhaul server listening there?)");
     FailPending(cid, absl::DeadlineExceededError(what));
   }
+  std::vector<ConnectionId> unconfirmed;
   for (auto& [cid, c] : conns_) {
     if (c->confirmed) continue;
     if (now >= c->confirm_deadline) {
-      c->confirmed = true;  // stop resending
-      c->conn->Close(CloseCode::kProtocolViolation,
-                     "handshake not confirmed by the client in time");
-      ForceDeadline(*c, Time::Zero());
+      unconfirmed.push_back(cid);
     } else if (now >= c->next_accept_resend) {
       c->accept_backoff = std::min(c->accept_backoff * 2, kMaxHandshakeBackoff);
       c->next_accept_resend = now + c->accept_backoff;
       Queue(c->meta.listener, c->meta.peer, c->accept_packet, 0, true);
     }
   }
+  // In id order, so that the log does not depend on hash-map order.
+  std::sort(unconfirmed.begin(), unconfirmed.end());
+  for (ConnectionId cid : unconfirmed) {
+    log_.Warn("unconfirmed", now,
+              absl::StrCat("dropped an unconfirmed connection from ", Format(conns_[cid]->meta.peer),
+                           ": the client did not confirm it within ",
+                           FormatDuration(config_.cookie_lifetime),
+                           " (a replayed Hello, a client that gave up, or every packet after "
+                           "the Accept lost)"));
+    DropUnconfirmed(cid);
+  }
 }
 
 ConnectionId Endpoint::NewCid() {
   while (true) {
-    const uint64_t cid = rng_.Next();
+    uint64_t cid;
+    if (config_.id_entropy) {
+      uint8_t b[8];
+      config_.id_entropy(b);
+      std::memcpy(&cid, b, sizeof(cid));
+    } else {
+      cid = rng_.Next();
+    }
     if (cid != 0 && !conns_.contains(cid) && !pending_.contains(cid)) return cid;
   }
 }

@@ -26,6 +26,8 @@ struct Endpoint::Conn {
   Time next_wake;     // conn->NextWake(send_quantum), or the forced deadline
   // server handshake state
   bool confirmed = true;
+  // The driver was told of it (kConnected, kIncoming): it is the driver's to Release.
+  bool reported = true;
   Time confirm_deadline = Time::Infinite();
   Time next_accept_resend = Time::Infinite();
   Duration accept_backoff;

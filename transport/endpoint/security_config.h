@@ -50,6 +50,16 @@ struct SecurityConfig {
   crypto::KeyUpdatePolicy key_update;
   EntropySource entropy;
 
+  // Every copy wipes its pre-shared key when it goes (the key pair wipes its own).
+  SecurityConfig() = default;
+  SecurityConfig(const SecurityConfig&) = default;
+  SecurityConfig(SecurityConfig&&) = default;
+  SecurityConfig& operator=(const SecurityConfig&) = default;
+  SecurityConfig& operator=(SecurityConfig&&) = default;
+  ~SecurityConfig() {
+    if (psk) crypto::Wipe(*psk);
+  }
+
   static SecurityConfig Insecure() {
     SecurityConfig s;
     s.insecure = true;

@@ -369,7 +369,14 @@ TEST(Endpoint, PolicySeesAppDataAndCanReject) {
 // Raw datagrams against a server: garbage, a short Hello, a Hello without a cookie (a
 // small Retry comes back), a Hello with a forged cookie (dropped, nothing comes back).
 TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
-  Server srv = StartServer();
+  // An accept callback counts what reaches the application: a Hello with a valid cookie
+  // that is never confirmed (a replay looks the same) must not.
+  std::atomic<int> accepted{0};
+  ListenOptions lo;
+  lo.on_accept = [&accepted](std::shared_ptr<ConnectionHandle>) { ++accepted; };
+  EndpointOptions eo = Insecure();
+  eo.cookie_lifetime = Duration::Seconds(1);
+  Server srv = StartServer(std::move(lo), eo);
   const int fd = RawSocketTo(srv.port);
   ASSERT_GE(fd, 0);
   auto receive = [&](int ms) -> std::vector<uint8_t> {
@@ -427,11 +434,47 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   absl::StatusOr<endpoint::HandshakeMessage> acc = endpoint::ParseHandshakePacket(reply);
   ASSERT_TRUE(acc.ok()) << acc.status();
   EXPECT_EQ(acc->kind, endpoint::HandshakeKind::kAccept);
-  EXPECT_EQ(srv.ep->stats().connections_accepted, 1u);
+  // Never confirmed: held by the endpoint until the confirm deadline, then dropped,
+  // without reaching the accept callback.
+  end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (srv.ep->stats().unconfirmed_expired == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  st = srv.ep->stats();
+  EXPECT_EQ(st.unconfirmed_expired, 1u);
+  EXPECT_EQ(st.connections_accepted, 0u);
+  EXPECT_EQ(st.connections_active, 0u);
+  EXPECT_EQ(accepted.load(), 0);
   close(fd);
-  // And the server still serves a normal client.
+  // And the server still serves a normal client, which does reach the callback.
   std::unique_ptr<Endpoint> cep = NewEndpoint();
-  EXPECT_TRUE(cep->Connect("127.0.0.1", srv.port, Client()).ok());
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_TRUE(c.ok()) << c.status();
+  end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (accepted.load() == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(accepted.load(), 1);
+  EXPECT_EQ(srv.ep->stats().connections_accepted, 1u);
+}
+
+// Connection ids come from the system's randomness, not from the seed: two endpoints
+// given the same seed do not repeat each other's ids.
+TEST(Endpoint, ConnectionIdsAreNotReproducibleFromTheSeed) {
+  Server srv = StartServer();
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 2; ++i) {
+    EndpointOptions eo = Insecure();
+    eo.seed = 42;
+    absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
+    ASSERT_TRUE(ep.ok()) << ep.status();
+    absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+        (*ep)->Connect("127.0.0.1", srv.port, Client());
+    ASSERT_TRUE(c.ok()) << c.status();
+    ids.push_back((*c)->info().local_id);
+  }
+  EXPECT_NE(ids[0], ids[1]);
 }
 
 // Datagrams of another protocol (first byte not longhaul's version) go to the listen's

@@ -496,7 +496,7 @@ TEST_F(SecurityTest, ForgedConfirmDoesNotConfirm) {
   net_->Inject(server_, kListen, EndpointNet::AddressOf(client_, kClient), *pkt);
   EXPECT_EQ(net_->node(server_).counters().confirms_refused, 1u);
   for (const EndpointEvent& e : net_->events(server_)) {
-    EXPECT_NE(e.type, EndpointEvent::Type::kConfirmed);
+    EXPECT_NE(e.type, EndpointEvent::Type::kIncoming);
   }
   // A plaintext 1-RTT packet for the protected connection is refused too.
   std::vector<uint8_t> plain(100);
@@ -526,6 +526,121 @@ TEST_F(SecurityTest, HandshakeSurvivesLostAndReorderedMessages) {
     EXPECT_TRUE(Transfer(*id, Text(50'000)));
     EXPECT_EQ(net_->node(server_).counters().connections_accepted, 1u);
   }
+}
+
+// A replay of the client's Hello with its cookie, from the client's own address, within
+// the cookie's lifetime (after the real connection is gone): the server answers it with
+// an Accept (it cannot tell the replay from a retransmission), but only the client that
+// holds the ephemeral key could confirm it, so nothing reaches the driver and the state
+// is dropped at the confirm deadline.
+TEST_F(SecurityTest, ReplayedHelloAndCookieNeverReachTheDriver) {
+  for (const ModeCase& mode : Modes()) {
+    SCOPED_TRACE(mode.name);
+    Build(mode.setup);
+    std::vector<uint8_t> captured;
+    int accepts = 0;
+    net_->set_filter([&](const NetDatagram& d) {
+      absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
+      if (m.ok() && d.from_node == client_ && m->kind == HandshakeKind::kHello &&
+          !m->cookie.empty() && captured.empty()) {
+        captured = d.bytes;
+      }
+      if (m.ok() && d.from_node == server_ && m->kind == HandshakeKind::kAccept) ++accepts;
+      return NetVerdict{};
+    });
+    absl::StatusOr<ConnectionId> id = Connect();
+    ASSERT_TRUE(Handshake());
+    ASSERT_EQ(Result()->type, EndpointEvent::Type::kConnected);
+    ASSERT_TRUE(Transfer(*id, Text(10'000)));
+    ASSERT_FALSE(captured.empty());
+    const ConnectionId sid = ServerConnection();
+    ASSERT_NE(sid, 0u);
+    // The client closes; the server's driver releases the connection.
+    net_->node(client_).ConnectionAt(*id)->Close(CloseCode::kApplication, "done");
+    net_->node(client_).Touch(*id);
+    ASSERT_TRUE(net_->RunUntil(
+        [&] { return net_->node(server_).ConnectionAt(sid)->closed(); }, Duration::Seconds(5)));
+    net_->node(server_).Release(sid);
+    ASSERT_EQ(net_->node(server_).connection_count(), 0u);
+    const int accepts_before = accepts;
+    net_->Inject(server_, kListen, EndpointNet::AddressOf(client_, kClient), captured);
+    ASSERT_TRUE(net_->RunUntil([&] { return accepts > accepts_before; }, Duration::Seconds(1)));
+    EXPECT_EQ(net_->node(server_).connection_count(), 1u);  // held by the endpoint only
+    ASSERT_TRUE(net_->RunUntil(
+        [&] { return net_->node(server_).counters().unconfirmed_expired == 1; },
+        Duration::Seconds(15)));
+    EXPECT_EQ(net_->node(server_).connection_count(), 0u);
+    int incoming = 0;
+    for (const EndpointEvent& e : net_->events(server_)) {
+      incoming += e.type == EndpointEvent::Type::kIncoming;
+    }
+    EXPECT_EQ(incoming, 1);  // the real connection only
+    EXPECT_EQ(net_->node(server_).counters().connections_accepted, 1u);
+  }
+}
+
+// Connection ids come from the injected source when there is one: endpoints with the
+// same seed then give different ids (drivers inject the system's randomness); without
+// one they repeat (the simulator's determinism).
+TEST(ConnectionIds, ComeFromTheInjectedSourceNotTheSeed) {
+  auto first_ids = [](EntropySource source) {
+    EndpointConfig c = Config(5, SecurityConfig::Insecure());
+    c.id_entropy = std::move(source);
+    Endpoint ep(c);
+    ConnectConfig cc;
+    cc.config = Transport();
+    std::vector<ConnectionId> ids;
+    for (LocalId l = 10; l < 14; ++l) {
+      absl::StatusOr<ConnectionId> id =
+          ep.Connect(Time::Zero(), EndpointNet::AddressOf(0, 1), {l}, cc);
+      EXPECT_TRUE(id.ok()) << id.status();
+      ids.push_back(id.ok() ? *id : 0);
+    }
+    return ids;
+  };
+  EXPECT_EQ(first_ids(nullptr), first_ids(nullptr));
+  uint64_t counter = 0;
+  auto counting = [&counter](std::span<uint8_t> out) {
+    for (uint8_t& b : out) b = 0;
+    ++counter;
+    std::memcpy(out.data(), &counter, std::min(out.size(), sizeof(counter)));
+  };
+  const std::vector<ConnectionId> a = first_ids(counting);
+  EXPECT_EQ(a, (std::vector<ConnectionId>{1, 2, 3, 4}));  // exactly what the source gave
+  const std::vector<ConnectionId> b = first_ids(counting);
+  EXPECT_EQ(b, (std::vector<ConnectionId>{5, 6, 7, 8}));
+}
+
+// Only the server the Hello went to may answer it: an Accept (the genuine one, copied),
+// a Reject and a Retry from another address are counted and ignored, and the handshake
+// completes with the server's own Accept.
+TEST_F(SecurityTest, HandshakeRepliesFromAnotherAddressAreIgnored) {
+  Build(Modes()[0].setup);
+  std::vector<uint8_t> held;
+  HoldServerAccepts(&held, 1);
+  absl::StatusOr<ConnectionId> id = Connect();
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(net_->RunUntil([&] { return !held.empty(); }, Duration::Seconds(2)));
+  const PeerAddress elsewhere = EndpointNet::AddressOf(server_, kListen + 1);
+  net_->Inject(client_, kClient, elsewhere, held);
+  HandshakeMessage reject;
+  reject.kind = HandshakeKind::kReject;
+  reject.client_cid = *id;
+  reject.reason = "go away";
+  HandshakeMessage retry;
+  retry.kind = HandshakeKind::kRetry;
+  retry.client_cid = *id;
+  retry.cookie.assign(32, 7);
+  for (const HandshakeMessage& m : {reject, retry}) {
+    absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(m);
+    ASSERT_TRUE(pkt.ok()) << pkt.status();
+    net_->Inject(client_, kClient, elsewhere, *pkt);
+  }
+  EXPECT_EQ(net_->node(client_).counters().handshake_wrong_source, 3u);
+  EXPECT_EQ(Result(), nullptr);  // neither connected by the copy nor ended by the others
+  ASSERT_TRUE(Handshake());
+  ASSERT_EQ(Result()->type, EndpointEvent::Type::kConnected) << Result()->status;
+  EXPECT_TRUE(Transfer(*id, Text(10'000)));
 }
 
 TEST_F(SecurityTest, SameSeedsSameRun) {

@@ -139,7 +139,7 @@ TEST(EndpointPath, SpoofedReplayIsHeldToThreeTimesAndTheClientMovesItBack) {
   ASSERT_TRUE(net.RunUntil(
       [&] {
         for (const EndpointEvent& e : net.events(server)) {
-          if (e.type == EndpointEvent::Type::kConfirmed) server_id = e.id;
+          if (e.type == EndpointEvent::Type::kIncoming) server_id = e.id;
         }
         return server_id.has_value();
       },

@@ -200,6 +200,24 @@ TEST_F(KeyFilesTest, FileErrorsNameTheFile) {
   EXPECT_THAT(Message(ReadPeerKeyFile(big).status()), HasSubstr("is larger than"));
 }
 
+// An error about a secret file names the column of a bad character, never the character
+// (the rest of the line may be a real secret in another format); a public one shows it.
+TEST_F(KeyFilesTest, SecretFileErrorsDoNotEchoTheirContents) {
+  const std::string secret = std::string(6, 'a') + "Q" + std::string(57, 'b') + "\n";
+  const std::string key = Write("q.key", secret);
+  const std::string psk = Write("q.psk", secret);
+  const std::pair<std::string, absl::Status> errors[] = {{key, ReadPrivateKeyFile(key).status()},
+                                                         {psk, ReadPskFile(psk).status()}};
+  for (const auto& [path, s] : errors) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    ASSERT_THAT(Message(s), StartsWith(path));
+    const std::string after_path = Message(s).substr(path.size());
+    EXPECT_EQ(after_path, ":1: column 7: a character is not a hex digit (a key is 64 hex digits)");
+  }
+  const std::string pub = Write("q.pub", secret, 0644);
+  EXPECT_THAT(Message(ReadPublicKeyFile(pub).status()), HasSubstr("column 7: 'Q' is not"));
+}
+
 TEST_F(KeyFilesTest, WritingRefusesToOverwriteUnlessAskedAndKeepsSecretsPrivate) {
   const mode_t old = umask(0);  // a careless umask: secrets are still 0600
   const std::string key = dir_ + "/x.key";
