@@ -29,7 +29,22 @@ PACKAGES+=(
   # packaging (docs/install.md): man pages from --help, Debian packages and their checks,
   # the bridge's systemd unit checked with systemd-analyze
   help2man dpkg-dev lintian systemd
+  # the Noise handshake checked against other implementations (tests/unit/crypto:
+  # dissononce runs, flynn/noise's published vectors are replayed on noise-c)
+  python3-dissononce golang-github-flynn-noise-dev
 )
+
+# noise-c (the Noise reference implementation, as WebAssembly from the npm registry,
+# pinned with integrity hashes in tools/interop/package-lock.json) for the live interop
+# test; without node and npm, or without the registry, that test skips and says why.
+interop=tools/interop
+if command -v npm >/dev/null 2>&1 && [ -f "$(dirname "$0")/../$interop/package-lock.json" ]; then
+  dir="$(cd "$(dirname "$0")/.." && pwd)/$interop"
+  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null 2>&1 ||
+      echo "setup: npm ci in $interop failed; noise_interop_live_test will skip" >&2
+  fi
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
