@@ -17,6 +17,9 @@
 //   plugin's magic
 //     and version; what decodes re-encodes to the same 32 bytes;
 //     IsKnownFrameKind is true exactly for kinds 1..6; errors are non-empty;
+//   - an OPEN body decodes exactly when the message is 48 bytes, its flags are
+//     0 or 1 and a comm id comes with flag 1; what decodes re-encodes to the
+//     same 16 bytes; every REJECT reason (any tag) has a non-empty text;
 //   - a handle decodes exactly when magic, version, address (non-empty,
 //   terminated),
 //     port (non-zero) and flags (bit 0 only) are valid; what decodes re-encodes
@@ -86,6 +89,24 @@ void CheckFrame(const uint8_t *data, size_t size) {
     }
   }
   fuzz::CheckUserError(DecodeFrameHeader(nullptr, size).status());
+  // The OPEN body (whatever the header says: the receiver decodes it for kOpen).
+  absl::StatusOr<OpenBody> b = DecodeOpenBody(data, size);
+  const bool body_valid =
+      size == kOpenFrameBytes &&
+      (Load<uint64_t>(data + 40) == 0 || Load<uint64_t>(data + 40) == kOpenHasCommId) &&
+      (Load<uint64_t>(data + 40) == kOpenHasCommId || Load<uint64_t>(data + 32) == 0);
+  LH_FUZZ_CHECK(b.ok() == body_valid);
+  if (b.ok()) {
+    uint8_t again[kOpenBodyBytes];
+    EncodeOpenBody(*b, again);
+    LH_FUZZ_CHECK(std::memcmp(again, data + kFrameHeaderBytes, kOpenBodyBytes) == 0);
+  } else {
+    fuzz::CheckUserError(b.status());
+  }
+  if (size >= kFrameHeaderBytes) {
+    const char* why = RejectReasonText(Load<int32_t>(data + 12));
+    LH_FUZZ_CHECK(why != nullptr && why[0] != 0);
+  }
 }
 
 bool SameHandle(const PluginHandle &a, const PluginHandle &b) {

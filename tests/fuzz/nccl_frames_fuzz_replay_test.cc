@@ -35,12 +35,19 @@ Bytes Frame(FrameKind kind, uint32_t comm, int32_t tag, uint64_t value,
   return b;
 }
 
+Bytes Open(uint32_t comm, uint64_t listen_id, uint64_t instance, const OpenBody &body) {
+  Bytes b = Frame(FrameKind::kOpen, comm, 0, listen_id, instance);
+  b.resize(kOpenFrameBytes);
+  EncodeOpenBody(body, b.data() + kFrameHeaderBytes);
+  return b;
+}
+
 Bytes Handle(const std::string &address, bool key) {
   PluginHandle h;
   h.address = address;
   h.port = 43210;
   h.instance = 0x0123456789abcdefULL;
-  h.listen_id = 3;
+  h.listen_id = 0x9e3779b97f4a7c15ULL;
   h.credit = 64ULL << 20;
   if (key) {
     h.public_key.emplace();
@@ -54,12 +61,16 @@ Bytes Handle(const std::string &address, bool key) {
 
 std::map<std::string, Bytes> Seeds() {
   std::map<std::string, Bytes> s;
-  s["open.bin"] = Frame(FrameKind::kOpen, 1, 0, 7, 0xfeedfacecafebeefULL);
+  s["open.bin"] = Open(1, 0x9e3779b97f4a7c15ULL, 0xfeedfacecafebeefULL,
+                       OpenBody{true, 0x0123456789abcdefULL});
+  s["open_no_comm_id.bin"] = Open(2, 0x243f6a8885a308d3ULL, 0xfeedfacecafebeefULL, OpenBody{});
   s["data.bin"] = Frame(FrameKind::kData, 1, 5, 11, 0, "hello nccl!");
   s["data_head.bin"] = Frame(FrameKind::kDataHead, 2, -1, 1ULL << 30, 0);
   s["credit.bin"] = Frame(FrameKind::kCredit, 1, 0, 123456789, 0);
   s["close.bin"] = Frame(FrameKind::kClose, 1, 0, 0, 0);
   s["reject.bin"] = Frame(FrameKind::kReject, 4, 0, 7, 0);
+  s["reject_credit.bin"] =
+      Frame(FrameKind::kReject, 5, static_cast<int32_t>(RejectReason::kCreditExceeded), 7, 0);
   s["handle_v4_key.bin"] = Handle("198.18.0.1", true);
   s["handle_v6.bin"] = Handle("fd00::1", false);
   s["env.txt"] = fuzz::ToBytes(
@@ -84,10 +95,14 @@ TEST(NcclFramesFuzzReplayTest, CorpusHoldsEverySeedAndSeedsDecode) {
   EXPECT_THAT(fuzz::CorpusSeedMismatches(LONGHAUL_FUZZ_CORPUS_DIR, seeds),
               ::testing::IsEmpty())
       << "regenerate the corpus (MaybeWriteCorpus)";
-  for (const char *f : {"open.bin", "data.bin", "data_head.bin", "credit.bin",
-                        "close.bin", "reject.bin"}) {
+  for (const char *f : {"open.bin", "open_no_comm_id.bin", "data.bin", "data_head.bin",
+                        "credit.bin", "close.bin", "reject.bin", "reject_credit.bin"}) {
     const Bytes &b = seeds.at(f);
     EXPECT_TRUE(DecodeFrameHeader(b.data(), b.size()).ok()) << f;
+  }
+  for (const char *f : {"open.bin", "open_no_comm_id.bin"}) {
+    const Bytes &b = seeds.at(f);
+    EXPECT_TRUE(DecodeOpenBody(b.data(), b.size()).ok()) << f;
   }
   EXPECT_TRUE(DecodeHandle(seeds.at("handle_v4_key.bin").data()).ok());
   EXPECT_TRUE(DecodeHandle(seeds.at("handle_v6.bin").data()).ok());

@@ -399,14 +399,14 @@ TEST_F(PluginTest, HandleCodecRejectsDamage) {
   bad[6] = bad[7] = 0;  // port 0
   EXPECT_FALSE(DecodeHandle(bad).ok());
   EXPECT_FALSE(EncodeHandle(PluginHandle{std::string(60, '1'), 1, 0, 0, 1}, buf).ok());
-  // Version 2: the listener's public key at offset 80, flag bit 0 at 112; kept by a
-  // redirect; unknown flags refused.
+  // Version 3 (the layout of version 2): the listener's public key at offset 80, flag bit
+  // 0 at 112; kept by a redirect; unknown flags refused.
   EXPECT_FALSE(back->public_key.has_value());
   std::array<uint8_t, 32> key;
   for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i + 1);
   h.public_key = key;
   ASSERT_TRUE(EncodeHandle(h, buf).ok());
-  EXPECT_EQ(buf[4], 2);
+  EXPECT_EQ(buf[4], 3);
   EXPECT_EQ(memcmp(buf + 80, key.data(), 32), 0);
   EXPECT_EQ(buf[112], 1);
   ASSERT_TRUE(RedirectHandle(buf, "127.0.0.2", 6000).ok());
@@ -418,6 +418,9 @@ TEST_F(PluginTest, HandleCodecRejectsDamage) {
   bad[112] = 3;
   EXPECT_THAT(std::string(DecodeHandle(bad).status().message()), HasSubstr("unknown flags"));
   memcpy(bad, buf, sizeof(bad));
+  bad[4] = 2;  // a plugin from before listen ids were random (and frames of version 2)
+  EXPECT_THAT(std::string(DecodeHandle(bad).status().message()),
+              HasSubstr("every rank must load the same plugin"));
   bad[4] = 1;  // a plugin from before keys travelled in handles
   EXPECT_THAT(std::string(DecodeHandle(bad).status().message()),
               HasSubstr("every rank must load the same plugin"));

@@ -47,6 +47,18 @@ bool WarnedAbout(const std::string& text) {
   return false;
 }
 
+std::string LastWarning() {
+  std::lock_guard<std::mutex> l(g_log_mu);
+  return g_warnings.empty() ? std::string() : g_warnings.back();
+}
+
+int CountWarnings(const std::string& text) {
+  std::lock_guard<std::mutex> l(g_log_mu);
+  int n = 0;
+  for (const std::string& w : g_warnings) n += absl::StrContains(w, text) ? 1 : 0;
+  return n;
+}
+
 int ThreadCount() {
   int n = 0;
   DIR* d = opendir("/proc/self/task");

@@ -10,8 +10,10 @@
 // v9..v11 adapters), nccl_plugin_data_test.cc (semantics of the data path),
 // nccl_plugin_lifecycle_test.cc (closes, init/finalize/unload, a vanished peer, two
 // processes), nccl_plugin_security_test.cc (keys: none, a pre-shared key, static keys in
-// the handles, refused keys). They link into one binary, nccl_plugin_test, and run in
-// that order.
+// the handles, refused keys), nccl_plugin_binding_test.cc (who may open a listen comm:
+// random listen ids, comm ids, bounded pending OPENs, a third rank refused; the receiver
+// enforcing its credit). They link into one binary, nccl_plugin_test, and run in that
+// order.
 #pragma once
 
 #include <chrono>
@@ -36,6 +38,10 @@ void TestLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, 
 bool WarnedAbout(const std::string& text);
 // Whether an info line so far contains `text`.
 bool LoggedInfo(const std::string& text);
+// The latest warning ("" if none).
+std::string LastWarning();
+// Warnings so far that contain `text`.
+int CountWarnings(const std::string& text);
 
 // Threads of this process (/proc/self/task); -1 if unreadable.
 int ThreadCount();

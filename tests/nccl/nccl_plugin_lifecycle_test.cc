@@ -126,7 +126,9 @@ TEST_F(PluginTest, PeerGoneInPlaceSendFailsAndCloseReturns) {
     ncclNetCommConfig_v12_t config{-1};
     char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
     void *listen = nullptr, *recv = nullptr;
-    if (net_->init(&ctx, 1, &config, nullptr, nullptr) != ncclSuccess) _exit(1);
+    // The fixture's comm id (Init: 42): both ends of a comm belong to one communicator,
+    // and a listen comm refuses OPENs from another.
+    if (net_->init(&ctx, 42, &config, nullptr, nullptr) != ncclSuccess) _exit(1);
     if (net_->listen(ctx, 0, handle, &listen) != ncclSuccess) _exit(2);
     if (write(sv[1], handle, sizeof(handle)) != sizeof(handle)) _exit(3);
     const auto deadline = Clock::now() + std::chrono::seconds(20);

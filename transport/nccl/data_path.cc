@@ -28,6 +28,12 @@ void ResetRequest(Request* r) {
   r->comm = comm;
 }
 
+// Why the comm was ended by the driver thread (OK while it goes on).
+absl::Status Ended(RecvComm* c) {
+  std::lock_guard<std::mutex> l(c->state->mu);
+  return c->state->ended;
+}
+
 // Moves arrived messages into the oldest posted receives; returns credit when due.
 // Called with comm->mu held.
 void Progress(RecvComm* c) {
@@ -69,6 +75,8 @@ void Progress(RecvComm* c) {
       c->posted.pop_front();
     }
   }
+  // Before the credit report below: the driver thread checks arrivals against it.
+  c->state->consumed.store(c->consumed);
   if (c->consumed > c->reported) {
     bool queue_empty;
     {
@@ -98,7 +106,8 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
         absl::StrCat("isend: ", size, " bytes exceed maxP2pBytes (", kMaxP2pBytes, ")"));
   }
   if (c->state->rejected.load()) {
-    return absl::AbortedError("isend: the peer refused this comm (its listen comm was closed)");
+    return absl::AbortedError(absl::StrCat("isend: the receiver refused or ended this comm: ",
+                                           RejectReasonText(c->state->reject_reason.load())));
   }
   if (absl::Status s = c->link->status(); !s.ok()) return s;
   std::lock_guard<std::mutex> l(c->mu);
@@ -160,6 +169,9 @@ absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
     }
   }
   std::lock_guard<std::mutex> l(c->mu);
+  if (absl::Status ended = Ended(c); !ended.ok()) {
+    return absl::Status(ended.code(), absl::StrCat("irecv: ", ended.message()));
+  }
   Request* r = FreeSlot(c->requests);
   if (r == nullptr) {
     return absl::ResourceExhaustedError(
@@ -207,6 +219,13 @@ absl::Status Test(void* request, int* done, int* sizes) {
   std::lock_guard<std::mutex> l(c->mu);
   Progress(c);
   if (!r->done) {
+    if (absl::Status ended = Ended(c); !ended.ok()) {
+      // The comm was ended (its sender exceeded the credit): nothing more will arrive.
+      c->posted.erase(std::remove(c->posted.begin(), c->posted.end(), r), c->posted.end());
+      ResetRequest(r);
+      *done = 1;
+      return absl::Status(ended.code(), absl::StrCat("irecv cannot complete: ", ended.message()));
+    }
     absl::Status ls = c->link->status();
     bool queue_empty;
     {

@@ -42,6 +42,52 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t* data, size_t size) 
   return h;
 }
 
+const char* RejectReasonText(int32_t reason) {
+  switch (static_cast<RejectReason>(reason)) {
+    case RejectReason::kNoListen:
+      return "the listen comm does not exist (closed, or a wrong listen id)";
+    case RejectReason::kOtherCommunicator:
+      return "the listen comm belongs to another NCCL communicator";
+    case RejectReason::kBoundToOtherPeer:
+      return "the listen comm is bound to another peer (the one that opened it first)";
+    case RejectReason::kTooManyPending:
+      return "the listen comm has too many OPENs waiting for accept";
+    case RejectReason::kCreditExceeded:
+      return "the sender exceeded the receive credit it was granted";
+    case RejectReason::kMalformed:
+      return "the OPEN was malformed";
+  }
+  return "an unknown reason";
+}
+
+void EncodeOpenBody(const OpenBody& b, uint8_t* out) {
+  const uint64_t comm_id = b.has_comm_id ? b.comm_id : 0;
+  const uint64_t flags = b.has_comm_id ? kOpenHasCommId : 0;
+  std::memcpy(out, &comm_id, 8);
+  std::memcpy(out + 8, &flags, 8);
+}
+
+absl::StatusOr<OpenBody> DecodeOpenBody(const uint8_t* data, size_t size) {
+  if (data == nullptr || size != kOpenFrameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("an OPEN of ", data == nullptr ? 0 : size,
+                                                   " bytes (expected ", kOpenFrameBytes, ")"));
+  }
+  uint64_t comm_id, flags;
+  std::memcpy(&comm_id, data + kFrameHeaderBytes, 8);
+  std::memcpy(&flags, data + kFrameHeaderBytes + 8, 8);
+  if ((flags & ~kOpenHasCommId) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an OPEN with unknown flags 0x", absl::Hex(flags), " (known: 0x1)"));
+  }
+  OpenBody b;
+  b.has_comm_id = (flags & kOpenHasCommId) != 0;
+  if (!b.has_comm_id && comm_id != 0) {
+    return absl::InvalidArgumentError("an OPEN with a comm id but without its flag");
+  }
+  b.comm_id = comm_id;
+  return b;
+}
+
 bool IsKnownFrameKind(uint8_t kind) {
   switch (static_cast<FrameKind>(kind)) {
     case FrameKind::kOpen:

@@ -8,15 +8,20 @@
 //   offset  size  field
 //        0     4  magic 0x464e484c ("LHNF")
 //        4     1  kind (FrameKind)
-//        5     1  version (1)
+//        5     1  version (2; version 1 had no OPEN body and no REJECT reason)
 //        6     2  reserved (zero)
 //        8     4  comm: the send comm's id on its connection
-//       12     4  tag (kData, kDataHead)
+//       12     4  tag (kData, kDataHead), RejectReason (kReject), else 0
 //       16     8  value: payload bytes (kData, kDataHead), listen comm id (kOpen,
 //                 kReject), bytes consumed in total (kCredit)
 //       24     8  instance: the sending plugin instance (kOpen), else 0
 //
-// kData carries its payload right after the header, in the same message.
+// kData carries its payload right after the header, in the same message. kOpen carries
+// a 16-byte body after the header (OpenBody: the connecting side's NCCL comm id, when
+// the ABI gave it one, and flags):
+//
+//       32     8  comm_id (NCCL's commId of the connecting communicator; 0 without one)
+//       40     8  flags (bit 0: comm_id is present; other bits zero)
 //
 // Pure functions; thread-safe. docs/nccl.md ("Framing").
 #pragma once
@@ -29,17 +34,32 @@
 namespace longhaul::nccl {
 
 inline constexpr uint32_t kFrameMagic = 0x464e484c;  // "LHNF"
-inline constexpr uint8_t kFrameVersion = 1;
+inline constexpr uint8_t kFrameVersion = 2;
 
 enum class FrameKind : uint8_t {
   kOpen = 1,      // sender -> receiver: a send comm `comm` opens to listen comm `value`
+                  // (an OpenBody follows the header)
   kData = 2,      // sender -> receiver: `value` payload bytes with `tag` follow
   kCredit = 3,    // receiver -> sender: comm `comm` has consumed `value` bytes in total
   kClose = 4,     // sender -> receiver: send comm `comm` closed
-  kReject = 5,    // receiver -> sender: no listen comm `value` (closed): comm is refused
+  kReject = 5,    // receiver -> sender: comm `comm` is refused or ended; `tag` says why
+                  // (RejectReason), `value` names the listen comm
   kDataHead = 6,  // sender -> receiver: the next message is `value` payload bytes with
                   // `tag` (large messages, sent in place from NCCL's buffer)
 };
+
+// Why a receiver refused (or ended) a comm: the `tag` of a kReject. A sender that gets a
+// reason it does not know reports it by number.
+enum class RejectReason : int32_t {
+  kNoListen = 0,           // no listen comm with that id (never was, or closed)
+  kOtherCommunicator = 1,  // the OPEN's comm id is not the listen comm's
+  kBoundToOtherPeer = 2,   // the listen comm is bound to the peer that opened it first
+  kTooManyPending = 3,     // the listen comm already has kMaxPendingOpens waiting
+  kCreditExceeded = 4,     // the sender sent beyond the credit the receiver granted
+  kMalformed = 5,          // the OPEN was malformed (short body, unknown flags, comm id reused)
+};
+// A sentence for `reason` ("the listen comm does not exist (closed, or a wrong id)").
+const char* RejectReasonText(int32_t reason);
 
 struct FrameHeader {
   uint32_t magic = kFrameMagic;
@@ -71,5 +91,21 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const uint8_t* data, size_t size);
 
 // Whether `kind` is one of FrameKind's values.
 bool IsKnownFrameKind(uint8_t kind);
+
+// The body of a kOpen, after its header.
+struct OpenBody {
+  bool has_comm_id = false;  // the ABI gave the connecting side a comm id (v11+)
+  uint64_t comm_id = 0;      // 0 when !has_comm_id
+};
+inline constexpr size_t kOpenBodyBytes = 16;
+inline constexpr size_t kOpenFrameBytes = kFrameHeaderBytes + kOpenBodyBytes;
+inline constexpr uint64_t kOpenHasCommId = 1;
+
+// Writes the kOpenBodyBytes of `b` at `out`.
+void EncodeOpenBody(const OpenBody& b, uint8_t* out);
+// Reads the body of a kOpen message of `size` bytes at `data` (the header included).
+// InvalidArgument naming the problem when the message is not kOpenFrameBytes long, a
+// flag other than bit 0 is set, or a comm id is given without its flag.
+absl::StatusOr<OpenBody> DecodeOpenBody(const uint8_t* data, size_t size);
 
 }  // namespace longhaul::nccl

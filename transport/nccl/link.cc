@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/nccl/comms.h"
 #include "transport/nccl/plugin_log.h"
 #include "transport/nccl/runtime.h"
 
@@ -68,7 +69,8 @@ absl::Status Link::StatusLocked() const {
   return absl::InternalError("bad link state");
 }
 
-absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance) {
+absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance,
+                               int32_t tag) {
   std::shared_ptr<ConnectionHandle> c;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -78,7 +80,7 @@ absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, ui
   }
   auto buf =
       std::shared_ptr<uint8_t>(new uint8_t[kFrameHeaderBytes], std::default_delete<uint8_t[]>());
-  EncodeFrameHeader(MakeFrameHeader(kind, comm, 0, value, instance), buf.get());
+  EncodeFrameHeader(MakeFrameHeader(kind, comm, tag, value, instance), buf.get());
   absl::StatusOr<uint64_t> id = c->Send(SendBuffer{buf.get(), kFrameHeaderBytes, buf}, 0);
   if (!id.ok()) {
     std::lock_guard<std::mutex> l(mu_);
@@ -87,6 +89,29 @@ absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, ui
         absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status Link::SendOpen(uint32_t comm, uint64_t listen_id, uint64_t instance,
+                            const OpenBody& body) {
+  auto buf =
+      std::shared_ptr<uint8_t>(new uint8_t[kOpenFrameBytes], std::default_delete<uint8_t[]>());
+  EncodeFrameHeader(MakeFrameHeader(FrameKind::kOpen, comm, 0, listen_id, instance), buf.get());
+  EncodeOpenBody(body, buf.get() + kFrameHeaderBytes);
+  return SendData(std::move(buf), kOpenFrameBytes);
+}
+
+void Link::SendReject(uint32_t comm, uint64_t listen_id, RejectReason reason) {
+  SendControl(FrameKind::kReject, comm, listen_id, 0, static_cast<int32_t>(reason)).IgnoreError();
+}
+
+std::string Link::PeerIdentity() {
+  static std::atomic<uint64_t> next_serial{1};
+  std::lock_guard<std::mutex> l(mu_);
+  if (conn_ != nullptr && !conn_->info().peer_key.empty()) {
+    return absl::StrCat("key ", conn_->info().peer_key);
+  }
+  if (serial_ == 0) serial_ = next_serial.fetch_add(1);
+  return absl::StrCat("connection ", key_, " #", serial_);
 }
 
 absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
@@ -223,6 +248,28 @@ void Link::HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload,
     }
     return;
   }
+  {
+    std::lock_guard<std::mutex> l(r->mu);
+    if (!r->ended.ok()) return;  // the comm was ended: what its sender still sends is dropped
+  }
+  // The receiver's side of the credit (docs/nccl.md, section 3): the sender may send while
+  // nothing it sent waits here, or while what waits plus this message stays within the
+  // credit. `consumed` only grows, and a sender acts on consumption reports that were
+  // written after it grew, so this never ends a comm whose sender kept the rule.
+  const uint64_t charge = size + kMessageOverhead;
+  const uint64_t consumed = r->consumed.load();
+  const uint64_t queued = r->received > consumed ? r->received - consumed : 0;
+  if (queued > 0 && queued + charge > r->credit) {
+    EndReceiver(r,
+                absl::AbortedError(absl::StrCat("comm ", h.comm, " on connection ", key_,
+                                                " ended: the sender exceeded its receive credit (",
+                                                queued, " bytes waiting for irecv + a message of ",
+                                                size, " bytes + ", kMessageOverhead, " > the ",
+                                                r->credit, " bytes granted)")),
+                RejectReason::kCreditExceeded);
+    return;
+  }
+  r->received += charge;
   Incoming in;
   in.payload = payload;
   in.size = size;
@@ -230,6 +277,89 @@ void Link::HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload,
   in.owned = std::move(e.owned);
   std::lock_guard<std::mutex> l(r->mu);
   r->queue.push_back(std::move(in));
+}
+
+void Link::EndReceiver(const std::shared_ptr<RecvState>& r, absl::Status why, RejectReason reason) {
+  std::deque<Incoming> dropped;
+  {
+    std::lock_guard<std::mutex> l(r->mu);
+    if (!r->ended.ok()) return;
+    r->ended = why;
+    dropped.swap(r->queue);
+  }
+  dropped.clear();  // the transport's receive buffers are freed
+  SendReject(r->id, r->listen, reason);
+  std::shared_ptr<Runtime> rt = rt_.lock();
+  LogWarn("%s; %s", std::string(why.message()).c_str(), rt ? rt->CountCreditEnded().c_str() : "");
+  if (rt) rt->NotifyProgress();
+}
+
+void Link::HandleOpen(const FrameHeader& h, const Event& e) {
+  std::shared_ptr<Runtime> rt = rt_.lock();
+  if (!rt) return;
+  auto refuse = [&](RejectReason reason, const std::string& detail) {
+    uint64_t total = 0;
+    const std::string counts = rt->CountRefusedOpen(reason, &total);
+    // Every refusal while there are few, then at powers of two: a peer cannot fill the log.
+    if (total <= 16 || (total & (total - 1)) == 0) {
+      LogWarn("connection %s: refused the OPEN of comm %u: %s%s; %s", key_.c_str(), h.comm,
+              RejectReasonText(static_cast<int32_t>(reason)), detail.c_str(), counts.c_str());
+    }
+    SendReject(h.comm, h.value, reason);
+  };
+  absl::StatusOr<OpenBody> body = DecodeOpenBody(e.data, e.size);
+  if (!body.ok()) {
+    refuse(RejectReason::kMalformed, absl::StrCat(" (", body.status().message(), ")"));
+    return;
+  }
+  std::shared_ptr<ListenState> ls = rt->FindListen(h.value);
+  if (!ls) {
+    refuse(RejectReason::kNoListen, "");
+    return;
+  }
+  if (ls->has_comm_id != body->has_comm_id || ls->comm_id != body->comm_id) {
+    refuse(RejectReason::kOtherCommunicator,
+           body->has_comm_id == ls->has_comm_id
+               ? ""
+               : (ls->has_comm_id ? " (the OPEN carries no comm id)"
+                                  : " (the listen comm has no comm id)"));
+    return;
+  }
+  const std::string peer = PeerIdentity();
+  auto r = std::make_shared<RecvState>();
+  r->id = h.comm;
+  r->listen = ls->id;
+  r->credit = rt->settings.credit;
+  RejectReason reason = RejectReason::kNoListen;
+  bool taken = false;
+  {
+    std::lock_guard<std::mutex> l(ls->mu);
+    if (ls->closed) {
+      reason = RejectReason::kNoListen;
+    } else if (!ls->bound_peer.empty() && ls->bound_peer != peer) {
+      reason = RejectReason::kBoundToOtherPeer;
+    } else if (ls->pending.size() >= kMaxPendingOpens) {
+      reason = RejectReason::kTooManyPending;
+    } else {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (receivers_.count(h.comm) > 0) {  // a peer plugin never reuses a comm id
+        reason = RejectReason::kMalformed;
+      } else {
+        receivers_[h.comm] = r;
+        ++users_;
+        ls->bound_peer = peer;
+        ls->pending.push_back({shared_from_this(), r});
+        taken = true;
+      }
+    }
+  }
+  if (!taken) {
+    refuse(reason, reason == RejectReason::kMalformed
+                       ? " (its comm id is already in use on this connection)"
+                   : reason == RejectReason::kTooManyPending
+                       ? absl::StrCat(" (", kMaxPendingOpens, " wait for accept)")
+                       : "");
+  }
 }
 
 void Link::HandleFrame(const FrameHeader& h, Event& e) {
@@ -251,6 +381,7 @@ void Link::HandleFrame(const FrameHeader& h, Event& e) {
       }
       if (!s) return;
       if (static_cast<FrameKind>(h.kind) == FrameKind::kReject) {
+        s->reject_reason.store(h.tag);
         s->rejected.store(true);
         return;
       }
@@ -259,26 +390,9 @@ void Link::HandleFrame(const FrameHeader& h, Event& e) {
       }
       return;
     }
-    case FrameKind::kOpen: {
-      std::shared_ptr<Runtime> rt = rt_.lock();
-      std::shared_ptr<ListenState> ls = rt ? rt->FindListen(h.value) : nullptr;
-      if (!ls || ls->dev < 0) {
-        LogWarn("connection %s: comm %u asked for listen comm %llu, which does not exist",
-                key_.c_str(), h.comm, static_cast<unsigned long long>(h.value));
-        SendControl(FrameKind::kReject, h.comm, h.value, 0).IgnoreError();
-        return;
-      }
-      auto r = std::make_shared<RecvState>();
-      r->id = h.comm;
-      AddReceiver(r);
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        ++users_;
-      }
-      std::lock_guard<std::mutex> l(ls->mu);
-      ls->pending.push_back({shared_from_this(), r});
+    case FrameKind::kOpen:
+      HandleOpen(h, e);
       return;
-    }
     case FrameKind::kClose: {
       std::shared_ptr<RecvState> r;
       {

@@ -61,28 +61,47 @@ struct SendState {
   uint32_t id = 0;                         // the comm's id on its link; 0: not attached
   uint64_t credit = 0;                     // granted by the receiver (handle)
   std::atomic<uint64_t> peer_consumed{0};  // cumulative, from kCredit frames
-  std::atomic<bool> rejected{false};       // a kReject came: the listen comm is gone
+  std::atomic<int32_t> reject_reason{0};   // a RejectReason; valid once `rejected`
+  std::atomic<bool> rejected{false};       // a kReject came: the comm was refused or ended
 };
 
-// A recv comm's state that the driver thread fills.
+// A recv comm's state that the driver thread fills. The receiver enforces the credit it
+// granted: a message that arrives while `queued` bytes wait and would take them past
+// `credit` (the sender's own rule, kMessageOverhead per message included) ends the comm.
 struct RecvState {
-  uint32_t id = 0;  // the sender's comm id on the link
+  uint32_t id = 0;                    // the sender's comm id on the link
+  uint64_t listen = 0;                // the listen comm it opened (for kReject)
+  uint64_t credit = 0;                // granted (the listener's credit, as in its handles)
+  uint64_t received = 0;              // charged bytes queued in total (driver thread only)
+  std::atomic<uint64_t> consumed{0};  // charged bytes taken off the queue in total
   std::mutex mu;
   std::deque<Incoming> queue;  // arrived, not yet matched to an irecv
   bool peer_closed = false;
+  absl::Status ended;  // not OK: the comm was ended (the sender exceeded its credit)
 };
 
-// A listen comm: the comms that opened to it (kOpen) and wait for accept.
+// Bound on the comms that opened a listen comm and wait for its accept (NCCL accepts one
+// per listen comm and closes it). OPENs beyond it are refused; OPENs for listen ids that
+// do not exist keep no state at all.
+inline constexpr size_t kMaxPendingOpens = 16;
+
+// A listen comm: the comms that opened to it (kOpen) and wait for accept. It is bound to
+// the NCCL communicator it was made for (comm id, where the ABI gives one: an OPEN must
+// carry the same) and, from the first OPEN on, to that OPEN's peer: its static key, or
+// without static keys its connection; OPENs from anyone else are refused.
 class ListenState {
  public:
-  uint64_t id = 0;
+  uint64_t id = 0;  // random, never 0
   int dev = 0;
+  bool has_comm_id = false;
+  uint64_t comm_id = 0;
   std::mutex mu;
   struct Pending {
     std::shared_ptr<Link> link;
     std::shared_ptr<RecvState> state;
   };
   std::deque<Pending> pending;
+  std::string bound_peer;  // empty until the first OPEN is taken
   bool closed = false;
 };
 
@@ -101,7 +120,12 @@ class Link : public std::enable_shared_from_this<Link> {
   void OnEvent(Event& e);
 
   // Sends a header-only frame. Returns the connection's error if it cannot.
-  absl::Status SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance);
+  absl::Status SendControl(FrameKind kind, uint32_t comm, uint64_t value, uint64_t instance,
+                           int32_t tag = 0);
+  // Sends a kOpen for listen comm `listen_id` from send comm `comm` with `body`.
+  absl::Status SendOpen(uint32_t comm, uint64_t listen_id, uint64_t instance, const OpenBody& body);
+  // Refuses (or ends) the peer's comm `comm` (kReject with `reason`).
+  void SendReject(uint32_t comm, uint64_t listen_id, RejectReason reason);
   // Sends a data frame from a staging buffer that already holds header and payload.
   absl::Status SendData(std::shared_ptr<uint8_t> buf, size_t bytes);
   // Sends a kDataHead frame and, right behind it on the connection, `size` bytes at
@@ -151,6 +175,12 @@ class Link : public std::enable_shared_from_this<Link> {
   absl::Status StatusLocked() const;
   void HandleFrame(const FrameHeader& h, Event& e);
   void HandlePayload(const FrameHeader& h, Event& e, const uint8_t* payload, size_t size);
+  void HandleOpen(const FrameHeader& h, const Event& e);
+  // The peer's identity for binding a listen comm: its static key (hex) when static keys
+  // authenticated it, else this connection.
+  std::string PeerIdentity();
+  // Ends receiver `r` (driver thread): drops what it queued, refuses the sender's comm.
+  void EndReceiver(const std::shared_ptr<RecvState>& r, absl::Status why, RejectReason reason);
 
   const bool client_;
   const std::string key_;
@@ -166,6 +196,7 @@ class Link : public std::enable_shared_from_this<Link> {
   uint64_t pending_sends_ = 0;
   bool close_when_idle_ = false;
   bool reported_unknown_ = false;
+  uint64_t serial_ = 0;  // PeerIdentity without static keys (under mu_)
   std::unordered_map<uint64_t, std::shared_ptr<ZeroCopyWait>> in_place_;  // by message id
   // Receiver: a kDataHead announced the next message.
   bool expect_payload_ = false;

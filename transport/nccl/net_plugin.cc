@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,8 +117,9 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
     rt->settings = *std::move(s);
     rt->keys = *std::move(keys);
     rt->devices = *std::move(devs);
-    std::random_device rd;
-    rt->instance = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
+    absl::StatusOr<uint64_t> instance = RandomId();
+    if (!instance.ok()) return instance.status();
+    rt->instance = *instance;
     g_rt = rt;
     g_users = 0;
     std::string names;
@@ -218,7 +218,14 @@ absl::Status Listen(void* ctx, int dev, void* handle, void** listen_comm) {
   }
   absl::StatusOr<uint16_t> port = rt->ListenPort(dev);
   if (!port.ok()) return port.status();
-  std::shared_ptr<ListenState> ls = rt->AddListen(dev);
+  // Bound to NCCL's communicator where the ABI gives its id (v11+: the context).
+  const auto* c = static_cast<const Context*>(ctx);
+  absl::StatusOr<std::shared_ptr<ListenState>> added =
+      rt->AddListen(dev, c != nullptr, c != nullptr ? c->comm_id : 0);
+  if (!added.ok()) {
+    return absl::Status(added.status().code(), absl::StrCat("listen: ", added.status().message()));
+  }
+  std::shared_ptr<ListenState> ls = *std::move(added);
   PluginHandle h;
   h.address = rt->devices[dev].address;
   h.port = *port;
@@ -276,9 +283,12 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
     }
     return (*link)->status();
   }
-  if (absl::Status s =
-          (*link)->SendControl(FrameKind::kOpen, state->id, h->listen_id, rt->instance);
-      !s.ok()) {
+  OpenBody body;
+  if (ctx != nullptr) {
+    body.has_comm_id = true;
+    body.comm_id = static_cast<const Context*>(ctx)->comm_id;
+  }
+  if (absl::Status s = (*link)->SendOpen(state->id, h->listen_id, rt->instance, body); !s.ok()) {
     rt->ReleaseSender(*link, state->id);
     return s;
   }
@@ -309,7 +319,7 @@ absl::Status Accept(void* listen_comm, void** recv_comm) {
   rc->rt = lc->rt;
   rc->link = std::move(p.link);
   rc->state = std::move(p.state);
-  rc->credit = lc->rt->settings.credit;
+  rc->credit = rc->state->credit;
   for (Request& r : rc->requests) r.comm = rc;
   *recv_comm = rc;
   return absl::OkStatus();
@@ -401,7 +411,7 @@ absl::Status CloseListen(void* listen_comm) {
   // Connections that arrived but were never accepted: their comms are refused.
   for (ListenState::Pending& p : pending) {
     p.link->RemoveReceiver(p.state->id);
-    p.link->SendControl(FrameKind::kReject, p.state->id, lc->state->id, 0).IgnoreError();
+    p.link->SendReject(p.state->id, lc->state->id, RejectReason::kNoListen);
   }
   delete lc;
   return absl::OkStatus();

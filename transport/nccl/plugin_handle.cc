@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/nccl/nccl_net_abi.h"
 
 namespace longhaul::nccl {
 namespace {
@@ -21,6 +22,7 @@ struct Wire {
 };
 constexpr uint8_t kHasPublicKey = 1;
 static_assert(sizeof(Wire) == kHandleBytes);
+static_assert(kHandleBytes <= LH_NCCL_NET_HANDLE_MAXSIZE, "NCCL's handle is 128 bytes");
 static_assert(offsetof(Wire, instance) == 8);
 static_assert(offsetof(Wire, listen_id) == 16);
 static_assert(offsetof(Wire, credit) == 24);

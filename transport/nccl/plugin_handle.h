@@ -9,15 +9,20 @@
 // bootstrap, which anyone on that network may read, and what it says is only trusted
 // as far as the allowed keys say.
 //
+// The listen id is 64 bits from the system's randomness (getrandom), never sequential:
+// a peer that holds an allowed key but cannot read the bootstrap cannot name a listen
+// comm it was not given (docs/nccl.md, section 9, "Who can open a listen comm").
+//
 // Layout (little-endian host order; the handle never leaves the job's machines, which
 // share an architecture):
 //
 //   offset  size  field
 //        0     4  magic 0x314e484c ("LHN1")
-//        4     2  version (2; version 1 had no key)
+//        4     2  version (3; version 2 had sequential listen ids and frames of version
+//                 1, version 1 no key)
 //        6     2  port (UDP, of the listener's longhaul endpoint)
 //        8     8  instance (random id of the listening plugin instance)
-//       16     8  listen_id (the listen comm within that instance)
+//       16     8  listen_id (random id of the listen comm within that instance)
 //       24     8  credit (bytes of unmatched data the receiver buffers per comm)
 //       32    48  address (numeric IPv4/IPv6, NUL-terminated)
 //       80    32  public_key (the listener's static key; zero without static keys)
@@ -37,7 +42,7 @@
 namespace longhaul::nccl {
 
 inline constexpr uint32_t kHandleMagic = 0x314e484c;
-inline constexpr uint16_t kHandleVersion = 2;
+inline constexpr uint16_t kHandleVersion = 3;
 inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 
 struct PluginHandle {

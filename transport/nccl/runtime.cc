@@ -1,5 +1,11 @@
 #include "transport/nccl/runtime.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <thread>
 #include <utility>
 
@@ -7,6 +13,30 @@
 #include "transport/nccl/plugin_log.h"
 
 namespace longhaul::nccl {
+
+absl::StatusOr<uint64_t> RandomId() {
+  uint64_t v = 0;
+  ssize_t n;
+  do {
+    n = getrandom(&v, sizeof(v), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof(v))) return v;
+  const int getrandom_errno = n < 0 ? errno : 0;
+  if (n < 0 && errno == ENOSYS) {
+    const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      do {
+        n = read(fd, &v, sizeof(v));
+      } while (n < 0 && errno == EINTR);
+      close(fd);
+      if (n == static_cast<ssize_t>(sizeof(v))) return v;
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat("no system randomness for an id: getrandom ",
+                   getrandom_errno != 0 ? strerror(getrandom_errno) : "gave too few bytes",
+                   getrandom_errno == ENOSYS ? " and /dev/urandom could not be read" : ""));
+}
 
 absl::Status Runtime::EnsureEndpointLocked() {
   if (stopped_) return absl::FailedPreconditionError("the plugin was finalized");
@@ -67,13 +97,58 @@ void Runtime::OnAccept(std::shared_ptr<ConnectionHandle> h) {
   });
 }
 
-std::shared_ptr<ListenState> Runtime::AddListen(int dev) {
+absl::StatusOr<std::shared_ptr<ListenState>> Runtime::AddListen(int dev, bool has_comm_id,
+                                                                uint64_t comm_id) {
   auto ls = std::make_shared<ListenState>();
   ls->dev = dev;
-  std::lock_guard<std::mutex> l(mu_);
-  ls->id = next_listen_id_++;
-  listens_[ls->id] = ls;
-  return ls;
+  ls->has_comm_id = has_comm_id;
+  ls->comm_id = has_comm_id ? comm_id : 0;
+  // A fresh id, never 0 and never one in use (a repeat of 64 random bits is not expected;
+  // the loop is bounded all the same).
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    absl::StatusOr<uint64_t> id = RandomId();
+    if (!id.ok()) return id.status();
+    if (*id == 0) continue;
+    std::lock_guard<std::mutex> l(mu_);
+    if (!listens_.emplace(*id, ls).second) continue;
+    ls->id = *id;
+    return ls;
+  }
+  return absl::UnavailableError("no unused random listen id in 8 draws");
+}
+
+namespace {
+
+constexpr const char* kRefusedNames[6] = {"no such listen comm",
+                                          "other communicator",
+                                          "bound to another peer",
+                                          "over the pending bound",
+                                          "credit exceeded",
+                                          "malformed"};
+
+}  // namespace
+
+std::string Runtime::CountRefusedOpen(RejectReason reason, uint64_t* total) {
+  std::lock_guard<std::mutex> l(count_mu_);
+  const auto i = static_cast<size_t>(reason);
+  if (i < 6) ++refused_[i];
+  ++refused_total_;
+  if (total != nullptr) *total = refused_total_;
+  std::string text = absl::StrCat(refused_total_, " OPENs refused since init (");
+  bool first = true;
+  for (size_t k = 0; k < 6; ++k) {
+    if (refused_[k] == 0) continue;
+    absl::StrAppend(&text, first ? "" : ", ", kRefusedNames[k], " ", refused_[k]);
+    first = false;
+  }
+  absl::StrAppend(&text, ")");
+  return text;
+}
+
+std::string Runtime::CountCreditEnded() {
+  std::lock_guard<std::mutex> l(count_mu_);
+  ++credit_ended_;
+  return absl::StrCat(credit_ended_, " comms ended for exceeding their credit since init");
 }
 
 std::shared_ptr<ListenState> Runtime::FindListen(uint64_t id) {

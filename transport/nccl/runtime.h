@@ -44,6 +44,10 @@
 
 namespace longhaul::nccl {
 
+// 64 bits from the system's randomness (getrandom; /dev/urandom where the kernel has no
+// getrandom). Unavailable naming the cause when neither gives 8 bytes.
+absl::StatusOr<uint64_t> RandomId();
+
 class Runtime : public std::enable_shared_from_this<Runtime> {
  public:
   Settings settings;
@@ -57,9 +61,20 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // The UDP port device `dev` listens on (the socket is opened at the first call).
   absl::StatusOr<uint16_t> ListenPort(int dev);
 
-  std::shared_ptr<ListenState> AddListen(int dev);
+  // A new listen comm on device `dev` with a random 64-bit id (RandomId), bound to NCCL's
+  // comm id `comm_id` when `has_comm_id` (the ABI gave the listener's context one).
+  // Unavailable when the system has no randomness to give.
+  absl::StatusOr<std::shared_ptr<ListenState>> AddListen(int dev, bool has_comm_id,
+                                                         uint64_t comm_id);
   std::shared_ptr<ListenState> FindListen(uint64_t id);
   void RemoveListen(uint64_t id);
+
+  // OPENs refused (by reason) and comms ended for exceeding their credit, since init.
+  // Each call counts one and returns the totals as text for the log line ("3 OPENs
+  // refused since init (no such listen comm 2, other communicator 1)"); `total` (may be
+  // NULL) receives the number refused so far.
+  std::string CountRefusedOpen(RejectReason reason, uint64_t* total);
+  std::string CountCreditEnded();
 
   // The client link to `h.address:h.port` of instance `h.instance`, created (and its
   // handshake started on a helper thread) if there is none; with static keys the
@@ -101,7 +116,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   bool stopped_ = false;
   std::map<int, uint16_t> ports_;
   std::unordered_map<uint64_t, std::shared_ptr<ListenState>> listens_;
-  uint64_t next_listen_id_ = 1;
+  std::mutex count_mu_;
+  uint64_t refused_[6] = {};  // by RejectReason
+  uint64_t refused_total_ = 0;
+  uint64_t credit_ended_ = 0;
   std::map<std::string, std::shared_ptr<Link>> client_links_;
   std::vector<std::shared_ptr<Link>> links_;
   std::mutex idle_mu_;

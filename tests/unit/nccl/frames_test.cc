@@ -44,7 +44,7 @@ TEST(FramesTest, LayoutIsTheDocumentedOne) {
   EXPECT_EQ(magic, 0x464e484cu);
   EXPECT_EQ(memcmp(buf, "LHNF", 4), 0);
   EXPECT_EQ(buf[4], 6);  // kind
-  EXPECT_EQ(buf[5], 1);  // version
+  EXPECT_EQ(buf[5], 2);  // version
   EXPECT_EQ(buf[6], 0);  // reserved
   EXPECT_EQ(buf[7], 0);
   uint32_t comm;
@@ -95,7 +95,7 @@ TEST(FramesTest, ForeignMagicAndOtherVersionsAreRejected) {
     ASSERT_FALSE(h.ok()) << byte;
     EXPECT_THAT(h.status().message(), HasSubstr("is not the plugin's (0x464e484c)"));
   }
-  for (uint8_t version : {0, 2, 255}) {
+  for (uint8_t version : {0, 1, 3, 255}) {  // 1: before OPEN bodies and REJECT reasons
     uint8_t bad[kFrameHeaderBytes];
     memcpy(bad, good, sizeof(bad));
     bad[5] = version;
@@ -121,6 +121,59 @@ TEST(FramesTest, UnknownKindsDecodeButAreNotKnown) {
   EXPECT_FALSE(IsKnownFrameKind(0));
   EXPECT_FALSE(IsKnownFrameKind(7));
   for (int k = 1; k <= 6; ++k) EXPECT_TRUE(IsKnownFrameKind(static_cast<uint8_t>(k))) << k;
+}
+
+// An OPEN's body: the connecting side's comm id (when the ABI gave one) and a flag, 16
+// bytes right after the header; the whole message is 48 bytes.
+TEST(FramesTest, OpenBodyRoundTripsWithAndWithoutACommId) {
+  for (const OpenBody& b :
+       {OpenBody{true, 0x0123456789abcdefull}, OpenBody{true, 0}, OpenBody{false, 0}}) {
+    uint8_t msg[kOpenFrameBytes];
+    EncodeFrameHeader(MakeFrameHeader(FrameKind::kOpen, 3, 0, 77, 5), msg);
+    EncodeOpenBody(b, msg + kFrameHeaderBytes);
+    absl::StatusOr<OpenBody> back = DecodeOpenBody(msg, sizeof(msg));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->has_comm_id, b.has_comm_id);
+    EXPECT_EQ(back->comm_id, b.comm_id);
+    uint64_t comm_id, flags;
+    memcpy(&comm_id, msg + 32, 8);
+    memcpy(&flags, msg + 40, 8);
+    EXPECT_EQ(comm_id, b.comm_id);
+    EXPECT_EQ(flags, b.has_comm_id ? 1u : 0u);
+  }
+  EXPECT_EQ(kOpenFrameBytes, 48u);
+}
+
+TEST(FramesTest, MalformedOpenBodiesAreRefusedNamingTheProblem) {
+  uint8_t msg[kOpenFrameBytes + 1] = {};
+  EncodeFrameHeader(MakeFrameHeader(FrameKind::kOpen, 3, 0, 77, 5), msg);
+  EncodeOpenBody(OpenBody{true, 9}, msg + kFrameHeaderBytes);
+  for (size_t size : {kFrameHeaderBytes, kOpenFrameBytes - 1, kOpenFrameBytes + 1}) {
+    absl::StatusOr<OpenBody> b = DecodeOpenBody(msg, size);
+    ASSERT_FALSE(b.ok()) << size;
+    EXPECT_THAT(b.status().message(), HasSubstr("(expected 48)"));
+  }
+  EXPECT_FALSE(DecodeOpenBody(nullptr, kOpenFrameBytes).ok());
+  uint8_t bad[kOpenFrameBytes];
+  memcpy(bad, msg, sizeof(bad));
+  bad[40] = 3;  // an unknown flag
+  EXPECT_THAT(DecodeOpenBody(bad, sizeof(bad)).status().message(), HasSubstr("unknown flags"));
+  memcpy(bad, msg, sizeof(bad));
+  bad[40] = 0;  // a comm id without its flag
+  EXPECT_THAT(DecodeOpenBody(bad, sizeof(bad)).status().message(), HasSubstr("without its flag"));
+}
+
+TEST(FramesTest, EveryRejectReasonHasItsOwnText) {
+  std::vector<std::string> seen;
+  for (int32_t r = 0; r <= 5; ++r) {
+    const std::string text = RejectReasonText(r);
+    EXPECT_THAT(text, ::testing::Not(HasSubstr("unknown"))) << r;
+    for (const std::string& s : seen) EXPECT_NE(s, text);
+    seen.push_back(text);
+  }
+  EXPECT_THAT(RejectReasonText(6), HasSubstr("unknown reason"));
+  EXPECT_THAT(RejectReasonText(static_cast<int32_t>(RejectReason::kCreditExceeded)),
+              HasSubstr("exceeded the receive credit"));
 }
 
 }  // namespace
