@@ -8,96 +8,80 @@
 
 namespace longhaul::bridge {
 
-Budget::Budget(uint64_t memory_limit, uint64_t target_limit,
-               std::shared_ptr<Budget> parent)
-    : memory_limit_(memory_limit), target_limit_(target_limit),
-      parent_(std::move(parent)) {}
+Budget::Budget(uint64_t memory_limit, uint64_t target_limit, std::shared_ptr<Budget> parent)
+    : memory_limit_(memory_limit), target_limit_(target_limit), parent_(std::move(parent)) {}
 
 Budget::~Budget() {
   // What a key still holds when its last session ends goes back to the process.
   if (parent_ != nullptr) {
     parent_->Release(memory_used_);
-    for (uint64_t i = 0; i < targets_used_; ++i)
-      parent_->ReleaseTarget();
+    for (uint64_t i = 0; i < targets_used_; ++i) parent_->ReleaseTarget();
   }
 }
 
 uint64_t Budget::memory_available() const {
-  const uint64_t here =
-      memory_limit_ > memory_used_ ? memory_limit_ - memory_used_ : 0;
-  return parent_ == nullptr ? here
-                            : std::min(here, parent_->memory_available());
+  const uint64_t here = memory_limit_ > memory_used_ ? memory_limit_ - memory_used_ : 0;
+  return parent_ == nullptr ? here : std::min(here, parent_->memory_available());
 }
 
 bool Budget::TryCharge(uint64_t bytes) {
-  if (bytes > memory_available())
-    return false;
+  if (bytes > memory_available()) return false;
   ForceCharge(bytes);
   return true;
 }
 
 void Budget::ForceCharge(uint64_t bytes) {
   memory_used_ += bytes;
-  if (parent_ != nullptr)
-    parent_->ForceCharge(bytes);
+  if (parent_ != nullptr) parent_->ForceCharge(bytes);
 }
 
 void Budget::Release(uint64_t bytes) {
   // Releasing more than was charged is a bookkeeping bug; never wrap around.
   const uint64_t n = std::min(bytes, memory_used_);
   memory_used_ -= n;
-  if (parent_ != nullptr)
-    parent_->Release(n);
+  if (parent_ != nullptr) parent_->Release(n);
 }
 
 bool Budget::TryAddTarget() {
-  if (targets_used_ >= target_limit_)
-    return false;
-  if (parent_ != nullptr && !parent_->TryAddTarget())
-    return false;
+  if (targets_used_ >= target_limit_) return false;
+  if (parent_ != nullptr && !parent_->TryAddTarget()) return false;
   ++targets_used_;
   return true;
 }
 
 void Budget::ReleaseTarget() {
-  if (targets_used_ == 0)
-    return;
+  if (targets_used_ == 0) return;
   --targets_used_;
-  if (parent_ != nullptr)
-    parent_->ReleaseTarget();
+  if (parent_ != nullptr) parent_->ReleaseTarget();
 }
 
-ClientBudgets::ClientBudgets(const ClientLimits &limits)
-    : limits_(limits), process_(std::make_shared<Budget>(
-                           limits.memory_total, limits.targets_total)) {}
+ClientBudgets::ClientBudgets(const ClientLimits& limits)
+    : limits_(limits),
+      process_(std::make_shared<Budget>(limits.memory_total, limits.targets_total)) {}
 
-absl::StatusOr<std::shared_ptr<Budget>>
-ClientBudgets::BeginSession(const std::string &key) {
-  Key &k = keys_[key];
+absl::StatusOr<std::shared_ptr<Budget>> ClientBudgets::BeginSession(const std::string& key) {
+  Key& k = keys_[key];
   if (k.sessions >= limits_.sessions_per_key) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this client key has ", k.sessions,
-        " sessions open (--sessions_per_key=", limits_.sessions_per_key, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this client key has ", k.sessions,
+                     " sessions open (--sessions_per_key=", limits_.sessions_per_key, ")"));
   }
   if (!k.budget) {
-    k.budget = std::make_shared<Budget>(limits_.memory_per_key,
-                                        limits_.targets_per_key, process_);
+    k.budget = std::make_shared<Budget>(limits_.memory_per_key, limits_.targets_per_key, process_);
   }
   ++k.sessions;
   return k.budget;
 }
 
-void ClientBudgets::EndSession(const std::string &key) {
+void ClientBudgets::EndSession(const std::string& key) {
   auto it = keys_.find(key);
-  if (it == keys_.end() || it->second.sessions == 0)
-    return;
-  if (--it->second.sessions == 0)
-    keys_.erase(it); // the sessions released their charges
+  if (it == keys_.end() || it->second.sessions == 0) return;
+  if (--it->second.sessions == 0) keys_.erase(it);  // the sessions released their charges
 }
 
-size_t ClientBudgets::sessions(const std::string &key) const {
+size_t ClientBudgets::sessions(const std::string& key) const {
   auto it = keys_.find(key);
   return it == keys_.end() ? 0 : it->second.sessions;
 }
 
-} // namespace longhaul::bridge
+}  // namespace longhaul::bridge

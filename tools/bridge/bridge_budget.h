@@ -24,12 +24,11 @@
 namespace longhaul::bridge {
 
 class Budget {
-public:
-  Budget(uint64_t memory_limit, uint64_t target_limit,
-         std::shared_ptr<Budget> parent = nullptr);
+ public:
+  Budget(uint64_t memory_limit, uint64_t target_limit, std::shared_ptr<Budget> parent = nullptr);
   ~Budget();
-  Budget(const Budget &) = delete;
-  Budget &operator=(const Budget &) = delete;
+  Budget(const Budget&) = delete;
+  Budget& operator=(const Budget&) = delete;
 
   // Charges `bytes` here and in the parent when both have room; false (nothing
   // charged) otherwise.
@@ -51,10 +50,10 @@ public:
   // Streams open under this budget (all sessions): windows are sized from it.
   uint64_t streams = 0;
 
-private:
+ private:
   const uint64_t memory_limit_;
   const uint64_t target_limit_;
-  const std::shared_ptr<Budget> parent_; // kept alive by its children
+  const std::shared_ptr<Budget> parent_;  // kept alive by its children
   uint64_t memory_used_ = 0;
   uint64_t targets_used_ = 0;
 };
@@ -70,22 +69,22 @@ struct ClientLimits {
 // The budgets of a server bridge's clients: one per client key, all under the
 // process's.
 class ClientBudgets {
-public:
-  explicit ClientBudgets(const ClientLimits &limits);
+ public:
+  explicit ClientBudgets(const ClientLimits& limits);
 
   // A session of `key` begins: its key's budget (shared with the key's other
   // sessions), or ResourceExhausted naming the limit when the key has
   // sessions_per_key sessions. The budget lives while a session holds it;
   // release it with EndSession.
-  absl::StatusOr<std::shared_ptr<Budget>> BeginSession(const std::string &key);
-  void EndSession(const std::string &key);
+  absl::StatusOr<std::shared_ptr<Budget>> BeginSession(const std::string& key);
+  void EndSession(const std::string& key);
 
-  const Budget &process() const { return *process_; }
+  const Budget& process() const { return *process_; }
   size_t keys() const { return keys_.size(); }
-  size_t sessions(const std::string &key) const;
-  const ClientLimits &limits() const { return limits_; }
+  size_t sessions(const std::string& key) const;
+  const ClientLimits& limits() const { return limits_; }
 
-private:
+ private:
   struct Key {
     std::shared_ptr<Budget> budget;
     uint64_t sessions = 0;
@@ -95,4 +94,4 @@ private:
   std::map<std::string, Key> keys_;
 };
 
-} // namespace longhaul::bridge
+}  // namespace longhaul::bridge

@@ -1,8 +1,9 @@
 #include "tools/bridge/bridge_session.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
-#include <sys/socket.h>
 #include <utility>
 #include <vector>
 
@@ -22,55 +23,53 @@ using asio::ip::tcp;
 // operations hold it until their handlers run; the protocol state is the
 // StreamProtocol's.
 struct Session::Stream {
-  explicit Stream(tcp::socket s)
-      : sock(std::move(s)), timer(sock.get_executor()) {}
+  explicit Stream(tcp::socket s) : sock(std::move(s)), timer(sock.get_executor()) {}
   uint64_t id = 0;
   std::string forward;
   tcp::socket sock;
-  asio::steady_timer timer; // server: target connect timeout
-  bool connected =
-      false;         // the TCP side is up (client: accepted; server: target)
-  bool gone = false; // the protocol ended the stream
+  asio::steady_timer timer;  // server: target connect timeout
+  bool connected = false;    // the TCP side is up (client: accepted; server: target)
+  bool gone = false;         // the protocol ended the stream
   bool eof_read = false;
   bool waiting_readable = false;
   bool in_ready = false;
   bool writing = false;
-  bool watching_errors = false; // after our FIN: an RST from the application
+  bool watching_errors = false;  // after our FIN: an RST from the application
 };
 
 namespace {
 
-ProtocolOptions ProtocolOptionsFor(const SessionOptions &o) {
+ProtocolOptions ProtocolOptionsFor(const SessionOptions& o) {
   ProtocolOptions p;
   p.is_client = o.is_client;
   p.stream_window = o.stream_window;
   p.memory = o.memory;
   p.max_streams = o.max_streams;
   if (o.find_forward) {
-    p.has_forward = [f = o.find_forward](const std::string &name) {
-      return f(name) != nullptr;
-    };
+    p.has_forward = [f = o.find_forward](const std::string& name) { return f(name) != nullptr; };
   }
   return p;
 }
 
-} // namespace
+}  // namespace
 
-Session::Session(asio::io_context &io, SessionOptions options,
-                 std::shared_ptr<Budget> budget, Metrics *metrics)
-    : io_(io), o_(std::move(options)), metrics_(metrics),
+Session::Session(asio::io_context& io, SessionOptions options, std::shared_ptr<Budget> budget,
+                 Metrics* metrics)
+    : io_(io),
+      o_(std::move(options)),
+      metrics_(metrics),
       core_(ProtocolOptionsFor(o_), std::move(budget), metrics),
-      pump_timer_(io), core_timer_(io), close_timer_(io) {}
+      pump_timer_(io),
+      core_timer_(io),
+      close_timer_(io) {}
 
 Session::~Session() = default;
 
-EventCallback Session::EventCallbackFor(asio::io_context &io,
-                                        std::weak_ptr<Session> weak) {
-  return [&io, weak](Event &e) {
+EventCallback Session::EventCallbackFor(asio::io_context& io, std::weak_ptr<Session> weak) {
+  return [&io, weak](Event& e) {
     auto ev = std::make_shared<Event>(std::move(e));
     asio::post(io, [weak, ev] {
-      if (auto s = weak.lock())
-        s->OnEvent(*ev);
+      if (auto s = weak.lock()) s->OnEvent(*ev);
     });
   };
 }
@@ -81,17 +80,15 @@ void Session::Attach(std::shared_ptr<ConnectionHandle> conn) {
 }
 
 Time Session::Now() {
-  return Time::FromNanoseconds(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return Time::FromNanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 // ---- the protocol's outputs ----
 
 void Session::Flush() {
-  if (flushing_)
-    return; // the outer call picks up what this one would
+  if (flushing_) return;  // the outer call picks up what this one would
   flushing_ = true;
   bool more = true;
   while (more) {
@@ -99,13 +96,11 @@ void Session::Flush() {
     OutFrame f;
     while (core_.PollSend(&f)) {
       more = true;
-      if (closed_)
-        continue;
+      if (closed_) continue;
       auto frame = std::make_shared<std::string>(std::move(f.bytes));
-      const auto *data = reinterpret_cast<const uint8_t *>(frame->data());
+      const auto* data = reinterpret_cast<const uint8_t*>(frame->data());
       const size_t size = frame->size();
-      Submit(std::move(frame), data, size, StreamProtocol::kControlTag,
-             f.ordered);
+      Submit(std::move(frame), data, size, StreamProtocol::kControlTag, f.ordered);
     }
     StreamEvent ev;
     while (core_.PollEvent(&ev)) {
@@ -119,76 +114,67 @@ void Session::Flush() {
 
 void Session::ArmTimer() {
   const Time at = core_.NextTimeout();
-  if (closed_ || at.IsInfinite() || at == core_timer_at_)
-    return;
+  if (closed_ || at.IsInfinite() || at == core_timer_at_) return;
   core_timer_at_ = at;
   const int64_t wait_ns = std::max<int64_t>(0, (at - Now()).ns());
   core_timer_.expires_after(std::chrono::nanoseconds(wait_ns));
-  core_timer_.async_wait(
-      [this, self = shared_from_this()](boost::system::error_code ec) {
-        if (ec)
-          return;
-        core_timer_at_ = Time::Infinite();
-        core_.OnTimeout(Now());
-        Flush();
-      });
+  core_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    core_timer_at_ = Time::Infinite();
+    core_.OnTimeout(Now());
+    Flush();
+  });
 }
 
-void Session::OnStreamEvent(StreamEvent &ev) {
+void Session::OnStreamEvent(StreamEvent& ev) {
   switch (ev.kind) {
-  case StreamEvent::Kind::kConnectTarget: {
-    StreamPtr s = NewStream(ev.stream, tcp::socket(io_));
-    s->forward = ev.forward;
-    const Forward *fwd =
-        o_.find_forward ? o_.find_forward(ev.forward) : nullptr;
-    if (fwd == nullptr) { // the protocol asked has_forward first
-      return core_.ResetLocal(ev.stream, ResetCode::kUnknownForward,
-                              "no such forward");
+    case StreamEvent::Kind::kConnectTarget: {
+      StreamPtr s = NewStream(ev.stream, tcp::socket(io_));
+      s->forward = ev.forward;
+      const Forward* fwd = o_.find_forward ? o_.find_forward(ev.forward) : nullptr;
+      if (fwd == nullptr) {  // the protocol asked has_forward first
+        return core_.ResetLocal(ev.stream, ResetCode::kUnknownForward, "no such forward");
+      }
+      return ConnectTarget(s, *fwd);
     }
-    return ConnectTarget(s, *fwd);
-  }
-  case StreamEvent::Kind::kWritable:
-    if (StreamPtr s = Find(ev.stream))
-      StartWrite(s);
-    return;
-  case StreamEvent::Kind::kSendRoom:
-    if (StreamPtr s = Find(ev.stream))
-      ArmRead(s);
-    return;
-  case StreamEvent::Kind::kEnded: {
-    StreamPtr s = Find(ev.stream);
-    if (ev.reset) {
-      // The forward name and a peer's reason come from the network: printable
-      // only.
-      LOG(INFO) << "event=stream_reset stream=" << ev.stream
-                << " forward=" << PrintableText(ev.forward) << " by=" << ev.by
-                << " reason=" << ResetCodeName(ev.code) << " detail=\""
-                << PrintableText(ev.detail) << "\"";
-    } else {
-      VLOG(1) << "event=stream_done stream=" << ev.stream;
-    }
-    if (s) {
-      CloseSocket(s, ev.reset);
-      streams_.erase(ev.stream);
-    }
-    if (core_.draining() && core_.open_streams() == 0) {
-      CloseWhenFlushed(std::chrono::seconds(10));
-    }
-    return;
-  }
-  case StreamEvent::Kind::kSessionError:
-    if (closed_ || session_error_)
+    case StreamEvent::Kind::kWritable:
+      if (StreamPtr s = Find(ev.stream)) StartWrite(s);
       return;
-    session_error_ = true;
-    LOG(ERROR) << "event=protocol_error peer=" << conn_->info().peer_address
-               << " detail=\"" << PrintableText(ev.detail) << "\"";
-    conn_->Abort(absl::StrCat("bridge protocol: ", ev.detail));
-    return;
-  case StreamEvent::Kind::kGoAway:
-    LOG(INFO) << "event=goaway peer=" << conn_->info().peer_address;
-    if (on_goaway)
-      asio::post(io_, on_goaway);
-    return;
+    case StreamEvent::Kind::kSendRoom:
+      if (StreamPtr s = Find(ev.stream)) ArmRead(s);
+      return;
+    case StreamEvent::Kind::kEnded: {
+      StreamPtr s = Find(ev.stream);
+      if (ev.reset) {
+        // The forward name and a peer's reason come from the network: printable
+        // only.
+        LOG(INFO) << "event=stream_reset stream=" << ev.stream
+                  << " forward=" << PrintableText(ev.forward) << " by=" << ev.by
+                  << " reason=" << ResetCodeName(ev.code) << " detail=\""
+                  << PrintableText(ev.detail) << "\"";
+      } else {
+        VLOG(1) << "event=stream_done stream=" << ev.stream;
+      }
+      if (s) {
+        CloseSocket(s, ev.reset);
+        streams_.erase(ev.stream);
+      }
+      if (core_.draining() && core_.open_streams() == 0) {
+        CloseWhenFlushed(std::chrono::seconds(10));
+      }
+      return;
+    }
+    case StreamEvent::Kind::kSessionError:
+      if (closed_ || session_error_) return;
+      session_error_ = true;
+      LOG(ERROR) << "event=protocol_error peer=" << conn_->info().peer_address << " detail=\""
+                 << PrintableText(ev.detail) << "\"";
+      conn_->Abort(absl::StrCat("bridge protocol: ", ev.detail));
+      return;
+    case StreamEvent::Kind::kGoAway:
+      LOG(INFO) << "event=goaway peer=" << conn_->info().peer_address;
+      if (on_goaway) asio::post(io_, on_goaway);
+      return;
   }
 }
 
@@ -206,9 +192,9 @@ Session::StreamPtr Session::Find(uint64_t id) const {
   return it == streams_.end() ? nullptr : it->second;
 }
 
-void Session::OpenStream(tcp::socket socket, const std::string &forward) {
+void Session::OpenStream(tcp::socket socket, const std::string& forward) {
   uint64_t id = 0;
-  const char *why = closed_ ? "session_lost" : "draining";
+  const char* why = closed_ ? "session_lost" : "draining";
   if (!closed_ && !core_.draining()) {
     id = core_.OpenLocal(Now(), forward);
     why = "limit";
@@ -216,8 +202,7 @@ void Session::OpenStream(tcp::socket socket, const std::string &forward) {
     ++metrics_->streams_reset[{why, "local"}];
   }
   if (id == 0) {
-    LOG(WARNING) << "event=stream_refused forward=" << forward
-                 << " reason=" << why;
+    LOG(WARNING) << "event=stream_refused forward=" << forward << " reason=" << why;
     boost::system::error_code ec;
     socket.set_option(asio::socket_base::linger(true, 0), ec);
     socket.close(ec);
@@ -234,36 +219,29 @@ void Session::OpenStream(tcp::socket socket, const std::string &forward) {
   ArmRead(s);
 }
 
-void Session::CloseSocket(const StreamPtr &s, bool reset) {
-  if (s->gone)
-    return;
+void Session::CloseSocket(const StreamPtr& s, bool reset) {
+  if (s->gone) return;
   s->gone = true;
   boost::system::error_code ec;
   s->timer.cancel();
   // An RST on the TCP side: the application sees the reset, not a clean end.
-  if (reset)
-    s->sock.set_option(asio::socket_base::linger(true, 0), ec);
+  if (reset) s->sock.set_option(asio::socket_base::linger(true, 0), ec);
   s->sock.close(ec);
 }
 
-void Session::ResetStream(const StreamPtr &s, ResetCode code,
-                          const std::string &reason) {
-  if (s->gone)
-    return;
+void Session::ResetStream(const StreamPtr& s, ResetCode code, const std::string& reason) {
+  if (s->gone) return;
   core_.ResetLocal(s->id, code, reason, /*silent=*/closed_);
   Flush();
 }
 
 void Session::CloseWhenFlushed(std::chrono::milliseconds deadline) {
-  if (closed_ || close_when_flushed_)
-    return;
+  if (closed_ || close_when_flushed_) return;
   close_when_flushed_ = true;
   close_timer_.expires_after(deadline);
-  close_timer_.async_wait(
-      [this, self = shared_from_this()](boost::system::error_code ec) {
-        if (!ec && !closed_)
-          conn_->Close();
-      });
+  close_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !closed_) conn_->Close();
+  });
   MaybeCloseFlushed();
 }
 
@@ -274,14 +252,12 @@ void Session::MaybeCloseFlushed() {
   }
 }
 
-void Session::ConnectTarget(const StreamPtr &s, const Forward &fwd) {
+void Session::ConnectTarget(const StreamPtr& s, const Forward& fwd) {
   auto resolver = std::make_shared<tcp::resolver>(io_);
   const std::string target = absl::StrCat(fwd.host, ":", fwd.port);
   s->timer.expires_after(o_.connect_timeout);
-  s->timer.async_wait([this, self = shared_from_this(), s,
-                       target](boost::system::error_code ec) {
-    if (ec || s->gone || s->connected)
-      return;
+  s->timer.async_wait([this, self = shared_from_this(), s, target](boost::system::error_code ec) {
+    if (ec || s->gone || s->connected) return;
     ++metrics_->target_connect_failures;
     ResetStream(s, ResetCode::kTargetUnreachable,
                 absl::StrCat("target ", target, " did not answer within ",
@@ -289,29 +265,23 @@ void Session::ConnectTarget(const StreamPtr &s, const Forward &fwd) {
   });
   resolver->async_resolve(
       fwd.host, std::to_string(fwd.port),
-      [this, self = shared_from_this(), s, resolver, target](
-          boost::system::error_code ec, tcp::resolver::results_type results) {
-        if (s->gone)
-          return;
+      [this, self = shared_from_this(), s, resolver, target](boost::system::error_code ec,
+                                                             tcp::resolver::results_type results) {
+        if (s->gone) return;
         if (ec) {
           ++metrics_->target_connect_failures;
-          return ResetStream(
-              s, ResetCode::kTargetUnreachable,
-              absl::StrCat("target ", target, ": ", ec.message()));
+          return ResetStream(s, ResetCode::kTargetUnreachable,
+                             absl::StrCat("target ", target, ": ", ec.message()));
         }
         asio::async_connect(
             s->sock, results,
-            [this, self, s, target](boost::system::error_code ec,
-                                    const tcp::endpoint &) {
-              if (s->gone)
-                return;
+            [this, self, s, target](boost::system::error_code ec, const tcp::endpoint&) {
+              if (s->gone) return;
               if (ec) {
                 ++metrics_->target_connect_failures;
                 const bool refused = ec == asio::error::connection_refused;
                 return ResetStream(
-                    s,
-                    refused ? ResetCode::kTargetRefused
-                            : ResetCode::kTargetUnreachable,
+                    s, refused ? ResetCode::kTargetRefused : ResetCode::kTargetUnreachable,
                     absl::StrCat("target ", target, ": ", ec.message()));
               }
               s->timer.cancel();
@@ -319,8 +289,7 @@ void Session::ConnectTarget(const StreamPtr &s, const Forward &fwd) {
               s->sock.set_option(tcp::no_delay(true), e2);
               s->sock.non_blocking(true, e2);
               s->connected = true;
-              VLOG(1) << "event=target_connected stream=" << s->id
-                      << " target=" << target;
+              VLOG(1) << "event=target_connected stream=" << s->id << " target=" << target;
               core_.OnConnected(s->id);
               Flush();
               ArmRead(s);
@@ -328,12 +297,10 @@ void Session::ConnectTarget(const StreamPtr &s, const Forward &fwd) {
       });
 }
 
-void Session::StartWrite(const StreamPtr &s) {
-  if (s->gone || s->writing || !s->connected)
-    return;
-  Chunk *c = core_.NextChunk(s->id);
-  if (c == nullptr)
-    return;
+void Session::StartWrite(const StreamPtr& s) {
+  if (s->gone || s->writing || !s->connected) return;
+  Chunk* c = core_.NextChunk(s->id);
+  if (c == nullptr) return;
   if (c->fin) {
     boost::system::error_code ec;
     s->sock.shutdown(tcp::socket::shutdown_send, ec);
@@ -342,19 +309,15 @@ void Session::StartWrite(const StreamPtr &s) {
   }
   s->writing = true;
   asio::async_write(s->sock, asio::buffer(c->data, c->size),
-                    [this, self = shared_from_this(),
-                     s](boost::system::error_code ec, size_t) {
+                    [this, self = shared_from_this(), s](boost::system::error_code ec, size_t) {
                       s->writing = false;
-                      if (s->gone)
-                        return;
+                      if (s->gone) return;
                       if (ec) {
-                        return ResetStream(
-                            s, ResetCode::kAborted,
-                            absl::StrCat("writing to TCP: ", ec.message()));
+                        return ResetStream(s, ResetCode::kAborted,
+                                           absl::StrCat("writing to TCP: ", ec.message()));
                       }
                       OwnedBuffer b = core_.OnChunkWritten(Now(), s->id);
-                      if (!closed_ && b)
-                        conn_->ReturnBuffer(std::move(b));
+                      if (!closed_ && b) conn_->ReturnBuffer(std::move(b));
                       Flush();
                       StartWrite(s);
                     });
@@ -362,42 +325,39 @@ void Session::StartWrite(const StreamPtr &s) {
 
 // ---- receiving ----
 
-void Session::OnEvent(Event &e) {
-  if (closed_)
-    return;
+void Session::OnEvent(Event& e) {
+  if (closed_) return;
   switch (e.type) {
-  case Event::Type::kSendComplete:
-    send_inflight_ -= std::min<uint64_t>(send_inflight_, e.size);
-    core_.OnSendComplete(e.tag, e.size);
-    MaybeCloseFlushed();
-    Flush();
-    Pump();
-    break;
-  case Event::Type::kReceiveComplete:
-    if (!e.status.ok()) {
-      if (!session_error_) {
-        session_error_ = true;
-        ++metrics_->protocol_errors;
-        LOG(ERROR) << "event=protocol_error peer=" << conn_->info().peer_address
-                   << " detail=\"a message did not arrive: "
-                   << e.status.message() << "\"";
-        conn_->Abort(absl::StrCat("bridge protocol: a message did not arrive: ",
-                                  e.status.message()));
+    case Event::Type::kSendComplete:
+      send_inflight_ -= std::min<uint64_t>(send_inflight_, e.size);
+      core_.OnSendComplete(e.tag, e.size);
+      MaybeCloseFlushed();
+      Flush();
+      Pump();
+      break;
+    case Event::Type::kReceiveComplete:
+      if (!e.status.ok()) {
+        if (!session_error_) {
+          session_error_ = true;
+          ++metrics_->protocol_errors;
+          LOG(ERROR) << "event=protocol_error peer=" << conn_->info().peer_address
+                     << " detail=\"a message did not arrive: " << e.status.message() << "\"";
+          conn_->Abort(
+              absl::StrCat("bridge protocol: a message did not arrive: ", e.status.message()));
+        }
+        return;
       }
-      return;
-    }
-    core_.OnMessage(Now(), std::move(e));
-    Flush();
-    break;
-  case Event::Type::kClosed:
-    OnClosed(e.status);
-    break;
+      core_.OnMessage(Now(), std::move(e));
+      Flush();
+      break;
+    case Event::Type::kClosed:
+      OnClosed(e.status);
+      break;
   }
 }
 
-void Session::OnClosed(const absl::Status &status) {
-  if (closed_)
-    return;
+void Session::OnClosed(const absl::Status& status) {
+  if (closed_) return;
   closed_ = true;
   pump_timer_.cancel();
   core_timer_.cancel();
@@ -406,65 +366,54 @@ void Session::OnClosed(const absl::Status &status) {
   core_.OnConnectionClosed(status);
   Flush();
   ready_.clear();
-  if (on_closed)
-    on_closed(status);
+  if (on_closed) on_closed(status);
 }
 
 // ---- sending ----
 
-void Session::Submit(std::shared_ptr<const void> owner, const uint8_t *data,
-                     size_t size, uint64_t tag, bool ordered) {
+void Session::Submit(std::shared_ptr<const void> owner, const uint8_t* data, size_t size,
+                     uint64_t tag, bool ordered) {
   SendBuffer b{data, size, std::move(owner), /*unordered=*/!ordered};
   if (conn_->Send(std::move(b), tag).ok()) {
     send_inflight_ += size;
   } else {
-    core_.OnSendComplete(tag, size); // never sent: nothing to wait for
+    core_.OnSendComplete(tag, size);  // never sent: nothing to wait for
   }
 }
 
-void Session::ArmRead(const StreamPtr &s) {
-  if (s->gone || s->waiting_readable || s->in_ready || s->eof_read ||
-      !s->connected)
-    return;
+void Session::ArmRead(const StreamPtr& s) {
+  if (s->gone || s->waiting_readable || s->in_ready || s->eof_read || !s->connected) return;
   s->waiting_readable = true;
-  s->sock.async_wait(tcp::socket::wait_read, [this, self = shared_from_this(),
-                                              s](boost::system::error_code ec) {
-    s->waiting_readable = false;
-    if (ec || s->gone)
-      return;
-    MakeReady(s);
-    Pump();
-  });
+  s->sock.async_wait(tcp::socket::wait_read,
+                     [this, self = shared_from_this(), s](boost::system::error_code ec) {
+                       s->waiting_readable = false;
+                       if (ec || s->gone) return;
+                       MakeReady(s);
+                       Pump();
+                     });
 }
 
 // After its EOF the socket is no longer read, but the application may still
 // reset the connection (an RST after its FIN): Linux then reports an error on
 // the socket.
-void Session::WatchErrors(const StreamPtr &s) {
-  if (s->gone || s->watching_errors || !s->eof_read)
-    return;
+void Session::WatchErrors(const StreamPtr& s) {
+  if (s->gone || s->watching_errors || !s->eof_read) return;
   s->watching_errors = true;
-  s->sock.async_wait(
-      tcp::socket::wait_error,
-      [this, self = shared_from_this(), s](boost::system::error_code ec) {
-        s->watching_errors = false;
-        if (ec || s->gone)
-          return;
-        int err = 0;
-        socklen_t len = sizeof(err);
-        if (getsockopt(s->sock.native_handle(), SOL_SOCKET, SO_ERROR, &err,
-                       &len) == 0 &&
-            err != 0) {
-          ResetStream(s, ResetCode::kAborted,
-                      absl::StrCat("TCP connection reset after its FIN: ",
-                                   std::strerror(err)));
-        }
-      });
+  s->sock.async_wait(tcp::socket::wait_error, [this, self = shared_from_this(),
+                                               s](boost::system::error_code ec) {
+    s->watching_errors = false;
+    if (ec || s->gone) return;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(s->sock.native_handle(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+      ResetStream(s, ResetCode::kAborted,
+                  absl::StrCat("TCP connection reset after its FIN: ", std::strerror(err)));
+    }
+  });
 }
 
-void Session::MakeReady(const StreamPtr &s) {
-  if (s->in_ready || s->gone)
-    return;
+void Session::MakeReady(const StreamPtr& s) {
+  if (s->in_ready || s->gone) return;
   s->in_ready = true;
   ready_.push_back(s);
 }
@@ -474,22 +423,19 @@ uint64_t Session::BacklogLimit() {
   // pacer busy between two pumps, little enough that a new small frame waits
   // behind at most that.
   const double rate_Bps = conn_->debug_state().pacing_rate.BytesPerSecond();
-  return std::max<uint64_t>(
-      o_.min_backlog,
-      static_cast<uint64_t>(rate_Bps * o_.send_backlog.count() * 1e-6));
+  return std::max<uint64_t>(o_.min_backlog,
+                            static_cast<uint64_t>(rate_Bps * o_.send_backlog.count() * 1e-6));
 }
 
 // Reads one chunk from a readable stream and submits it. False when the stream
 // should leave the ready list (nothing more to read now, no credit, ended).
-bool Session::ReadOne(const StreamPtr &s) {
+bool Session::ReadOne(const StreamPtr& s) {
   const uint64_t room = core_.SendRoom(s->id);
-  if (room == 0)
-    return false; // a WINDOW re-arms it
+  if (room == 0) return false;  // a WINDOW re-arms it
   const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, room));
   auto buf = std::make_shared<std::vector<uint8_t>>(kFrameHeaderSize + want);
   boost::system::error_code ec;
-  const size_t got =
-      s->sock.read_some(asio::buffer(buf->data() + kFrameHeaderSize, want), ec);
+  const size_t got = s->sock.read_some(asio::buffer(buf->data() + kFrameHeaderSize, want), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
     ArmRead(s);
     return false;
@@ -502,26 +448,23 @@ bool Session::ReadOne(const StreamPtr &s) {
     return false;
   }
   if (ec) {
-    ResetStream(s, ResetCode::kAborted,
-                absl::StrCat("reading from TCP: ", ec.message()));
+    ResetStream(s, ResetCode::kAborted, absl::StrCat("reading from TCP: ", ec.message()));
     return false;
   }
   buf->resize(kFrameHeaderSize + got);
   const SendSlot slot = core_.OnDataRead(s->id, got);
   WriteFrameHeader(FrameType::kData, s->id, slot.seq, buf->data());
-  const uint8_t *data = buf->data();
-  Submit(std::move(buf), data, kFrameHeaderSize + got, StreamProtocol::kDataTag,
-         slot.ordered);
+  const uint8_t* data = buf->data();
+  Submit(std::move(buf), data, kFrameHeaderSize + got, StreamProtocol::kDataTag, slot.ordered);
   if (got < want) {
-    ArmRead(s); // drained the socket for now
+    ArmRead(s);  // drained the socket for now
     return false;
   }
   return true;
 }
 
 void Session::Pump() {
-  if (closed_ || ready_.empty())
-    return;
+  if (closed_ || ready_.empty()) return;
   const uint64_t limit = BacklogLimit();
   // A chunk is read only when the budget can take it (with its header and
   // overhead).
@@ -534,49 +477,40 @@ void Session::Pump() {
       if (!pump_timer_armed_) {
         pump_timer_armed_ = true;
         pump_timer_.expires_after(std::chrono::milliseconds(1));
-        pump_timer_.async_wait(
-            [this, self = shared_from_this()](boost::system::error_code ec) {
-              pump_timer_armed_ = false;
-              if (!ec)
-                Pump();
-            });
+        pump_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+          pump_timer_armed_ = false;
+          if (!ec) Pump();
+        });
       }
       return;
     }
     StreamPtr s = ready_.front();
     ready_.pop_front();
     s->in_ready = false;
-    if (s->gone)
-      continue;
-    if (ReadOne(s))
-      MakeReady(s); // more to read: back of the line
+    if (s->gone) continue;
+    if (ReadOne(s)) MakeReady(s);  // more to read: back of the line
   }
 }
 
 // ---- shutdown ----
 
 void Session::Drain() {
-  if (closed_)
-    return;
+  if (closed_) return;
   core_.Drain();
   Flush();
-  if (core_.open_streams() == 0)
-    CloseWhenFlushed(std::chrono::seconds(10));
+  if (core_.open_streams() == 0) CloseWhenFlushed(std::chrono::seconds(10));
 }
 
-void Session::Abort(const std::string &reason) {
-  if (closed_)
-    return;
+void Session::Abort(const std::string& reason) {
+  if (closed_) return;
   core_.Drain();
   std::vector<uint64_t> ids;
-  for (auto &[id, s] : streams_)
-    ids.push_back(id);
-  for (uint64_t id : ids)
-    core_.ResetLocal(id, ResetCode::kAborted, reason);
+  for (auto& [id, s] : streams_) ids.push_back(id);
+  for (uint64_t id : ids) core_.ResetLocal(id, ResetCode::kAborted, reason);
   Flush();
   // The RESETs get a moment to be acknowledged; then the connection closes
   // regardless.
   CloseWhenFlushed(std::chrono::seconds(1));
 }
 
-} // namespace longhaul::bridge
+}  // namespace longhaul::bridge

@@ -9,34 +9,28 @@ namespace longhaul::bridge {
 
 namespace {
 
-std::span<const uint8_t> Bytes(const Event &e) {
-  return {e.data, static_cast<size_t>(e.size)};
-}
+std::span<const uint8_t> Bytes(const Event& e) { return {e.data, static_cast<size_t>(e.size)}; }
 
-} // namespace
+}  // namespace
 
-StreamProtocol::StreamProtocol(ProtocolOptions options,
-                               std::shared_ptr<Budget> budget, Metrics *metrics)
+StreamProtocol::StreamProtocol(ProtocolOptions options, std::shared_ptr<Budget> budget,
+                               Metrics* metrics)
     : o_(std::move(options)), budget_(std::move(budget)), metrics_(metrics) {}
 
 StreamProtocol::~StreamProtocol() {
-  for (auto &[id, s] : streams_) {
-    if (s.admitted)
-      budget_->ReleaseTarget();
-    if (budget_->streams > 0)
-      --budget_->streams;
+  for (auto& [id, s] : streams_) {
+    if (s.admitted) budget_->ReleaseTarget();
+    if (budget_->streams > 0) --budget_->streams;
   }
   budget_->Release(charged_);
 }
 
 // ---- charges ----
 
-bool StreamProtocol::Charge(Stream *s, uint64_t bytes) {
-  if (!budget_->TryCharge(bytes))
-    return false;
+bool StreamProtocol::Charge(Stream* s, uint64_t bytes) {
+  if (!budget_->TryCharge(bytes)) return false;
   charged_ += bytes;
-  if (s != nullptr)
-    s->charged += bytes;
+  if (s != nullptr) s->charged += bytes;
   return true;
 }
 
@@ -45,10 +39,9 @@ void StreamProtocol::ForceChargeUnattributed(uint64_t bytes) {
   charged_ += bytes;
 }
 
-void StreamProtocol::Release(Stream *s, uint64_t bytes) {
+void StreamProtocol::Release(Stream* s, uint64_t bytes) {
   bytes = std::min(bytes, charged_);
-  if (s != nullptr)
-    s->charged -= std::min(bytes, s->charged);
+  if (s != nullptr) s->charged -= std::min(bytes, s->charged);
   charged_ -= bytes;
   budget_->Release(bytes);
 }
@@ -60,18 +53,15 @@ uint64_t StreamProtocol::WindowFor() const {
   // and the send side).
   const uint64_t n = std::max<uint64_t>(1, streams_.size());
   const uint64_t key_n = std::max<uint64_t>(1, budget_->streams);
-  const uint64_t w =
-      std::min(o_.memory / n, budget_->memory_limit() / (2 * key_n));
-  return std::clamp<uint64_t>(
-      w, std::min<uint64_t>(kInitialWindow, o_.stream_window),
-      o_.stream_window);
+  const uint64_t w = std::min(o_.memory / n, budget_->memory_limit() / (2 * key_n));
+  return std::clamp<uint64_t>(w, std::min<uint64_t>(kInitialWindow, o_.stream_window),
+                              o_.stream_window);
 }
 
 size_t StreamProtocol::StreamLimit() const {
   // Every stream may be sent kInitialWindow before its receiver says otherwise:
   // the receive memory bounds the number of streams too.
-  return std::min<size_t>(o_.max_streams,
-                          std::max<uint64_t>(1, o_.memory / kInitialWindow));
+  return std::min<size_t>(o_.max_streams, std::max<uint64_t>(1, o_.memory / kInitialWindow));
 }
 
 // ---- ids ----
@@ -81,8 +71,7 @@ bool StreamProtocol::Remembered(uint64_t id) const {
 }
 
 void StreamProtocol::Remember(uint64_t id) {
-  if (Remembered(id))
-    return;
+  if (Remembered(id)) return;
   seen_above_.insert(id);
   while (!seen_above_.empty() && *seen_above_.begin() == seen_floor_ + 1) {
     ++seen_floor_;
@@ -100,17 +89,15 @@ void StreamProtocol::Remember(uint64_t id) {
 
 // ---- outputs ----
 
-bool StreamProtocol::PollSend(OutFrame *frame) {
-  if (out_.empty())
-    return false;
+bool StreamProtocol::PollSend(OutFrame* frame) {
+  if (out_.empty()) return false;
   *frame = std::move(out_.front());
   out_.pop_front();
   return true;
 }
 
-bool StreamProtocol::PollEvent(StreamEvent *event) {
-  if (events_.empty())
-    return false;
+bool StreamProtocol::PollEvent(StreamEvent* event) {
+  if (events_.empty()) return false;
   *event = std::move(events_.front());
   events_.pop_front();
   return true;
@@ -123,11 +110,9 @@ void StreamProtocol::Emit(StreamEvent::Kind kind, uint64_t stream) {
   events_.push_back(std::move(e));
 }
 
-void StreamProtocol::SendControl(FrameType type, uint64_t stream,
-                                 uint64_t value, const std::string &body,
-                                 bool ordered) {
-  if (closed_ || failed_)
-    return;
+void StreamProtocol::SendControl(FrameType type, uint64_t stream, uint64_t value,
+                                 const std::string& body, bool ordered) {
+  if (closed_ || failed_) return;
   OutFrame f;
   f.bytes = EncodeFrame(type, stream, value, body);
   f.ordered = ordered;
@@ -140,8 +125,7 @@ void StreamProtocol::SendControl(FrameType type, uint64_t stream,
   out_.push_back(std::move(f));
   if (control_inflight_ > kMaxControlInflight) {
     SessionError("peer_not_reading",
-                 absl::StrCat("the peer has not acknowledged ",
-                              control_inflight_,
+                 absl::StrCat("the peer has not acknowledged ", control_inflight_,
                               " bytes of control frames: it is not reading"),
                  /*protocol=*/false);
   }
@@ -149,21 +133,18 @@ void StreamProtocol::SendControl(FrameType type, uint64_t stream,
 
 void StreamProtocol::OnSendComplete(uint64_t tag, uint64_t size) {
   const uint64_t cost = size + kFrameOverhead;
-  uint64_t &inflight = tag == kControlTag ? control_inflight_ : data_inflight_;
+  uint64_t& inflight = tag == kControlTag ? control_inflight_ : data_inflight_;
   const uint64_t n = std::min(cost, inflight);
   inflight -= n;
   Release(nullptr, n);
 }
 
-void StreamProtocol::SessionError(const std::string &refusal,
-                                  const std::string &detail, bool protocol) {
-  if (failed_)
-    return;
+void StreamProtocol::SessionError(const std::string& refusal, const std::string& detail,
+                                  bool protocol) {
+  if (failed_) return;
   failed_ = true;
-  if (!refusal.empty())
-    Refuse(refusal);
-  if (protocol)
-    ++metrics_->protocol_errors;
+  if (!refusal.empty()) Refuse(refusal);
+  if (protocol) ++metrics_->protocol_errors;
   StreamEvent e;
   e.kind = StreamEvent::Kind::kSessionError;
   e.detail = detail;
@@ -172,17 +153,13 @@ void StreamProtocol::SessionError(const std::string &refusal,
 
 // ---- stream ends ----
 
-void StreamProtocol::EndStream(Stream &s, bool reset, ResetCode code,
-                               const std::string &by,
-                               const std::string &detail) {
+void StreamProtocol::EndStream(Stream& s, bool reset, ResetCode code, const std::string& by,
+                               const std::string& detail) {
   const uint64_t id = s.id;
-  if (reset)
-    ++metrics_->streams_reset[{ResetCodeName(code), by}];
+  if (reset) ++metrics_->streams_reset[{ResetCodeName(code), by}];
   Release(&s, s.charged);
-  if (s.admitted)
-    budget_->ReleaseTarget();
-  if (budget_->streams > 0)
-    --budget_->streams;
+  if (s.admitted) budget_->ReleaseTarget();
+  if (budget_->streams > 0) --budget_->streams;
   StreamEvent e;
   e.kind = StreamEvent::Kind::kEnded;
   e.stream = id;
@@ -195,28 +172,23 @@ void StreamProtocol::EndStream(Stream &s, bool reset, ResetCode code,
   streams_.erase(id);
 }
 
-void StreamProtocol::ResetLocal(uint64_t stream, ResetCode code,
-                                const std::string &reason, bool silent) {
+void StreamProtocol::ResetLocal(uint64_t stream, ResetCode code, const std::string& reason,
+                                bool silent) {
   auto it = streams_.find(stream);
-  if (it == streams_.end())
-    return;
-  if (!silent)
-    SendControl(FrameType::kReset, stream, static_cast<uint64_t>(code), reason);
+  if (it == streams_.end()) return;
+  if (!silent) SendControl(FrameType::kReset, stream, static_cast<uint64_t>(code), reason);
   EndStream(it->second, /*reset=*/true, code, "local", reason);
 }
 
-void StreamProtocol::MaybeFinish(Stream &s) {
-  if (!s.fin_sent || !s.fin_written)
-    return;
+void StreamProtocol::MaybeFinish(Stream& s) {
+  if (!s.fin_sent || !s.fin_written) return;
   ++metrics_->streams_completed;
   EndStream(s, /*reset=*/false, ResetCode::kAborted, "", "");
 }
 
-void StreamProtocol::RefuseOpen(uint64_t id, ResetCode code,
-                                const std::string &reason,
-                                const std::string &refusal) {
-  if (!refusal.empty())
-    Refuse(refusal);
+void StreamProtocol::RefuseOpen(uint64_t id, ResetCode code, const std::string& reason,
+                                const std::string& refusal) {
+  if (!refusal.empty()) Refuse(refusal);
   ++metrics_->streams_reset[{ResetCodeName(code), "local"}];
   SendControl(FrameType::kReset, id, static_cast<uint64_t>(code), reason);
   StreamEvent e;
@@ -231,7 +203,7 @@ void StreamProtocol::RefuseOpen(uint64_t id, ResetCode code,
 
 // ---- the local side ----
 
-uint64_t StreamProtocol::OpenLocal(Time now, const std::string &forward) {
+uint64_t StreamProtocol::OpenLocal(Time now, const std::string& forward) {
   now_ = std::max(now_, now);
   if (streams_.size() >= StreamLimit()) {
     Refuse("streams");
@@ -245,12 +217,12 @@ uint64_t StreamProtocol::OpenLocal(Time now, const std::string &forward) {
     return 0;
   }
   const uint64_t id = next_stream_id_++;
-  Stream &s = streams_[id];
+  Stream& s = streams_[id];
   s.charged = kStreamCharge + w;
   s.id = id;
   s.forward = forward;
   s.opened = s.connected = true;
-  s.next_seq = 1; // the server's first frame is DATA 1
+  s.next_seq = 1;  // the server's first frame is DATA 1
   s.peer_limit = kInitialWindow;
   s.granted = w;
   ++budget_->streams;
@@ -261,9 +233,8 @@ uint64_t StreamProtocol::OpenLocal(Time now, const std::string &forward) {
 
 uint64_t StreamProtocol::SendRoom(uint64_t stream) const {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || it->second.fin_sent || closed_ || failed_)
-    return 0;
-  const Stream &s = it->second;
+  if (it == streams_.end() || it->second.fin_sent || closed_ || failed_) return 0;
+  const Stream& s = it->second;
   return s.peer_limit > s.sent ? s.peer_limit - s.sent : 0;
 }
 
@@ -274,9 +245,8 @@ SendSlot StreamProtocol::OnDataRead(uint64_t stream, uint64_t payload) {
   data_inflight_ += cost;
   metrics_->bytes_from_tcp += payload;
   auto it = streams_.find(stream);
-  if (it == streams_.end())
-    return slot;
-  Stream &s = it->second;
+  if (it == streams_.end()) return slot;
+  Stream& s = it->second;
   s.sent += payload;
   slot.seq = s.send_seq++;
   // Until the server's first WINDOW the OPEN may still be on its way: ordered
@@ -287,38 +257,31 @@ SendSlot StreamProtocol::OnDataRead(uint64_t stream, uint64_t payload) {
 
 void StreamProtocol::OnLocalEof(uint64_t stream) {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || it->second.fin_sent)
-    return;
-  Stream &s = it->second;
+  if (it == streams_.end() || it->second.fin_sent) return;
+  Stream& s = it->second;
   s.fin_sent = true;
-  SendControl(FrameType::kFin, s.id, s.send_seq++, "",
-              o_.is_client && !s.peer_window_seen);
+  SendControl(FrameType::kFin, s.id, s.send_seq++, "", o_.is_client && !s.peer_window_seen);
   MaybeFinish(s);
 }
 
 void StreamProtocol::OnConnected(uint64_t stream) {
   auto it = streams_.find(stream);
-  if (it == streams_.end())
-    return;
+  if (it == streams_.end()) return;
   it->second.connected = true;
-  if (!it->second.writeq.empty())
-    Emit(StreamEvent::Kind::kWritable, stream);
+  if (!it->second.writeq.empty()) Emit(StreamEvent::Kind::kWritable, stream);
 }
 
-Chunk *StreamProtocol::NextChunk(uint64_t stream) {
+Chunk* StreamProtocol::NextChunk(uint64_t stream) {
   auto it = streams_.find(stream);
-  if (it == streams_.end() || !it->second.connected ||
-      it->second.writeq.empty())
-    return nullptr;
+  if (it == streams_.end() || !it->second.connected || it->second.writeq.empty()) return nullptr;
   return &it->second.writeq.front();
 }
 
 OwnedBuffer StreamProtocol::OnChunkWritten(Time now, uint64_t stream) {
   now_ = std::max(now_, now);
   auto it = streams_.find(stream);
-  if (it == streams_.end() || it->second.writeq.empty())
-    return {};
-  Stream &s = it->second;
+  if (it == streams_.end() || it->second.writeq.empty()) return {};
+  Stream& s = it->second;
   Chunk c = std::move(s.writeq.front());
   s.writeq.pop_front();
   if (c.fin) {
@@ -336,25 +299,20 @@ OwnedBuffer StreamProtocol::OnChunkWritten(Time now, uint64_t stream) {
   return std::move(c.event.owned);
 }
 
-void StreamProtocol::MaybeGrant(Stream &s, bool always) {
-  if (closed_ || failed_)
-    return;
+void StreamProtocol::MaybeGrant(Stream& s, bool always) {
+  if (closed_ || failed_) return;
   const uint64_t w = WindowFor();
   const uint64_t limit = s.written + w;
   uint64_t delta = limit > s.granted ? limit - s.granted : 0;
   // Grant in steps of a quarter window: few WINDOW frames, never a stalled
   // sender.
-  if (!always && delta < w / 4)
-    return;
+  if (!always && delta < w / 4) return;
   if (delta > 0 && !Charge(&s, delta)) {
     // What the budget can back now, if it is worth a frame; the rest later.
     const uint64_t avail = budget_->memory_available();
-    delta =
-        avail >= std::min<uint64_t>(kChunk, w / 4) ? std::min(avail, delta) : 0;
-    if (delta > 0 && !Charge(&s, delta))
-      delta = 0;
-    if (!s.starved)
-      ++metrics_->refused["window_deferred"];
+    delta = avail >= std::min<uint64_t>(kChunk, w / 4) ? std::min(avail, delta) : 0;
+    if (delta > 0 && !Charge(&s, delta)) delta = 0;
+    if (!s.starved) ++metrics_->refused["window_deferred"];
     s.starved = true;
     next_retry_ = std::min(next_retry_, now_ + kGrantRetry);
   } else {
@@ -363,39 +321,32 @@ void StreamProtocol::MaybeGrant(Stream &s, bool always) {
   s.granted += delta;
   // The first WINDOW also tells the client its OPEN arrived (from then on it
   // sends unordered), so it goes out even when it grants nothing new.
-  if (delta > 0 || always)
-    SendControl(FrameType::kWindow, s.id, s.granted);
+  if (delta > 0 || always) SendControl(FrameType::kWindow, s.id, s.granted);
 }
 
 void StreamProtocol::Drain() {
-  if (draining_)
-    return;
+  if (draining_) return;
   draining_ = true;
-  if (!o_.is_client)
-    SendControl(FrameType::kGoAway, 0, 0, "server bridge is shutting down");
+  if (!o_.is_client) SendControl(FrameType::kGoAway, 0, 0, "server bridge is shutting down");
 }
 
-void StreamProtocol::OnConnectionClosed(const absl::Status &status) {
-  if (closed_)
-    return;
+void StreamProtocol::OnConnectionClosed(const absl::Status& status) {
+  if (closed_) return;
   closed_ = true;
   std::vector<uint64_t> ids;
-  for (auto &[id, s] : streams_)
-    ids.push_back(id);
+  for (auto& [id, s] : streams_) ids.push_back(id);
   for (uint64_t id : ids) {
-    Stream &s = streams_.at(id);
+    Stream& s = streams_.at(id);
     // Both sides finished the stream (our FIN went out, the peer's arrived in
     // order): only bytes queued for the socket remain; they are written and end
     // with the EOF.
     if (status.ok() && s.fin_sent && s.fin_received && s.reorder.empty()) {
-      if (!s.writeq.empty())
-        Emit(StreamEvent::Kind::kWritable, id);
+      if (!s.writeq.empty()) Emit(StreamEvent::Kind::kWritable, id);
       continue;
     }
-    EndStream(
-        s, /*reset=*/true, ResetCode::kSessionLost, "local",
-        absl::StrCat("longhaul connection ended: ",
-                     status.ok() ? "closed" : std::string(status.message())));
+    EndStream(s, /*reset=*/true, ResetCode::kSessionLost, "local",
+              absl::StrCat("longhaul connection ended: ",
+                           status.ok() ? "closed" : std::string(status.message())));
   }
 }
 
@@ -403,18 +354,15 @@ void StreamProtocol::OnConnectionClosed(const absl::Status &status) {
 
 void StreamProtocol::OnTimeout(Time now) {
   now_ = std::max(now_, now);
-  if (now < next_retry_)
-    return;
+  if (now < next_retry_) return;
   next_retry_ = Time::Infinite();
   std::vector<uint64_t> starved;
-  for (auto &[id, s] : streams_) {
-    if (s.starved)
-      starved.push_back(id);
+  for (auto& [id, s] : streams_) {
+    if (s.starved) starved.push_back(id);
   }
   for (uint64_t id : starved) {
     auto it = streams_.find(id);
-    if (it != streams_.end())
-      MaybeGrant(it->second, /*always=*/false);
+    if (it != streams_.end()) MaybeGrant(it->second, /*always=*/false);
   }
 }
 
@@ -423,9 +371,8 @@ Time StreamProtocol::NextTimeout() const { return next_retry_; }
 StreamProtocol::StreamDebug StreamProtocol::debug(uint64_t stream) const {
   StreamDebug d;
   auto it = streams_.find(stream);
-  if (it == streams_.end())
-    return d;
-  const Stream &s = it->second;
+  if (it == streams_.end()) return d;
+  const Stream& s = it->second;
   d.granted = s.granted;
   d.written = s.written;
   d.received = s.received;
@@ -443,8 +390,7 @@ StreamProtocol::StreamDebug StreamProtocol::debug(uint64_t stream) const {
 
 void StreamProtocol::OnMessage(Time now, Event event) {
   now_ = std::max(now_, now);
-  if (failed_ || closed_)
-    return;
+  if (failed_ || closed_) return;
   absl::StatusOr<Frame> f = DecodeFrame(Bytes(event));
   if (!f.ok())
     return SessionError("", std::string(f.status().message()),
@@ -452,68 +398,61 @@ void StreamProtocol::OnMessage(Time now, Event event) {
   OnFrame(now, event, *f);
 }
 
-void StreamProtocol::OnFrame(Time now, Event &e, const Frame &f) {
+void StreamProtocol::OnFrame(Time now, Event& e, const Frame& f) {
   auto it = streams_.find(f.stream);
-  Stream *s = it == streams_.end() ? nullptr : &it->second;
+  Stream* s = it == streams_.end() ? nullptr : &it->second;
   switch (f.type) {
-  case FrameType::kGoAway:
-    if (!o_.is_client) {
-      return SessionError("", "GOAWAY from a client bridge", /*protocol=*/true);
-    }
-    if (!draining_) {
-      draining_ = true;
-      Emit(StreamEvent::Kind::kGoAway, 0);
-    }
-    return;
-  case FrameType::kWindow:
-    if (s == nullptr)
-      return; // the stream ended meanwhile
-    s->peer_window_seen = true;
-    if (f.value > s->peer_limit) {
-      s->peer_limit = f.value;
-      Emit(StreamEvent::Kind::kSendRoom, s->id);
-    }
-    return;
-  case FrameType::kReset:
-    if (s == nullptr) {
-      // A reset that overtook its stream's OPEN: remember the id, so the OPEN
-      // that follows is ignored instead of connecting to the target for nobody.
-      if (!o_.is_client)
-        Remember(f.stream);
+    case FrameType::kGoAway:
+      if (!o_.is_client) {
+        return SessionError("", "GOAWAY from a client bridge", /*protocol=*/true);
+      }
+      if (!draining_) {
+        draining_ = true;
+        Emit(StreamEvent::Kind::kGoAway, 0);
+      }
       return;
-    }
-    return EndStream(*s, /*reset=*/true, static_cast<ResetCode>(f.value),
-                     "peer", std::string(f.text()));
-  case FrameType::kOpen:
-    if (o_.is_client)
-      return SessionError("", "OPEN from a server bridge", /*protocol=*/true);
-    if (s != nullptr) {
-      return SessionError(
-          "", absl::StrCat("stream ", f.stream, ": sequence number 0 repeated"),
-          /*protocol=*/true);
-    }
-    return OnPeerOpen(now, e, f);
-  case FrameType::kData:
-  case FrameType::kFin:
-    if (s == nullptr) {
-      // Ended (late, ignored) or never opened: nothing is kept for a stream
-      // that was never opened (a client bridge's frames cannot overtake their
-      // OPEN).
-      const bool ended =
-          o_.is_client ? f.stream < next_stream_id_ : Remembered(f.stream);
-      if (ended)
+    case FrameType::kWindow:
+      if (s == nullptr) return;  // the stream ended meanwhile
+      s->peer_window_seen = true;
+      if (f.value > s->peer_limit) {
+        s->peer_limit = f.value;
+        Emit(StreamEvent::Kind::kSendRoom, s->id);
+      }
+      return;
+    case FrameType::kReset:
+      if (s == nullptr) {
+        // A reset that overtook its stream's OPEN: remember the id, so the OPEN
+        // that follows is ignored instead of connecting to the target for nobody.
+        if (!o_.is_client) Remember(f.stream);
         return;
-      return SessionError("not_opened",
-                          absl::StrCat("stream ", f.stream, ": ",
-                                       FrameTypeName(f.type),
-                                       " for a stream that was never opened"),
-                          /*protocol=*/true);
-    }
-    return Sequenced(*s, f.value, e, f);
+      }
+      return EndStream(*s, /*reset=*/true, static_cast<ResetCode>(f.value), "peer",
+                       std::string(f.text()));
+    case FrameType::kOpen:
+      if (o_.is_client) return SessionError("", "OPEN from a server bridge", /*protocol=*/true);
+      if (s != nullptr) {
+        return SessionError("", absl::StrCat("stream ", f.stream, ": sequence number 0 repeated"),
+                            /*protocol=*/true);
+      }
+      return OnPeerOpen(now, e, f);
+    case FrameType::kData:
+    case FrameType::kFin:
+      if (s == nullptr) {
+        // Ended (late, ignored) or never opened: nothing is kept for a stream
+        // that was never opened (a client bridge's frames cannot overtake their
+        // OPEN).
+        const bool ended = o_.is_client ? f.stream < next_stream_id_ : Remembered(f.stream);
+        if (ended) return;
+        return SessionError("not_opened",
+                            absl::StrCat("stream ", f.stream, ": ", FrameTypeName(f.type),
+                                         " for a stream that was never opened"),
+                            /*protocol=*/true);
+      }
+      return Sequenced(*s, f.value, e, f);
   }
 }
 
-void StreamProtocol::OnPeerOpen(Time now, Event &e, const Frame &f) {
+void StreamProtocol::OnPeerOpen(Time now, Event& e, const Frame& f) {
   const uint64_t id = f.stream;
   if (Remembered(id)) {
     // Ended, reset before its OPEN came, or forgotten (sparse ids): nothing to
@@ -523,40 +462,35 @@ void StreamProtocol::OnPeerOpen(Time now, Event &e, const Frame &f) {
   }
   Remember(id);
   if (draining_) {
-    return RefuseOpen(id, ResetCode::kDraining, "server bridge is draining",
-                      "");
+    return RefuseOpen(id, ResetCode::kDraining, "server bridge is draining", "");
   }
   const std::string forward(f.text());
   if (streams_.size() >= StreamLimit()) {
-    return RefuseOpen(
-        id, ResetCode::kLimit,
-        absl::StrCat("server bridge has ", streams_.size(), " streams open"),
-        "streams");
+    return RefuseOpen(id, ResetCode::kLimit,
+                      absl::StrCat("server bridge has ", streams_.size(), " streams open"),
+                      "streams");
   }
   if (!o_.has_forward || !o_.has_forward(forward)) {
-    return RefuseOpen(
-        id, ResetCode::kUnknownForward,
-        absl::StrCat("no forward '", forward, "' on the server bridge"), "");
+    return RefuseOpen(id, ResetCode::kUnknownForward,
+                      absl::StrCat("no forward '", forward, "' on the server bridge"), "");
   }
   if (!budget_->TryAddTarget()) {
     return RefuseOpen(id, ResetCode::kLimit,
-                      absl::StrCat("this client key has ",
-                                   budget_->targets_used(),
-                                   " target connections (limit ",
-                                   budget_->target_limit(), ")"),
+                      absl::StrCat("this client key has ", budget_->targets_used(),
+                                   " target connections (limit ", budget_->target_limit(), ")"),
                       "targets");
   }
   // The client may send kInitialWindow before our first WINDOW: that promise is
   // charged with the stream.
   if (!Charge(nullptr, kStreamCharge + kInitialWindow)) {
     budget_->ReleaseTarget();
-    return RefuseOpen(id, ResetCode::kLimit,
-                      absl::StrCat("memory budget of this client key spent (",
-                                   budget_->memory_used(), " of ",
-                                   budget_->memory_limit(), " bytes)"),
-                      "memory");
+    return RefuseOpen(
+        id, ResetCode::kLimit,
+        absl::StrCat("memory budget of this client key spent (", budget_->memory_used(), " of ",
+                     budget_->memory_limit(), " bytes)"),
+        "memory");
   }
-  Stream &s = streams_[id];
+  Stream& s = streams_[id];
   s.charged = kStreamCharge + kInitialWindow;
   s.id = id;
   s.forward = forward;
@@ -577,32 +511,25 @@ void StreamProtocol::OnPeerOpen(Time now, Event &e, const Frame &f) {
   MaybeGrant(s, /*always=*/true);
 }
 
-void StreamProtocol::Sequenced(Stream &s, uint64_t seq, Event &e,
-                               const Frame &f) {
+void StreamProtocol::Sequenced(Stream& s, uint64_t seq, Event& e, const Frame& f) {
   if (seq < s.next_seq || s.reorder.count(seq)) {
-    return SessionError(
-        "",
-        absl::StrCat("stream ", s.id, ": sequence number ", seq, " repeated"),
-        /*protocol=*/true);
+    return SessionError("", absl::StrCat("stream ", s.id, ": sequence number ", seq, " repeated"),
+                        /*protocol=*/true);
   }
   if (f.type == FrameType::kData && f.body.empty()) {
-    return SessionError("", absl::StrCat("stream ", s.id, ": empty DATA frame"),
-                        true);
+    return SessionError("", absl::StrCat("stream ", s.id, ": empty DATA frame"), true);
   }
   if (f.type == FrameType::kFin) {
     if (s.fin_received)
-      return SessionError("", absl::StrCat("stream ", s.id, ": second FIN"),
-                          true);
+      return SessionError("", absl::StrCat("stream ", s.id, ": second FIN"), true);
     s.fin_received = true;
   }
   // What the peer may have in flight on this stream: its grant.
   const uint64_t payload = f.type == FrameType::kData ? f.body.size() : 0;
   if (s.received + s.reorder_bytes + payload > s.granted) {
-    return SessionError("",
-                        absl::StrCat("stream ", s.id,
-                                     ": peer sent beyond its window of ",
-                                     s.granted, " bytes"),
-                        true);
+    return SessionError(
+        "", absl::StrCat("stream ", s.id, ": peer sent beyond its window of ", s.granted, " bytes"),
+        true);
   }
   if (s.held() >= kMaxHeldFrames) {
     Refuse("frames");
@@ -614,8 +541,7 @@ void StreamProtocol::Sequenced(Stream &s, uint64_t seq, Event &e,
   if (!Charge(&s, kFrameOverhead)) {
     Refuse("memory");
     return ResetLocal(s.id, ResetCode::kLimit,
-                      absl::StrCat("memory budget spent (",
-                                   budget_->memory_used(), " of ",
+                      absl::StrCat("memory budget spent (", budget_->memory_used(), " of ",
                                    budget_->memory_limit(), " bytes)"));
   }
   if (seq != s.next_seq) {
@@ -644,7 +570,7 @@ void StreamProtocol::Sequenced(Stream &s, uint64_t seq, Event &e,
   }
 }
 
-void StreamProtocol::Deliver(Stream &s, Event &e, const Frame &f) {
+void StreamProtocol::Deliver(Stream& s, Event& e, const Frame& f) {
   ++s.next_seq;
   Chunk c;
   if (f.type == FrameType::kFin) {
@@ -657,8 +583,7 @@ void StreamProtocol::Deliver(Stream &s, Event &e, const Frame &f) {
   }
   const bool was_empty = s.writeq.empty();
   s.writeq.push_back(std::move(c));
-  if (was_empty && s.connected)
-    Emit(StreamEvent::Kind::kWritable, s.id);
+  if (was_empty && s.connected) Emit(StreamEvent::Kind::kWritable, s.id);
 }
 
-} // namespace longhaul::bridge
+}  // namespace longhaul::bridge

@@ -87,43 +87,43 @@ inline constexpr Duration kGrantRetry = Duration::Milliseconds(20);
 
 struct ProtocolOptions {
   bool is_client = true;
-  uint64_t stream_window = 32ull << 20; // most a stream's receiver grants
-  uint64_t memory = 512ull << 20; // windows shrink to memory / open streams
+  uint64_t stream_window = 32ull << 20;  // most a stream's receiver grants
+  uint64_t memory = 512ull << 20;        // windows shrink to memory / open streams
   size_t max_streams = 4096;
   // Server: whether a forward of this name exists.
-  std::function<bool(const std::string &name)> has_forward;
+  std::function<bool(const std::string& name)> has_forward;
 };
 
 // A frame to send: one longhaul message.
 struct OutFrame {
   std::string bytes;
-  bool ordered = false; // send without SendBuffer::unordered
+  bool ordered = false;  // send without SendBuffer::unordered
 };
 
 // A contiguous piece of received payload for the TCP side (or the FIN after the
 // data).
 struct Chunk {
-  Event event; // owns the bytes
-  const uint8_t *data = nullptr;
+  Event event;  // owns the bytes
+  const uint8_t* data = nullptr;
   size_t size = 0;
   bool fin = false;
 };
 
 struct StreamEvent {
   enum class Kind {
-    kConnectTarget, // server: an OPEN was accepted; connect `forward`'s target
-    kWritable,      // stream has a chunk for TCP (NextChunk)
-    kSendRoom,      // the peer granted more: read TCP again
-    kEnded,         // stream removed: `reset` says whether to close with an RST
-    kSessionError,  // end the session (a protocol error): `detail`
-    kGoAway,        // client: the server is draining
+    kConnectTarget,  // server: an OPEN was accepted; connect `forward`'s target
+    kWritable,       // stream has a chunk for TCP (NextChunk)
+    kSendRoom,       // the peer granted more: read TCP again
+    kEnded,          // stream removed: `reset` says whether to close with an RST
+    kSessionError,   // end the session (a protocol error): `detail`
+    kGoAway,         // client: the server is draining
   };
   Kind kind = Kind::kWritable;
   uint64_t stream = 0;
   std::string forward;
   bool reset = false;
   ResetCode code = ResetCode::kAborted;
-  std::string by; // kEnded by a reset: "local" or "peer"
+  std::string by;  // kEnded by a reset: "local" or "peer"
   std::string detail;
 };
 
@@ -134,15 +134,14 @@ struct SendSlot {
 };
 
 class StreamProtocol {
-public:
+ public:
   // `budget` (shared with other sessions of the same key) and `metrics` outlive
   // nothing in particular: the budget is kept alive, metrics must outlive this
   // object.
-  StreamProtocol(ProtocolOptions options, std::shared_ptr<Budget> budget,
-                 Metrics *metrics);
-  ~StreamProtocol(); // gives back every charge
-  StreamProtocol(const StreamProtocol &) = delete;
-  StreamProtocol &operator=(const StreamProtocol &) = delete;
+  StreamProtocol(ProtocolOptions options, std::shared_ptr<Budget> budget, Metrics* metrics);
+  ~StreamProtocol();  // gives back every charge
+  StreamProtocol(const StreamProtocol&) = delete;
+  StreamProtocol& operator=(const StreamProtocol&) = delete;
 
   // ---- the peer
   void OnMessage(Time now, Event event);
@@ -153,7 +152,7 @@ public:
   // ---- the local side
   // Client: a new stream for `forward`; its id, or 0 (refused; counted) when
   // the session is draining or the limits say no.
-  uint64_t OpenLocal(Time now, const std::string &forward);
+  uint64_t OpenLocal(Time now, const std::string& forward);
   // Payload bytes the peer accepts on `stream` now (0 for unknown streams and
   // after FIN). The I/O side also checks the budget
   // (budget().memory_available()) before it reads.
@@ -169,26 +168,25 @@ public:
   // The stream's TCP side is connected (server: the target answered).
   void OnConnected(uint64_t stream);
   // The next chunk for TCP, or nullptr.
-  Chunk *NextChunk(uint64_t stream);
+  Chunk* NextChunk(uint64_t stream);
   // The front chunk was written (a FIN: the write side was shut down). Returns
   // the chunk's receive buffer for reuse.
   OwnedBuffer OnChunkWritten(Time now, uint64_t stream);
   // Ends a stream from this side: RESET to the peer (unless `silent`), kEnded.
-  void ResetLocal(uint64_t stream, ResetCode code, const std::string &reason,
-                  bool silent = false);
+  void ResetLocal(uint64_t stream, ResetCode code, const std::string& reason, bool silent = false);
   // No new streams (server: GOAWAY, OPENs answered with RESET draining).
   void Drain();
   // The connection ended: streams that finished both ways keep their queued
   // chunks; the rest end (session_lost).
-  void OnConnectionClosed(const absl::Status &status);
+  void OnConnectionClosed(const absl::Status& status);
 
   // ---- time
   void OnTimeout(Time now);
   Time NextTimeout() const;
 
   // ---- outputs
-  bool PollSend(OutFrame *frame);
-  bool PollEvent(StreamEvent *event);
+  bool PollSend(OutFrame* frame);
+  bool PollEvent(StreamEvent* event);
 
   // ---- state
   size_t open_streams() const { return streams_.size(); }
@@ -197,17 +195,17 @@ public:
   bool failed() const { return failed_; }
   // Bytes this session has charged to its budget now.
   uint64_t charged() const { return charged_; }
-  const Budget &budget() const { return *budget_; }
+  const Budget& budget() const { return *budget_; }
   struct StreamDebug {
-    uint64_t granted = 0, written = 0, received = 0, held_frames = 0,
-             peer_limit = 0, sent = 0, charged = 0;
+    uint64_t granted = 0, written = 0, received = 0, held_frames = 0, peer_limit = 0, sent = 0,
+             charged = 0;
     bool opened = false, fin_received = false, fin_sent = false;
   };
   StreamDebug debug(uint64_t stream) const;
   size_t remembered_ids() const { return seen_above_.size(); }
   uint64_t id_floor() const { return seen_floor_; }
 
-private:
+ private:
   struct Held {
     Event event;
     FrameType type = FrameType::kData;
@@ -218,43 +216,42 @@ private:
     std::string forward;
     bool opened = false;
     bool connected = false;
-    bool admitted = false; // server: holds a target connection of the budget
-    uint64_t charged = 0;  // this stream's share of charged_
+    bool admitted = false;  // server: holds a target connection of the budget
+    uint64_t charged = 0;   // this stream's share of charged_
     // sending (TCP -> peer)
     uint64_t send_seq = 1, sent = 0, peer_limit = 0;
     bool fin_sent = false;
-    bool peer_window_seen = false; // client: the server's first WINDOW came
+    bool peer_window_seen = false;  // client: the server's first WINDOW came
     // receiving (peer -> TCP)
     uint64_t next_seq = 0;
     std::map<uint64_t, Held> reorder;
     std::deque<Chunk> writeq;
     uint64_t received = 0, reorder_bytes = 0, written = 0, granted = 0;
     bool fin_received = false, fin_written = false;
-    bool starved = false; // a grant waits for memory
+    bool starved = false;  // a grant waits for memory
     size_t held() const { return reorder.size() + writeq.size(); }
   };
 
-  void OnFrame(Time now, Event &e, const Frame &f);
-  void OnPeerOpen(Time now, Event &e, const Frame &f);
-  void Sequenced(Stream &s, uint64_t seq, Event &e, const Frame &f);
-  void Deliver(Stream &s, Event &e, const Frame &f);
-  void MaybeGrant(Stream &s, bool always);
-  void MaybeFinish(Stream &s);
-  void EndStream(Stream &s, bool reset, ResetCode code, const std::string &by,
-                 const std::string &detail);
-  void SessionError(const std::string &refusal, const std::string &detail,
-                    bool protocol);
-  void Refuse(const std::string &reason) { ++metrics_->refused[reason]; }
-  void SendControl(FrameType type, uint64_t stream, uint64_t value,
-                   const std::string &body = "", bool ordered = false);
+  void OnFrame(Time now, Event& e, const Frame& f);
+  void OnPeerOpen(Time now, Event& e, const Frame& f);
+  void Sequenced(Stream& s, uint64_t seq, Event& e, const Frame& f);
+  void Deliver(Stream& s, Event& e, const Frame& f);
+  void MaybeGrant(Stream& s, bool always);
+  void MaybeFinish(Stream& s);
+  void EndStream(Stream& s, bool reset, ResetCode code, const std::string& by,
+                 const std::string& detail);
+  void SessionError(const std::string& refusal, const std::string& detail, bool protocol);
+  void Refuse(const std::string& reason) { ++metrics_->refused[reason]; }
+  void SendControl(FrameType type, uint64_t stream, uint64_t value, const std::string& body = "",
+                   bool ordered = false);
   // Server: answers an OPEN it does not take with RESET (counted; kEnded for
   // the log).
-  void RefuseOpen(uint64_t id, ResetCode code, const std::string &reason,
-                  const std::string &refusal);
+  void RefuseOpen(uint64_t id, ResetCode code, const std::string& reason,
+                  const std::string& refusal);
   void Emit(StreamEvent::Kind kind, uint64_t stream);
   void ForceChargeUnattributed(uint64_t bytes);
-  bool Charge(Stream *s, uint64_t bytes);
-  void Release(Stream *s, uint64_t bytes);
+  bool Charge(Stream* s, uint64_t bytes);
+  void Release(Stream* s, uint64_t bytes);
   uint64_t WindowFor() const;
   size_t StreamLimit() const;
   bool Remembered(uint64_t id) const;
@@ -262,22 +259,21 @@ private:
 
   const ProtocolOptions o_;
   std::shared_ptr<Budget> budget_;
-  Metrics *metrics_;
+  Metrics* metrics_;
   std::map<uint64_t, Stream> streams_;
-  uint64_t next_stream_id_ = 1; // client
-  uint64_t seen_floor_ = 0;     // server: every id <= floor was seen
+  uint64_t next_stream_id_ = 1;  // client
+  uint64_t seen_floor_ = 0;      // server: every id <= floor was seen
   std::set<uint64_t> seen_above_;
   std::deque<OutFrame> out_;
   std::deque<StreamEvent> events_;
-  uint64_t charged_ = 0;       // all of this session's charges
-  uint64_t data_inflight_ = 0; // DATA sent, not acknowledged (with overhead)
-  uint64_t control_inflight_ =
-      0; // control frames sent, not acknowledged (with overhead)
+  uint64_t charged_ = 0;           // all of this session's charges
+  uint64_t data_inflight_ = 0;     // DATA sent, not acknowledged (with overhead)
+  uint64_t control_inflight_ = 0;  // control frames sent, not acknowledged (with overhead)
   Time next_retry_ = Time::Infinite();
-  Time now_ = Time::Zero(); // the latest time an entry point was given
+  Time now_ = Time::Zero();  // the latest time an entry point was given
   bool draining_ = false;
   bool failed_ = false;
   bool closed_ = false;
 };
 
-} // namespace longhaul::bridge
+}  // namespace longhaul::bridge

@@ -4,21 +4,22 @@
 #include "tools/bridge/stream_protocol.h"
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "gtest/gtest.h"
 #include "tools/bridge/bridge_budget.h"
 #include "tools/bridge/bridge_frames.h"
-#include "gtest/gtest.h"
 
 namespace longhaul::bridge {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
 
-Event Message(const std::string &bytes) {
+Event Message(const std::string& bytes) {
   Event e;
   e.type = Event::Type::kReceiveComplete;
   e.owned = OwnedBuffer(bytes.size());
@@ -29,10 +30,9 @@ Event Message(const std::string &bytes) {
   return e;
 }
 
-std::string Data(uint64_t stream, uint64_t seq, const std::string &payload) {
+std::string Data(uint64_t stream, uint64_t seq, const std::string& payload) {
   std::string f(kFrameHeaderSize, '\0');
-  WriteFrameHeader(FrameType::kData, stream, seq,
-                   reinterpret_cast<uint8_t *>(f.data()));
+  WriteFrameHeader(FrameType::kData, stream, seq, reinterpret_cast<uint8_t*>(f.data()));
   return f + payload;
 }
 
@@ -44,20 +44,22 @@ struct Sent {
 
 // One StreamProtocol with its budget, metrics and a virtual clock.
 struct Harness {
-  explicit Harness(bool client, uint64_t budget_bytes = 64 * kMiB,
-                   uint64_t targets = 100,
+  explicit Harness(bool client, uint64_t budget_bytes = 64 * kMiB, uint64_t targets = 100,
                    std::shared_ptr<Budget> shared = nullptr)
-      : budget(shared ? shared
-                      : std::make_shared<Budget>(budget_bytes, targets)) {
-    ProtocolOptions o;
-    o.is_client = client;
-    o.stream_window = 4 * kMiB;
-    o.memory = 64 * kMiB;
-    o.has_forward = [](const std::string &name) { return name == "web"; };
-    p = std::make_unique<StreamProtocol>(o, budget, &metrics);
+      : budget(shared ? shared : std::make_shared<Budget>(budget_bytes, targets)) {
+    options.is_client = client;
+    options.stream_window = 4 * kMiB;
+    options.memory = 64 * kMiB;
+    options.has_forward = [](const std::string& name) { return name == "web"; };
+    p = std::make_unique<StreamProtocol>(options, budget, &metrics);
+  }
+  // A new session of the same key (the old one's charges go back).
+  void Restart() {
+    p.reset();
+    p = std::make_unique<StreamProtocol>(options, budget, &metrics);
   }
 
-  void In(const std::string &frame) { p->OnMessage(now, Message(frame)); }
+  void In(const std::string& frame) { p->OnMessage(now, Message(frame)); }
   void Open(uint64_t id, uint64_t window = kMiB) {
     In(EncodeFrame(FrameType::kOpen, id, window, "web"));
   }
@@ -71,10 +73,8 @@ struct Harness {
       Sent s;
       s.bytes = f.bytes;
       s.ordered = f.ordered;
-      s.frame = *DecodeFrame(
-          {reinterpret_cast<const uint8_t *>(s.bytes.data()), s.bytes.size()});
-      if (!keep_unacked)
-        p->OnSendComplete(StreamProtocol::kControlTag, s.bytes.size());
+      s.frame = *DecodeFrame({reinterpret_cast<const uint8_t*>(s.bytes.data()), s.bytes.size()});
+      if (!keep_unacked) p->OnSendComplete(StreamProtocol::kControlTag, s.bytes.size());
       v.push_back(std::move(s));
     }
     return v;
@@ -82,44 +82,40 @@ struct Harness {
   std::vector<StreamEvent> Events() {
     std::vector<StreamEvent> v;
     StreamEvent e;
-    while (p->PollEvent(&e))
-      v.push_back(e);
+    while (p->PollEvent(&e)) v.push_back(e);
     return v;
   }
   // Writes every queued chunk of `stream` to "TCP"; returns the bytes written.
   std::string WriteAll(uint64_t stream) {
     std::string out;
-    while (Chunk *c = p->NextChunk(stream)) {
-      if (!c->fin)
-        out.append(reinterpret_cast<const char *>(c->data), c->size);
+    while (Chunk* c = p->NextChunk(stream)) {
+      if (!c->fin) out.append(reinterpret_cast<const char*>(c->data), c->size);
       p->OnChunkWritten(now, stream);
     }
     return out;
   }
-  uint64_t Refused(const std::string &reason) const {
+  uint64_t Refused(const std::string& reason) const {
     auto it = metrics.refused.find(reason);
     return it == metrics.refused.end() ? 0 : it->second;
   }
 
+  ProtocolOptions options;
   Metrics metrics;
   std::shared_ptr<Budget> budget;
   std::unique_ptr<StreamProtocol> p;
   Time now = Time::FromNanoseconds(1'000'000'000);
 };
 
-bool HasEvent(const std::vector<StreamEvent> &v, StreamEvent::Kind k,
-              uint64_t stream) {
-  for (const StreamEvent &e : v) {
-    if (e.kind == k && e.stream == stream)
-      return true;
+bool HasEvent(const std::vector<StreamEvent>& v, StreamEvent::Kind k, uint64_t stream) {
+  for (const StreamEvent& e : v) {
+    if (e.kind == k && e.stream == stream) return true;
   }
   return false;
 }
 
-const Sent *FindSent(const std::vector<Sent> &v, FrameType t, uint64_t stream) {
-  for (const Sent &s : v) {
-    if (s.frame.type == t && s.frame.stream == stream)
-      return &s;
+const Sent* FindSent(const std::vector<Sent>& v, FrameType t, uint64_t stream) {
+  for (const Sent& s : v) {
+    if (s.frame.type == t && s.frame.stream == stream) return &s;
   }
   return nullptr;
 }
@@ -131,7 +127,7 @@ TEST(StreamProtocolTest, FramesAreDeliveredInSequenceAndBothFinsEndTheStream) {
   h.Open(1);
   auto ev = h.Events();
   ASSERT_TRUE(HasEvent(ev, StreamEvent::Kind::kConnectTarget, 1));
-  const Sent *w = FindSent(h.Out(), FrameType::kWindow, 1);
+  const Sent* w = FindSent(h.Out(), FrameType::kWindow, 1);
   ASSERT_NE(w, nullptr) << "the first WINDOW acknowledges the OPEN";
   EXPECT_GE(w->frame.value, kInitialWindow);
   h.p->OnConnected(1);
@@ -152,8 +148,7 @@ TEST(StreamProtocolTest, FramesAreDeliveredInSequenceAndBothFinsEndTheStream) {
   EXPECT_EQ(h.budget->targets_used(), 0u);
 }
 
-TEST(StreamProtocolTest,
-     RepeatedSequenceEmptyDataSecondFinAndWindowOverrunEndTheSession) {
+TEST(StreamProtocolTest, RepeatedSequenceEmptyDataSecondFinAndWindowOverrunEndTheSession) {
   struct Case {
     std::vector<std::string> frames;
     std::string detail;
@@ -161,42 +156,36 @@ TEST(StreamProtocolTest,
   const std::vector<Case> cases = {
       {{Data(1, 1, "a"), Data(1, 1, "a")}, "sequence number 1 repeated"},
       {{Data(1, 1, "")}, "empty DATA"},
-      {{EncodeFrame(FrameType::kFin, 1, 2), EncodeFrame(FrameType::kFin, 1, 3)},
-       "second FIN"},
+      {{EncodeFrame(FrameType::kFin, 1, 2), EncodeFrame(FrameType::kFin, 1, 3)}, "second FIN"},
       {{Data(1, 1, std::string(kInitialWindow + 1, 'x'))}, "beyond its window"},
   };
-  for (const Case &c : cases) {
+  for (const Case& c : cases) {
     Harness h(/*client=*/false,
               /*budget=*/kInitialWindow + kStreamCharge + 64 * 1024);
     h.Open(1);
     h.Events();
-    for (const std::string &f : c.frames)
-      h.In(f);
+    for (const std::string& f : c.frames) h.In(f);
     const auto ev = h.Events();
     ASSERT_FALSE(ev.empty()) << c.detail;
     EXPECT_EQ(ev.back().kind, StreamEvent::Kind::kSessionError) << c.detail;
-    EXPECT_TRUE(absl::StrContains(ev.back().detail, c.detail))
-        << ev.back().detail;
+    EXPECT_TRUE(absl::StrContains(ev.back().detail, c.detail)) << ev.back().detail;
     EXPECT_TRUE(h.p->failed());
     EXPECT_EQ(h.metrics.protocol_errors, 1u);
   }
 }
 
-TEST(StreamProtocolTest,
-     PeerResetEndsTheStreamAndAResetBeforeOpenMakesTheOpenStale) {
+TEST(StreamProtocolTest, PeerResetEndsTheStreamAndAResetBeforeOpenMakesTheOpenStale) {
   Harness h(/*client=*/false);
   h.Open(1);
   h.Events();
-  h.In(EncodeFrame(FrameType::kReset, 1,
-                   static_cast<uint64_t>(ResetCode::kAborted), "rst"));
+  h.In(EncodeFrame(FrameType::kReset, 1, static_cast<uint64_t>(ResetCode::kAborted), "rst"));
   auto ev = h.Events();
   ASSERT_TRUE(HasEvent(ev, StreamEvent::Kind::kEnded, 1));
   EXPECT_TRUE(ev.back().reset);
   EXPECT_EQ(ev.back().by, "peer");
   EXPECT_EQ((h.metrics.streams_reset[{"aborted", "peer"}]), 1u);
   // Stream 2's RESET overtook its OPEN: the OPEN is ignored, its DATA is late.
-  h.In(EncodeFrame(FrameType::kReset, 2,
-                   static_cast<uint64_t>(ResetCode::kAborted), ""));
+  h.In(EncodeFrame(FrameType::kReset, 2, static_cast<uint64_t>(ResetCode::kAborted), ""));
   h.Open(2);
   h.In(Data(2, 1, "x"));
   EXPECT_FALSE(h.p->has_stream(2));
@@ -231,10 +220,9 @@ TEST(StreamProtocolTest, ClientSendsOrderedUntilTheFirstWindow) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].frame.type, FrameType::kOpen);
   EXPECT_EQ(h.p->SendRoom(id), kInitialWindow);
-  EXPECT_TRUE(h.p->OnDataRead(id, 100).ordered)
-      << "may overtake nothing before its OPEN";
+  EXPECT_TRUE(h.p->OnDataRead(id, 100).ordered) << "may overtake nothing before its OPEN";
   h.In(EncodeFrame(FrameType::kWindow, id,
-                   kInitialWindow)); // no more room, but seen
+                   kInitialWindow));  // no more room, but seen
   const SendSlot s = h.p->OnDataRead(id, 100);
   EXPECT_FALSE(s.ordered);
   EXPECT_EQ(s.seq, 2u);
@@ -266,14 +254,12 @@ TEST(StreamProtocolTest, EveryHeldFrameIsChargedItsOverheadAndTheBudgetHolds) {
     EXPECT_LE(h.budget->memory_used(), budget);
   }
   h.In(Data(1, seq, "x"));
-  EXPECT_FALSE(h.p->has_stream(1))
-      << "the frame that does not fit resets its stream";
+  EXPECT_FALSE(h.p->has_stream(1)) << "the frame that does not fit resets its stream";
   EXPECT_EQ(h.Refused("memory"), 1u);
-  const Sent *rst = FindSent(h.Out(), FrameType::kReset, 1);
+  const Sent* rst = FindSent(h.Out(), FrameType::kReset, 1);
   ASSERT_NE(rst, nullptr);
   EXPECT_EQ(rst->frame.value, static_cast<uint64_t>(ResetCode::kLimit));
-  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "memory budget"))
-      << rst->frame.text();
+  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "memory budget")) << rst->frame.text();
   EXPECT_EQ(h.p->charged(), 0u);
   EXPECT_FALSE(h.p->failed()) << "a reset stream, not a failed session";
 }
@@ -282,8 +268,7 @@ TEST(StreamProtocolTest, AStreamHoldsAtMostMaxHeldFrames) {
   Harness h(/*client=*/false, /*budget=*/1ull << 30);
   h.Open(1);
   h.Events();
-  for (uint64_t seq = 2; seq < 2 + kMaxHeldFrames; ++seq)
-    h.In(Data(1, seq, "x"));
+  for (uint64_t seq = 2; seq < 2 + kMaxHeldFrames; ++seq) h.In(Data(1, seq, "x"));
   ASSERT_TRUE(h.p->has_stream(1));
   EXPECT_EQ(h.p->debug(1).held_frames, kMaxHeldFrames);
   h.In(Data(1, 2 + kMaxHeldFrames, "x"));
@@ -310,27 +295,24 @@ TEST(StreamProtocolTest, OpensAreRefusedWhenTheBudgetCannotBackTheirWindow) {
   EXPECT_EQ((h.metrics.streams_reset[{"limit", "local"}]), 100 - opened);
 }
 
-TEST(StreamProtocolTest,
-     WindowsShrinkWithOpenStreamsAndAreNeverMoreThanTheBudget) {
+TEST(StreamProtocolTest, WindowsShrinkWithOpenStreamsAndAreNeverMoreThanTheBudget) {
   const uint64_t budget = 64 * kMiB;
   Harness h(/*client=*/false, budget, /*targets=*/1000);
   h.Open(1);
-  const Sent *first = FindSent(h.Out(), FrameType::kWindow, 1);
+  const Sent* first = FindSent(h.Out(), FrameType::kWindow, 1);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first->frame.value, 4 * kMiB) << "alone: the full stream window";
   uint64_t last_window = first->frame.value;
   for (uint64_t id = 2; id <= 60; ++id) {
     h.Open(id);
-    const Sent *w = FindSent(h.Out(), FrameType::kWindow, id);
-    if (w == nullptr)
-      continue;
+    const Sent* w = FindSent(h.Out(), FrameType::kWindow, id);
+    if (w == nullptr) continue;
     EXPECT_LE(w->frame.value, last_window);
     last_window = w->frame.value;
   }
   EXPECT_LT(last_window, 4 * kMiB);
   uint64_t promised = 0;
-  for (uint64_t id = 1; id <= 60; ++id)
-    promised += h.p->debug(id).granted;
+  for (uint64_t id = 1; id <= 60; ++id) promised += h.p->debug(id).granted;
   EXPECT_LE(promised, budget) << "every granted byte is charged";
   EXPECT_LE(h.budget->memory_used(), budget);
 }
@@ -342,14 +324,12 @@ TEST(StreamProtocolTest, AWindowTheBudgetCannotBackIsGrantedLaterOnTheClock) {
   ASSERT_EQ(FindSent(h.Out(), FrameType::kWindow, 1)->frame.value, 2 * kMiB)
       << "half the budget for one stream";
   // Another session of the key holds all but what stream 2's OPEN needs.
-  const uint64_t other =
-      h.budget->memory_available() - (kStreamCharge + kInitialWindow + 20000);
+  const uint64_t other = h.budget->memory_available() - (kStreamCharge + kInitialWindow + 20000);
   ASSERT_TRUE(h.budget->TryCharge(other));
   h.Open(2);
   ASSERT_TRUE(h.p->has_stream(2));
-  const Sent *w = FindSent(h.Out(), FrameType::kWindow, 2);
-  ASSERT_NE(w, nullptr)
-      << "the OPEN is acknowledged even without a larger window";
+  const Sent* w = FindSent(h.Out(), FrameType::kWindow, 2);
+  ASSERT_NE(w, nullptr) << "the OPEN is acknowledged even without a larger window";
   EXPECT_EQ(w->frame.value, kInitialWindow);
   EXPECT_EQ(h.Refused("window_deferred"), 1u);
   const Time retry = h.p->NextTimeout();
@@ -364,10 +344,9 @@ TEST(StreamProtocolTest, AWindowTheBudgetCannotBackIsGrantedLaterOnTheClock) {
   h.budget->Release(other);
   h.now = h.p->NextTimeout();
   h.p->OnTimeout(h.now);
-  const Sent *w2 = FindSent(h.Out(), FrameType::kWindow, 2);
+  const Sent* w2 = FindSent(h.Out(), FrameType::kWindow, 2);
   ASSERT_NE(w2, nullptr);
-  EXPECT_EQ(w2->frame.value, kMiB)
-      << "a quarter of the budget each for two streams";
+  EXPECT_EQ(w2->frame.value, kMiB) << "a quarter of the budget each for two streams";
   EXPECT_TRUE(h.p->NextTimeout().IsInfinite());
   EXPECT_LE(h.budget->memory_used(), budget);
 }
@@ -419,14 +398,12 @@ TEST(StreamProtocolTest, TargetConnectionsAreABudgetOfTheKeyAcrossSessions) {
   EXPECT_TRUE(b.p->has_stream(1));
   EXPECT_FALSE(b.p->has_stream(2));
   EXPECT_EQ(b.Refused("targets"), 1u);
-  const Sent *rst = FindSent(b.Out(), FrameType::kReset, 2);
+  const Sent* rst = FindSent(b.Out(), FrameType::kReset, 2);
   ASSERT_NE(rst, nullptr);
-  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "target connections"))
-      << rst->frame.text();
+  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "target connections")) << rst->frame.text();
   EXPECT_EQ(process->targets_used(), 2u);
   // A stream's end gives its target connection back.
-  a.In(EncodeFrame(FrameType::kReset, 1,
-                   static_cast<uint64_t>(ResetCode::kAborted), ""));
+  a.In(EncodeFrame(FrameType::kReset, 1, static_cast<uint64_t>(ResetCode::kAborted), ""));
   b.Open(3);
   EXPECT_TRUE(b.p->has_stream(3));
   // Destroying a session gives back everything it held.
@@ -440,10 +417,9 @@ TEST(StreamProtocolTest, TargetConnectionsAreABudgetOfTheKeyAcrossSessions) {
 TEST(StreamProtocolTest, UnknownForwardDrainingAndStreamLimitAreResets) {
   Harness h(/*client=*/false);
   h.In(EncodeFrame(FrameType::kOpen, 1, kMiB, "nope"));
-  const Sent *rst = FindSent(h.Out(), FrameType::kReset, 1);
+  const Sent* rst = FindSent(h.Out(), FrameType::kReset, 1);
   ASSERT_NE(rst, nullptr);
-  EXPECT_EQ(rst->frame.value,
-            static_cast<uint64_t>(ResetCode::kUnknownForward));
+  EXPECT_EQ(rst->frame.value, static_cast<uint64_t>(ResetCode::kUnknownForward));
   h.p->Drain();
   EXPECT_NE(FindSent(h.Out(), FrameType::kGoAway, 0), nullptr);
   h.Open(2);
@@ -459,9 +435,8 @@ TEST(StreamProtocolTest, RememberedIdsAreBoundedForSparseIdsAndUnknownResets) {
   Harness h(/*client=*/false, /*budget=*/1ull << 30, /*targets=*/1'000'000);
   const uint64_t n = 3 * kMaxRememberedIds;
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t id = 10 + i * 1000; // sparse
-    h.In(EncodeFrame(FrameType::kReset, id,
-                     static_cast<uint64_t>(ResetCode::kAborted), ""));
+    const uint64_t id = 10 + i * 1000;  // sparse
+    h.In(EncodeFrame(FrameType::kReset, id, static_cast<uint64_t>(ResetCode::kAborted), ""));
     EXPECT_LE(h.p->remembered_ids(), kMaxRememberedIds);
   }
   EXPECT_EQ(h.Refused("ids_forgotten"), n - kMaxRememberedIds);
@@ -479,8 +454,7 @@ TEST(StreamProtocolTest, ClosedStreamIdsOfAnHonestClientCollapseIntoTheFloor) {
   Harness h(/*client=*/false);
   for (uint64_t id = 1; id <= 2000; ++id) {
     h.Open(id);
-    h.In(EncodeFrame(FrameType::kReset, id,
-                     static_cast<uint64_t>(ResetCode::kAborted), ""));
+    h.In(EncodeFrame(FrameType::kReset, id, static_cast<uint64_t>(ResetCode::kAborted), ""));
   }
   EXPECT_EQ(h.p->remembered_ids(), 0u);
   EXPECT_EQ(h.p->id_floor(), 2000u);
@@ -491,8 +465,7 @@ TEST(StreamProtocolTest, ClosedStreamIdsOfAnHonestClientCollapseIntoTheFloor) {
 
 // ---- the connection ends
 
-TEST(StreamProtocolTest,
-     ConnectionEndResetsUnfinishedStreamsAndKeepsFinishedOnes) {
+TEST(StreamProtocolTest, ConnectionEndResetsUnfinishedStreamsAndKeepsFinishedOnes) {
   Harness h(/*client=*/true);
   const uint64_t a = h.p->OpenLocal(h.now, "web");
   const uint64_t b = h.p->OpenLocal(h.now, "web");
@@ -504,11 +477,93 @@ TEST(StreamProtocolTest,
   h.p->OnConnectionClosed(absl::OkStatus());
   const auto ev = h.Events();
   EXPECT_TRUE(HasEvent(ev, StreamEvent::Kind::kEnded, b));
-  EXPECT_TRUE(h.p->has_stream(a))
-      << "finished both ways: its bytes are still written";
+  EXPECT_TRUE(h.p->has_stream(a)) << "finished both ways: its bytes are still written";
   EXPECT_EQ(h.WriteAll(a), "tail");
   EXPECT_FALSE(h.p->has_stream(a));
   EXPECT_EQ((h.metrics.streams_reset[{"session_lost", "local"}]), 1u);
+}
+
+// ---- a fuzz-style driver: random frames from a hostile peer
+
+// Seeded random frames (every type, small stream ids and sparse ones, sequence numbers
+// near the expected ones and not, payloads of 1 byte to 64 KiB), the TCP side writing now
+// and then, the clock moving: the budget is never exceeded by more than the control
+// frames one session may force, nothing is charged once the session is gone, and the
+// ids remembered stay bounded.
+TEST(StreamProtocolTest, RandomFramesNeverExceedTheBudget) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const uint64_t budget = 8 * kMiB;
+    Harness h(/*client=*/false, budget, /*targets=*/8);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull;
+    auto rnd = [&x](uint64_t n) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      return n == 0 ? 0 : x % n;
+    };
+    int sessions = 1;
+    uint64_t max_held = 0;
+    std::map<uint64_t, uint64_t> next;  // per stream id: the next sequence number to send
+    for (int i = 0; i < 20000; ++i) {
+      if (h.p->failed()) {
+        h.Restart();
+        next.clear();
+        ++sessions;
+      }
+      const uint64_t id = rnd(8) == 0 ? 1 + rnd(1ull << 40) : 1 + rnd(24);
+      // Frames of streams never opened end the session: only now and then.
+      if (!h.p->has_stream(id) && rnd(500) != 0) {
+        h.Open(id, rnd(4) * kMiB);
+        continue;
+      }
+      switch (rnd(10)) {
+        case 0:
+          if (!h.p->has_stream(id) || rnd(64) == 0) h.Open(id, rnd(4) * kMiB);
+          break;
+        case 1:
+          h.In(EncodeFrame(FrameType::kReset, id, 1 + rnd(6), "r"));
+          break;
+        case 2:
+          h.In(EncodeFrame(FrameType::kWindow, id, rnd(1ull << 30)));
+          break;
+        case 3:
+          if (rnd(16) == 0) {
+            uint64_t& n = next[id];
+            n = std::max<uint64_t>(n, 1);
+            h.In(EncodeFrame(FrameType::kFin, id, rnd(64) == 0 ? 1 + rnd(64) : n + rnd(3)));
+            n = ~0ull / 2;  // nothing after a FIN (a wild frame now and then)
+          }
+          break;
+        default: {
+          // Mostly forward (holes left behind stay held), now and then anything.
+          uint64_t& n = next[id];
+          n = std::max<uint64_t>(n, 1);
+          const uint64_t seq = rnd(64) == 0 ? 1 + rnd(1000) : n + rnd(3);
+          n = std::max(n, seq + 1);
+          h.In(Data(id, seq, std::string(rnd(64) == 0 ? 1 + rnd(64 * 1024) : 1, 'x')));
+          max_held = std::max<uint64_t>(max_held, h.p->debug(id).held_frames);
+        }
+      }
+      if (rnd(4) == 0) h.p->OnConnected(id);
+      if (rnd(3) == 0) h.WriteAll(id);
+      if (rnd(50) == 0) {
+        h.now = h.now + Duration::Milliseconds(rnd(50));
+        h.p->OnTimeout(h.now);
+      }
+      h.Out(/*keep_unacked=*/rnd(10) == 0);
+      h.Events();
+      ASSERT_LE(h.budget->memory_used(), budget + kMaxControlInflight + 2048) << "seed " << seed;
+      ASSERT_LE(h.p->remembered_ids(), kMaxRememberedIds);
+      ASSERT_LE(h.budget->targets_used(), 8u);
+    }
+    // The rules were reached, not skipped.
+    EXPECT_GT(h.metrics.streams_opened, 10u) << "seed " << seed;
+    EXPECT_LT(sessions, 1000) << "most frames reached a live session";
+    EXPECT_GT(max_held, 8u) << "frames were held out of order";
+    h.p.reset();
+    EXPECT_EQ(h.budget->memory_used(), 0u) << "seed " << seed;
+    EXPECT_EQ(h.budget->targets_used(), 0u) << "seed " << seed;
+  }
 }
 
 // ---- ClientBudgets
@@ -541,5 +596,5 @@ TEST(ClientBudgetsTest, SessionsPerKeyAndOneBudgetPerKeyUnderTheProcess) {
   EXPECT_TRUE(b.BeginSession("a").ok()) << "a key's sessions may come back";
 }
 
-} // namespace
-} // namespace longhaul::bridge
+}  // namespace
+}  // namespace longhaul::bridge
