@@ -386,6 +386,11 @@ class Server {
       if (draining_.load()) return absl::UnavailableError("server bridge is draining");
       TransportConfig c = o_.config;
       c.recv_window = std::min(c.recv_window, std::max<ByteCount>(h.recv_window, 1));
+      // What the transport may hold of a session's messages before the bridge sees them
+      // (partly received ones): all sessions of one key together, at most its budget.
+      const uint64_t per_session =
+          o_.limits.memory_per_key / std::max<uint64_t>(1, o_.limits.sessions_per_key);
+      c.recv_window = std::min<ByteCount>(c.recv_window, per_session);
       if (absl::Status v = c.Validate(); !v.ok()) return v;
       return c;
     };

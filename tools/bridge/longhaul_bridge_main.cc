@@ -39,8 +39,9 @@ DEFINE_string(stream_window, "32MiB",
               "most one stream's receiver buffers (its flow-control window); enough for "
               "one stream to fill the link: >= 2 x rate x RTT");
 DEFINE_string(memory, "512MiB",
-              "receive memory shared by the open streams: windows shrink to memory / "
-              "streams when many are open");
+              "receive memory shared by one connection's open streams: windows shrink to "
+              "memory / streams when many are open (a server charges them to its "
+              "--memory_per_key budget too)");
 DEFINE_string(send_memory, "256MiB",
               "most bytes read from TCP and not yet acknowledged by the peer, all streams");
 DEFINE_string(send_backlog, "2ms",
@@ -221,7 +222,9 @@ int Main(int argc, char** argv) {
   o.session.max_streams = static_cast<size_t>(FLAGS_max_streams);
   o.limits.memory_per_key = kUsage.Or(ParseByteCount(FLAGS_memory_per_key), "memory_per_key");
   o.limits.memory_total = kUsage.Or(ParseByteCount(FLAGS_memory_total), "memory_total");
-  if (o.limits.memory_per_key < 4 * 1024 * 1024) kUsage.Fail("--memory_per_key must be at least 4MiB");
+  if (o.limits.memory_per_key < 4 * 1024 * 1024) {
+    kUsage.Fail("--memory_per_key must be at least 4MiB");
+  }
   if (o.limits.memory_total < o.limits.memory_per_key) {
     kUsage.Fail("--memory_total must be >= --memory_per_key");
   }

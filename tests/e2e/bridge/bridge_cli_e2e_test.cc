@@ -97,6 +97,17 @@ TEST(BridgeCliE2E, UsageErrorsExit2NamingTheProblem) {
       {{"client", "--insecure", listen, peer, "--bogus=1"}, "unknown flag '--bogus'"},
       {{"client", "--insecure", listen, peer, "--send_backlog=10us"},
        "--send_backlog must be in [100us, 1s]"},
+      {{"server", "--insecure", listen, target, "--memory_per_key=1MiB"},
+       "--memory_per_key must be at least 4MiB"},
+      {{"server", "--insecure", listen, target, "--memory_per_key=lots"}, "--memory_per_key: "},
+      {{"server", "--insecure", listen, target, "--memory_per_key=1GiB", "--memory_total=512MiB"},
+       "--memory_total must be >= --memory_per_key"},
+      {{"server", "--insecure", listen, target, "--targets_per_key=0"},
+       "--targets_per_key must be >= 1"},
+      {{"server", "--insecure", listen, target, "--targets_per_key=100", "--targets_total=10"},
+       "--targets_total must be >= --targets_per_key"},
+      {{"server", "--insecure", listen, target, "--sessions_per_key=0"},
+       "--sessions_per_key must be >= 1"},
   };
   for (const UsageCase& c : cases) {
     SCOPED_TRACE(absl::StrCat("longhaul-bridge ", absl::StrJoin(c.args, " ")));
