@@ -60,23 +60,32 @@ ClientBudgets::ClientBudgets(const ClientLimits& limits)
       process_(std::make_shared<Budget>(limits.memory_total, limits.targets_total)) {}
 
 absl::StatusOr<std::shared_ptr<Budget>> ClientBudgets::BeginSession(const std::string& key) {
+  Sweep();
   Key& k = keys_[key];
   if (k.sessions >= limits_.sessions_per_key) {
     return absl::ResourceExhaustedError(
         absl::StrCat("this client key has ", k.sessions,
                      " sessions open (--sessions_per_key=", limits_.sessions_per_key, ")"));
   }
-  if (!k.budget) {
-    k.budget = std::make_shared<Budget>(limits_.memory_per_key, limits_.targets_per_key, process_);
+  std::shared_ptr<Budget> b = k.budget.lock();
+  if (!b) {
+    b = std::make_shared<Budget>(limits_.memory_per_key, limits_.targets_per_key, process_);
+    k.budget = b;
   }
   ++k.sessions;
-  return k.budget;
+  return b;
 }
 
 void ClientBudgets::EndSession(const std::string& key) {
   auto it = keys_.find(key);
-  if (it == keys_.end() || it->second.sessions == 0) return;
-  if (--it->second.sessions == 0) keys_.erase(it);  // the sessions released their charges
+  if (it != keys_.end() && it->second.sessions > 0) --it->second.sessions;
+  Sweep();
+}
+
+void ClientBudgets::Sweep() {
+  for (auto it = keys_.begin(); it != keys_.end();) {
+    it = it->second.sessions == 0 && it->second.budget.expired() ? keys_.erase(it) : std::next(it);
+  }
 }
 
 size_t ClientBudgets::sessions(const std::string& key) const {

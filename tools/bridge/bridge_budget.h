@@ -80,15 +80,21 @@ class ClientBudgets {
   void EndSession(const std::string& key);
 
   const Budget& process() const { return *process_; }
+  // Client keys with a session, or a budget still held.
   size_t keys() const { return keys_.size(); }
   size_t sessions(const std::string& key) const;
   const ClientLimits& limits() const { return limits_; }
 
  private:
   struct Key {
-    std::shared_ptr<Budget> budget;
+    // Weak: the sessions own the budget, and a session that ended may still hold it (its
+    // last streams finishing) when the key's next session begins; both then share it.
+    std::weak_ptr<Budget> budget;
     uint64_t sessions = 0;
   };
+  // Forgets keys with no session and no budget left.
+  void Sweep();
+
   const ClientLimits limits_;
   std::shared_ptr<Budget> process_;
   std::map<std::string, Key> keys_;

@@ -589,11 +589,25 @@ TEST(ClientBudgetsTest, SessionsPerKeyAndOneBudgetPerKeyUnderTheProcess) {
   EXPECT_FALSE((*c)->TryCharge(6 * kMiB)) << "the process's limit";
   EXPECT_TRUE((*c)->TryCharge(5 * kMiB));
   EXPECT_EQ(b.process().memory_used(), 15 * kMiB);
-  (*a1)->Release(10 * kMiB);
+  // A session that ended but still holds its budget (its last streams finishing) shares
+  // it with the key's next session.
   b.EndSession("a");
   b.EndSession("a");
   EXPECT_EQ(b.sessions("a"), 0u);
-  EXPECT_TRUE(b.BeginSession("a").ok()) << "a key's sessions may come back";
+  auto a4 = b.BeginSession("a");
+  ASSERT_TRUE(a4.ok()) << "a key's sessions may come back";
+  EXPECT_EQ(a4->get(), a1->get());
+  EXPECT_FALSE((*a4)->TryCharge(1)) << "still the same key's limit";
+  (*a1)->Release(10 * kMiB);
+  b.EndSession("a");
+  a1->reset();
+  a2->reset();
+  a4->reset();
+  b.EndSession("c");
+  c->reset();
+  ASSERT_TRUE(b.BeginSession("d").ok());  // and sweeps
+  EXPECT_EQ(b.keys(), 1u) << "keys without sessions or budgets are forgotten";
+  EXPECT_EQ(b.process().memory_used(), 0u) << "what c held went back with its budget";
 }
 
 }  // namespace
