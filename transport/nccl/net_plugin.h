@@ -18,8 +18,12 @@
 //   (carried in the handle). The sender copies each message into a staging buffer,
 //   sends it at once and completes the request; it returns a NULL request only when the
 //   comm's unconsumed bytes would exceed the credit. The receiver buffers messages that
-//   arrive before their irecv (at most `credit` bytes per comm), copies them into the
-//   posted buffers and returns credit as they are consumed.
+//   arrive before their irecv (at most `credit` bytes per comm: it ends a comm whose
+//   sender goes beyond), copies them into the posted buffers and returns credit as they
+//   are consumed.
+// - A listen comm is named by a random 64-bit id and bound to NCCL's comm id (v11+) and
+//   to the first peer that opens it; OPENs that do not fit are refused (link.h,
+//   docs/nccl.md section 9).
 //
 // Thread-safety: every function may be called from any thread (NCCL's service and
 // progress threads run at the same time); one comm's data calls are serialised by the
