@@ -361,6 +361,7 @@ void Session::OnClosed(const absl::Status& status) {
   closed_ = true;
   pump_timer_.cancel();
   core_timer_.cancel();
+  close_timer_.cancel();  // nothing left to close; do not hold the session (and its budget)
   // Streams that finished both ways keep writing what is queued for their
   // sockets and end with the EOF; the rest are reset.
   core_.OnConnectionClosed(status);

@@ -1,50 +1,42 @@
-// The bridge's stream protocol for one session, without I/O (docs/bridge.md
-// sections 2, 4 and 5): which streams exist, sequencing and the reorder buffer,
-// flow-control windows, FIN and RESET, what is remembered of ended and unknown
-// stream ids, and what every buffered byte costs against the session's Budget
-// (tools/bridge/bridge_budget.h). tools/bridge/bridge_session.h puts it between
-// a longhaul connection and TCP sockets; the unit tests drive it with frames
-// and a virtual clock.
+// The bridge's stream protocol for one session, without I/O (docs/bridge.md sections 2,
+// 4 and 5): which streams exist, sequencing and the reorder buffer, flow-control windows,
+// FIN and RESET, what is remembered of ended and unknown stream ids, and what every
+// buffered byte costs against the session's Budget (tools/bridge/bridge_budget.h).
+// tools/bridge/bridge_session.h puts it between a longhaul connection and TCP sockets;
+// the unit tests drive it with frames and a virtual clock.
 //
-// Inputs: the peer's messages (OnMessage), the local side's events (a stream
-// opened by the client, bytes read from TCP, TCP EOF, a chunk written to TCP, a
-// local reset), send completions, and OnTimeout. Outputs: frames to send
-// (PollSend, in order), and events for the I/O side (PollEvent): connect a
-// target, write to TCP, read TCP again, a stream ended, the session must end.
+// Inputs: the peer's messages (OnMessage), the local side's events (a stream opened by
+// the client, bytes read from TCP, TCP EOF, a chunk written to TCP, a local reset), send
+// completions, and OnTimeout. Outputs: frames to send (PollSend, in order), and events
+// for the I/O side (PollEvent): connect a target, write to TCP, read TCP again, a stream
+// ended, the session must end.
 //
-// Rules (each refusal is counted in Metrics::refused under the reason in
-// brackets):
-// - Memory. A stream is charged kStreamCharge while it exists, plus the payload
-// its
+// Rules (each refusal is counted in Metrics::refused under the reason in brackets):
+// - Memory. A stream is charged kStreamCharge while it exists, plus the payload its
 //   receiver promised and has not yet written to TCP (window - written), plus
-//   kFrameOverhead for every frame it holds (out of order or waiting for TCP).
-//   The sender charges every frame it submitted until it is acknowledged: the
-//   payload plus kFrameOverhead. A stream whose OPEN cannot be charged is
-//   refused with RESET limit [memory]; a frame whose overhead cannot be charged
-//   resets its stream [memory]; a window the budget cannot back is not granted
-//   now but retried by OnTimeout [window_deferred, not a refusal of the peer];
-//   data is not read from TCP while the budget is short. Control frames are
-//   charged even beyond the budget, but at most kMaxControlInflight of them may
-//   wait for their acknowledgement: beyond, the peer is not reading and the
-//   session ends [peer_not_reading].
-// - Streams. At most max_streams at once (RESET limit [streams]); the server
-// asks its
-//   `admit` callback for a target connection (RESET limit [targets] when
-//   refused).
-// - Sequencing. OPEN is sequence 0, DATA and FIN 1, 2, ... A repeated sequence
-// number,
-//   an empty DATA, a second FIN or data beyond the granted window end the
-//   session (protocol error). A stream holds at most kMaxHeldFrames frames
-//   [frames: the stream is reset]. DATA or FIN for a stream that was never
-//   opened ends the session [not_opened]: a client bridge sends its frames
-//   ordered until the server's first WINDOW, so they can never overtake their
-//   OPEN.
-// - Ids. The server remembers ids it has seen (open, ended, or reset before
-// their OPEN)
-//   as a floor plus at most kMaxRememberedIds ids above it; when more are
+//   kFrameOverhead for every frame it holds (out of order or waiting for TCP). The
+//   sender charges every frame it submitted until it is acknowledged: its bytes plus
+//   kFrameOverhead. A stream whose OPEN cannot be charged is refused with RESET limit
+//   [memory]; a frame whose overhead cannot be charged resets its stream [memory]; a
+//   window the budget cannot back is not granted now but retried by OnTimeout
+//   [window_deferred, not a refusal of the peer]; the I/O side reads no TCP data while
+//   the budget is short. Control frames are charged even beyond the budget, but at most
+//   kMaxControlInflight of them may wait for their acknowledgement: beyond, the peer is
+//   not reading and the session ends [peer_not_reading].
+// - Streams. At most max_streams at once (RESET limit [streams]); a server's stream
+//   takes one of the budget's target connections (RESET limit [targets] when none is
+//   left).
+// - Sequencing. OPEN is sequence 0, DATA and FIN 1, 2, ... A repeated sequence number,
+//   an empty DATA, a second FIN or data beyond the granted window end the session
+//   (protocol error). A stream holds at most kMaxHeldFrames frames [frames: the stream
+//   is reset]. DATA or FIN for a stream that was never opened ends the session
+//   [not_opened]: a client bridge sends a stream's frames ordered until the server's
+//   first WINDOW, so they never overtake their OPEN.
+// - Ids. The server remembers the ids it has seen (open, ended, or reset before their
+//   OPEN) as a floor plus at most kMaxRememberedIds ids above it; when more are
 //   remembered the floor rises past the lowest [ids_forgotten]. A frame for a
-//   remembered id that is not open is late and ignored; an OPEN for one is
-//   ignored [stale_id].
+//   remembered id that is not open is late and ignored; an OPEN for one is ignored
+//   [stale_id].
 //
 // Thread-safety: none (one thread, the session's).
 #pragma once
@@ -135,9 +127,8 @@ struct SendSlot {
 
 class StreamProtocol {
  public:
-  // `budget` (shared with other sessions of the same key) and `metrics` outlive
-  // nothing in particular: the budget is kept alive, metrics must outlive this
-  // object.
+  // `budget` is shared with the other sessions of the same client key and kept alive by
+  // this object; `metrics` must outlive it.
   StreamProtocol(ProtocolOptions options, std::shared_ptr<Budget> budget, Metrics* metrics);
   ~StreamProtocol();  // gives back every charge
   StreamProtocol(const StreamProtocol&) = delete;
@@ -145,13 +136,13 @@ class StreamProtocol {
 
   // ---- the peer
   void OnMessage(Time now, Event event);
-  // A sent message was acknowledged (or cancelled): `tag` and `size` as given
-  // to Sent().
+  // A sent message was acknowledged (or cancelled, or never sent): its tag (kDataTag,
+  // kControlTag) and size.
   void OnSendComplete(uint64_t tag, uint64_t size);
 
   // ---- the local side
-  // Client: a new stream for `forward`; its id, or 0 (refused; counted) when
-  // the session is draining or the limits say no.
+  // Client: a new stream for `forward` (OPEN queued); its id, or 0 (refused and counted)
+  // when the stream limit or the budget says no. The caller checks draining.
   uint64_t OpenLocal(Time now, const std::string& forward);
   // Payload bytes the peer accepts on `stream` now (0 for unknown streams and
   // after FIN). The I/O side also checks the budget
