@@ -103,11 +103,11 @@ TEST(BbrTest, AQueueThatEmptiesBetweenNewcomersIsNotACompetitor) {
 // A loss-based competitor (TCP CUBIC) answers an overflow episode: the queue empties
 // after it. The cut (x 0.5) stands, and the model grows back no faster than CUBIC's
 // window would with fast convergence: W(t) = 0.4 (t - K)^3 + 0.75 W packets per RTT.
-// Without the bound (compete_cubic_c = 0) the model is what the path delivers again
+// Without the bound (compete.cubic_c = 0) the model is what the path delivers again
 // (here a synthetic path that delivers the share whatever the flow sends).
 Bandwidth ModelAfterAnsweredEpisode(double cubic_c, Duration after) {
   BbrParams params;
-  params.compete_cubic_c = cubic_c;
+  params.compete.cubic_c = cubic_c;
   BbrController bbr(BbrConfig(), 1, params);
   Driver d(&bbr);
   const Bandwidth share = Bandwidth::Gbps(5);

@@ -100,7 +100,7 @@ TEST(BbrProbeTest, LossInTheProbesOwnQueueEndsTheProbeWithoutACut) {
 
 TEST(BbrProbeTest, OffKeepsTheFairGain) {
   BbrParams p;
-  p.probe_found_share = 0;
+  p.probe_bw.found_share = 0;
   BbrController bbr(BbrConfig(), 1, p);
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(1);

@@ -160,7 +160,7 @@ TEST(BbrTest, LossWithQueueingDelayIsCongestion) {
   // Long cruises, so that the loss below comes outside a probe (losses in a probe's own
   // queue end the probe instead: bbr_probe_test.cc).
   BbrParams p;
-  p.cruise_rounds_min = p.cruise_rounds_max = 20;
+  p.probe_bw.cruise_rounds_min = p.probe_bw.cruise_rounds_max = 20;
   BbrController bbr(BbrConfig(), 1, p);
   Driver d(&bbr);
   const Bandwidth link = Bandwidth::Gbps(10);
