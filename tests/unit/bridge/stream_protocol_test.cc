@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,9 +38,12 @@ std::string Data(uint64_t stream, uint64_t seq, const std::string& payload) {
 }
 
 struct Sent {
-  Frame frame;
   std::string bytes;
   bool ordered = false;
+  // Decoded on each use: the body is a view of `bytes`, which this copy owns.
+  Frame frame() const {
+    return *DecodeFrame({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  }
 };
 
 // One StreamProtocol with its budget, metrics and a virtual clock.
@@ -73,7 +77,6 @@ struct Harness {
       Sent s;
       s.bytes = f.bytes;
       s.ordered = f.ordered;
-      s.frame = *DecodeFrame({reinterpret_cast<const uint8_t*>(s.bytes.data()), s.bytes.size()});
       if (!keep_unacked) p->OnSendComplete(StreamProtocol::kControlTag, s.bytes.size());
       v.push_back(std::move(s));
     }
@@ -113,11 +116,11 @@ bool HasEvent(const std::vector<StreamEvent>& v, StreamEvent::Kind k, uint64_t s
   return false;
 }
 
-const Sent* FindSent(const std::vector<Sent>& v, FrameType t, uint64_t stream) {
+std::optional<Sent> FindSent(const std::vector<Sent>& v, FrameType t, uint64_t stream) {
   for (const Sent& s : v) {
-    if (s.frame.type == t && s.frame.stream == stream) return &s;
+    if (s.frame().type == t && s.frame().stream == stream) return s;
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 // ---- sequencing, FIN, RESET
@@ -127,9 +130,9 @@ TEST(StreamProtocolTest, FramesAreDeliveredInSequenceAndBothFinsEndTheStream) {
   h.Open(1);
   auto ev = h.Events();
   ASSERT_TRUE(HasEvent(ev, StreamEvent::Kind::kConnectTarget, 1));
-  const Sent* w = FindSent(h.Out(), FrameType::kWindow, 1);
-  ASSERT_NE(w, nullptr) << "the first WINDOW acknowledges the OPEN";
-  EXPECT_GE(w->frame.value, kInitialWindow);
+  std::optional<Sent> w = FindSent(h.Out(), FrameType::kWindow, 1);
+  ASSERT_TRUE(w) << "the first WINDOW acknowledges the OPEN";
+  EXPECT_GE(w->frame().value, kInitialWindow);
   h.p->OnConnected(1);
   h.In(Data(1, 3, "cc"));
   h.In(Data(1, 2, "bb"));
@@ -218,7 +221,7 @@ TEST(StreamProtocolTest, ClientSendsOrderedUntilTheFirstWindow) {
   ASSERT_EQ(id, 1u);
   const auto out = h.Out();
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].frame.type, FrameType::kOpen);
+  EXPECT_EQ(out[0].frame().type, FrameType::kOpen);
   EXPECT_EQ(h.p->SendRoom(id), kInitialWindow);
   EXPECT_TRUE(h.p->OnDataRead(id, 100).ordered) << "may overtake nothing before its OPEN";
   h.In(EncodeFrame(FrameType::kWindow, id,
@@ -256,10 +259,10 @@ TEST(StreamProtocolTest, EveryHeldFrameIsChargedItsOverheadAndTheBudgetHolds) {
   h.In(Data(1, seq, "x"));
   EXPECT_FALSE(h.p->has_stream(1)) << "the frame that does not fit resets its stream";
   EXPECT_EQ(h.Refused("memory"), 1u);
-  const Sent* rst = FindSent(h.Out(), FrameType::kReset, 1);
-  ASSERT_NE(rst, nullptr);
-  EXPECT_EQ(rst->frame.value, static_cast<uint64_t>(ResetCode::kLimit));
-  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "memory budget")) << rst->frame.text();
+  std::optional<Sent> rst = FindSent(h.Out(), FrameType::kReset, 1);
+  ASSERT_TRUE(rst);
+  EXPECT_EQ(rst->frame().value, static_cast<uint64_t>(ResetCode::kLimit));
+  EXPECT_TRUE(absl::StrContains(rst->frame().text(), "memory budget")) << rst->frame().text();
   EXPECT_EQ(h.p->charged(), 0u);
   EXPECT_FALSE(h.p->failed()) << "a reset stream, not a failed session";
 }
@@ -299,16 +302,16 @@ TEST(StreamProtocolTest, WindowsShrinkWithOpenStreamsAndAreNeverMoreThanTheBudge
   const uint64_t budget = 64 * kMiB;
   Harness h(/*client=*/false, budget, /*targets=*/1000);
   h.Open(1);
-  const Sent* first = FindSent(h.Out(), FrameType::kWindow, 1);
-  ASSERT_NE(first, nullptr);
-  EXPECT_EQ(first->frame.value, 4 * kMiB) << "alone: the full stream window";
-  uint64_t last_window = first->frame.value;
+  std::optional<Sent> first = FindSent(h.Out(), FrameType::kWindow, 1);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->frame().value, 4 * kMiB) << "alone: the full stream window";
+  uint64_t last_window = first->frame().value;
   for (uint64_t id = 2; id <= 60; ++id) {
     h.Open(id);
-    const Sent* w = FindSent(h.Out(), FrameType::kWindow, id);
-    if (w == nullptr) continue;
-    EXPECT_LE(w->frame.value, last_window);
-    last_window = w->frame.value;
+    std::optional<Sent> w = FindSent(h.Out(), FrameType::kWindow, id);
+    if (!w) continue;
+    EXPECT_LE(w->frame().value, last_window);
+    last_window = w->frame().value;
   }
   EXPECT_LT(last_window, 4 * kMiB);
   uint64_t promised = 0;
@@ -321,16 +324,18 @@ TEST(StreamProtocolTest, AWindowTheBudgetCannotBackIsGrantedLaterOnTheClock) {
   const uint64_t budget = 4 * kMiB;
   Harness h(/*client=*/false, budget);
   h.Open(1);
-  ASSERT_EQ(FindSent(h.Out(), FrameType::kWindow, 1)->frame.value, 2 * kMiB)
+  const std::optional<Sent> first = FindSent(h.Out(), FrameType::kWindow, 1);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->frame().value, 2 * kMiB)
       << "half the budget for one stream";
   // Another session of the key holds all but what stream 2's OPEN needs.
   const uint64_t other = h.budget->memory_available() - (kStreamCharge + kInitialWindow + 20000);
   ASSERT_TRUE(h.budget->TryCharge(other));
   h.Open(2);
   ASSERT_TRUE(h.p->has_stream(2));
-  const Sent* w = FindSent(h.Out(), FrameType::kWindow, 2);
-  ASSERT_NE(w, nullptr) << "the OPEN is acknowledged even without a larger window";
-  EXPECT_EQ(w->frame.value, kInitialWindow);
+  std::optional<Sent> w = FindSent(h.Out(), FrameType::kWindow, 2);
+  ASSERT_TRUE(w) << "the OPEN is acknowledged even without a larger window";
+  EXPECT_EQ(w->frame().value, kInitialWindow);
   EXPECT_EQ(h.Refused("window_deferred"), 1u);
   const Time retry = h.p->NextTimeout();
   ASSERT_FALSE(retry.IsInfinite()) << "a retry is due";
@@ -338,15 +343,15 @@ TEST(StreamProtocolTest, AWindowTheBudgetCannotBackIsGrantedLaterOnTheClock) {
   // At the retry time with memory still short: nothing, and another retry.
   h.now = retry;
   h.p->OnTimeout(h.now);
-  EXPECT_EQ(FindSent(h.Out(), FrameType::kWindow, 2), nullptr);
+  EXPECT_FALSE(FindSent(h.Out(), FrameType::kWindow, 2));
   EXPECT_EQ(h.p->NextTimeout(), h.now + kGrantRetry);
   // The other session lets go: the next retry grants the window.
   h.budget->Release(other);
   h.now = h.p->NextTimeout();
   h.p->OnTimeout(h.now);
-  const Sent* w2 = FindSent(h.Out(), FrameType::kWindow, 2);
-  ASSERT_NE(w2, nullptr);
-  EXPECT_EQ(w2->frame.value, kMiB) << "a quarter of the budget each for two streams";
+  std::optional<Sent> w2 = FindSent(h.Out(), FrameType::kWindow, 2);
+  ASSERT_TRUE(w2);
+  EXPECT_EQ(w2->frame().value, kMiB) << "a quarter of the budget each for two streams";
   EXPECT_TRUE(h.p->NextTimeout().IsInfinite());
   EXPECT_LE(h.budget->memory_used(), budget);
 }
@@ -398,9 +403,9 @@ TEST(StreamProtocolTest, TargetConnectionsAreABudgetOfTheKeyAcrossSessions) {
   EXPECT_TRUE(b.p->has_stream(1));
   EXPECT_FALSE(b.p->has_stream(2));
   EXPECT_EQ(b.Refused("targets"), 1u);
-  const Sent* rst = FindSent(b.Out(), FrameType::kReset, 2);
-  ASSERT_NE(rst, nullptr);
-  EXPECT_TRUE(absl::StrContains(rst->frame.text(), "target connections")) << rst->frame.text();
+  std::optional<Sent> rst = FindSent(b.Out(), FrameType::kReset, 2);
+  ASSERT_TRUE(rst);
+  EXPECT_TRUE(absl::StrContains(rst->frame().text(), "target connections")) << rst->frame().text();
   EXPECT_EQ(process->targets_used(), 2u);
   // A stream's end gives its target connection back.
   a.In(EncodeFrame(FrameType::kReset, 1, static_cast<uint64_t>(ResetCode::kAborted), ""));
@@ -417,15 +422,15 @@ TEST(StreamProtocolTest, TargetConnectionsAreABudgetOfTheKeyAcrossSessions) {
 TEST(StreamProtocolTest, UnknownForwardDrainingAndStreamLimitAreResets) {
   Harness h(/*client=*/false);
   h.In(EncodeFrame(FrameType::kOpen, 1, kMiB, "nope"));
-  const Sent* rst = FindSent(h.Out(), FrameType::kReset, 1);
-  ASSERT_NE(rst, nullptr);
-  EXPECT_EQ(rst->frame.value, static_cast<uint64_t>(ResetCode::kUnknownForward));
+  std::optional<Sent> rst = FindSent(h.Out(), FrameType::kReset, 1);
+  ASSERT_TRUE(rst);
+  EXPECT_EQ(rst->frame().value, static_cast<uint64_t>(ResetCode::kUnknownForward));
   h.p->Drain();
-  EXPECT_NE(FindSent(h.Out(), FrameType::kGoAway, 0), nullptr);
+  EXPECT_TRUE(FindSent(h.Out(), FrameType::kGoAway, 0));
   h.Open(2);
   rst = FindSent(h.Out(), FrameType::kReset, 2);
-  ASSERT_NE(rst, nullptr);
-  EXPECT_EQ(rst->frame.value, static_cast<uint64_t>(ResetCode::kDraining));
+  ASSERT_TRUE(rst);
+  EXPECT_EQ(rst->frame().value, static_cast<uint64_t>(ResetCode::kDraining));
   EXPECT_EQ(h.p->open_streams(), 0u);
 }
 
