@@ -41,7 +41,7 @@ struct Received {
 };
 
 // A client bridge played by the test: one longhaul connection with the bridge's
-// application data; frames sent unordered, as the bridge sends them.
+// application data; frames sent ordered (see Send).
 class FakeClient {
  public:
   bool Connect(int port) {
@@ -65,11 +65,13 @@ class FakeClient {
     if (ep_) ep_->Close();
   }
 
-  // Queues one frame; returns its message id.
+  // Queues one frame; returns its message id. Ordered, as a client bridge sends a new
+  // stream's frames (they never overtake its OPEN); the tests choose the sequence
+  // numbers, so frames still arrive "out of order" where a test wants them to.
   uint64_t Send(std::string frame) {
     auto owner = std::make_shared<std::string>(std::move(frame));
     SendBuffer b{reinterpret_cast<const uint8_t*>(owner->data()), owner->size(), owner,
-                 /*unordered=*/true};
+                 /*unordered=*/false};
     absl::StatusOr<uint64_t> id = conn_->Send(std::move(b), 0);
     EXPECT_TRUE(id.ok()) << id.status();
     return id.ok() ? *id : ~0ULL;
@@ -320,6 +322,10 @@ TEST(BridgeProtocolE2E, ViolationsEndTheConnection) {
          c.SendData(1, 17, kMiB, 1);  // one byte over
        },
        "stream 1: peer sent beyond its window"},
+      {"DATA for a stream never opened",
+       {},
+       [](FakeClient& c) { c.SendData(5, 1, 0, 10); },
+       "stream 5: DATA for a stream that was never opened"},
   };
   for (const Violation& v : cases) {
     SCOPED_TRACE(v.name);
