@@ -244,31 +244,8 @@ TEST_F(PluginTest, ASenderBeyondItsCreditEndsTheCommWithAnError) {
 
 // ---- a third rank ----
 
-class BindingTest : public PluginTest {
- protected:
-  void SetUp() override {
-    PluginTest::SetUp();
-    unsetenv("NCCL_LONGHAUL_INSECURE");
-    char tmpl[] = "/tmp/lh-nccl-bind-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    PluginTest::TearDown();
-    unsetenv("NCCL_LONGHAUL_CONNECT_TIMEOUT");
-    std::filesystem::remove_all(dir_);
-  }
-  crypto::Key32 NewKey(const std::string& name) {
-    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
-    EXPECT_TRUE(pair.ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".key"), crypto::KeyFileText(pair->private_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    return pair->public_key;
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string dir_;
-};
+// Three ranks with their own keys (KeyedPluginTest writes them).
+class BindingTest : public KeyedPluginTest {};
 
 // What the test asks a rank process to do (one SOCK_SEQPACKET message each way).
 struct Command {

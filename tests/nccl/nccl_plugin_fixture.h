@@ -23,8 +23,11 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
 #include "gtest/gtest.h"
 #include "tools/nccl_bench/plugin_loader.h"
+#include "transport/crypto/key_files.h"
 #include "transport/nccl/nccl_net_abi.h"
 
 namespace longhaul::nccl::plugin_test {
@@ -155,6 +158,36 @@ class PluginTest : public ::testing::Test {
 
   LoadedPlugin plugin_;
   const ncclNet_v12_t* net_ = nullptr;
+};
+
+// A PluginTest with packet protection left to the test (NCCL_LONGHAUL_INSECURE unset)
+// and a temporary directory for key files, removed at the end.
+class KeyedPluginTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    unsetenv("NCCL_LONGHAUL_INSECURE");
+    char tmpl[] = "/tmp/lh-nccl-keys-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    PluginTest::TearDown();
+    unsetenv("NCCL_LONGHAUL_CONNECT_TIMEOUT");
+    std::filesystem::remove_all(dir_);
+  }
+  // A fresh key pair in DIR/NAME.key; returns its public key.
+  crypto::Key32 NewKey(const std::string& name) {
+    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
+    EXPECT_TRUE(pair.ok());
+    if (!pair.ok()) return {};
+    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".key"), crypto::KeyFileText(pair->private_key),
+                                     crypto::KeyFileMode::kSecret, false)
+                    .ok());
+    return pair->public_key;
+  }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
 };
 
 }  // namespace longhaul::nccl::plugin_test

@@ -25,29 +25,8 @@
 namespace longhaul::nccl::plugin_test {
 namespace {
 
-class SecurityTest : public PluginTest {
+class SecurityTest : public KeyedPluginTest {
  protected:
-  void SetUp() override {
-    PluginTest::SetUp();
-    unsetenv("NCCL_LONGHAUL_INSECURE");
-    char tmpl[] = "/tmp/lh-nccl-keys-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    PluginTest::TearDown();
-    std::filesystem::remove_all(dir_);
-  }
-
-  // A fresh key pair in DIR/NAME.key; returns its public key.
-  crypto::Key32 NewKey(const std::string& name) {
-    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
-    EXPECT_TRUE(pair.ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".key"), crypto::KeyFileText(pair->private_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    return pair->public_key;
-  }
   // The allowed keys, labelled, in DIR/NAME.
   std::string Allowed(const std::string& name, const std::vector<crypto::Key32>& keys) {
     std::string text = "# the ranks\n";
@@ -65,8 +44,6 @@ class SecurityTest : public PluginTest {
                     .ok());
     return Path(name);
   }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
   ncclResult_t TryInit(void** ctx) {
     ncclNetCommConfig_v12_t config{-1};
     return net_->init(ctx, 3, &config, TestLogger, nullptr);
@@ -87,8 +64,6 @@ class SecurityTest : public PluginTest {
       EXPECT_TRUE(std::equal(out.begin(), out.end(), in.begin())) << size;
     }
   }
-
-  std::string dir_;
 };
 
 TEST_F(SecurityTest, NoChoiceOfKeysFailsInitNamingTheVariables) {
