@@ -127,25 +127,8 @@ TEST(BridgeCliE2E, HelpExits0) {
   EXPECT_TRUE(absl::StrContains(r.stdout_text, "--stream_window")) << r.stdout_text;
 }
 
-// A TCP socket listening on 127.0.0.1 (any port).
-struct Listener {
-  Listener() {
-    fd = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(fd.get(), 4), 0);
-    socklen_t len = sizeof(a);
-    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-  }
-  Fd fd;
-  int port = 0;
-};
-
 TEST(BridgeCliE2E, PortInUseExits1) {
-  Listener busy;
+  TcpListener busy;
   const std::string at = absl::StrCat("127.0.0.1:", busy.port);
   // The client's TCP listen port.
   RunResult r = RunBridge({"client", "--insecure", "--listen=" + at, "--peer=127.0.0.1:9"});

@@ -327,31 +327,6 @@ TEST(BridgeFailureE2E, SigtermOnTheClientDrainsTheOpenStream) {
   p.Stop();
 }
 
-// A TCP listener that never accepts, with its accept queue full: connections to it are
-// neither refused nor answered (the SYNs are dropped).
-struct SilentListener {
-  SilentListener() {
-    listener = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(listener.get(), 0), 0);
-    socklen_t len = sizeof(a);
-    getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    for (int i = 0; i < 3; ++i) {  // fill the queue
-      Fd f(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-      connect(f.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a));
-      fillers.push_back(std::move(f));
-    }
-  }
-  Fd listener;
-  std::vector<Fd> fillers;
-  int port = 0;
-};
-
 TEST(BridgeFailureE2E, TargetThatNeverAnswersTimesOut) {
   SilentListener silent;
   std::unique_ptr<Bridge> server = StartServer(

@@ -383,6 +383,30 @@ void SetTimeouts(int fd, milliseconds t) {
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+TcpListener::TcpListener(int backlog) {
+  fd = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(listen(fd.get(), backlog), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+}
+
+SilentListener::SilentListener() : port(listener.port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  for (int i = 0; i < 3; ++i) {  // fill the queue
+    Fd f(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    connect(f.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    fillers.push_back(std::move(f));
+  }
+}
+
 Fd ConnectTcp(int port, int* err) {
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   SetTimeouts(fd.get(), kIoTimeout);

@@ -150,6 +150,23 @@ bool WaitMetric(int port, const std::string& series, const std::function<bool(do
 enum class End { kEof, kReset, kTimeout, kError, kNone };
 const char* EndName(End e);
 
+// A TCP socket listening on 127.0.0.1 (a port the kernel picks) with `backlog`.
+struct TcpListener {
+  explicit TcpListener(int backlog = 4);
+  Fd fd;
+  int port = 0;
+};
+
+// A TCP listener that never accepts, with its accept queue full: connections to it are
+// neither refused nor answered (the SYNs are dropped), so what a bridge server receives
+// for such a target stays buffered.
+struct SilentListener {
+  SilentListener();
+  TcpListener listener{0};
+  std::vector<Fd> fillers;
+  int port = 0;
+};
+
 // Connects to 127.0.0.1:port (blocking; send/receive timeouts kIoTimeout). Invalid Fd
 // on failure, with the errno in *err.
 Fd ConnectTcp(int port, int* err = nullptr);

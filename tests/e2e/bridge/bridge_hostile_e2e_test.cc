@@ -75,28 +75,6 @@ uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
   return 0;
 }
 
-// A TCP listener that never accepts: connections complete in the kernel's backlog and
-// their data is never read.
-class BlackHole {
- public:
-  BlackHole() {
-    fd_ = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(fd_.get(), 1024), 0);
-    socklen_t len = sizeof(a);
-    getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-  }
-  int port() const { return port_; }
-
- private:
-  Fd fd_;
-  int port_ = 0;
-};
-
 struct Keys {
   TempDir dir;
   std::string server_key, server_pub, allowed, good_key, hostile_key;
@@ -180,14 +158,14 @@ struct HostileSetup {
   Keys keys;
   Target sink{TargetMode::kSink};
   Target source{TargetMode::kSource};
-  BlackHole hole;
+  TcpListener hole{1024};  // never accepts: connections wait in its backlog, unread
   std::unique_ptr<Bridge> server;
 
   bool Start() {
     if (!keys.Make()) return false;
     const std::string fwd = keys.dir.Write(
         "server.fwd",
-        absl::StrCat("hole 127.0.0.1:", hole.port(), "\nsource 127.0.0.1:", source.port(), "\n"));
+        absl::StrCat("hole 127.0.0.1:", hole.port, "\nsource 127.0.0.1:", source.port(), "\n"));
     server = StartServer({"--key=" + keys.server_key, "--peer_key=" + keys.allowed,
                           absl::StrCat("--target=127.0.0.1:", sink.port()), "--forwards=" + fwd,
                           absl::StrCat("--memory_per_key=", kMemoryPerKey),

@@ -257,30 +257,6 @@ struct Violation {
   const char* detail;  // in the close reason
 };
 
-// A listener that never accepts, its queue full: a target whose connect never completes,
-// so what the server receives for it stays buffered and no grant grows.
-struct SilentListener {
-  SilentListener() {
-    fd = Fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    EXPECT_EQ(listen(fd.get(), 0), 0);
-    socklen_t len = sizeof(a);
-    getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-    port = ntohs(a.sin_port);
-    for (int i = 0; i < 3; ++i) {
-      Fd f(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-      connect(f.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a));
-      fillers.push_back(std::move(f));
-    }
-  }
-  Fd fd;
-  std::vector<Fd> fillers;
-  int port = 0;
-};
-
 TEST(BridgeProtocolE2E, ViolationsEndTheConnection) {
   const std::vector<Violation> cases = {
       {"malformed frame",
