@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -20,6 +21,7 @@ inline ScenarioOptions LinkDefaults(const std::string& link) {
   o.receiver_config = o.sender_config;
   o.max_virtual_time = Duration::Seconds(60);
   o.max_wall_time = Duration::Seconds(300);
+  o.wall_seconds = MonotonicSeconds;  // the wall-time bound
   return o;
 }
 

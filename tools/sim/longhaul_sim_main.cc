@@ -24,6 +24,7 @@
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "transport/core/profile/profile_file.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
@@ -368,6 +369,9 @@ int Main(int argc, char** argv) {
   opt.stagger = kUsage.Or(ParseDuration(FLAGS_stagger), "stagger");
   opt.max_virtual_time = kUsage.Or(ParseDuration(FLAGS_max_virtual_time), "max_virtual_time");
   opt.max_wall_time = kUsage.Or(ParseDuration(FLAGS_max_wall_time), "max_wall_time");
+  // The run's wall-time bound and its wall_s / cpu_s figures read these clocks.
+  opt.wall_seconds = MonotonicSeconds;
+  opt.cpu_seconds = ProcessCpuSeconds;
   opt.sample_interval = kUsage.Or(ParseDuration(FLAGS_sample_interval), "sample_interval");
   if (FLAGS_payload != "on" && FLAGS_payload != "off") {
     kUsage.Fail(absl::StrCat("--payload: unknown '", FLAGS_payload, "' (on, off)"));

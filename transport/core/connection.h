@@ -39,6 +39,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "transport/base/ecn.h"
 #include "transport/base/rng.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
@@ -48,9 +49,6 @@
 namespace longhaul {
 
 class ConnectionImpl;
-
-// ECN codepoint of a datagram (IP header bits).
-enum class Ecn : uint8_t { kNotEct = 0, kEct1 = 1, kEct0 = 2, kCe = 3 };
 
 struct SendBuffer {
   const uint8_t* data = nullptr;

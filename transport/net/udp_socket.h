@@ -27,8 +27,8 @@
 #include "absl/status/statusor.h"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/ip/udp.hpp"
+#include "transport/base/ecn.h"
 #include "transport/base/units.h"
-#include "transport/core/connection.h"  // Ecn
 #include "transport/net/socket_address.h"
 
 namespace longhaul::net {

@@ -16,14 +16,18 @@
 // (transport-owned memory is verified and handed back with ReturnBuffer), so memory stays
 // bounded by the windows, not by the transfer size.
 //
-// Every run is bounded by max_virtual_time and max_wall_time and reports which bound (if
-// any) stopped it. With sample_interval > 0 the result also has a time series: per
+// Every run is bounded by max_virtual_time and, given a wall clock (wall_seconds), by
+// max_wall_time, and reports which bound (if any) stopped it. The runner reads no clock
+// itself: the wall and CPU times it reports (wall_s, cpu_s) are read from the clocks the
+// caller passes in (the tools pass MonotonicSeconds and ProcessCpuSeconds of
+// transport/base/clock.h); without them they are 0. With sample_interval > 0 the result also has a time series: per
 // interval, each connection's delivered rate, losses and congestion-controller state, and
 // the bottleneck's mean queue (for "reaches 95% within 20 RTTs", convergence and rate-step
 // tests). Thread-safety: RunScenario is reentrant (no shared state).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,7 +65,12 @@ struct ScenarioOptions {
   int connections = 1;
   Duration stagger;  // pair i starts at i x stagger
   Duration max_virtual_time = Duration::Seconds(600);
-  Duration max_wall_time = Duration::Seconds(600);
+  Duration max_wall_time = Duration::Seconds(600);  // applies only with wall_seconds
+  // The caller's clocks, in seconds from any origin: a wall clock (bounds the run by
+  // max_wall_time; wall_s) and the process's CPU time (cpu_s). Empty: no wall-time
+  // bound, and wall_s / cpu_s (and the rates per second of them) are 0.
+  std::function<double()> wall_seconds;
+  std::function<double()> cpu_seconds;
   // Time series: one IntervalSample per interval (zero: none).
   Duration sample_interval;
   // false: payload-free run (TransportConfig::elide_payload on both ends): datagrams carry
@@ -156,8 +165,9 @@ struct ScenarioResult {
   uint64_t packets_retransmitted = 0;
   double virtual_s = 0;             // simulated time at the stop
   double transfer_s = 0;            // first send to last delivery
-  double wall_s = 0;
-  double cpu_s = 0;                 // process CPU time of the run (the machine may be shared)
+  double wall_s = 0;                // on ScenarioOptions::wall_seconds (0 without it)
+  double cpu_s = 0;                 // process CPU time of the run (the machine may be shared;
+                                    // on ScenarioOptions::cpu_seconds, 0 without it)
   uint64_t sim_packets = 0;         // datagrams offered to the link, both directions
   double sim_packets_per_wall_s = 0;
   double sim_packets_per_cpu_s = 0;

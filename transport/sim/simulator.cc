@@ -1,7 +1,6 @@
 #include "transport/sim/simulator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -410,8 +409,10 @@ void Simulator::Deliver(const Packet& p) {
 }
 
 StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duration wall_limit) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  const int64_t wall_limit_ns = wall_limit.ns();
+  // The wall-time bound needs the caller's clock; the simulator reads none itself.
+  const bool wall_bound = options_.wall_seconds && !wall_limit.IsInfinite();
+  const double wall_limit_s = wall_limit.seconds();
+  const double wall_start = wall_bound ? options_.wall_seconds() : 0;
   const int64_t until_ns = until.ns();
   StopReason reason;
   while (true) {
@@ -489,13 +490,10 @@ StopReason Simulator::Run(Time until, const std::function<bool()>& done, Duratio
         break;
       }
     }
-    if ((counters_.events & 4095) == 0 && wall_limit_ns != kNever) {
-      const auto elapsed = std::chrono::steady_clock::now() - wall_start;
-      if (std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count() >
-          wall_limit_ns) {
-        reason = StopReason::kWallLimit;
-        break;
-      }
+    if ((counters_.events & 4095) == 0 && wall_bound &&
+        options_.wall_seconds() - wall_start > wall_limit_s) {
+      reason = StopReason::kWallLimit;
+      break;
     }
   }
   counters_.pool_buffers = pool_->allocated() + (small_ != nullptr ? small_->allocated() : 0);

@@ -8,8 +8,9 @@
 // calls OnTimeout; then it calls PollTransmit until it returns 0, offering each datagram
 // to the link; then it re-arms the endpoint's single timer at NextTimeout().
 //
-// Determinism: no wall clock (except the optional wall-time bound, which only stops a
-// run), no iteration over address-ordered containers. Events are ordered by time; ties
+// Determinism: no clock is read here (the optional wall-time bound reads the caller's
+// clock, SimulatorOptions::wall_seconds, and only stops a run), no iteration over
+// address-ordered containers. Events are ordered by time; ties
 // are broken by a fixed order (schedule steps, forward in-order deliveries, reverse
 // in-order deliveries, held-back/duplicate deliveries in (time, sequence) order, then
 // timers in (time, sequence) order). Same seed and inputs give the same run; trace_hash()
@@ -62,6 +63,10 @@ struct SimulatorOptions {
   // (copied out of the transmit buffer), so that short datagrams (elided payload) keep
   // the in-flight memory small.
   size_t small_datagram = 0;
+  // The caller's wall clock, in seconds from any origin (the tools pass a monotonic
+  // clock: MonotonicSeconds() of transport/base/clock.h). Read only for Run()'s
+  // wall_limit; empty: Run() has no wall-time bound.
+  std::function<double()> wall_seconds;
 };
 
 struct SimulatorCounters {
@@ -93,8 +98,9 @@ class Simulator {
   int AddPair(SimNode* left, SimNode* right);
 
   // Runs until `done()` returns true (checked after every event), no event is left, the
-  // virtual time would pass `until`, or `wall_limit` of wall-clock time has passed
-  // (checked every few thousand events; infinite = no bound).
+  // virtual time would pass `until`, or `wall_limit` of wall-clock time has passed on
+  // SimulatorOptions::wall_seconds (checked every few thousand events; infinite, or no
+  // clock given = no bound).
   StopReason Run(Time until, const std::function<bool()>& done,
                  Duration wall_limit = Duration::Infinite());
 

@@ -375,6 +375,7 @@ void Check(const LinkEstimate& link, const SearchOptions& opt, double budget_s, 
   // check of a fast link fits its budget.
   so.payload = false;
   so.max_wall_time = Duration::Seconds(std::max(budget_s, 0.1));
+  so.wall_seconds = WallSeconds;  // the bound above and the check's wall_s
   const double rate = std::max(link.rate.bps(), 1.0);
   if (opt.workload.objective == Objective::kMct) {
     so.workload = sim::Workload::kMessages;

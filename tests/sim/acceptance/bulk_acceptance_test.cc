@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -31,6 +32,7 @@ TEST_P(BulkAcceptanceTest, GoodputBand) {
   o.bytes = 20 * kGiB;
   o.max_virtual_time = Duration::Seconds(30);
   o.max_wall_time = Duration::Seconds(600);
+  o.wall_seconds = MonotonicSeconds;  // the wall-time bound
   absl::StatusOr<ScenarioResult> r = RunScenario(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->stop_reason, "done");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -29,6 +30,7 @@ ScenarioOptions Options(const std::string& link, ByteCount bytes, Duration max_v
   o.bytes = bytes;
   o.max_virtual_time = max_virtual;
   o.max_wall_time = Duration::Seconds(300);
+  o.wall_seconds = MonotonicSeconds;  // the wall-time bound
   o.sample_interval = sample;
   return o;
 }

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::sim {
@@ -27,6 +28,7 @@ ScenarioOptions Options(CongestionControl cc, ByteCount bytes) {
   o.bytes = bytes;
   o.max_virtual_time = Duration::Seconds(120);
   o.max_wall_time = Duration::Seconds(300);
+  o.wall_seconds = MonotonicSeconds;  // the wall-time bound
   return o;
 }
 

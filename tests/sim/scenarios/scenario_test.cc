@@ -170,6 +170,48 @@ TEST(ScenarioTest, StopsAtTheVirtualTimeBound) {
   EXPECT_LT(r.bytes_delivered, kGiB);
 }
 
+// The runner reads no clock: its wall-time bound and its wall_s / cpu_s come from the
+// clocks in the options, and the run itself is the same with or without them.
+TEST(ScenarioTest, WallAndCpuTimeComeFromTheCallersClocks) {
+  ScenarioOptions o = Options("rate=1gbit,rtt=10ms", 16 * kMiB);
+  o.wall_seconds = nullptr;
+  o.max_wall_time = Duration::Nanoseconds(1);  // no clock: no wall-time bound
+  const ScenarioResult plain = RunOk(o);
+  EXPECT_EQ(plain.stop_reason, "done");
+  EXPECT_EQ(plain.wall_s, 0.0);
+  EXPECT_EQ(plain.cpu_s, 0.0);
+  EXPECT_EQ(plain.sim_packets_per_wall_s, 0.0);
+  EXPECT_EQ(plain.sim_packets_per_cpu_s, 0.0);
+
+  // Clocks that advance by a fixed step on every read.
+  double wall = 100, cpu = 7;
+  int wall_reads = 0, cpu_reads = 0;
+  o.wall_seconds = [&] {
+    ++wall_reads;
+    return wall += 0.25;
+  };
+  o.cpu_seconds = [&] {
+    ++cpu_reads;
+    return cpu += 0.5;
+  };
+  o.max_wall_time = Duration::Seconds(600);
+  const ScenarioResult timed = RunOk(o);
+  EXPECT_EQ(timed.stop_reason, "done");
+  EXPECT_EQ(timed.trace_hash, plain.trace_hash);
+  EXPECT_EQ(timed.bytes_delivered, plain.bytes_delivered);
+  EXPECT_EQ(cpu_reads, 2);
+  EXPECT_DOUBLE_EQ(timed.cpu_s, 0.5);
+  EXPECT_GE(wall_reads, 3);  // start and end of the run, and the simulator's own bound
+  EXPECT_DOUBLE_EQ(timed.wall_s, 0.25 * (wall_reads - 1));
+  EXPECT_DOUBLE_EQ(timed.sim_packets_per_cpu_s, timed.sim_packets / 0.5);
+
+  // A bound the clock passes stops the run.
+  o.max_wall_time = Duration::Milliseconds(100);
+  const ScenarioResult stopped = RunOk(o);
+  EXPECT_EQ(stopped.stop_reason, "max_wall_time");
+  EXPECT_FALSE(stopped.completed);
+}
+
 TEST(ScenarioTest, RejectsBadOptions) {
   ScenarioOptions o = Options("rate=1gbit,rtt=58ms", kMiB);
   o.connections = 0;

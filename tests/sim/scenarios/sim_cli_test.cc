@@ -1,5 +1,6 @@
 // longhaul-sim from the command line: --deliveries writes one line per delivered message;
-// a path that cannot be written is refused before the run.
+// a path that cannot be written is refused before the run; the JSON result has the run's
+// wall and CPU time, read on the tool's clocks, which also bound it (--max_wall_time).
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/support/run_command.h"
 
 namespace longhaul {
@@ -52,6 +54,30 @@ TEST(SimCliTest, DeliveriesToAPathThatCannotBeWrittenIsAUsageError) {
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.out.find("--deliveries: cannot write /nonexistent-dir/x.csv"), std::string::npos)
       << o.out;
+}
+
+TEST(SimCliTest, JsonReportsWallAndCpuTime) {
+  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
+                                         " --message_size=1MiB --messages=3 --payload=off --json"),
+                            60);
+  ASSERT_EQ(o.status, 0) << o.out;
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  const nlohmann::json& r = j.at("result");
+  EXPECT_EQ(r.at("stop_reason"), "done");
+  EXPECT_GT(r.at("wall_s").get<double>(), 0);
+  EXPECT_GT(r.at("cpu_s").get<double>(), 0);
+  EXPECT_GT(r.at("sim_packets_per_wall_s").get<double>(), 0);
+  EXPECT_GT(r.at("sim_packets_per_cpu_s").get<double>(), 0);
+  EXPECT_EQ(j.at("scenario").at("max_wall_time_s"), 600);
+}
+
+TEST(SimCliTest, MaxWallTimeStopsTheRun) {
+  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --bytes=1GiB",
+                                         " --payload=off --max_wall_time=1ns --json"),
+                            60);
+  EXPECT_EQ(o.status, 1) << o.out;
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j.at("result").at("stop_reason"), "max_wall_time");
 }
 
 }  // namespace

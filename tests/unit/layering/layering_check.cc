@@ -18,7 +18,109 @@ namespace {
 bool IsPattern(const std::string& s) { return absl::EndsWith(s, "/*"); }
 std::string PatternBase(const std::string& s) { return s.substr(0, s.size() - 1); }  // "tools/"
 
+bool IsIdent(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The identifier that ends just before `end` ("" if none).
+std::string IdentBefore(const std::string& s, size_t end) {
+  size_t b = end;
+  while (b > 0 && IsIdent(s[b - 1])) --b;
+  return s.substr(b, end - b);
+}
+
 }  // namespace
+
+std::string StripCommentsAndLiterals(const std::string& text) {
+  std::string out = text;
+  const size_t n = text.size();
+  auto blank = [&](size_t from, size_t to) {  // [from, to), newlines kept
+    for (size_t k = from; k < to && k < n; ++k) {
+      if (out[k] != '\n') out[k] = ' ';
+    }
+  };
+  size_t i = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '/' && i + 1 < n && text[i + 1] == '/') {
+      // A line comment ends at the newline (a backslash before it continues it).
+      size_t j = i;
+      while (j < n && !(text[j] == '\n' && (j == 0 || text[j - 1] != '\\'))) ++j;
+      blank(i, j);
+      i = j;
+    } else if (c == '/' && i + 1 < n && text[i + 1] == '*') {
+      const size_t end = text.find("*/", i + 2);
+      const size_t j = end == std::string::npos ? n : end + 2;
+      blank(i, j);
+      i = j;
+    } else if (c == '"') {
+      const std::string prefix = IdentBefore(text, i);
+      if (prefix == "R" || prefix == "u8R" || prefix == "uR" || prefix == "UR" || prefix == "LR") {
+        // R"delim( ... )delim"
+        const size_t open = text.find('(', i + 1);
+        if (open == std::string::npos) {
+          blank(i, n);
+          break;
+        }
+        const std::string close = ")" + text.substr(i + 1, open - i - 1) + "\"";
+        const size_t end = text.find(close, open + 1);
+        const size_t j = end == std::string::npos ? n : end + close.size();
+        blank(i, j);
+        i = j;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < n && text[j] != '"' && text[j] != '\n') j += text[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, n);
+      blank(i, j);
+      i = j;
+    } else if (c == '\'') {
+      // After an identifier character: a digit separator (1'000'000), or the prefix of a
+      // character literal (u8'x', L'x'), whose content is harmless to keep.
+      if (i > 0 && IsIdent(text[i - 1])) {
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < n && text[j] != '\'' && text[j] != '\n') j += text[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, n);
+      blank(i, j);
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::vector<ClockRead> FindClockReads(const std::string& code) {
+  static const std::regex kNamed(
+      R"re(\b(steady_clock|system_clock|high_resolution_clock|utc_clock|tai_clock|gps_clock|file_clock|clock_gettime|gettimeofday|getrusage|timespec_get)\b)re");
+  // std::clock(), std::time(...) and ::time(...) (a global call), or time() with the
+  // arguments only the C function takes; not a member (x.time(), p->time(), T::time()).
+  static const std::regex kStdCall(R"re((^|[^\w:])(std\s*::\s*|::\s*)(time|clock)\s*\()re");
+  static const std::regex kTimeCall(R"re((^|[^\w.:>])time\s*\(\s*(nullptr|NULL|0\s*\)|&))re");
+  std::vector<ClockRead> out;
+  int line = 0;
+  for (absl::string_view raw : absl::StrSplit(code, '\n')) {
+    ++line;
+    const std::string l(raw);
+    for (auto it = std::sregex_iterator(l.begin(), l.end(), kNamed); it != std::sregex_iterator();
+         ++it) {
+      out.push_back({line, (*it)[1]});
+    }
+    for (auto it = std::sregex_iterator(l.begin(), l.end(), kStdCall); it != std::sregex_iterator();
+         ++it) {
+      out.push_back({line, absl::StrCat((*it)[3].str(), "()")});
+    }
+    if (std::regex_search(l, kTimeCall)) out.push_back({line, "time()"});
+  }
+  return out;
+}
+
+std::string ClockViolation::ToString() const {
+  return absl::StrCat(file, ":", line, ": reads a clock (", what, ") but layer ", layer,
+                      " is sans-IO: time comes in from the caller",
+                      why.empty() ? "" : absl::StrCat(" (", why, ")"));
+}
 
 std::string Violation::ToString() const {
   return absl::StrCat(file, ":", line, ": includes \"", include, "\": ", from, " -> ", to,
@@ -58,6 +160,18 @@ absl::StatusOr<LayerTable> ParseLayerTable(const std::string& text) {
               absl::StrCat("line ", n, ": a pattern layer has one pattern path and name"));
         }
         t.layers.push_back({words[1], words[i]});
+      }
+      continue;
+    }
+    if (kw == "sansio") {
+      if (words.size() < 2) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", n, ": expected 'sansio NAME...'"));
+      }
+      for (size_t i = 1; i < words.size(); ++i) {
+        if (!names.contains(words[i])) {
+          return absl::InvalidArgumentError(absl::StrCat("line ", n, ": unknown layer ", words[i]));
+        }
+        t.sans_io.insert(words[i]);
       }
       continue;
     }
@@ -177,9 +291,18 @@ CheckResult CheckTree(const LayerTable& t, const std::string& root,
     }
     const std::string from_rule = RuleName(t, from);
     std::ifstream in(fs::path(root) / f);
-    std::string line;
+    std::stringstream text;
+    text << in.rdbuf();
+    if (t.sans_io.contains(from_rule)) {
+      auto d = t.denied.find({from_rule, "clock"});
+      const std::string why = d != t.denied.end() ? d->second : "";
+      for (const ClockRead& c : FindClockReads(StripCommentsAndLiterals(text.str()))) {
+        out.clock_reads.push_back({f, c.line, c.what, from, why});
+      }
+    }
     int n = 0;
-    while (std::getline(in, line)) {
+    for (absl::string_view raw : absl::StrSplit(text.str(), '\n')) {
+      const std::string line(raw);
       ++n;
       std::smatch m;
       if (!std::regex_search(line, m, kInclude)) continue;

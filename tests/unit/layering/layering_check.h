@@ -10,6 +10,8 @@
 //   allow NAME -> NAME...    files of the first layer may include the others' headers
 //   deny NAME -> NAME: why   a tempting arrow that is not allowed, and why (reported
 //                            with every violation of it)
+//   sansio NAME...           those layers are sans-IO: besides the arrows, their files
+//                            may not read a clock themselves (see FindClockReads)
 // An arrow that is neither allowed nor denied is not allowed either.
 #pragma once
 
@@ -30,10 +32,12 @@ struct LayerTable {
   std::vector<Layer> layers;
   std::map<std::string, std::set<std::string>> allowed;  // layer (or pattern) -> targets
   std::map<std::pair<std::string, std::string>, std::string> denied;  // arrow -> why
+  std::set<std::string> sans_io;  // layers whose files may not read a clock
 };
 
 // Parses a table. Errors name the line: unknown keyword, a rule naming an unknown layer,
-// an arrow both allowed and denied, a deny without a reason.
+// an arrow both allowed and denied, a deny without a reason, a sansio line naming an
+// unknown layer.
 absl::StatusOr<LayerTable> ParseLayerTable(const std::string& text);
 
 // The layer of a path relative to the tree's root ("transport/core/connection.cc"), or
@@ -51,15 +55,43 @@ struct Violation {
   std::string ToString() const;
 };
 
+// `text` (C++ source) with every comment and every string and character literal turned
+// into spaces; newlines are kept, so line numbers stay. Digit separators (1'000) are not
+// literals.
+std::string StripCommentsAndLiterals(const std::string& text);
+
+// A clock read in code (comments and literals stripped): a <chrono> clock (steady_clock,
+// system_clock, high_resolution_clock, utc_clock, tai_clock, gps_clock, file_clock),
+// clock_gettime, gettimeofday, getrusage, timespec_get, std::clock(), or the C time()
+// (std::time / ::time, or time(nullptr | NULL | 0 | &...)); a member or a function of
+// another name that happens to be called time() is not one.
+struct ClockRead {
+  int line = 0;
+  std::string what;  // the name read: "steady_clock", "clock_gettime", "time()"
+};
+std::vector<ClockRead> FindClockReads(const std::string& code);
+
+// A clock read in a file of a sans-IO layer.
+struct ClockViolation {
+  std::string file;  // relative to the root
+  int line = 0;
+  std::string what;
+  std::string layer;
+  std::string why;  // the reason the table gives for denying `layer -> clock`, if any
+  std::string ToString() const;
+};
+
 struct CheckResult {
   std::vector<Violation> violations;
-  std::vector<std::string> unowned;  // source files no layer owns
+  std::vector<ClockViolation> clock_reads;  // in files of sans-IO layers
+  std::vector<std::string> unowned;         // source files no layer owns
   size_t files = 0;
   size_t includes = 0;  // project includes seen (across layers or not)
 };
 
 // Walks `dirs` (relative to `root`) for .h/.cc files and checks every project include
-// (one whose first path component is one of `dirs`).
+// (one whose first path component is one of `dirs`), and the code of every file of a
+// sans-IO layer for clock reads.
 CheckResult CheckTree(const LayerTable& t, const std::string& root,
                       const std::vector<std::string>& dirs);
 

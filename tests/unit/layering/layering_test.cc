@@ -2,10 +2,12 @@
 // follow an arrow of docs/layers.txt. A failure names the file, the line, the arrow and,
 // where the table gives one, why that arrow is not allowed.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/unit/layering/layering_check.h"
@@ -41,6 +43,16 @@ TEST(Layering, EveryIncludeFollowsAnAllowedArrow) {
     ADD_FAILURE() << f << " belongs to no layer: add its folder to docs/layers.txt";
   }
   for (const Violation& v : r.violations) ADD_FAILURE() << v.ToString();
+}
+
+TEST(Layering, SansIoLayersReadNoClock) {
+  const LayerTable t = ProjectTable();
+  // The library's sans-IO layers, as docs/architecture.md names them.
+  for (const char* l : {"base", "wire", "fec", "core", "profile", "crypto", "endpoint", "sim"}) {
+    EXPECT_TRUE(t.sans_io.contains(l)) << "docs/layers.txt: " << l << " is not marked sansio";
+  }
+  const CheckResult r = CheckTree(t, LONGHAUL_SOURCE_DIR, kDirs);
+  for (const ClockViolation& c : r.clock_reads) ADD_FAILURE() << c.ToString();
 }
 
 TEST(Layering, EveryLayerPathExists) {
@@ -123,6 +135,55 @@ TEST_F(CheckerTest, AcceptsAllowedArrowsAndReportsTheRest) {
   EXPECT_EQ(bad.unowned, std::vector<std::string>{"transport/stray/thing.cc"});
 }
 
+TEST(ClockReads, CodeOnly) {
+  const std::string code = R"cc(// steady_clock in a comment, time(nullptr) too
+#include <chrono>
+/* system_clock::now()
+   clock_gettime(CLOCK_MONOTONIC, &ts) */
+const char* kHelp = "gettimeofday() and time(0) in a string";
+const char* kRaw = R"x(getrusage(RUSAGE_SELF, &u) "quoted")x";
+constexpr int64_t kBillion = 1'000'000'000;
+char q = '"'; char a = '\''; Duration d = Duration::Seconds(1);
+Time time() const; Time t = conn.time(); x->time(); Link::time(); set_time(0); runtime(0);
+auto now = std::chrono::steady_clock::now();
+clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); gettimeofday(&tv, nullptr);
+getrusage(RUSAGE_SELF, &u); std::time(nullptr); time(nullptr); ::time(&t0); std::clock();
+auto w = high_resolution_clock::now() + system_clock::now().time_since_epoch();
+)cc";
+  const std::string stripped = StripCommentsAndLiterals(code);
+  EXPECT_EQ(stripped.size(), code.size());
+  EXPECT_EQ(std::count(stripped.begin(), stripped.end(), '\n'),
+            std::count(code.begin(), code.end(), '\n'));
+  std::vector<std::string> found;
+  for (const ClockRead& c : FindClockReads(stripped)) {
+    found.push_back(absl::StrCat(c.line, ":", c.what));
+  }
+  EXPECT_THAT(found,
+              ::testing::ElementsAre("10:steady_clock", "11:clock_gettime", "11:gettimeofday",
+                                     "12:getrusage", "12:time()", "12:time()", "12:clock()",
+                                     "12:time()", "13:high_resolution_clock", "13:system_clock"));
+}
+
+TEST_F(CheckerTest, ReportsClockReadsInSansIoLayersOnly) {
+  absl::StatusOr<LayerTable> t = ParseLayerTable(std::string(kTable) + "sansio core base\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->sans_io, (std::set<std::string>{"core", "base"}));
+  const std::string read = "auto t = std::chrono::steady_clock::now();\n";
+  Write("transport/core/timer.cc", "// steady_clock, in words only\n\n" + read);
+  Write("transport/base/units.h", "#pragma once\n" + read);
+  Write("transport/base/clock.h", read);         // the clock layer: an edge
+  Write("transport/drivers/udp/loop.cc", read);  // a driver: an edge
+  CheckResult r = CheckTree(*t, root_.string(), {"transport"});
+  EXPECT_TRUE(r.violations.empty());
+  ASSERT_EQ(r.clock_reads.size(), 2u);
+  EXPECT_EQ(r.clock_reads[0].ToString(),
+            "transport/base/units.h:2: reads a clock (steady_clock) but layer base is sans-IO: "
+            "time comes in from the caller");
+  EXPECT_EQ(r.clock_reads[1].ToString(),
+            "transport/core/timer.cc:3: reads a clock (steady_clock) but layer core is sans-IO: "
+            "time comes in from the caller (the core never reads a clock)");
+}
+
 TEST(LayerTable, BadTablesNameTheLine) {
   EXPECT_THAT(std::string(ParseLayerTable("layer a x\nfrob a\n").status().message()),
               HasSubstr("line 2: unknown keyword"));
@@ -139,6 +200,9 @@ TEST(LayerTable, BadTablesNameTheLine) {
   EXPECT_TRUE(ParseLayerTable("layer a x y/z.h\n").ok());
   EXPECT_FALSE(ParseLayerTable("layer a x\nlayer a y\n").ok());
   EXPECT_TRUE(ParseLayerTable("# nothing\n\n").ok());
+  EXPECT_THAT(std::string(ParseLayerTable("layer a x\nsansio a b\n").status().message()),
+              HasSubstr("line 2: unknown layer b"));
+  EXPECT_FALSE(ParseLayerTable("layer a x\nsansio\n").ok());
 }
 
 TEST(LayerTable, PatternLayersNameTheirFolders) {
