@@ -210,11 +210,16 @@ uint64_t StreamProtocol::OpenLocal(Time now, const std::string& forward) {
     ++metrics_->streams_reset[{"limit", "local"}];
     return 0;
   }
-  const uint64_t w = WindowFor();
+  // The return path's window: at most kOpenWindow until data flows, and no more than
+  // the peer may send before any WINDOW when the budget is short.
+  uint64_t w = std::min(WindowFor(), kOpenWindow);
   if (!Charge(nullptr, kStreamCharge + w)) {
-    Refuse("memory");
-    ++metrics_->streams_reset[{"limit", "local"}];
-    return 0;
+    w = std::min(w, kInitialWindow);
+    if (!Charge(nullptr, kStreamCharge + w)) {
+      Refuse("memory");
+      ++metrics_->streams_reset[{"limit", "local"}];
+      return 0;
+    }
   }
   const uint64_t id = next_stream_id_++;
   Stream& s = streams_[id];
@@ -293,6 +298,7 @@ OwnedBuffer StreamProtocol::OnChunkWritten(Time now, uint64_t stream) {
   // The payload leaves the promise (granted - written) and the frame its
   // overhead.
   s.written += c.size;
+  s.flowing = true;
   metrics_->bytes_to_tcp += c.size;
   Release(&s, c.size + kFrameOverhead);
   MaybeGrant(s, /*always=*/false);
@@ -301,15 +307,20 @@ OwnedBuffer StreamProtocol::OnChunkWritten(Time now, uint64_t stream) {
 
 void StreamProtocol::MaybeGrant(Stream& s, bool always) {
   if (closed_ || failed_) return;
-  const uint64_t w = WindowFor();
+  const uint64_t w = s.flowing ? WindowFor() : std::min(WindowFor(), kOpenWindow);
   const uint64_t limit = s.written + w;
   uint64_t delta = limit > s.granted ? limit - s.granted : 0;
   // Grant in steps of a quarter window: few WINDOW frames, never a stalled
   // sender.
   if (!always && delta < w / 4) return;
-  if (delta > 0 && !Charge(&s, delta)) {
+  // Windows may not take the last quarter of the budget: it stays for the streams
+  // that open meanwhile (their charge and initial window) and for frames held.
+  const uint64_t reserve = budget_->memory_limit() / 4;
+  const uint64_t room =
+      budget_->memory_available() > reserve ? budget_->memory_available() - reserve : 0;
+  if (delta > 0 && (delta > room || !Charge(&s, delta))) {
     // What the budget can back now, if it is worth a frame; the rest later.
-    const uint64_t avail = budget_->memory_available();
+    const uint64_t avail = room;
     delta = avail >= std::min<uint64_t>(kChunk, w / 4) ? std::min(avail, delta) : 0;
     if (delta > 0 && !Charge(&s, delta)) delta = 0;
     if (!s.starved) ++metrics_->refused["window_deferred"];
@@ -506,8 +517,8 @@ void StreamProtocol::OnPeerOpen(Time now, Event& e, const Frame& f) {
   c.stream = id;
   c.forward = forward;
   events_.push_back(std::move(c));
-  // The full window now: the data that arrives while the target connects is
-  // buffered.
+  // The opening window now (kOpenWindow at most; the full one once data flows): the
+  // data that arrives while the target connects is buffered.
   MaybeGrant(s, /*always=*/true);
 }
 

@@ -61,6 +61,11 @@ namespace longhaul::bridge {
 
 // What a client may send on a new stream before the server's first WINDOW.
 inline constexpr uint64_t kInitialWindow = 256 * 1024;
+// Most a receiver grants a stream before any of its data reached TCP: a stream that
+// carries nothing in one direction (an upload's return path, an idle connection)
+// holds no more of the budget than this; one whose data flows grows to the full
+// window (WindowFor) with its first write, one round trip in.
+inline constexpr uint64_t kOpenWindow = 1024 * 1024;
 // Most payload bytes per DATA frame (one read from TCP).
 inline constexpr size_t kChunk = 64 * 1024;
 // Charged for every frame held or in flight, on top of its payload: the event,
@@ -220,6 +225,7 @@ class StreamProtocol {
     uint64_t received = 0, reorder_bytes = 0, written = 0, granted = 0;
     bool fin_received = false, fin_written = false;
     bool starved = false;  // a grant waits for memory
+    bool flowing = false;  // some of its data was written to TCP (full windows from then)
     size_t held() const { return reorder.size() + writeq.size(); }
   };
 

@@ -304,7 +304,7 @@ TEST(StreamProtocolTest, WindowsShrinkWithOpenStreamsAndAreNeverMoreThanTheBudge
   h.Open(1);
   std::optional<Sent> first = FindSent(h.Out(), FrameType::kWindow, 1);
   ASSERT_TRUE(first);
-  EXPECT_EQ(first->frame().value, 4 * kMiB) << "alone: the full stream window";
+  EXPECT_EQ(first->frame().value, kOpenWindow) << "alone, before any data: the opening window";
   uint64_t last_window = first->frame().value;
   for (uint64_t id = 2; id <= 60; ++id) {
     h.Open(id);
@@ -320,14 +320,39 @@ TEST(StreamProtocolTest, WindowsShrinkWithOpenStreamsAndAreNeverMoreThanTheBudge
   EXPECT_LE(h.budget->memory_used(), budget);
 }
 
+// A stream whose data flows grows to the full stream window with its first write; one
+// that carries nothing holds at most the opening window, so many idle return paths (an
+// upload's hundred parallel streams) fit a budget that full windows would exhaust.
+TEST(StreamProtocolTest, WindowsGrowWhenDataFlowsAndIdleStreamsHoldTheOpeningWindow) {
+  Harness h(/*client=*/false, 64 * kMiB, /*targets=*/1000);
+  h.Open(1);
+  h.Out();
+  EXPECT_EQ(h.p->debug(1).granted, kOpenWindow);
+  h.Events();
+  h.p->OnConnected(1);
+  h.In(Data(1, 1, std::string(1000, 'x')));
+  EXPECT_EQ(h.WriteAll(1).size(), 1000u);
+  EXPECT_EQ(h.p->debug(1).granted, 1000 + 4 * kMiB) << "flowing: the full stream window";
+
+  // A client opening 100 streams whose return path stays idle: every one is granted and
+  // charged, within a budget that 100 full windows (400 MiB) would exceed many times.
+  const uint64_t budget = 160 * kMiB;
+  Harness c(/*client=*/true, budget);
+  c.options.memory = budget;
+  c.Restart();
+  for (int i = 0; i < 100; ++i) EXPECT_NE(c.p->OpenLocal(c.now, "web"), 0u) << i;
+  EXPECT_EQ(c.Refused("memory"), 0u);
+  EXPECT_LE(c.budget->memory_used(), budget);
+}
+
 TEST(StreamProtocolTest, AWindowTheBudgetCannotBackIsGrantedLaterOnTheClock) {
   const uint64_t budget = 4 * kMiB;
   Harness h(/*client=*/false, budget);
   h.Open(1);
   const std::optional<Sent> first = FindSent(h.Out(), FrameType::kWindow, 1);
   ASSERT_TRUE(first);
-  ASSERT_EQ(first->frame().value, 2 * kMiB)
-      << "half the budget for one stream";
+  ASSERT_EQ(first->frame().value, kOpenWindow)
+      << "half the budget for one stream, at most the opening window before data flows";
   // Another session of the key holds all but what stream 2's OPEN needs.
   const uint64_t other = h.budget->memory_available() - (kStreamCharge + kInitialWindow + 20000);
   ASSERT_TRUE(h.budget->TryCharge(other));
