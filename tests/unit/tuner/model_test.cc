@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
+#include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/core/profile/profile.h"
 #include "transport/sim/link_spec.h"
@@ -78,6 +79,7 @@ TEST(ModelTest, BulkGoodputMatchesTheSimulator) {
     absl::StatusOr<sim::LinkSpec> link = sim::ParseLinkSpec(tc.link, {});
     ASSERT_TRUE(link.ok()) << link.status();
     sim::ScenarioOptions opt;
+    opt.wall_seconds = MonotonicSeconds;  // the scenario's wall-time bound applies
     opt.link = *link;
     opt.sender_config = opt.receiver_config = ConfigFor(
         *link, tc.window, tc.recv_window, tc.tail_protect, tc.fec, tc.interleave, tc.fec_flush);
@@ -138,6 +140,7 @@ TEST(ModelTest, MessageCompletionTimeMatchesTheSimulator) {
     absl::StatusOr<sim::LinkSpec> link = sim::ParseLinkSpec(tc.link, {});
     ASSERT_TRUE(link.ok()) << link.status();
     sim::ScenarioOptions opt;
+    opt.wall_seconds = MonotonicSeconds;
     opt.link = *link;
     opt.sender_config = opt.receiver_config =
         ConfigFor(*link, "", "", tc.tail_protect, tc.fec, tc.interleave, tc.fec_flush);
