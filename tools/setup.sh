@@ -32,6 +32,8 @@ PACKAGES+=(
   # the Noise handshake checked against other implementations (tests/unit/crypto:
   # dissononce runs, flynn/noise's published vectors are replayed on noise-c)
   python3-dissononce golang-github-flynn-noise-dev
+  # function lengths (tools/dev/function-lengths)
+  universal-ctags
 )
 
 # noise-c (the Noise reference implementation, as WebAssembly from the npm registry,
