@@ -16,6 +16,7 @@
 #include "transport/base/rng.h"
 #include "transport/net/resolver.h"
 #include "tuner/estimate/pmtu_search.h"
+#include "tuner/probe/probe_phases.h"
 #include "tuner/probe/probe_protocol.h"
 #include "tuner/probe/udp_socket.h"
 
@@ -117,6 +118,7 @@ class Prober {
           if (rtt <= Duration::Zero()) break;
           if (m->header.seq >= kEchoSeqBase) {
             echo_replies_[m->header.seq] = {rtt, m->size_received};
+            if (rtt_phase_ != nullptr) rtt_phase_->OnReply(m->header.seq, rtt);
           } else {
             loaded_rtts_.push_back(rtt);
           }
@@ -184,45 +186,33 @@ class Prober {
     return absl::OkStatus();
   }
 
+  // Sends the echoes on RttPhase's schedule, waits for stragglers, keeps the summary.
   absl::Status RttPhase() {
-    std::vector<uint64_t> ids;
-    int64_t next = RealtimeNs();
-    for (int i = 0; i < opt_.rtt_probes; ++i) {
-      if (next >= PhaseEnd(0.15)) break;
-      SleepUntilNs(next);
-      ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
-      m.send_ns = static_cast<uint64_t>(RealtimeNs());
-      ids.push_back(m.header.seq);
-      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
-      if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
-      next += opt_.rtt_spacing.ns();
-    }
-    auto all = [&] {
-      for (uint64_t id : ids) {
-        if (!echo_replies_.count(id)) return false;
-      }
-      return true;
-    };
-    // Stragglers: up to 3 x the largest RTT seen (at least 200 ms), at most 2 s.
-    Duration longest = Duration::Milliseconds(200);
-    for (const auto& [id, e] : echo_replies_) longest = std::max(longest, e.rtt * 3);
-    const int64_t until = std::min(PhaseEnd(0.25), RealtimeNs() +
-                                                       std::min(longest, Duration::Seconds(2)).ns());
-    if (absl::Status s = PollUntil(until, all); !s.ok()) return s;
-    std::vector<Duration> rtts;
-    for (uint64_t id : ids) {
-      auto it = echo_replies_.find(id);
-      if (it != echo_replies_.end()) rtts.push_back(it->second.rtt);
-    }
-    if (rtts.empty()) {
-      return absl::UnavailableError(absl::StrCat("none of ", ids.size(),
-                                                 " echoes came back from ", opt_.target));
-    }
-    report_.rtt_idle = *SummarizeRtt(rtts);
+    probe::RttPhase phase(opt_.rtt_probes, opt_.rtt_spacing, RealtimeNs());
+    rtt_phase_ = &phase;
+    absl::Status s = RunRttPhase(phase);
+    rtt_phase_ = nullptr;
+    if (!s.ok()) return s;
+    absl::StatusOr<RttSummary> summary = phase.Verdict(opt_.target);
+    if (!summary.ok()) return summary.status();
+    report_.rtt_idle = *summary;
     rtt_min_ = report_.rtt_idle.min;
     rtt_p99_ = report_.rtt_idle.p99;
     Progress(absl::StrCat("rtt ", report_.rtt_idle.ToString()));
     return absl::OkStatus();
+  }
+
+  absl::Status RunRttPhase(probe::RttPhase& phase) {
+    while (std::optional<int64_t> next = phase.NextSendNs(PhaseEnd(0.15))) {
+      SleepUntilNs(*next);
+      ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
+      m.send_ns = static_cast<uint64_t>(RealtimeNs());
+      phase.OnSent(m.header.seq);
+      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
+      if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+    }
+    const int64_t until = phase.StragglerDeadlineNs(RealtimeNs(), PhaseEnd(0.25));
+    return PollUntil(until, [&] { return phase.AllAnswered(); });
   }
 
   // Sends `n` DATA packets of `payload` bytes paced at `rate` as train `train`. Returns
@@ -332,143 +322,79 @@ class Prober {
     return std::optional<probe::TrainReport>();
   }
 
+  // Sends RatePhase's trains and feeds it their reports; keeps its outcome.
   absl::Status RatePhase() {
-    RateSearchOptions ro;
+    report_.local_mtu = static_cast<uint32_t>(std::max(sock_.PathMtu(), 0));
+    probe::RatePhaseOptions ro;
+    ro.target = opt_.target;
     ro.start_rate = opt_.start_rate;
     ro.max_rate = opt_.max_rate;
-    RateSearch search(ro);
-    const uint32_t local = static_cast<uint32_t>(std::max(sock_.PathMtu(), 0));
-    report_.local_mtu = local;
-    // Try jumbo-sized trains first; fall back when nothing of a train arrives.
-    std::vector<uint32_t> sizes;
-    const uint32_t cap = opt_.max_mtu ? opt_.max_mtu : (local ? local : 1500);
-    for (uint32_t mtu : {9000u, 1500u, 1200u}) {
-      if (mtu <= cap) sizes.push_back(mtu - kIpUdpOverhead);
-    }
-    if (sizes.empty()) sizes.push_back(std::max<uint32_t>(cap, 96) - kIpUdpOverhead);
-    size_t size_index = 0;
+    ro.train_duration = opt_.train_duration;
+    ro.max_mtu = opt_.max_mtu;
+    ro.local_mtu = report_.local_mtu;
+    probe::RatePhase phase(ro);
     const int64_t phase_end = PhaseEnd(0.55);
-    int empty_trains = 0;
-    int missing_reports = 0;
-    while (!search.done()) {
-      const int64_t now = RealtimeNs();
-      const Bandwidth rate = search.NextRate();
-      const uint32_t payload = sizes[size_index];
-      const double wire = payload + kIpUdpOverhead;
-      uint64_t n = static_cast<uint64_t>(rate.bps() * opt_.train_duration.seconds() / (8 * wire));
-      n = std::clamp<uint64_t>(n, 64, kMaxTrainPackets);
-      const Duration send_time = rate.TransferTime(static_cast<ByteCount>(n * wire));
-      const Duration wait = RttP99() * 2 + send_time + Duration::Milliseconds(50);
-      if (now + (send_time + wait).ns() > phase_end) {
-        report_.notes.push_back("rate phase stopped at its time share");
+    while (!phase.done()) {
+      const probe::TrainPlan plan = phase.NextTrain(RttP99());
+      if (std::optional<std::string> stop = phase.StopBefore(
+              plan, RealtimeNs(), phase_end, OverBudget(static_cast<size_t>(plan.wire_bytes())))) {
+        report_.notes.push_back(*stop);
         break;
       }
-      if (OverBudget(static_cast<size_t>(n * wire))) {
-        report_.notes.push_back("rate phase stopped at the byte budget");
-        break;
-      }
-      const uint32_t train = next_train_++;
-      int64_t first = 0, last = 0;
-      uint64_t sent = 0;
-      absl::StatusOr<Bandwidth> send_rate =
-          SendTrain(train, n, payload, rate, false, 0, phase_end, &first, &last, &sent);
-      if (!send_rate.ok()) return send_rate.status();
-      absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, wait);
-      if (!rep.ok()) return rep.status();
-      if (!rep->has_value()) {
-        // No report (the request or the answer lost, or the responder stalled): run the
-        // train again, a few times at most.
-        if (++missing_reports >= 3) {
-          return absl::UnavailableError(absl::StrCat("the responder at ", opt_.target,
-                                                     " stopped answering report requests"));
-        }
-        report_.notes.push_back(absl::StrFormat("no report for train %d: repeated", train));
-        continue;
-      }
-      if ((*rep)->packets == 0) {
-        // Nothing arrived although echoes do: datagrams too big for the path. Find the
-        // path MTU now (paced at the start rate) and size the trains to it.
-        if (opt_.pmtu && !pmtu_done_) {
-          Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; searching the "
-                                   "path MTU first", payload, train));
-          if (absl::Status s = PmtuPhase(opt_.start_rate.bps() * 0.5, PhaseEnd(0.35)); !s.ok()) {
-            return s;
-          }
-          if (report_.pmtu >= 96) {
-            sizes = {static_cast<uint32_t>(std::min<uint32_t>(report_.pmtu, 9000) - kIpUdpOverhead)};
-            size_index = 0;
-            continue;
-          }
-        }
-        if (size_index + 1 < sizes.size()) {
-          ++size_index;
-          Progress(absl::StrFormat("no %d-byte datagram of train %d arrived; trying %d bytes",
-                                   payload, train, sizes[size_index]));
-          continue;
-        }
-        if (++empty_trains >= 2) {
-          return absl::UnavailableError(absl::StrCat(
-              "trains to ", opt_.target, " do not get through (echoes do): blocked or dropped"));
-        }
-        continue;
-      }
-      const probe::TrainReport& r = **rep;
-      TrainResult t;
-      t.target_rate = rate;
-      t.send_rate = *send_rate;
-      t.packets_sent = sent;
-      t.packets_received = r.packets;
-      t.duration = Duration::Nanoseconds(last - first);
-      if (r.packets >= 8 && r.fit_rate_bps > 0) {
-        t.delivery_rate = Bandwidth::BitsPerSecond(static_cast<double>(r.fit_rate_bps));
-      } else if (r.packets >= 2 && r.span_ns > 0) {
-        t.delivery_rate = Bandwidth::FromBytesAndDuration(r.wire_bytes - r.first_wire_bytes,
-                                                          Duration::Nanoseconds(r.span_ns));
-      }
-      search.OnTrain(t);
-      report_.trains.push_back(t);
-      report_.train_payload_bytes = payload;
-      Progress(absl::StrFormat("train %d: %d x %d B at %s: sent %s, delivered %s (%d/%d arrived)",
-                               train, sent, payload, Rate(rate.bps()), Rate(t.send_rate.bps()),
-                               Rate(t.delivery_rate.bps()), r.packets, sent));
+      if (absl::Status s = RunTrain(phase, plan, phase_end); !s.ok()) return s;
     }
-    if (report_.trains.empty()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("no rate train completed within the probe's time or byte budget (",
-                       opt_.max_duration.ToString(), ", ", FormatByteCount(opt_.max_bytes), ")"));
-    }
-    report_.rate_stop_reason = search.done() ? search.stop_reason() : "budget";
-    report_.rate_saturated = search.saturated();
-    report_.max_delivery_bps = search.MaxDelivery().bps();
-    rate_ = search.Estimate();
-    // Spread of the saturated trains' delivery rates around the estimate.
-    double lo = rate_.bps(), hi = rate_.bps();
-    for (const TrainResult& t : report_.trains) {
-      if (search.Saturated(t)) {
-        lo = std::min(lo, t.delivery_rate.bps());
-        hi = std::max(hi, t.delivery_rate.bps());
-      }
-    }
-    rate_rel_error_ = rate_.bps() > 0 ? (hi - lo) / (2 * rate_.bps()) : 1.0;
-    if (!search.saturated()) {
-      report_.notes.push_back(absl::StrCat("no train saturated the path (", report_.rate_stop_reason,
-                                           "): the rate is a lower bound"));
-    }
-    // A sender that keeps falling short of its train rates is on a busy host: its trains
-    // are stretched and the receiver sees the stretch, so the rate may read low.
-    int short_trains = 0;
-    for (const TrainResult& t : report_.trains) {
-      short_trains += t.send_rate.bps() < 0.9 * t.target_rate.bps();
-    }
-    report_.short_trains = short_trains;
-    if (short_trains >= std::max<int>(2, static_cast<int>(report_.trains.size()) / 2)) {
-      report_.host_limited = true;
-      report_.notes.push_back(absl::StrFormat(
-          "the sender fell short of %d of %d train rates (a busy host): the rate may read low",
-          short_trains, report_.trains.size()));
-    }
+    absl::StatusOr<probe::RateOutcome> outcome = phase.Finish(opt_.max_duration, opt_.max_bytes);
+    if (!outcome.ok()) return outcome.status();
+    report_.rate_stop_reason = outcome->stop_reason;
+    report_.rate_saturated = outcome->saturated;
+    report_.max_delivery_bps = outcome->max_delivery_bps;
+    rate_ = outcome->rate;
+    rate_rel_error_ = outcome->rel_error;
+    report_.short_trains = outcome->short_trains;
+    report_.host_limited = outcome->host_limited;
+    for (std::string& note : outcome->notes) report_.notes.push_back(std::move(note));
     Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()),
                              report_.rate_stop_reason, report_.trains.size()));
+    return absl::OkStatus();
+  }
+
+  // Sends one train, asks for its report and does what the phase decides with it.
+  absl::Status RunTrain(probe::RatePhase& phase, const probe::TrainPlan& plan,
+                        int64_t phase_end) {
+    const uint32_t train = next_train_++;
+    int64_t first = 0, last = 0;
+    uint64_t sent = 0;
+    absl::StatusOr<Bandwidth> send_rate = SendTrain(train, plan.packets, plan.payload, plan.rate,
+                                                    false, 0, phase_end, &first, &last, &sent);
+    if (!send_rate.ok()) return send_rate.status();
+    absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, plan.wait);
+    if (!rep.ok()) return rep.status();
+    probe::RatePhase::Verdict v{probe::RatePhase::Action::kRepeat, ""};
+    if (!rep->has_value()) {
+      v = phase.OnNoReport(train);
+      if (v.action == probe::RatePhase::Action::kRepeat) report_.notes.push_back(v.text);
+    } else if ((*rep)->packets == 0) {
+      v = phase.OnEmptyTrain(train, plan.payload, opt_.pmtu && !pmtu_done_);
+      if (v.action == probe::RatePhase::Action::kSearchPmtu) {
+        Progress(v.text);
+        if (absl::Status s = PmtuPhase(opt_.start_rate.bps() * 0.5, PhaseEnd(0.35)); !s.ok()) {
+          return s;
+        }
+        v = phase.OnPathMtu(train, plan.payload, report_.pmtu);
+      }
+      if (v.action == probe::RatePhase::Action::kNextSize) Progress(v.text);
+    } else {
+      const TrainResult t = phase.OnReport(plan, *send_rate, sent,
+                                           Duration::Nanoseconds(last - first), **rep);
+      report_.trains.push_back(t);
+      report_.train_payload_bytes = plan.payload;
+      Progress(absl::StrFormat("train %d: %d x %d B at %s: sent %s, delivered %s (%d/%d arrived)",
+                               train, sent, plan.payload, Rate(plan.rate.bps()),
+                               Rate(t.send_rate.bps()), Rate(t.delivery_rate.bps()),
+                               (*rep)->packets, sent));
+      return absl::OkStatus();
+    }
+    if (v.action == probe::RatePhase::Action::kFail) return absl::UnavailableError(v.text);
     return absl::OkStatus();
   }
 
@@ -674,6 +600,7 @@ class Prober {
   std::optional<ProbeMessage> hello_ack_;
   std::string error_;
   std::map<uint64_t, EchoReply> echo_replies_;
+  probe::RttPhase* rtt_phase_ = nullptr;  // while the RTT phase runs
   std::vector<Duration> loaded_rtts_;
   std::map<uint32_t, probe::TrainReport> reports_;
   uint64_t next_echo_ = kEchoSeqBase;
