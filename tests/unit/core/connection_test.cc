@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
+#include "tests/support/wire_packets.h"
 #include "transport/base/rng.h"
 #include "transport/testing/connection_pair.h"
 #include "transport/wire/packet.h"
@@ -15,37 +17,10 @@ namespace {
 
 using testing::ConnectionPair;
 using testing::FilterVerdict;
+using testing::IsDataPacket;
+using testing::Pattern;
 using testing::PipeOptions;
-
-TransportConfig TestConfig() {
-  TransportConfig c;
-  c.segment = 1000;
-  c.rate = Bandwidth::Gbps(1);
-  c.window = 8 << 20;
-  c.recv_window = 16 << 20;
-  c.tail_protect = false;  // tests of plain selective repeat; TailProtection* turn it on
-  return c;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  Rng r(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(r.Next());
-  return v;
-}
-
-// Is the packet a data packet (has a DATA frame)?
-bool HasData(const std::vector<uint8_t>& d) {
-  auto v = wire::ParsePacket(d);
-  if (!v.ok()) return false;
-  wire::FrameReader r(*v);
-  wire::Frame f;
-  while (true) {
-    auto more = r.Next(&f);
-    if (!more.ok() || !*more) return false;
-    if (f.type == wire::FrameType::kData) return true;
-  }
-}
+using testing::PipeTestConfig;
 
 size_t Count(const std::vector<Event>& ev, Event::Type t) {
   size_t n = 0;
@@ -97,7 +72,7 @@ void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration
 }
 
 TEST(ConnectionTest, DeliversMessagesOfManySizesInOrder) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   Transfer t;
   SendAndVerify(p, {1, 0, 999, 1000, 1001, 5000, 0, 123457, 3}, Duration::Seconds(5), &t);
   EXPECT_EQ(p.a().stats().packets_lost, 0u);
@@ -106,7 +81,7 @@ TEST(ConnectionTest, DeliversMessagesOfManySizesInOrder) {
 }
 
 TEST(ConnectionTest, SmallMessagesShareAPacket) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   Transfer t;
   std::vector<size_t> sizes(50, 10);
   SendAndVerify(p, sizes, Duration::Seconds(5), &t);
@@ -114,11 +89,11 @@ TEST(ConnectionTest, SmallMessagesShareAPacket) {
 }
 
 TEST(ConnectionTest, RepairsADroppedPacketBySelectiveRepeat) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d) && data_seen++ == 20) v.drop = true;
+    if (dir == 0 && IsDataPacket(d) && data_seen++ == 20) v.drop = true;
     return v;
   });
   Transfer t;
@@ -131,12 +106,12 @@ TEST(ConnectionTest, RepairsADroppedPacketBySelectiveRepeat) {
 }
 
 TEST(ConnectionTest, TailLossIsRepairedByProbeTimeout) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t data_seen = 0;
   // 10 data packets; drop the last two first transmissions.
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       if (i == 8 || i == 9) v.drop = true;
     }
@@ -149,13 +124,13 @@ TEST(ConnectionTest, TailLossIsRepairedByProbeTimeout) {
 }
 
 TEST(ConnectionTest, TailProtectionRepairsTailLossWithoutProbeTimeout) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.tail_protect = true;
   ConnectionPair p(c, c);
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       if (i == 8 || i == 9) v.drop = true;  // the last two originals
     }
@@ -174,7 +149,7 @@ TEST(ConnectionTest, TailProtectionCopiesFitBehindAPiggybackedAck) {
   // a's originals carry no ACK (nothing to acknowledge yet); b's message reaches a while
   // a is sending tail copies, so the copies carry an ACK in front of the data and must
   // shrink to the room left.
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.tail_protect = true;
   ConnectionPair p(c, c);
   auto a_msg = Pattern(1000000, 1), b_msg = Pattern(30000, 2);
@@ -182,7 +157,7 @@ TEST(ConnectionTest, TailProtectionCopiesFitBehindAPiggybackedAck) {
   uint64_t b_data = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 1 && HasData(d)) {
+    if (dir == 1 && IsDataPacket(d)) {
       uint64_t i = b_data++;
       v.drop = i < 30 && i % 2 == 1;
     }
@@ -204,7 +179,7 @@ TEST(ConnectionTest, TailProtectionCopiesFitBehindAPiggybackedAck) {
 }
 
 TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.tail_protect = true;
   ConnectionPair p(c, c);
   Transfer t;
@@ -217,7 +192,7 @@ TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
 }
 
 TransportConfig FecConfig(uint32_t k, uint32_t m, uint32_t d) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.fec = FecMode::kFixed;
   c.fec_k = k;
   c.fec_m = m;
@@ -232,7 +207,7 @@ TEST(ConnectionTest, FecRebuildsLostPacketsWithoutRetransmission) {
   // Lose one or two packets in several blocks (each block: 8 data + 2 repair packets).
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       v.drop = i == 3 || i == 17 || i == 18 || i == 40;
     }
@@ -254,7 +229,7 @@ TEST(ConnectionTest, FecBlockWithTooManyLossesFallsBackToSelectiveRepeat) {
   // Three losses in the first block (m = 2): unrecoverable; exactly those are resent.
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       v.drop = i == 1 || i == 2 || i == 5;
     }
@@ -277,7 +252,7 @@ TEST(ConnectionTest, FecInterleavingSpreadsABurst) {
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       v.drop = i >= 10 && i < 16;
     }
@@ -297,7 +272,7 @@ TEST(ConnectionTest, FecShortensTheLastBlockOfAMessage) {
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) v.drop = data_seen++ == 2;
+    if (dir == 0 && IsDataPacket(d)) v.drop = data_seen++ == 2;
     return v;
   });
   auto m = Pattern(2500, 1);
@@ -328,7 +303,7 @@ void SendRounds(ConnectionPair& p, int rounds, size_t size) {
 }
 
 TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.fec = FecMode::kAuto;
   {
     // A clean link shows itself only over enough packets: no loss in n packets bounds
@@ -361,7 +336,7 @@ TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
 }
 
 TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.segment = 8000;
   ConnectionPair p(c, c);
   size_t largest = 0;
@@ -369,7 +344,7 @@ TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir != 0 || !HasData(d)) return v;
+    if (dir != 0 || !IsDataPacket(d)) return v;
     if (data_seen++ == 5) {
       v.drop = true;  // a large packet lost before the MTU drop: resent in small pieces
       p.a().OnPathMtu(1500);
@@ -387,11 +362,11 @@ TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
 }
 
 TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d)) {
+    if (dir == 0 && IsDataPacket(d)) {
       uint64_t i = data_seen++;
       if (i == 5 || i == 200) v.drop = true;  // 200: the first repair of packet 5
     }
@@ -403,12 +378,12 @@ TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
 }
 
 TEST(ConnectionTest, SmallReorderingIsNotLoss) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t data_seen = 0;
   // Hold every 50th data packet back by 5 packet times (well inside the thresholds).
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d) && data_seen++ % 50 == 25) v.extra_delay = Duration::Microseconds(40);
+    if (dir == 0 && IsDataPacket(d) && data_seen++ % 50 == 25) v.extra_delay = Duration::Microseconds(40);
     return v;
   });
   Transfer t;
@@ -418,14 +393,14 @@ TEST(ConnectionTest, SmallReorderingIsNotLoss) {
 }
 
 TEST(ConnectionTest, DeepReorderingWidensTheThreshold) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.reorder_packets = 4;
   ConnectionPair p(c, c);
   uint64_t data_seen = 0;
   // Delay one packet by 100 packet times (0.8 ms): declared lost, then acknowledged.
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     FilterVerdict v;
-    if (dir == 0 && HasData(d) && data_seen++ == 30) v.extra_delay = Duration::Microseconds(800);
+    if (dir == 0 && IsDataPacket(d) && data_seen++ == 30) v.extra_delay = Duration::Microseconds(800);
     return v;
   });
   Transfer t;
@@ -438,7 +413,7 @@ TEST(ConnectionTest, DeepReorderingWidensTheThreshold) {
 // rate (capped at half the pacing burst), every other deadline as it is; waking then
 // finds the quantum's worth due (the pacer's catch-up), sent back to back.
 TEST(ConnectionTest, NextWakeTakesAPacingReleaseOneQuantumLate) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.rate = Bandwidth::Gbps(8);
   c.pacing_burst = Duration::Milliseconds(1);
   Connection conn(c, ConnectionIds{1, 2}, 7, Time::Zero());
@@ -469,7 +444,7 @@ TEST(ConnectionTest, NextWakeTakesAPacingReleaseOneQuantumLate) {
 }
 
 TEST(ConnectionTest, CorruptionIsDetectedAndRepaired) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   p.set_filter([&](int dir, uint64_t i, const std::vector<uint8_t>&) {
     FilterVerdict v;
     if (dir == 0 && i % 37 == 3) v.corrupt = true;
@@ -482,7 +457,7 @@ TEST(ConnectionTest, CorruptionIsDetectedAndRepaired) {
 }
 
 TEST(ConnectionTest, DuplicatesAreIgnored) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   p.set_filter([&](int dir, uint64_t i, const std::vector<uint8_t>&) {
     FilterVerdict v;
     v.duplicate = i % 3 == 0;
@@ -494,7 +469,7 @@ TEST(ConnectionTest, DuplicatesAreIgnored) {
 }
 
 TEST(ConnectionTest, HeavyRandomLossStillDeliversIntact) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   Rng rng(99);
   p.set_filter([&](int, uint64_t, const std::vector<uint8_t>&) {
     FilterVerdict v;
@@ -507,7 +482,7 @@ TEST(ConnectionTest, HeavyRandomLossStillDeliversIntact) {
 }
 
 TEST(ConnectionTest, PostedBuffersReceiveInPlace) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   std::vector<std::vector<uint8_t>> bufs(3, std::vector<uint8_t>(70000, 0));
   for (size_t i = 0; i < bufs.size(); ++i) {
     ASSERT_TRUE(p.b().PostReceive(bufs[i].data(), bufs[i].size(), 500 + i).ok());
@@ -531,7 +506,7 @@ TEST(ConnectionTest, PostedBuffersReceiveInPlace) {
 }
 
 TEST(ConnectionTest, FlowControlBoundsTheReceiverAndStillCompletes) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.recv_window = 20000;
   ConnectionPair p(c, c);
   Rng rng(5);
@@ -550,7 +525,7 @@ TEST(ConnectionTest, FlowControlBoundsTheReceiverAndStillCompletes) {
 // stalls the sender within one window; reading again resumes it even when the ACK that
 // carries the new credit is lost (the blocked sender's PINGs fetch it).
 TEST(ConnectionTest, UnconsumedMessagesHoldTheCreditUntilTheApplicationTakesThem) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.recv_window = 200000;
   ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(5), Bandwidth()});
   p.b().SetConsumptionTracking(true);
@@ -619,7 +594,7 @@ TEST(ConnectionTest, UnconsumedMessagesHoldTheCreditUntilTheApplicationTakesThem
 }
 
 TEST(ConnectionTest, PacingSpreadsPacketsAtTheRate) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.rate = Bandwidth::Mbps(100);
   ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(1), Bandwidth()});
   Transfer t;
@@ -632,7 +607,7 @@ TEST(ConnectionTest, PacingSpreadsPacketsAtTheRate) {
 }
 
 TEST(ConnectionTest, WindowLimitsThroughputToWindowOverRtt) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.rate = Bandwidth::Gbps(10);
   c.window = 64 * 1024;
   ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(25), Bandwidth()});
@@ -646,7 +621,7 @@ TEST(ConnectionTest, WindowLimitsThroughputToWindowOverRtt) {
 }
 
 TEST(ConnectionTest, BytesInFlightNeverExceedTheWindow) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.window = 100000;
   ConnectionPair p(c, c);
   ByteCount max_seen = 0;
@@ -661,7 +636,7 @@ TEST(ConnectionTest, BytesInFlightNeverExceedTheWindow) {
 }
 
 TEST(ConnectionTest, CleanCloseReachesThePeer) {
-  ConnectionPair p(TestConfig(), TestConfig());
+  ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   Transfer t;
   SendAndVerify(p, {5000}, Duration::Seconds(5), &t);
   p.a().Close(CloseCode::kNoError, "done");
@@ -672,7 +647,7 @@ TEST(ConnectionTest, CleanCloseReachesThePeer) {
 }
 
 TEST(ConnectionTest, VanishedPeerIsReportedAfterIdleTimeout) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.idle_timeout = Duration::Seconds(2);
   c.keepalive = Duration::Milliseconds(500);
   ConnectionPair p(c, c);
@@ -694,7 +669,7 @@ TEST(ConnectionTest, VanishedPeerIsReportedAfterIdleTimeout) {
 }
 
 TEST(ConnectionTest, CloseHandsBackPendingSendsAndPostedReceivesWithTheirTags) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   c.idle_timeout = Duration::Seconds(1);
   ConnectionPair p(c, c);
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
@@ -725,7 +700,7 @@ TEST(ConnectionTest, CloseHandsBackPendingSendsAndPostedReceivesWithTheirTags) {
 
 TEST(ConnectionTest, AnnouncedHugeMessageWithoutAPostedBufferClosesCleanly) {
   // A peer announcing a 16 TiB message must not make the receiver allocate it.
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
   std::vector<uint8_t> buf(c.MaxDatagramSize());
   wire::PacketWriter w(buf.data(), buf.size());
@@ -757,7 +732,7 @@ TEST(ConnectionTest, AnnouncedHugeMessageWithoutAPostedBufferClosesCleanly) {
 }
 
 TEST(ConnectionTest, GarbageDatagramsAreCountedAndIgnored) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
   Rng r(3);
   for (int i = 0; i < 2000; ++i) {
@@ -772,7 +747,7 @@ TEST(ConnectionTest, GarbageDatagramsAreCountedAndIgnored) {
 }
 
 TEST(ConnectionTest, AckForAnUnsentPacketIsAProtocolViolation) {
-  TransportConfig c = TestConfig();
+  TransportConfig c = PipeTestConfig();
   Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
   std::vector<uint8_t> buf(c.MaxDatagramSize());
   wire::PacketWriter w(buf.data(), buf.size());

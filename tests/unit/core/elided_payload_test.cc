@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/pattern.h"
+#include "tests/support/test_config.h"
 #include "transport/base/rng.h"
 #include "transport/core/connection.h"
 #include "transport/testing/connection_pair.h"
@@ -16,22 +18,14 @@ namespace {
 
 using testing::ConnectionPair;
 using testing::FilterVerdict;
+using testing::Pattern;
 
 TransportConfig ElidedConfig() {
-  TransportConfig c;
+  TransportConfig c = testing::PipeTestConfig();
   c.segment = 8000;
-  c.rate = Bandwidth::Gbps(1);
-  c.window = 8 << 20;
-  c.recv_window = 16 << 20;
+  c.tail_protect = TransportConfig().tail_protect;
   c.elide_payload = true;
   return c;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  Rng r(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(r.Next());
-  return v;
 }
 
 struct ElidedRun {

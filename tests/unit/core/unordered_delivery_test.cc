@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
+#include "tests/support/wire_packets.h"
 #include "transport/base/rng.h"
 #include "transport/core/connection.h"
 #include "transport/core/recv/receive_stream.h"
@@ -17,35 +19,19 @@
 namespace longhaul {
 namespace {
 
-wire::DataFrame Piece(uint64_t id, uint64_t size, uint64_t off, uint64_t len, uint64_t base,
-                      const uint8_t* data, bool unordered) {
-  wire::DataFrame f;
-  f.message_id = id;
-  f.message_length = size;
-  f.offset = off;
-  f.length = len;
-  f.stream_base = base;
-  f.payload = data;
-  f.flags = (off + len == size ? wire::kDataFlagLast : 0) |
-            (unordered ? wire::kDataFlagUnordered : 0);
-  return f;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  Rng r(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(r.Next());
-  return v;
-}
+using testing::DataPiece;
+using testing::IsDataPacket;
+using testing::Pattern;
+using testing::PipeTestConfig;
 
 TEST(UnorderedReceiveTest, CompleteUnorderedMessagePassesAMissingEarlierOne) {
   ReceiveStream r(1 << 20, 100);
   auto m0 = Pattern(100, 1), m1 = Pattern(50, 2), m2 = Pattern(30, 3);
   // Message 0 (units 0..99) is missing its first half; 1 (100..149) and 2 (150..179)
   // arrive whole.
-  ASSERT_TRUE(r.OnData(Piece(0, 100, 50, 50, 0, m0.data() + 50, true)).ok());
-  ASSERT_TRUE(r.OnData(Piece(2, 30, 0, 30, 150, m2.data(), true)).ok());
-  ASSERT_TRUE(r.OnData(Piece(1, 50, 0, 50, 100, m1.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(0, 100, 50, 50, 0, m0.data() + 50, true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(2, 30, 0, 30, 150, m2.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(1, 50, 0, 50, 100, m1.data(), true)).ok());
   Event e;
   ASSERT_TRUE(r.PopDelivered(&e));
   EXPECT_EQ(e.message_id, 2u);  // in order of completion
@@ -59,10 +45,10 @@ TEST(UnorderedReceiveTest, CompleteUnorderedMessagePassesAMissingEarlierOne) {
   // stays bounded by the window.
   EXPECT_EQ(r.max_stream(), 0u + (1 << 20));
   // A late duplicate of a delivered message is ignored.
-  EXPECT_EQ(*r.OnData(Piece(1, 50, 0, 50, 100, m1.data(), true)), 0u);
+  EXPECT_EQ(*r.OnData(DataPiece(1, 50, 0, 50, 100, m1.data(), true)), 0u);
   EXPECT_FALSE(r.PopDelivered(&e));
   // The missing half completes message 0; then the frontier moves past 1 and 2.
-  ASSERT_TRUE(r.OnData(Piece(0, 100, 0, 50, 0, m0.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(0, 100, 0, 50, 0, m0.data(), true)).ok());
   ASSERT_TRUE(r.PopDelivered(&e));
   EXPECT_EQ(e.message_id, 0u);
   EXPECT_EQ(0, std::memcmp(e.data, m0.data(), 100));
@@ -73,13 +59,13 @@ TEST(UnorderedReceiveTest, CompleteUnorderedMessagePassesAMissingEarlierOne) {
 TEST(UnorderedReceiveTest, OrderedMessageWaitsForEveryEarlierMessage) {
   ReceiveStream r(1 << 20, 100);
   auto m0 = Pattern(10, 1), m1 = Pattern(10, 2), m2 = Pattern(10, 3);
-  ASSERT_TRUE(r.OnData(Piece(2, 10, 0, 10, 20, m2.data(), false)).ok());  // ordered
-  ASSERT_TRUE(r.OnData(Piece(1, 10, 0, 10, 10, m1.data(), true)).ok());   // unordered
+  ASSERT_TRUE(r.OnData(DataPiece(2, 10, 0, 10, 20, m2.data(), false)).ok());  // ordered
+  ASSERT_TRUE(r.OnData(DataPiece(1, 10, 0, 10, 10, m1.data(), true)).ok());   // unordered
   Event e;
   ASSERT_TRUE(r.PopDelivered(&e));
   EXPECT_EQ(e.message_id, 1u);
   EXPECT_FALSE(r.PopDelivered(&e)) << "ordered message 2 must wait for message 0";
-  ASSERT_TRUE(r.OnData(Piece(0, 10, 0, 10, 0, m0.data(), false)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(0, 10, 0, 10, 0, m0.data(), false)).ok());
   ASSERT_TRUE(r.PopDelivered(&e));
   EXPECT_EQ(e.message_id, 0u);
   ASSERT_TRUE(r.PopDelivered(&e));
@@ -94,7 +80,7 @@ TEST(UnorderedReceiveTest, PostedBuffersMatchMessageIdsAndSkipDeliveredOnes) {
   uint8_t b0[8] = {}, b1[8] = {};
   ASSERT_TRUE(r.Post(b0, sizeof(b0), 100).ok());  // for message 0
   // Message 2 arrives in owned memory and is delivered before 0 and 1.
-  ASSERT_TRUE(r.OnData(Piece(2, 8, 0, 8, 16, m2.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(2, 8, 0, 8, 16, m2.data(), true)).ok());
   Event e;
   ASSERT_TRUE(r.PopDelivered(&e));
   EXPECT_EQ(e.message_id, 2u);
@@ -103,9 +89,9 @@ TEST(UnorderedReceiveTest, PostedBuffersMatchMessageIdsAndSkipDeliveredOnes) {
   ASSERT_TRUE(r.Post(b1, sizeof(b1), 101).ok());  // for message 1
   uint8_t b3[8] = {};
   ASSERT_TRUE(r.Post(b3, sizeof(b3), 103).ok());  // 2 was delivered: for message 3
-  ASSERT_TRUE(r.OnData(Piece(3, 8, 0, 8, 24, m3.data(), true)).ok());
-  ASSERT_TRUE(r.OnData(Piece(1, 8, 0, 8, 8, m1.data(), true)).ok());
-  ASSERT_TRUE(r.OnData(Piece(0, 8, 0, 8, 0, m0.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(3, 8, 0, 8, 24, m3.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(1, 8, 0, 8, 8, m1.data(), true)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(0, 8, 0, 8, 0, m0.data(), true)).ok());
   std::map<uint64_t, Event> got;
   while (r.PopDelivered(&e)) got[e.message_id] = std::move(e);
   ASSERT_EQ(got.size(), 3u);
@@ -124,8 +110,8 @@ TEST(UnorderedReceiveTest, PostedBuffersMatchMessageIdsAndSkipDeliveredOnes) {
 TEST(UnorderedReceiveTest, ChangingTheOrderingFlagIsAViolationAndCloseSkipsDelivered) {
   ReceiveStream r(1 << 20, 100);
   auto m = Pattern(20, 1);
-  ASSERT_TRUE(r.OnData(Piece(0, 20, 0, 10, 0, m.data(), true)).ok());
-  auto bad = r.OnData(Piece(0, 20, 10, 10, 0, m.data() + 10, false));
+  ASSERT_TRUE(r.OnData(DataPiece(0, 20, 0, 10, 0, m.data(), true)).ok());
+  auto bad = r.OnData(DataPiece(0, 20, 10, 10, 0, m.data() + 10, false));
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("ordering"), std::string::npos) << bad.status();
 
@@ -133,7 +119,7 @@ TEST(UnorderedReceiveTest, ChangingTheOrderingFlagIsAViolationAndCloseSkipsDeliv
   uint8_t b0[20], b1[20];
   ASSERT_TRUE(c.Post(b0, sizeof(b0), 7).ok());
   ASSERT_TRUE(c.Post(b1, sizeof(b1), 8).ok());
-  ASSERT_TRUE(c.OnData(Piece(1, 20, 0, 20, 20, m.data(), true)).ok());
+  ASSERT_TRUE(c.OnData(DataPiece(1, 20, 0, 20, 20, m.data(), true)).ok());
   Event e;
   ASSERT_TRUE(c.PopDelivered(&e));
   EXPECT_EQ(e.tag, 8u);
@@ -152,7 +138,7 @@ TEST(UnorderedWireTest, FlagRoundTripsAndUnknownBitsStayMalformed) {
   h.connection_id = 9;
   h.packet_number = 3;
   w.WriteHeader(h);
-  ASSERT_NE(w.WriteData(Piece(4, 5, 0, 5, 40, payload, true)), nullptr);
+  ASSERT_NE(w.WriteData(DataPiece(4, 5, 0, 5, 40, payload, true)), nullptr);
   const size_t n = w.Finish();
   auto view = wire::ParsePacket({buf, n});
   ASSERT_TRUE(view.ok()) << view.status();
@@ -167,33 +153,11 @@ TEST(UnorderedWireTest, FlagRoundTripsAndUnknownBitsStayMalformed) {
 
 // ---- whole connections ----
 
-TransportConfig TestConfig() {
-  TransportConfig c;
-  c.segment = 1000;
-  c.rate = Bandwidth::Gbps(1);
-  c.window = 8 << 20;
-  c.recv_window = 16 << 20;
-  c.tail_protect = false;
-  return c;
-}
-
-bool IsDataPacket(const std::vector<uint8_t>& d) {
-  auto v = wire::ParsePacket(d);
-  if (!v.ok()) return false;
-  wire::FrameReader r(*v);
-  wire::Frame f;
-  while (true) {
-    auto more = r.Next(&f);
-    if (!more.ok() || !*more) return false;
-    if (f.type == wire::FrameType::kData) return true;
-  }
-}
-
 // Two "streams" over one connection: a 200 kB message whose first data packet is lost,
 // then a 100-byte message. Returns the receiver's completion order (message ids) and
 // checks every byte.
 std::vector<uint64_t> RunTwoStreams(bool unordered) {
-  testing::ConnectionPair p(TestConfig(), TestConfig());
+  testing::ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t data_seen = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     testing::FilterVerdict v;
@@ -236,7 +200,7 @@ TEST(UnorderedConnectionTest, OrderedMessagesStillWaitForTheRepair) {
 TEST(UnorderedConnectionTest, ManyInterleavedStreamsUnderLossArriveIntact) {
   // 40 messages of 0..40 kB, every 7th data packet dropped and some reordered: each
   // arrives intact exactly once, and send completions come in submission order.
-  testing::ConnectionPair p(TestConfig(), TestConfig());
+  testing::ConnectionPair p(PipeTestConfig(), PipeTestConfig());
   uint64_t n = 0;
   p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
     testing::FilterVerdict v;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tests/unit/fec/fec_test_util.h"
+#include "tests/support/fec_shards.h"
 #include "transport/base/rng.h"
 #include "transport/core/fec/block_encoder.h"
 

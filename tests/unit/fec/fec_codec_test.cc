@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
-#include "tests/unit/fec/fec_test_util.h"
+#include "tests/support/fec_shards.h"
 #include "transport/base/rng.h"
 
 namespace longhaul::fec {

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/wire/packet.h"
-#include "tests/unit/wire/wire_test_util.h"
+#include "tests/support/wire_packets.h"
 
 namespace longhaul::wire {
 namespace {

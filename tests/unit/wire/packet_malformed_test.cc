@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/unit/wire/wire_test_util.h"
+#include "tests/support/wire_packets.h"
 #include "transport/base/rng.h"
 #include "transport/wire/packet.h"
 #include "transport/wire/varint.h"
@@ -14,15 +14,15 @@
 namespace longhaul::wire {
 namespace {
 
-using ::longhaul::wire::testing::BuildPacket;
-using ::longhaul::wire::testing::Bytes;
-using ::longhaul::wire::testing::DecodeDatagram;
-using ::longhaul::wire::testing::FrameBytes;
-using ::longhaul::wire::testing::PacketFromFrameBytes;
-using ::longhaul::wire::testing::Pattern;
-using ::longhaul::wire::testing::ReadAllFrames;
-using ::longhaul::wire::testing::Reseal;
-using ::longhaul::wire::testing::SampleHeader;
+using ::longhaul::testing::BuildPacket;
+using ::longhaul::testing::Bytes;
+using ::longhaul::testing::DecodeDatagram;
+using ::longhaul::testing::FrameBytes;
+using ::longhaul::testing::PacketFromFrameBytes;
+using ::longhaul::testing::Pattern;
+using ::longhaul::testing::ReadAllFrames;
+using ::longhaul::testing::Reseal;
+using ::longhaul::testing::SampleHeader;
 using ::testing::HasSubstr;
 
 // ---------------------------------------------------------------- sample packets

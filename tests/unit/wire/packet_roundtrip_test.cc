@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/unit/wire/wire_test_util.h"
+#include "tests/support/wire_packets.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/packet.h"
 #include "transport/wire/varint.h"
@@ -16,12 +16,12 @@
 namespace longhaul::wire {
 namespace {
 
-using ::longhaul::wire::testing::BuildPacket;
-using ::longhaul::wire::testing::Bytes;
-using ::longhaul::wire::testing::DecodeDatagram;
-using ::longhaul::wire::testing::Pattern;
-using ::longhaul::wire::testing::Ranges;
-using ::longhaul::wire::testing::SampleHeader;
+using ::longhaul::testing::BuildPacket;
+using ::longhaul::testing::Bytes;
+using ::longhaul::testing::DecodeDatagram;
+using ::longhaul::testing::Pattern;
+using ::longhaul::testing::Ranges;
+using ::longhaul::testing::SampleHeader;
 
 void ExpectHeaderEq(const PacketHeader& a, const PacketHeader& b) {
   EXPECT_EQ(a.type, b.type);

@@ -1,0 +1,30 @@
+#include "tests/support/test_config.h"
+
+namespace longhaul::testing {
+
+TransportConfig PipeTestConfig() {
+  TransportConfig c;
+  c.segment = 1000;
+  c.rate = Bandwidth::Gbps(1);
+  c.window = 8 << 20;
+  c.recv_window = 16 << 20;
+  c.tail_protect = false;
+  return c;
+}
+
+TransportConfig LoopbackTestConfig() {
+  TransportConfig c;
+  c.rate = Bandwidth::Gbps(2);
+  c.initial_rtt = Duration::Milliseconds(1);
+  return c;
+}
+
+endpoint::EndpointConfig InsecureEndpointConfig(uint64_t seed) {
+  endpoint::EndpointConfig c;
+  c.seed = seed;
+  c.cookie_secret = endpoint::SipKey{seed * 7 + 1, seed * 13 + 5};
+  c.security = endpoint::SecurityConfig::Insecure();
+  return c;
+}
+
+} // namespace longhaul::testing

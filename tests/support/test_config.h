@@ -1,0 +1,24 @@
+// Configuration presets shared by the tests.
+#pragma once
+
+#include <cstdint>
+
+#include "transport/core/config.h"
+#include "transport/endpoint/endpoint.h"
+
+namespace longhaul::testing {
+
+// Two Connections over the ConnectionPair pipe (transport/testing): 1000-byte
+// segments, 1 Gbit/s, an 8 MiB window and a 16 MiB receive window, tail
+// protection off (tests of plain selective repeat turn it on where they need
+// it).
+TransportConfig PipeTestConfig();
+
+// Endpoints over 127.0.0.1: 2 Gbit/s, a 1 ms initial RTT.
+TransportConfig LoopbackTestConfig();
+
+// A sans-IO endpoint without packet protection, its seed and cookie secret
+// derived from `seed`.
+endpoint::EndpointConfig InsecureEndpointConfig(uint64_t seed);
+
+} // namespace longhaul::testing
