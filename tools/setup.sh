@@ -18,8 +18,8 @@ PACKAGES=(
 # AES-256-GCM with VAES/AVX-512 for packet protection (Debian ships it for amd64 only).
 if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then PACKAGES+=(libipsec-mb-dev); fi
 PACKAGES+=(
-  # benchmark peers, network namespaces, plots
-  iproute2 iperf3 libudt-dev python3 python3-matplotlib
+  # benchmark peers, network namespaces, plots, the bench package's tests (pytest)
+  iproute2 iperf3 libudt-dev python3 python3-matplotlib python3-pytest
   # longhaul-bridge's comparison (tools/bench/bridge-compare): kcptun and an HTTP client
   kcptun curl
   # the rdma tier's soft-RoCE testbed (tools/testbed): guests under qemu on Debian's

@@ -34,6 +34,8 @@ import sys
 import threading
 import time
 
+from longhaul_bench.stats import percentile
+
 MAGIC = b"LHECHO1\0"
 HELLO = struct.Struct("!8sII")  # magic, request bytes, response bytes
 MAX_MSG = 1 << 20
@@ -59,16 +61,6 @@ def recv_exact(sock, n, deadline):
             raise ConnectionError("connection closed after %d of %d bytes" % (len(buf), n))
         buf += chunk
     return bytes(buf)
-
-
-def percentile(sorted_v, q):
-    """Interpolated between order statistics; q in [0, 1]."""
-    if not sorted_v:
-        return None
-    pos = q * (len(sorted_v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_v) - 1)
-    return sorted_v[lo] + (sorted_v[hi] - sorted_v[lo]) * (pos - lo)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
-#!/usr/bin/python3
-"""netns_link: what the comparison scripts share (wan-compare, bridge-compare).
+"""netns_link: what the comparison scripts share (wan-compare, bridge-compare, coexist,
+flood, soak).
 
-  - the text forms of sizes, durations, rates and link specs (as transport/base/parse.h
-    reads them), a named link's file, a spec with some keys replaced;
+  - link specs (as transport/base/parse.h reads them; the units' text forms are in
+    units.py), a named link's file, a spec with some keys replaced;
   - Procs: every process a script starts, in its own session (process group), killed
     with its children on exit; run_bounded(): a command run to completion within a
     time bound, killed (the whole group) past it;
@@ -27,14 +27,14 @@ import subprocess
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+from .cli import ROOT
+from .procfs import proc_cpu_s
+from .units import parse_duration, parse_rate
 ADDR_A, ADDR_B = "198.18.0.1", "198.18.0.2"
 HOST_BUF = 268435456  # net.core.rmem_max / wmem_max during a run
 NS_SYSCTLS = ["net.ipv4.tcp_rmem=4096 131072 268435456",
               "net.ipv4.tcp_wmem=4096 65536 268435456",
               "net.ipv4.tcp_no_metrics_save=1"]
-MIB = 1 << 20
 # One comparison at a time, whichever script: they share the host-wide sysctls (a second
 # run would restore them under the first) and the CPU.
 LOCK_PATH = "/run/lock/longhaul-wan-compare.lock"
@@ -61,51 +61,7 @@ def restore_signal_handlers(old):
 
 
 # ---------------------------------------------------------------------------------------
-# Units and link specs (the same text forms as transport/base/parse.h).
-
-def parse_size(text):
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kmgt]?i?)b?\s*", text, re.I)
-    if not m:
-        raise ValueError("bad size '%s' (e.g. 4MiB, 64MiB, 1GB)" % text)
-    v, u = float(m.group(1)), m.group(2).lower()
-    mult = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-            "ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}[u]
-    return int(v * mult)
-
-
-def parse_duration(text):
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*(ns|us|ms|s|m)?\s*", text)
-    if not m:
-        raise ValueError("bad duration '%s' (e.g. 58ms, 30s, 30)" % text)
-    return float(m.group(1)) * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                                None: 1.0}[m.group(2)]
-
-
-def parse_rate(text):
-    m = re.fullmatch(r"\s*([0-9.]+(?:e[+-]?[0-9]+)?)\s*([kmgt]?)(bit|bps)?\s*", text, re.I)
-    if not m:
-        raise ValueError("bad rate '%s' (e.g. 1gbit, 100mbit)" % text)
-    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[
-        m.group(2).lower()]
-
-
-def parse_loss(text):
-    """A loss probability in [0, 1) ("0", "1e-3", "0.01")."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise ValueError("bad loss '%s' (e.g. 0, 1e-3, 0.01)" % text)
-    if not (0 <= v < 1):
-        raise ValueError("loss '%s' is not in [0, 1)" % text)
-    return v
-
-
-def fmt_size(b):
-    for unit, m in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= m and b % m == 0:
-            return "%d%s" % (b // m, unit)
-    return str(b)
-
+# Link specs.
 
 def read_link_file(name):
     path = os.path.join(ROOT, "profiles", "links", name + ".link")
@@ -389,27 +345,6 @@ def remove_namespaces(names):
     for ns in names:
         if os.path.exists("/run/netns/" + ns):
             run_quiet(["ip", "netns", "del", ns])
-
-
-def cpu_times():
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + (v[4] if len(v) > 4 else 0)
-    return sum(v), idle
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(x) for x in f.read().split()[:3]]
-
-
-def proc_cpu_s(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def preconditions(tools=("ip", "ss", "timeout")):

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Plots of wan-compare results (matplotlib from Debian's python3-matplotlib).
 
   plot_run(result, path)                 one wan-compare run: goodput over time (bulk),
@@ -11,7 +10,7 @@
 `runs` is a list of wan-compare --json results. The format follows the file name's
 extension (.svg or .png).
 
-  tools/bench/compare_plots.py RESULT.json OUT.svg     plot one run
+  tools/bench/compare-plots RESULT.json OUT.svg     plot one run (main())
 """
 
 import json
@@ -21,6 +20,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from .units import fmt_size  # noqa: E402
 
 PEER_STYLE = {
     "longhaul": ("longhaul (tuned)", "#1f77b4", "o", "-"),
@@ -58,6 +59,13 @@ def condition(result):
     return rtt_ms, label
 
 
+def _save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
 def plot_run(result, path):
     w = result.get("workload", {}).get("name", "bulk")
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -93,9 +101,7 @@ def plot_run(result, path):
     ax.grid(alpha=0.3)
     if w != "transfer":
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def workload_text(result):
@@ -104,11 +110,7 @@ def workload_text(result):
 
 
 def fmt_bytes(b):
-    b = int(b or 0)
-    for unit, m in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= m and b % m == 0:
-            return "%d %s" % (b // m, unit)
-    return "%d B" % b
+    return fmt_size(b, space=True)
 
 
 def draw_cdf(ax, res):
@@ -139,22 +141,25 @@ def draw_cdf(ax, res):
     ax.set_ylim(0, 1.02)
 
 
-def plot_goodput_vs_loss(runs, path):
-    bulk = [r for r in runs if r.get("workload", {}).get("name") == "bulk"]
-    rtts = sorted({condition(r)[0] for r in bulk})
+def _against_loss(runs, workload, value, path, ylabel, title, xlabel=None, legend=None):
+    """One panel per RTT: each peer's value(entry) against the loss conditions (log scale);
+    title(runs of the workload) is the figure's title. False when there are no runs."""
+    sel = [r for r in runs if r.get("workload", {}).get("name") == workload]
+    rtts = sorted({condition(r)[0] for r in sel})
     if not rtts:
         return False
     fig, axes = plt.subplots(1, len(rtts), figsize=(max(9.0, 4.4 * len(rtts)), 4.4), sharey=True,
                              squeeze=False)
     for ax, rtt in zip(axes[0], rtts):
         by_peer = {}
-        for r in bulk:
+        for r in sel:
             c_rtt, loss = condition(r)
             if c_rtt != rtt or loss not in LOSS_ORDER:
                 continue
             for peer, e in r.get("results", {}).items():
-                if e.get("goodput_bps"):
-                    by_peer.setdefault(peer, {})[loss] = e["goodput_bps"] / 1e6
+                v = value(e)
+                if v is not None:
+                    by_peer.setdefault(peer, {})[loss] = v
         for peer, pts in by_peer.items():
             name, color, marker, ls = style(peer)
             xs = [i for i, l in enumerate(LOSS_ORDER) if l in pts]
@@ -164,15 +169,21 @@ def plot_goodput_vs_loss(runs, path):
         ax.set_xticklabels(["0", "1e-4", "1e-3", "1e-2", "1e-3\nbursts of 8"])
         ax.set_yscale("log")
         ax.set_title("RTT %d ms" % rtt)
-        ax.set_xlabel("random loss (both directions)")
+        if xlabel:
+            ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3, which="both")
-    axes[0][0].set_ylabel("goodput (Mbit/s, log scale)")
-    axes[0][-1].legend(fontsize=8, loc="lower left")
-    fig.suptitle("bulk goodput against loss, 1 Gbit/s, MTU 9000, one-BDP queue")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize=8, **(legend or {}))
+    fig.suptitle(title(sel))
+    return _save(fig, path)
+
+
+def plot_goodput_vs_loss(runs, path):
+    return _against_loss(
+        runs, "bulk", lambda e: e["goodput_bps"] / 1e6 if e.get("goodput_bps") else None,
+        path, "goodput (Mbit/s, log scale)",
+        lambda sel: "bulk goodput against loss, 1 Gbit/s, MTU 9000, one-BDP queue",
+        xlabel="random loss (both directions)", legend={"loc": "lower left"})
 
 
 def plot_mct_cdf(runs, path):
@@ -198,51 +209,21 @@ def plot_mct_cdf(runs, path):
         axes[k // cols][k % cols].axis("off")
     fig.suptitle("message completion-time CDFs, " + workload_text(msgs[0]) +
                  ", 1 Gbit/s, MTU 9000")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _save(fig, path)
 
 
 def plot_transfer(runs, path):
-    tr = [r for r in runs if r.get("workload", {}).get("name") == "transfer"]
-    rtts = sorted({condition(r)[0] for r in tr})
-    if not rtts:
-        return False
-    fig, axes = plt.subplots(1, len(rtts), figsize=(max(9.0, 4.4 * len(rtts)), 4.4), sharey=True,
-                             squeeze=False)
-    for ax, rtt in zip(axes[0], rtts):
-        by_peer = {}
-        for r in tr:
-            c_rtt, loss = condition(r)
-            if c_rtt != rtt or loss not in LOSS_ORDER:
-                continue
-            for peer, e in r.get("results", {}).items():
-                if e.get("completion_s"):
-                    by_peer.setdefault(peer, {})[loss] = e["completion_s"]
-        for peer, pts in by_peer.items():
-            name, color, marker, ls = style(peer)
-            xs = [i for i, l in enumerate(LOSS_ORDER) if l in pts]
-            ax.plot(xs, [pts[LOSS_ORDER[i]] for i in xs], color=color, marker=marker, ls=ls,
-                    label=name)
-        ax.set_xticks(range(len(LOSS_ORDER)))
-        ax.set_xticklabels(["0", "1e-4", "1e-3", "1e-2", "1e-3\nbursts of 8"])
-        ax.set_yscale("log")
-        ax.set_title("RTT %d ms" % rtt)
-        ax.grid(alpha=0.3, which="both")
-    axes[0][0].set_ylabel("completion time (s, log scale)")
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle("transfer of %s from a cold start (connect to last byte), 1 Gbit/s" %
-                 fmt_bytes(tr[0].get("workload", {}).get("bytes", 0)))
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return True
+    return _against_loss(
+        runs, "transfer", lambda e: e["completion_s"] if e.get("completion_s") else None,
+        path, "completion time (s, log scale)",
+        lambda sel: "transfer of %s from a cold start (connect to last byte), 1 Gbit/s" %
+        fmt_bytes(sel[0].get("workload", {}).get("bytes", 0)))
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3:
+def main(argv):
+    if len(argv) != 2:
         print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    with open(sys.argv[1]) as f:
-        plot_run(json.load(f), sys.argv[2])
+        return 2
+    with open(argv[0]) as f:
+        plot_run(json.load(f), argv[1])
+    return 0

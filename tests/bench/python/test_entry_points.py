@@ -1,0 +1,48 @@
+"""Every script in tools/bench is an entry point that starts (imports the package, parses
+its flags) and takes the build tree as --build_dir and as --build."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from longhaul_bench import cli
+
+SCRIPTS = ["ab-compare", "bridge-compare", "cc-acceptance", "coexist", "cpu-per-byte",
+           "fec-grid", "flood", "sim-acceptance", "soak", "sweep-compare", "tune-grid",
+           "wan-compare", "tcp_echo.py"]
+BUILD_FLAG = set(SCRIPTS) - {"ab-compare", "tcp_echo.py"}
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, os.path.join(cli.BENCH_DIR, script), *args],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+
+
+def test_every_script_is_listed():
+    names = {n for n in os.listdir(cli.BENCH_DIR)
+             if os.path.isfile(os.path.join(cli.BENCH_DIR, n)) and n != "CMakeLists.txt"}
+    assert names == set(SCRIPTS) | {"compare-plots"}
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help(script):
+    r = run(script, "--help")
+    assert r.returncode == 0, r.stderr
+    assert "usage:" in r.stdout
+    if script in BUILD_FLAG:
+        assert "--build_dir" in r.stdout and "--build " in r.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS + ["compare-plots"])
+def test_no_path_set_up(script):
+    with open(os.path.join(cli.BENCH_DIR, script)) as f:
+        assert "sys.path.insert" not in f.read()
+
+
+def test_compare_plots_usage():
+    r = run("compare-plots")
+    assert r.returncode == 2
+    assert "compare-plots RESULT.json OUT.svg" in r.stderr

@@ -1,0 +1,14 @@
+"""longhaul_bench: what the benchmark scripts of tools/bench share.
+
+  units       the text forms of sizes, rates and durations (one parser each)
+  stats       percentiles, Jain's fairness index, medians
+  procfs      /proc readers: resident set, CPU times, load, network counters
+  keys        longhaul-keygen runs and the key flags they give longhaul-perf
+  cli         log(), the shared command-line flags (--build_dir), paths of the tree
+  netns_link  the emulated link between two network namespaces, processes, the lock
+  plots       plots of wan-compare results (matplotlib)
+
+Each script in tools/bench is a thin entry point that imports this package: Python puts
+the script's own folder (tools/bench) first on sys.path, so `import longhaul_bench` works
+without a path set-up. Standard library only (plots: matplotlib).
+"""
