@@ -54,4 +54,29 @@ WorkloadFlags WorkloadFlagsFromCommandLine() {
   return f;
 }
 
+int PrintClientResult(const nlohmann::json& result) {
+  if (FLAGS_json) {
+    std::cout << result.dump() << std::endl;
+  } else {
+    const nlohmann::json& e = result["end"];
+    std::cout << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
+              << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
+  }
+  return 0;
+}
+
+int PrintServerTest(const absl::StatusOr<nlohmann::json>& result) {
+  nlohmann::json ev = {{"event", "test"}, {"ok", result.ok()}};
+  int status;
+  if (!result.ok()) {
+    ev["error"] = std::string(result.status().message());
+    status = 1;
+  } else {
+    ev["bytes"] = (*result)["bytes"];
+    status = 0;
+  }
+  std::cout << ev.dump() << std::endl;
+  return status;
+}
+
 }  // namespace longhaul::bench

@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "gflags/gflags.h"
+#include "nlohmann/json.hpp"
 #include "tools/bench/peer_common/peer_workload.h"
 
 DECLARE_bool(server);
@@ -33,5 +35,13 @@ void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage);
 
 // The workload flags as WorkloadOptionsFromFlags takes them.
 WorkloadFlags WorkloadFlagsFromCommandLine();
+
+// Prints a client's result on stdout: the JSON document with --json, else one summary
+// line (goodput in Mbit/s, retransmits). Returns the exit status 0.
+int PrintClientResult(const nlohmann::json& result);
+
+// Prints the server's {"event": "test"} line for one client's run (RunServer's result:
+// its byte count, or why it failed). Returns 0 when the run worked, 1 when not.
+int PrintServerTest(const absl::StatusOr<nlohmann::json>& result);
 
 }  // namespace longhaul::bench

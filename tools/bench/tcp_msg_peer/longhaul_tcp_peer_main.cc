@@ -219,15 +219,7 @@ int RunClientMain(const WorkloadOptions& base) {
   (*r)["start"]["peer"] = "tcp";
   (*r)["start"]["connecting_to"] = {{"host", FLAGS_client}, {"port", FLAGS_port}};
   (*r)["start"]["congestion"] = (*r)["end"]["sender_stats"].value("congestion", FLAGS_cc);
-  if (FLAGS_json) {
-    std::cout << r->dump() << std::endl;
-  } else {
-    const nlohmann::json& e = (*r)["end"];
-    std::cout
-        << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
-              << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
-  }
-  return 0;
+  return PrintClientResult(*r);
 }
 
 int RunServerMain() {
@@ -266,15 +258,7 @@ int RunServerMain() {
     (void)SetCc(fd);
     TcpStream stream(fd);
     absl::StatusOr<nlohmann::json> r = RunServer(stream, 3600);
-    nlohmann::json ev = {{"event", "test"}, {"ok", r.ok()}};
-    if (!r.ok()) {
-      ev["error"] = std::string(r.status().message());
-      status = 1;
-    } else {
-      ev["bytes"] = (*r)["bytes"];
-      status = 0;
-    }
-    std::cout << ev.dump() << std::endl;
+    status = PrintServerTest(r);
     if (FLAGS_one_off) break;
   }
   close(lfd);

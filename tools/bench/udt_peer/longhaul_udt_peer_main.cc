@@ -271,15 +271,7 @@ int RunClientMain(WorkloadOptions o, const Sizes& sizes) {
   (*r)["start"]["peer"] = "udt";
   (*r)["start"]["connecting_to"] = {{"host", FLAGS_client}, {"port", FLAGS_port}};
   (*r)["start"]["udt_options"] = *opts;
-  if (FLAGS_json) {
-    std::cout << r->dump() << std::endl;
-  } else {
-    const nlohmann::json& e = (*r)["end"];
-    std::cout
-        << "goodput " << e["sum_received"]["bits_per_second"].get<double>() / 1e6
-              << " Mbit/s, retransmits " << e["sum_sent"]["retransmits"] << std::endl;
-  }
-  return 0;
+  return PrintClientResult(*r);
 }
 
 int RunServerMain(const Sizes& sizes) {
@@ -330,15 +322,7 @@ int RunServerMain(const Sizes& sizes) {
       stream.set_options(*opts);
       r = RunServer(stream, 3600);
     }
-    nlohmann::json e = {{"event", "test"}, {"ok", r.ok()}};
-    if (!r.ok()) {
-      e["error"] = std::string(r.status().message());
-      status = 1;
-    } else {
-      e["bytes"] = (*r)["bytes"];
-      status = 0;
-    }
-    std::cout << e.dump() << std::endl;
+    status = PrintServerTest(r);
     if (FLAGS_one_off) break;
   }
   UDT::epoll_release(eid);
