@@ -1,7 +1,12 @@
 #include "tools/bench/peer_common/peer_flags.h"
 
+#include <arpa/inet.h>
+
+#include <cstdint>
 #include <iostream>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "tools/common/tool_flags.h"
 
@@ -26,8 +31,14 @@ DEFINE_string(timeout, "0", "client: abort after this long (0: time + 60 s, 1 h 
 DEFINE_bool(json, true, "print the result as one JSON object (else a summary line)");
 
 namespace longhaul::bench {
+namespace {
+
+const char* tool_name = "longhaul-peer";  // ParsePeerFlags sets it
+
+}  // namespace
 
 void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) {
+  tool_name = tool;
   const std::vector<std::string> dirs = {"tools/bench/"};
   ToolFlagOptions options;
   options.dirs = dirs;
@@ -52,6 +63,25 @@ WorkloadFlags WorkloadFlagsFromCommandLine() {
   f.load = FLAGS_load;
   f.timeout = FLAGS_timeout;
   return f;
+}
+
+int Fail(const absl::Status& s, bool json) {
+  if (json) {
+    std::cout << nlohmann::json({{"error", std::string(s.message())}}).dump() << std::endl;
+  }
+  std::cerr << tool_name << ": " << s.message() << std::endl;
+  return absl::IsInvalidArgument(s) ? 2 : 1;
+}
+
+absl::StatusOr<sockaddr_in> Ipv4(const std::string& host, int port, const char* what) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "=", host, " is not an IPv4 address (A.B.C.D)"));
+  }
+  return a;
 }
 
 int PrintClientResult(const nlohmann::json& result) {

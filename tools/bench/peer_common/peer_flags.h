@@ -3,6 +3,8 @@
 // peer defines its own --port and its transport's flags. Tool-layer code (gflags).
 #pragma once
 
+#include <netinet/in.h>
+
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -30,8 +32,17 @@ namespace longhaul::bench {
 
 // Parses the command line (flags defined under tools/bench/; exit 2 naming a bad flag,
 // --help prints `usage` and the flags) and checks that exactly one of --server and
-// --client was given.
+// --client was given. `tool` also prefixes Fail's messages.
 void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage);
+
+// Reports `s` on stderr (prefixed with the tool's name) and, with `json`, as
+// {"error": ...} on stdout. Returns the exit status: 2 for InvalidArgument (a bad flag or
+// value), else 1.
+int Fail(const absl::Status& s, bool json);
+
+// HOST:PORT as an IPv4 socket address; InvalidArgument naming the flag `what` when HOST
+// is not A.B.C.D.
+absl::StatusOr<sockaddr_in> Ipv4(const std::string& host, int port, const char* what);
 
 // The workload flags as WorkloadOptionsFromFlags takes them.
 WorkloadFlags WorkloadFlagsFromCommandLine();

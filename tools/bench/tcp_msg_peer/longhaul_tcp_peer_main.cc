@@ -147,17 +147,6 @@ class TcpStream : public ByteStream {
   int fd_;
 };
 
-absl::StatusOr<sockaddr_in> Ipv4(const std::string& host, int port, const char* what) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, "=", host, " is not an IPv4 address (A.B.C.D)"));
-  }
-  return a;
-}
-
 absl::Status SetCc(int fd) {
   if (FLAGS_cc.empty()) return absl::OkStatus();
   if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, FLAGS_cc.data(), FLAGS_cc.size()) != 0) {
@@ -166,14 +155,6 @@ absl::Status SetCc(int fd) {
         "); see /proc/sys/net/ipv4/tcp_available_congestion_control"));
   }
   return absl::OkStatus();
-}
-
-int Fail(const absl::Status& s, bool json) {
-  if (json) {
-    std::cout << nlohmann::json({{"error", std::string(s.message())}}).dump() << std::endl;
-  }
-  std::cerr << "longhaul-tcp-peer: " << s.message() << std::endl;
-  return absl::IsInvalidArgument(s) ? 2 : 1;
 }
 
 int RunClientMain(const WorkloadOptions& base) {

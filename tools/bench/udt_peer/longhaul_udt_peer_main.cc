@@ -150,17 +150,6 @@ class UdtStream : public ByteStream {
   nlohmann::json options_;
 };
 
-absl::StatusOr<sockaddr_in> Ipv4(const std::string& host, int port, const char* what) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, host.c_str(), &a.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, "=", host, " is not an IPv4 address (A.B.C.D)"));
-  }
-  return a;
-}
-
 struct Sizes {
   int fc_packets = 0;
   int udt_buffer = 0;
@@ -221,14 +210,6 @@ absl::StatusOr<nlohmann::json> Configure(UDTSOCKET u, const Sizes& s) {
   get(UDP_SNDBUF, "UDP_SNDBUF");
   get(UDP_RCVBUF, "UDP_RCVBUF");
   return j;
-}
-
-int Fail(const absl::Status& s, bool json) {
-  if (json) {
-    std::cout << nlohmann::json({{"error", std::string(s.message())}}).dump() << std::endl;
-  }
-  std::cerr << "longhaul-udt-peer: " << s.message() << std::endl;
-  return absl::IsInvalidArgument(s) ? 2 : 1;
 }
 
 int RunClientMain(WorkloadOptions o, const Sizes& sizes) {
