@@ -93,8 +93,7 @@ int Fail(const ClientOptions& o, const std::string& msg) {
   return 1;
 }
 
-PerfStream::Options StreamOptions(const ClientOptions& o, const std::string& test_id,
-                                  uint32_t i) {
+PerfStream::Options StreamOptions(const ClientOptions& o, const std::string& test_id, uint32_t i) {
   PerfStream::Options so;
   so.is_client = true;
   so.request.test_id = test_id;

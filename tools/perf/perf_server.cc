@@ -75,20 +75,46 @@ struct Test {
   int64_t first_seen_ns = 0;
 };
 
-}  // namespace
-
-int RunServer(const ServerOptions& o) {
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o.endpoint);
-  if (!ep.ok()) {
-    std::cerr << "longhaul-perf: error - " << ep.status().message() << std::endl;
-    return 1;
-  }
+// What the accepted connections hand to the server loop (filled on the driver thread).
+struct Accepted {
   std::mutex mu;
-  std::deque<std::shared_ptr<PerfStream>> fresh;  // accepted on the driver thread
+  std::deque<std::shared_ptr<PerfStream>> fresh;
+};
 
+// The accepted connection's stream: it prints the test request when it arrives.
+PerfStream::Options AcceptedStreamOptions(const ServerOptions& o, const ConnectionHandle& h) {
+  PerfStream::Options so;
+  so.is_client = false;
+  so.max_duration_s = o.max_duration_s;
+  const std::string peer = h.info().peer_address;
+  nlohmann::json security = ConnectionSecurityToJson(h.info(), o.keys);
+  std::string security_text = ConnectionSecurityText(h.info(), o.keys);
+  so.on_request = [peer, security, security_text, json = o.json](PerfStream* s) {
+    const TestRequest& r = s->request();
+    if (json) {
+      nlohmann::json j;
+      j["event"] = "accepted";
+      j["peer"] = peer;
+      j["test_id"] = r.test_id;
+      j["stream"] = r.stream;
+      j["streams"] = r.streams;
+      j["reverse"] = r.reverse;
+      j["workload"] = r.workload;
+      j["verify"] = r.verify;
+      j["security"] = security;
+      Print(j.dump());
+      return;
+    }
+    Print(absl::StrFormat(
+        "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s%s); %s", peer,
+        r.test_id, r.stream + 1, r.streams, r.reverse ? "reverse" : "forward", r.workload,
+        r.bytes > 0 ? FormatByteCount(r.bytes) : absl::StrFormat("%g s", r.time_s),
+        FormatByteCount(r.message_size), r.verify ? "" : ", not verified", security_text));
+  };
+  return so;
+}
+
+ListenOptions MakeListenOptions(const ServerOptions& o, Accepted* accepted) {
   ListenOptions lo;
   lo.config = o.config;
   // The client's transport settings apply to its connections (they decide how the server
@@ -101,39 +127,11 @@ int RunServer(const ServerOptions& o) {
     if (absl::Status v = c->Validate(); !v.ok()) return v;
     return c;
   };
-  lo.on_accept = [&](std::shared_ptr<ConnectionHandle> h) {
-    PerfStream::Options so;
-    so.is_client = false;
-    so.max_duration_s = o.max_duration_s;
-    const std::string peer = h->info().peer_address;
-    nlohmann::json security = ConnectionSecurityToJson(h->info(), o.keys);
-    std::string security_text = ConnectionSecurityText(h->info(), o.keys);
-    so.on_request = [peer, security, security_text, json = o.json](PerfStream* s) {
-      const TestRequest& r = s->request();
-      if (json) {
-        nlohmann::json j;
-        j["event"] = "accepted";
-        j["peer"] = peer;
-        j["test_id"] = r.test_id;
-        j["stream"] = r.stream;
-        j["streams"] = r.streams;
-        j["reverse"] = r.reverse;
-        j["workload"] = r.workload;
-        j["verify"] = r.verify;
-        j["security"] = security;
-        Print(j.dump());
-        return;
-      }
-      Print(absl::StrFormat(
-          "Accepted connection from %s (test %s, stream %d of %d, %s, %s, %s of %s%s); %s", peer,
-          r.test_id, r.stream + 1, r.streams, r.reverse ? "reverse" : "forward", r.workload,
-          r.bytes > 0 ? FormatByteCount(r.bytes) : absl::StrFormat("%g s", r.time_s),
-          FormatByteCount(r.message_size), r.verify ? "" : ", not verified", security_text));
-    };
-    auto s = std::make_shared<PerfStream>(h, so);
+  lo.on_accept = [&o, accepted](std::shared_ptr<ConnectionHandle> h) {
+    auto s = std::make_shared<PerfStream>(h, AcceptedStreamOptions(o, *h));
     s->Attach();
-    std::lock_guard<std::mutex> l(mu);
-    fresh.push_back(std::move(s));
+    std::lock_guard<std::mutex> l(accepted->mu);
+    accepted->fresh.push_back(std::move(s));
   };
   // The tuner's probes share the port: their first byte (0xB7) is not longhaul's version.
   // The responder lives on the driver thread, which is the only caller of the handler.
@@ -151,26 +149,159 @@ int RunServer(const ServerOptions& o) {
       }
     };
   }
-  absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, lo);
-  if (!port.ok()) {
-    std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "
-              << port.status().message() << std::endl;
-    return 1;
-  }
+  return lo;
+}
+
+void PrintListening(const ServerOptions& o, uint16_t port) {
   if (o.json) {
     nlohmann::json j;
     j["event"] = "listening";
-    j["port"] = *port;
+    j["port"] = port;
     j["bind"] = o.bind;
     j["version"] = PerfVersion();
     j["security"] = SecuritySettingsToJson(o.keys);
     Print(j.dump());
   } else {
     Print("-----------------------------------------------------------");
-    Print(absl::StrCat("Server listening on ", *port, " (longhaul, ", o.bind, ")"));
+    Print(absl::StrCat("Server listening on ", port, " (longhaul, ", o.bind, ")"));
     Print(SecuritySettingsLine(o.keys));
     Print("-----------------------------------------------------------");
   }
+}
+
+// Ticks the live streams; an ended one joins its test (or, without a test request, is
+// reported and dropped).
+void TickAndCollect(const ServerOptions& o, std::vector<std::shared_ptr<PerfStream>>* live,
+                    std::map<std::string, Test>* tests) {
+  std::vector<std::shared_ptr<PerfStream>> still;
+  for (std::shared_ptr<PerfStream>& s : *live) {
+    s->Tick();
+    if (!s->closed()) {
+      still.push_back(s);
+      continue;
+    }
+    s->Shutdown();
+    const std::string peer = s->handle().info().peer_address;
+    if (!s->has_request()) {
+      if (!s->error().empty()) {
+        if (o.json) {
+          nlohmann::json j;
+          j["event"] = "rejected";
+          j["peer"] = peer;
+          j["error"] = s->error();
+          Print(j.dump());
+        } else {
+          Print(absl::StrCat("connection from ", peer, " ended without a test: ", s->error()));
+        }
+      }
+      continue;
+    }
+    Test& t = (*tests)[s->request().test_id];
+    t.id = s->request().test_id;
+    t.peer = peer;
+    t.request = s->request();
+    t.streams.push_back(s);
+  }
+  live->swap(still);
+}
+
+// The tests all of whose streams have ended (none of their streams is still live).
+std::vector<std::string> FinishedTests(const std::map<std::string, Test>& tests,
+                                       const std::vector<std::shared_ptr<PerfStream>>& live) {
+  std::vector<std::string> done;
+  for (const auto& [id, t] : tests) {
+    bool any_live = false;
+    for (const auto& s : live) {
+      if (s->has_request() && s->request().test_id == id) any_live = true;
+    }
+    if (!any_live) done.push_back(id);
+  }
+  return done;
+}
+
+// Prints a finished test's summary (lines per stream, or one JSON event); returns
+// whether it was intact (no stream error, nothing corrupt).
+bool ReportTest(const Test& t, bool json) {
+  const std::string& id = t.id;
+  bool intact = true;
+  uint64_t bytes = 0, corrupt = 0;
+  double secs = 0;
+  nlohmann::json errs = nlohmann::json::array();
+  for (size_t i = 0; i < t.streams.size(); ++i) {
+    PerfStream& s = *t.streams[i];
+    const bool recv = !s.sender();
+    const uint64_t b = recv ? s.bytes_delivered() : s.bytes_acked();
+    const int64_t a = recv ? s.first_data_ns() : s.first_send_ns();
+    const int64_t z = recv ? s.last_data_ns() : s.last_ack_ns();
+    const double sec = a > 0 && z > a ? (z - a) * 1e-9 : 0;
+    bytes += b;
+    secs = std::max(secs, sec);
+    corrupt += s.corrupt_messages();
+    if (!s.error().empty()) {
+      intact = false;
+      errs.push_back(absl::StrCat("stream ", s.request().stream + 1, ": ", s.error()));
+    }
+    if (s.corrupt_messages() > 0) intact = false;
+    if (!json) {
+      Print(absl::StrFormat("[%3d]   0.00-%-6.2f sec  %s  %s  %s", s.request().stream + 1, sec,
+                            FormatTransfer(b), FormatBitrate(sec > 0 ? b * 8.0 / sec : 0),
+                            recv ? "receiver" : "sender"));
+      for (const std::string& c : s.corruption_details()) Print(absl::StrCat("  corrupt: ", c));
+    }
+  }
+  if (!json) {
+    if (t.streams.size() > 1) {
+      Print(absl::StrFormat("[SUM]   0.00-%-6.2f sec  %s  %s", secs, FormatTransfer(bytes),
+                            FormatBitrate(secs > 0 ? bytes * 8.0 / secs : 0)));
+    }
+    for (const auto& e : errs) Print(absl::StrCat("test ", id, " ", e.get<std::string>()));
+    if (t.request.verify) {
+      Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
+                         intact ? "done, payload intact" : "FAILED", " (", corrupt,
+                         " corrupt message(s))"));
+    } else {
+      Print(absl::StrCat("test ", id, " from ", t.peer, ": ", intact ? "done" : "FAILED",
+                         ", payload not verified (--verify=off)"));
+    }
+    Print("-----------------------------------------------------------");
+  } else {
+    nlohmann::json j;
+    j["event"] = "test";
+    j["test_id"] = id;
+    j["peer"] = t.peer;
+    j["reverse"] = t.request.reverse;
+    j["streams"] = t.streams.size();
+    j["bytes"] = bytes;
+    j["seconds"] = secs;
+    j["bits_per_second"] = secs > 0 ? bytes * 8.0 / secs : 0.0;
+    j["corrupt_messages"] = corrupt;
+    j["verified"] = t.request.verify;
+    j["intact"] = intact;
+    j["errors"] = errs;
+    Print(j.dump());
+  }
+  return intact;
+}
+
+}  // namespace
+
+int RunServer(const ServerOptions& o) {
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o.endpoint);
+  if (!ep.ok()) {
+    std::cerr << "longhaul-perf: error - " << ep.status().message() << std::endl;
+    return 1;
+  }
+  Accepted accepted;
+  absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, MakeListenOptions(o, &accepted));
+  if (!port.ok()) {
+    std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "
+              << port.status().message() << std::endl;
+    return 1;
+  }
+  PrintListening(o, *port);
 
   std::vector<std::shared_ptr<PerfStream>> live;
   std::map<std::string, Test> tests;
@@ -185,111 +316,15 @@ int RunServer(const ServerOptions& o) {
       ReportRefusals((*ep)->stats(), o.json, &refused);
     }
     {
-      std::lock_guard<std::mutex> l(mu);
-      while (!fresh.empty()) {
-        live.push_back(std::move(fresh.front()));
-        fresh.pop_front();
+      std::lock_guard<std::mutex> l(accepted.mu);
+      while (!accepted.fresh.empty()) {
+        live.push_back(std::move(accepted.fresh.front()));
+        accepted.fresh.pop_front();
       }
     }
-    std::vector<std::shared_ptr<PerfStream>> still;
-    for (std::shared_ptr<PerfStream>& s : live) {
-      s->Tick();
-      if (!s->closed()) {
-        still.push_back(s);
-        continue;
-      }
-      s->Shutdown();
-      const std::string peer = s->handle().info().peer_address;
-      if (!s->has_request()) {
-        if (!s->error().empty()) {
-          if (o.json) {
-            nlohmann::json j;
-            j["event"] = "rejected";
-            j["peer"] = peer;
-            j["error"] = s->error();
-            Print(j.dump());
-          } else {
-            Print(absl::StrCat("connection from ", peer, " ended without a test: ", s->error()));
-          }
-        }
-        continue;
-      }
-      Test& t = tests[s->request().test_id];
-      t.id = s->request().test_id;
-      t.peer = peer;
-      t.request = s->request();
-      t.streams.push_back(s);
-    }
-    live.swap(still);
-    // A test is over when all of its streams have ended (or when none of its other
-    // streams is still live).
-    std::vector<std::string> done;
-    for (auto& [id, t] : tests) {
-      bool any_live = false;
-      for (auto& s : live) {
-        if (s->has_request() && s->request().test_id == id) any_live = true;
-      }
-      if (!any_live) done.push_back(id);
-    }
-    for (const std::string& id : done) {
-      Test& t = tests[id];
-      bool intact = true;
-      uint64_t bytes = 0, corrupt = 0;
-      double secs = 0;
-      nlohmann::json errs = nlohmann::json::array();
-      for (size_t i = 0; i < t.streams.size(); ++i) {
-        PerfStream& s = *t.streams[i];
-        const bool recv = !s.sender();
-        const uint64_t b = recv ? s.bytes_delivered() : s.bytes_acked();
-        const int64_t a = recv ? s.first_data_ns() : s.first_send_ns();
-        const int64_t z = recv ? s.last_data_ns() : s.last_ack_ns();
-        const double sec = a > 0 && z > a ? (z - a) * 1e-9 : 0;
-        bytes += b;
-        secs = std::max(secs, sec);
-        corrupt += s.corrupt_messages();
-        if (!s.error().empty()) {
-          intact = false;
-          errs.push_back(absl::StrCat("stream ", s.request().stream + 1, ": ", s.error()));
-        }
-        if (s.corrupt_messages() > 0) intact = false;
-        if (!o.json) {
-          Print(absl::StrFormat("[%3d]   0.00-%-6.2f sec  %s  %s  %s", s.request().stream + 1, sec,
-                                FormatTransfer(b), FormatBitrate(sec > 0 ? b * 8.0 / sec : 0),
-                                recv ? "receiver" : "sender"));
-          for (const std::string& c : s.corruption_details()) Print(absl::StrCat("  corrupt: ", c));
-        }
-      }
-      if (!o.json) {
-        if (t.streams.size() > 1) {
-          Print(absl::StrFormat("[SUM]   0.00-%-6.2f sec  %s  %s", secs, FormatTransfer(bytes),
-                                FormatBitrate(secs > 0 ? bytes * 8.0 / secs : 0)));
-        }
-        for (const auto& e : errs) Print(absl::StrCat("test ", id, " ", e.get<std::string>()));
-        if (t.request.verify) {
-          Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
-                             intact ? "done, payload intact" : "FAILED", " (", corrupt,
-                             " corrupt message(s))"));
-        } else {
-          Print(absl::StrCat("test ", id, " from ", t.peer, ": ", intact ? "done" : "FAILED",
-                             ", payload not verified (--verify=off)"));
-        }
-        Print("-----------------------------------------------------------");
-      } else {
-        nlohmann::json j;
-        j["event"] = "test";
-        j["test_id"] = id;
-        j["peer"] = t.peer;
-        j["reverse"] = t.request.reverse;
-        j["streams"] = t.streams.size();
-        j["bytes"] = bytes;
-        j["seconds"] = secs;
-        j["bits_per_second"] = secs > 0 ? bytes * 8.0 / secs : 0.0;
-        j["corrupt_messages"] = corrupt;
-        j["verified"] = t.request.verify;
-        j["intact"] = intact;
-        j["errors"] = errs;
-        Print(j.dump());
-      }
+    TickAndCollect(o, &live, &tests);
+    for (const std::string& id : FinishedTests(tests, live)) {
+      const bool intact = ReportTest(tests[id], o.json);
       tests.erase(id);
       if (o.one_off) one_off_status = intact ? 0 : 1;
     }
@@ -297,8 +332,8 @@ int RunServer(const ServerOptions& o) {
   }
   for (auto& s : live) s->Shutdown();
   {
-    std::lock_guard<std::mutex> l(mu);
-    for (auto& s : fresh) s->Shutdown();
+    std::lock_guard<std::mutex> l(accepted.mu);
+    for (auto& s : accepted.fresh) s->Shutdown();
   }
   (*ep)->Close();
   return one_off_status < 0 ? 0 : one_off_status;

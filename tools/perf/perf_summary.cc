@@ -47,15 +47,15 @@ void AddStream(int id, const StreamOutcome& s, const SummaryOptions& o, ClientSu
   const ConnectionStats rst = StatsFromJson(Member(receiver, "stats", nlohmann::json()));
   // The receiver says whether it checked the payload (a server from before --verify
   // says nothing, and checks); unchecked, the delivered bytes are the received ones.
-  const bool receiver_verified =
-      !(receiver.is_object() && receiver.contains("verified") && receiver["verified"].is_boolean()) ||
-      receiver["verified"].get<bool>();
+  const bool receiver_verified = !(receiver.is_object() && receiver.contains("verified") &&
+                                   receiver["verified"].is_boolean()) ||
+                                 receiver["verified"].get<bool>();
   if (!o.verify && receiver.is_object() && receiver_verified) {
     out->ok = false;
-    out->errors.push_back(absl::StrCat(
-        "stream ", id,
-        ": the server checked the payload although --verify=off (a longhaul-perf from "
-        "before --verify: run both sides with --verify=on)"));
+    out->errors.push_back(
+        absl::StrCat("stream ", id,
+                     ": the server checked the payload although --verify=off (a longhaul-perf from "
+                     "before --verify: run both sides with --verify=on)"));
   }
   const uint64_t rb = JsonU64(receiver, receiver_verified ? "bytes_verified" : "bytes_received");
   const double rs = JsonD(receiver, "seconds");
@@ -69,7 +69,8 @@ void AddStream(int id, const StreamOutcome& s, const SummaryOptions& o, ClientSu
   }
   if (receiver.is_object() && receiver.contains("corruption")) {
     for (const auto& c : receiver["corruption"]) {
-      if (c.is_string()) out->corruption.push_back(absl::StrCat("stream ", id, ": ", c.get<std::string>()));
+      if (c.is_string())
+        out->corruption.push_back(absl::StrCat("stream ", id, ": ", c.get<std::string>()));
     }
   }
   out->sent_bytes += sb;
@@ -111,10 +112,10 @@ void AddStream(int id, const StreamOutcome& s, const SummaryOptions& o, ClientSu
   pair["sender"] = snd;
   pair["receiver"] = rcv;
   out->end_streams.push_back(pair);
-  out->lines.push_back(IntervalLine(absl::StrFormat("%3d", id), 0, ss, sb,
-                                    absl::StrFormat("  %4d  %7d            sender",
-                                                    sst.packets_retransmitted,
-                                                    rst.fec_recovered_packets)));
+  out->lines.push_back(
+      IntervalLine(absl::StrFormat("%3d", id), 0, ss, sb,
+                   absl::StrFormat("  %4d  %7d            sender", sst.packets_retransmitted,
+                                   rst.fec_recovered_packets)));
   out->lines.push_back(IntervalLine(absl::StrFormat("%3d", id), 0, rs, rb,
                                     absl::StrFormat("                         receiver")));
 }
@@ -211,15 +212,15 @@ std::vector<std::string> IntervalLog::Record(double a, double b,
     sum.retransmits += is.retransmits;
     sum.fec_recovered += is.fec_recovered;
     rtt_total += c.rtt_ms;
-    lines.push_back(IntervalLine(absl::StrFormat("%3d", i + 1), a, b, is.bytes,
-                                 absl::StrFormat("  %4d  %7d  %.2f ms", is.retransmits,
-                                                 is.fec_recovered, c.rtt_ms)));
+    lines.push_back(IntervalLine(
+        absl::StrFormat("%3d", i + 1), a, b, is.bytes,
+        absl::StrFormat("  %4d  %7d  %.2f ms", is.retransmits, is.fec_recovered, c.rtt_ms)));
   }
   sum.rtt_ms = last_.empty() ? 0 : rtt_total / last_.size();
   sums_.push_back(sum);
   if (last_.size() > 1) {
-    lines.push_back(IntervalLine("SUM", a, b, sum.bytes,
-                                 absl::StrFormat("  %4d  %7d", sum.retransmits, sum.fec_recovered)));
+    lines.push_back(IntervalLine(
+        "SUM", a, b, sum.bytes, absl::StrFormat("  %4d  %7d", sum.retransmits, sum.fec_recovered)));
   }
   return lines;
 }
@@ -283,13 +284,13 @@ std::string SummaryText(const ClientSummary& s, const SummaryOptions& o, size_t 
       s.rcv_total.fec_recovered_packets, s.min_rtt_ms, s.srtt_ms));
   if (o.messages) {
     const nlohmann::json& m = s.mct;
-    line(absl::StrFormat(
-        "message completion (%d messages): ideal %.3f ms, mean %.3f, p50 %.3f, "
-        "p99 %.3f, p99.9 %.3f, max %.3f ms",
-        m["messages"].get<uint64_t>(), m["mct_ideal_s"].get<double>() * 1e3,
-        m["mct_mean_s"].get<double>() * 1e3, m["mct_p50_s"].get<double>() * 1e3,
-        m["mct_p99_s"].get<double>() * 1e3, m["mct_p999_s"].get<double>() * 1e3,
-        m["mct_max_s"].get<double>() * 1e3));
+    line(
+        absl::StrFormat("message completion (%d messages): ideal %.3f ms, mean %.3f, p50 %.3f, "
+                        "p99 %.3f, p99.9 %.3f, max %.3f ms",
+                        m["messages"].get<uint64_t>(), m["mct_ideal_s"].get<double>() * 1e3,
+                        m["mct_mean_s"].get<double>() * 1e3, m["mct_p50_s"].get<double>() * 1e3,
+                        m["mct_p99_s"].get<double>() * 1e3, m["mct_p999_s"].get<double>() * 1e3,
+                        m["mct_max_s"].get<double>() * 1e3));
   }
   for (const std::string& e : s.errors) line(absl::StrCat("error: ", e));
   line(absl::StrCat("\nlonghaul-perf ", s.passed() ? "Done." : "FAILED."));

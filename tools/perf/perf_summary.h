@@ -65,18 +65,18 @@ std::string IntervalLine(const std::string& id, double a, double b, uint64_t byt
 
 // What one stream reported at the end of the test.
 struct StreamOutcome {
-  bool complete = false;           // every result arrived
-  std::string error;               // empty: none
-  nlohmann::json sender_summary;   // the sending side's summary (bytes_acked, seconds, stats, debug)
+  bool complete = false;          // every result arrived
+  std::string error;              // empty: none
+  nlohmann::json sender_summary;  // the sending side's summary (bytes_acked, seconds, stats, debug)
   nlohmann::json receiver_result;  // the receiving side's result (bytes_verified, mct, ...)
 };
 
 struct SummaryOptions {
   bool verify = true;
-  bool messages = false;         // the messages workload: completion times
+  bool messages = false;  // the messages workload: completion times
   uint64_t message_size = 0;
-  double rate_bps = 0;           // the requested rate (the ideal completion time's)
-  TransportConfig effective;     // the connection's settings (segment, datagram size)
+  double rate_bps = 0;        // the requested rate (the ideal completion time's)
+  TransportConfig effective;  // the connection's settings (segment, datagram size)
   bool timed_out = false;
   double timeout_s = 0;
 };
@@ -86,8 +86,8 @@ struct ClientSummary {
   bool ok = true;                   // no error, every stream complete and every byte there
   std::vector<std::string> errors;  // in order: timeout, then per stream
   uint64_t sent_bytes = 0, recv_bytes = 0, retx_total = 0, corrupt = 0, fec_total = 0;
-  double sent_secs = 0, recv_secs = 0;  // the longest stream's
-  std::vector<std::string> corruption;  // "stream N: ..." from the receivers
+  double sent_secs = 0, recv_secs = 0;                   // the longest stream's
+  std::vector<std::string> corruption;                   // "stream N: ..." from the receivers
   nlohmann::json end_streams = nlohmann::json::array();  // iperf3's end.streams
   ConnectionStats snd_total, rcv_total;                  // sums over the streams
   double min_rtt_ms = 0, srtt_ms = 0, rttvar_ms = 0;     // the largest over the senders

@@ -186,20 +186,8 @@ std::string CheckedLine(const tuner::TuneResult& r) {
                          c.check_note.empty() ? "" : absl::StrCat("; ", c.check_note));
 }
 
-int Main(int argc, char** argv) {
-  const std::string command = CommandLine(argc, argv);
-  InitTool(&argc, &argv,
-           "chooses longhaul transport parameters for a link and writes a profile.\n"
-           "usage: longhaul-tune (--link=SPEC | --target=HOST:PORT) [--objective=goodput|mct\n"
-           "       [--message_size=SIZE] [--load=F]] [--out=FILE] [--json] [transport flags]\n"
-           "The profile paces cc=fixed at the measured rate; for a shared or changing link\n"
-           "give --cc=bbr --fec=auto: rate (cap) = 1.05 x and rate_min = 0.5 x the measured\n"
-           "rate, auto FEC starting from the chosen code.\n"
-           "docs/tuning.md explains the model, the search and the profile header.");
-  if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
-  if (FLAGS_link.empty() == FLAGS_target.empty()) {
-    kUsage.Fail("give exactly one of --link=SPEC (a known link) or --target=HOST:PORT (probe it)");
-  }
+// The search's options from the flags (a usage error exits).
+tuner::SearchOptions SearchOptionsFromFlags() {
   tuner::SearchOptions opt;
   opt.workload.objective = kUsage.Or(tuner::ParseObjective(FLAGS_objective), "objective");
   opt.workload.message_size = kUsage.Or(ParseByteCount(FLAGS_message_size), "message_size");
@@ -223,36 +211,38 @@ int Main(int argc, char** argv) {
   if (!FLAGS_json) {
     opt.progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
   }
+  return opt;
+}
 
-  tuner::LinkEstimate link;
-  nlohmann::json probe_json;
+// The link to tune for: a known link (--link) or a probe of --target (its report goes to
+// stderr and, as JSON, to `probe_json`). False when the probe failed (said on stderr).
+bool MeasureLink(tuner::LinkEstimate* link, nlohmann::json* probe_json) {
   if (!FLAGS_link.empty()) {
     sim::LinkSpec spec = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
-    link = tuner::LinkEstimate::FromLinkSpec(spec);
-  } else {
-    absl::StatusOr<tuner::ProbeOptions> po = ProbeOptionsFromFlags(FLAGS_target);
-    if (!po.ok()) kUsage.Fail(po.status().message());
-    if (!FLAGS_json) {
-      po->progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
-    }
-    absl::StatusOr<tuner::ProbeReport> report = tuner::RunProbe(*po);
-    if (!report.ok()) {
-      std::cerr << "longhaul-tune: probe of " << FLAGS_target << " failed: "
-                << report.status().message() << "\n";
-      return 1;
-    }
-    std::cerr << ProbeReportText(*report);
-    link = report->estimate;
-    probe_json = ProbeReportToJson(*report);
+    *link = tuner::LinkEstimate::FromLinkSpec(spec);
+    return true;
   }
+  absl::StatusOr<tuner::ProbeOptions> po = ProbeOptionsFromFlags(FLAGS_target);
+  if (!po.ok()) kUsage.Fail(po.status().message());
+  if (!FLAGS_json) {
+    po->progress = [](const std::string& line) { std::cerr << "longhaul-tune: " << line << "\n"; };
+  }
+  absl::StatusOr<tuner::ProbeReport> report = tuner::RunProbe(*po);
+  if (!report.ok()) {
+    std::cerr << "longhaul-tune: probe of " << FLAGS_target
+              << " failed: " << report.status().message() << "\n";
+    return false;
+  }
+  std::cerr << ProbeReportText(*report);
+  *link = report->estimate;
+  *probe_json = ProbeReportToJson(*report);
+  return true;
+}
 
-  absl::StatusOr<tuner::TuneResult> r = tuner::Tune(link, opt);
-  if (!r.ok()) {
-    if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
-    std::cerr << "longhaul-tune: " << r.status() << "\n";
-    return 1;
-  }
-  const tuner::Objective o = r->objective;
+// The profile header: how the choice was made.
+tuner::Provenance MakeProvenance(const std::string& command, const tuner::LinkEstimate& link,
+                                 const tuner::SearchOptions& opt, const tuner::TuneResult& r) {
+  const tuner::Objective o = r.objective;
   tuner::Provenance prov;
   prov.Add("command", command);
   prov.Add("version", "longhaul " + std::string(Version()) + " (git " + std::string(GitRevision()) + ")");
@@ -266,78 +256,92 @@ int Main(int argc, char** argv) {
                                  ? absl::StrCat("goodput (transfers of ",
                                                 FormatByteCount(opt.workload.bulk_bytes), ")")
                                  : "goodput (bulk transfer)"));
-  prov.Add("predicted", PredictedLine(r->chosen, o));
-  prov.Add("checked", CheckedLine(*r));
-  prov.Add("host", absl::StrFormat("net.core.rmem_max >= %d, net.core.wmem_max >= %d, IP MTU >= %d",
-                                   r->host.rmem_max_needed, r->host.wmem_max_needed,
-                                   r->host.mtu_needed));
-  const std::string text = tuner::FormatTunedProfile(r->chosen.config, prov);
-  if (!FLAGS_out.empty()) {
-    std::ofstream f(FLAGS_out, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) {
-      std::cerr << "longhaul-tune: cannot write " << FLAGS_out << "\n";
-      return 1;
-    }
-    // What was written must read back as the chosen configuration.
-    absl::StatusOr<TransportConfig> back = tuner::LoadTunedProfile(FLAGS_out, TransportConfig());
-    if (!back.ok()) {
-      std::cerr << "longhaul-tune: the profile written does not read back: " << back.status() << "\n";
-      return 1;
-    }
-  }
+  prov.Add("predicted", PredictedLine(r.chosen, o));
+  prov.Add("checked", CheckedLine(r));
+  prov.Add("host",
+           absl::StrFormat("net.core.rmem_max >= %d, net.core.wmem_max >= %d, IP MTU >= %d",
+                           r.host.rmem_max_needed, r.host.wmem_max_needed, r.host.mtu_needed));
+  return prov;
+}
 
-  if (FLAGS_json) {
-    nlohmann::json j;
-    j["version"] = std::string(Version());
-    j["command"] = command;
-    j["link"] = EstimateJson(link);
-    if (!probe_json.is_null()) j["probe"] = probe_json;
-    nlohmann::json w;
-    w["objective"] = tuner::ObjectiveName(o);
-    if (o == tuner::Objective::kMct) {
-      w["message_size"] = opt.workload.message_size;
-      w["load"] = opt.workload.load;
-    } else {
-      w["bytes"] = opt.workload.bulk_bytes;
-    }
-    j["workload"] = w;
-    j["chosen"] = CandidateJson(r->chosen, o);
-    nlohmann::json checked = nlohmann::json::array();
-    for (const tuner::Candidate& c : r->checked) checked.push_back(CandidateJson(c, o));
-    j["checked"] = checked;
-    j["check_link"] = r->check_link;
-    j["check_workload"] = r->check_workload;
-    if (!r->check_skipped.empty()) j["check_skipped"] = r->check_skipped;
-    j["candidates_evaluated"] = r->candidates_evaluated;
-    j["measure_tolerance"] = r->measure_tolerance;
-    j["search_s"] = r->search_s;
-    j["check_s"] = r->check_s;
-    nlohmann::json h;
-    h["rmem_max_needed"] = r->host.rmem_max_needed;
-    h["wmem_max_needed"] = r->host.wmem_max_needed;
-    h["mtu_needed"] = r->host.mtu_needed;
-    h["rmem_max"] = r->host.current.rmem_max;
-    h["wmem_max"] = r->host.current.wmem_max;
-    h["rmem_ok"] = r->host.rmem_ok;
-    h["wmem_ok"] = r->host.wmem_ok;
-    h["commands"] = r->host.commands;
-    j["host"] = h;
-    j["profile"] = text;
-    if (!FLAGS_out.empty()) j["profile_path"] = FLAGS_out;
-    std::cout << j.dump(2) << "\n";
-    return 0;
+// Writes the profile to --out and reads it back; false (said on stderr) on failure.
+bool WriteProfile(const std::string& text) {
+  std::ofstream f(FLAGS_out, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) {
+    std::cerr << "longhaul-tune: cannot write " << FLAGS_out << "\n";
+    return false;
   }
+  // What was written must read back as the chosen configuration.
+  absl::StatusOr<TransportConfig> back = tuner::LoadTunedProfile(FLAGS_out, TransportConfig());
+  if (!back.ok()) {
+    std::cerr << "longhaul-tune: the profile written does not read back: " << back.status() << "\n";
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json HostJson(const tuner::HostAdvice& host) {
+  nlohmann::json h;
+  h["rmem_max_needed"] = host.rmem_max_needed;
+  h["wmem_max_needed"] = host.wmem_max_needed;
+  h["mtu_needed"] = host.mtu_needed;
+  h["rmem_max"] = host.current.rmem_max;
+  h["wmem_max"] = host.current.wmem_max;
+  h["rmem_ok"] = host.rmem_ok;
+  h["wmem_ok"] = host.wmem_ok;
+  h["commands"] = host.commands;
+  return h;
+}
+
+nlohmann::json ResultJson(const std::string& command, const tuner::LinkEstimate& link,
+                          const nlohmann::json& probe_json, const tuner::SearchOptions& opt,
+                          const tuner::TuneResult& r, const std::string& text) {
+  const tuner::Objective o = r.objective;
+  nlohmann::json j;
+  j["version"] = std::string(Version());
+  j["command"] = command;
+  j["link"] = EstimateJson(link);
+  if (!probe_json.is_null()) j["probe"] = probe_json;
+  nlohmann::json w;
+  w["objective"] = tuner::ObjectiveName(o);
+  if (o == tuner::Objective::kMct) {
+    w["message_size"] = opt.workload.message_size;
+    w["load"] = opt.workload.load;
+  } else {
+    w["bytes"] = opt.workload.bulk_bytes;
+  }
+  j["workload"] = w;
+  j["chosen"] = CandidateJson(r.chosen, o);
+  nlohmann::json checked = nlohmann::json::array();
+  for (const tuner::Candidate& c : r.checked) checked.push_back(CandidateJson(c, o));
+  j["checked"] = checked;
+  j["check_link"] = r.check_link;
+  j["check_workload"] = r.check_workload;
+  if (!r.check_skipped.empty()) j["check_skipped"] = r.check_skipped;
+  j["candidates_evaluated"] = r.candidates_evaluated;
+  j["measure_tolerance"] = r.measure_tolerance;
+  j["search_s"] = r.search_s;
+  j["check_s"] = r.check_s;
+  j["host"] = HostJson(r.host);
+  j["profile"] = text;
+  if (!FLAGS_out.empty()) j["profile_path"] = FLAGS_out;
+  return j;
+}
+
+void PrintResult(const tuner::LinkEstimate& link, const tuner::Provenance& prov,
+                 const tuner::TuneResult& r, const std::string& text) {
+  const tuner::Objective o = r.objective;
   std::cout << "link       " << link.ToString() << "\n";
   std::cout << "source     " << link.source << "\n";
   std::cout << "objective  " << prov.Get("objective") << "\n";
-  std::cout << "choice     " << r->chosen.label << "\n";
-  std::cout << "predicted  " << PredictedLine(r->chosen, o) << "\n";
-  std::cout << "checked    " << CheckedLine(*r) << "\n";
-  if (!r->checked.empty()) {
+  std::cout << "choice     " << r.chosen.label << "\n";
+  std::cout << "predicted  " << PredictedLine(r.chosen, o) << "\n";
+  std::cout << "checked    " << CheckedLine(r) << "\n";
+  if (!r.checked.empty()) {
     std::cout << "candidates (model -> simulator):\n";
-    for (const tuner::Candidate& c : r->checked) {
+    for (const tuner::Candidate& c : r.checked) {
       std::string sim = !c.checked ? "not run"
                         : !c.check_completed ? "incomplete"
                         : o == tuner::Objective::kMct
@@ -346,19 +350,54 @@ int Main(int argc, char** argv) {
       std::string model = o == tuner::Objective::kMct
                               ? absl::StrFormat("p99 %.3f ms", c.prediction.mct_p99_s * 1e3)
                               : Rate(c.prediction.goodput_bps);
-      std::cout << absl::StrFormat("  %s %-80s %s -> %s%s\n",
-                                   c.label == r->chosen.label ? "*" : " ", c.label, model, sim,
-                                   c.check_note.empty() ? "" : absl::StrCat("  (", c.check_note, ")"));
+      std::cout << absl::StrFormat(
+          "  %s %-80s %s -> %s%s\n", c.label == r.chosen.label ? "*" : " ", c.label, model, sim,
+          c.check_note.empty() ? "" : absl::StrCat("  (", c.check_note, ")"));
     }
   }
   std::cout << "host settings:\n";
-  for (const std::string& l : r->host.lines) std::cout << "  " << l << "\n";
-  for (const std::string& c : r->host.commands) std::cout << "  $ " << c << "\n";
+  for (const std::string& l : r.host.lines) std::cout << "  " << l << "\n";
+  for (const std::string& c : r.host.commands) std::cout << "  $ " << c << "\n";
   if (!FLAGS_out.empty()) {
     std::cout << "wrote      " << FLAGS_out << "\n";
   } else {
     std::cout << "\n" << text;
   }
+}
+
+int Main(int argc, char** argv) {
+  const std::string command = CommandLine(argc, argv);
+  InitTool(&argc, &argv,
+           "chooses longhaul transport parameters for a link and writes a profile.\n"
+           "usage: longhaul-tune (--link=SPEC | --target=HOST:PORT) [--objective=goodput|mct\n"
+           "       [--message_size=SIZE] [--load=F]] [--out=FILE] [--json] [transport flags]\n"
+           "The profile paces cc=fixed at the measured rate; for a shared or changing link\n"
+           "give --cc=bbr --fec=auto: rate (cap) = 1.05 x and rate_min = 0.5 x the measured\n"
+           "rate, auto FEC starting from the chosen code.\n"
+           "docs/tuning.md explains the model, the search and the profile header.");
+  if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
+  if (FLAGS_link.empty() == FLAGS_target.empty()) {
+    kUsage.Fail("give exactly one of --link=SPEC (a known link) or --target=HOST:PORT (probe it)");
+  }
+  const tuner::SearchOptions opt = SearchOptionsFromFlags();
+  tuner::LinkEstimate link;
+  nlohmann::json probe_json;
+  if (!MeasureLink(&link, &probe_json)) return 1;
+
+  absl::StatusOr<tuner::TuneResult> r = tuner::Tune(link, opt);
+  if (!r.ok()) {
+    if (absl::IsInvalidArgument(r.status())) kUsage.Fail(r.status().message());
+    std::cerr << "longhaul-tune: " << r.status() << "\n";
+    return 1;
+  }
+  const tuner::Provenance prov = MakeProvenance(command, link, opt, *r);
+  const std::string text = tuner::FormatTunedProfile(r->chosen.config, prov);
+  if (!FLAGS_out.empty() && !WriteProfile(text)) return 1;
+  if (FLAGS_json) {
+    std::cout << ResultJson(command, link, probe_json, opt, *r, text).dump(2) << "\n";
+    return 0;
+  }
+  PrintResult(link, prov, *r, text);
   return 0;
 }
 

@@ -10,8 +10,6 @@
 namespace longhaul::tuner::probe {
 namespace {
 
-constexpr uint64_t kMaxTrainPackets = 200000;
-
 RateSearchOptions SearchOptions(const RatePhaseOptions& o) {
   RateSearchOptions ro;
   ro.start_rate = o.start_rate;
@@ -98,14 +96,13 @@ std::optional<std::string> RatePhase::StopBefore(const TrainPlan& plan, int64_t 
 
 RatePhase::Verdict RatePhase::OnNoReport(uint32_t train) {
   if (++missing_reports_ >= 3) {
-    return {Action::kFail, absl::StrCat("the responder at ", opt_.target,
-                                        " stopped answering report requests")};
+    return {Action::kFail,
+            absl::StrCat("the responder at ", opt_.target, " stopped answering report requests")};
   }
   return {Action::kRepeat, absl::StrFormat("no report for train %d: repeated", train)};
 }
 
-RatePhase::Verdict RatePhase::OnEmptyTrain(uint32_t train, uint32_t payload,
-                                           bool may_search_pmtu) {
+RatePhase::Verdict RatePhase::OnEmptyTrain(uint32_t train, uint32_t payload, bool may_search_pmtu) {
   if (may_search_pmtu) {
     return {Action::kSearchPmtu,
             absl::StrFormat("no %d-byte datagram of train %d arrived; searching the "
@@ -178,8 +175,8 @@ absl::StatusOr<RateOutcome> RatePhase::Finish(Duration max_duration, ByteCount m
   }
   o.rel_error = o.rate.bps() > 0 ? (hi - lo) / (2 * o.rate.bps()) : 1.0;
   if (!o.saturated) {
-    o.notes.push_back(
-        absl::StrCat("no train saturated the path (", o.stop_reason, "): the rate is a lower bound"));
+    o.notes.push_back(absl::StrCat("no train saturated the path (", o.stop_reason,
+                                   "): the rate is a lower bound"));
   }
   // A sender that keeps falling short of its train rates is on a busy host: its trains
   // are stretched and the receiver sees the stretch, so the rate may read low.

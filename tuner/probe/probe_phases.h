@@ -23,6 +23,9 @@
 
 namespace longhaul::tuner::probe {
 
+// Most packets in one train (rate trains and the loss phase's).
+inline constexpr uint64_t kMaxTrainPackets = 200000;
+
 // Phase 2: `probes` small echoes `spacing` apart from `start_ns`; stragglers are awaited
 // for up to 3 x the largest RTT seen (at least 200 ms, at most 2 s); the summary is over
 // the echoes that came back, in the order they were sent.
@@ -56,12 +59,12 @@ class RttPhase {
 };
 
 struct RatePhaseOptions {
-  std::string target;                          // for error texts
+  std::string target;  // for error texts
   Bandwidth start_rate = Bandwidth::Mbps(50);
   Bandwidth max_rate = Bandwidth::Gbps(100);
   Duration train_duration = Duration::Milliseconds(40);
-  uint32_t max_mtu = 0;                        // 0: the local interface's MTU
-  uint32_t local_mtu = 0;                      // 0: unknown (1500 assumed)
+  uint32_t max_mtu = 0;    // 0: the local interface's MTU
+  uint32_t local_mtu = 0;  // 0: unknown (1500 assumed)
 };
 
 // One train to send: `packets` datagrams of `payload` bytes at `rate`, taking
@@ -72,17 +75,19 @@ struct TrainPlan {
   uint64_t packets = 0;
   Duration send_time;
   Duration wait;
-  ByteCount wire_bytes() const { return static_cast<ByteCount>(packets * (payload + kIpUdpOverhead)); }
+  ByteCount wire_bytes() const {
+    return static_cast<ByteCount>(packets * (payload + kIpUdpOverhead));
+  }
 };
 
 // What the rate phase ended with (ProbeReport's rate fields).
 struct RateOutcome {
-  Bandwidth rate;                  // RateSearch::Estimate()
-  double rel_error = 1.0;          // half the spread of the saturated trains over the rate
-  std::string stop_reason;         // the search's, or "budget" when the phase ran out
+  Bandwidth rate;           // RateSearch::Estimate()
+  double rel_error = 1.0;   // half the spread of the saturated trains over the rate
+  std::string stop_reason;  // the search's, or "budget" when the phase ran out
   bool saturated = false;
   double max_delivery_bps = 0;
-  int short_trains = 0;            // sent at < 90 % of their target rate
+  int short_trains = 0;  // sent at < 90 % of their target rate
   bool host_limited = false;
   std::vector<std::string> notes;  // for ProbeReport::notes, in order
 };
@@ -102,8 +107,8 @@ class RatePhase {
   // Why the phase stops instead of sending `plan` at `now_ns` (a note for the report),
   // or nullopt to send it: the plan and its wait would end after `phase_end_ns`, or
   // its bytes are over the probe's byte budget.
-  std::optional<std::string> StopBefore(const TrainPlan& plan, int64_t now_ns,
-                                        int64_t phase_end_ns, bool over_byte_budget) const;
+  std::optional<std::string> StopBefore(const TrainPlan& plan, int64_t now_ns, int64_t phase_end_ns,
+                                        bool over_byte_budget) const;
 
   enum class Action {
     kRecord,      // OnReport: the train counted

@@ -24,12 +24,12 @@ namespace longhaul::tuner {
 namespace {
 
 using probe::kIpUdpOverhead;
+using probe::kMaxTrainPackets;
 using probe::ProbeMessage;
 using probe::ProbeType;
 
 constexpr uint64_t kEchoSeqBase = uint64_t{1} << 62;  // ECHO ids; DATA seqs stay below
 constexpr uint32_t kMinPayload = 64;
-constexpr uint64_t kMaxTrainPackets = 200000;
 
 std::string Rate(double bps) {
   return bps >= 1e9 ? absl::StrFormat("%.4g Gbit/s", bps / 1e9)
@@ -353,14 +353,13 @@ class Prober {
     report_.short_trains = outcome->short_trains;
     report_.host_limited = outcome->host_limited;
     for (std::string& note : outcome->notes) report_.notes.push_back(std::move(note));
-    Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()),
-                             report_.rate_stop_reason, report_.trains.size()));
+    Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()), report_.rate_stop_reason,
+                             report_.trains.size()));
     return absl::OkStatus();
   }
 
   // Sends one train, asks for its report and does what the phase decides with it.
-  absl::Status RunTrain(probe::RatePhase& phase, const probe::TrainPlan& plan,
-                        int64_t phase_end) {
+  absl::Status RunTrain(probe::RatePhase& phase, const probe::TrainPlan& plan, int64_t phase_end) {
     const uint32_t train = next_train_++;
     int64_t first = 0, last = 0;
     uint64_t sent = 0;
@@ -384,8 +383,8 @@ class Prober {
       }
       if (v.action == probe::RatePhase::Action::kNextSize) Progress(v.text);
     } else {
-      const TrainResult t = phase.OnReport(plan, *send_rate, sent,
-                                           Duration::Nanoseconds(last - first), **rep);
+      const TrainResult t =
+          phase.OnReport(plan, *send_rate, sent, Duration::Nanoseconds(last - first), **rep);
       report_.trains.push_back(t);
       report_.train_payload_bytes = plan.payload;
       Progress(absl::StrFormat("train %d: %d x %d B at %s: sent %s, delivered %s (%d/%d arrived)",

@@ -125,86 +125,14 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
       out.hold_ns = hold;
       Reply(out, replies);
       return;
-    case ProbeType::kData: {
-      auto t = s.trains.find(in->train);
-      if (t == s.trains.end()) {
-        if (s.trains.size() >= opt_.max_trains) {
-          Refuse(h, ProbeError::kTrainsFull,
-                 absl::StrCat("more than ", opt_.max_trains, " trains in one session"), replies);
-          return;
-        }
-        t = s.trains.try_emplace(in->train).first;
-        t->second.trace = (in->data_flags & kDataTrace) != 0;
-        t->second.drops_at_start = socket_drops_;
-      }
-      Train& tr = t->second;
-      const uint64_t seq = h.seq;
-      bool duplicate = false;
-      if (seq < opt_.max_trace_packets) {
-        const size_t word = seq / 64;
-        if (tr.seen.size() <= word) tr.seen.resize(word + 1 + word / 2, 0);
-        const uint64_t bit = uint64_t{1} << (seq % 64);
-        duplicate = (tr.seen[word] & bit) != 0;
-        tr.seen[word] |= bit;
-      }
-      if (duplicate) {
-        ++tr.duplicates;
-      } else {
-        tr.receipt.Add(d.size() + kIpUdpOverhead, Time::FromNanoseconds(now_ns));
-        if (tr.trace) tr.reorder.OnArrival(seq, Time::FromNanoseconds(now_ns));
-        tr.max_seq = std::max(tr.max_seq, seq);
-      }
-      if (h.flags & kFlagEcho) {
-        out.header.type = ProbeType::kEchoReply;
-        out.send_ns = in->send_ns;
-        out.size_received = static_cast<uint32_t>(d.size());
-        out.hold_ns = hold;
-        Reply(out, replies);
-      }
+    case ProbeType::kData:
+      OnData(s, *in, d.size(), now_ns, hold, out, replies);
       return;
-    }
     case ProbeType::kReportReq: {
       out.header.type = ProbeType::kReport;
-      TrainReport& r = out.report;
-      r.train = in->train;
+      out.report.train = in->train;
       auto t = s.trains.find(in->train);
-      if (t != s.trains.end()) {
-        const Train& tr = t->second;
-        r.packets = tr.receipt.packets;
-        r.wire_bytes = tr.receipt.wire_bytes;
-        r.first_wire_bytes = tr.receipt.first_wire_bytes;
-        r.span_ns = static_cast<uint64_t>(
-            std::max<int64_t>(0, (tr.receipt.last_arrival - tr.receipt.first_arrival).ns()));
-        r.fit_rate_bps = static_cast<uint64_t>(tr.receipt.FittedRate().bps());
-        r.duplicates = tr.duplicates;
-        // SO_RXQ_OVFL counts are 32-bit and wrap.
-        r.rx_drops = static_cast<uint32_t>(socket_drops_ - tr.drops_at_start);
-        if (tr.trace) {
-          const ReorderEstimate& re = tr.reorder.estimate();
-          r.reordered = re.reordered;
-          r.max_extent_packets = re.max_extent_packets;
-          r.max_late_ns = static_cast<uint64_t>(std::max<int64_t>(0, re.max_late.ns()));
-          // The loss trace over what the prober says it sent.
-          const uint64_t n = std::min(in->packets_sent, opt_.max_trace_packets);
-          LossCounter counter;
-          for (uint64_t i = 0; i < n; ++i) {
-            const size_t word = i / 64;
-            const bool got = word < tr.seen.size() && (tr.seen[word] >> (i % 64)) & 1;
-            counter.Add(!got);
-          }
-          const LossCounts& c = counter.counts();
-          r.trace_packets = c.packets;
-          r.lost = c.lost;
-          r.bursts = c.bursts;
-          r.n0x = c.n0x;
-          r.n01 = c.n01;
-          r.n1x = c.n1x;
-          r.n11 = c.n11;
-          r.n1x1 = c.n1x1;
-          r.n111 = c.n111;
-          r.triples = c.triples;
-        }
-      }
+      if (t != s.trains.end()) FillReport(t->second, in->packets_sent, &out.report);
       Reply(out, replies);
       return;
     }
@@ -214,6 +142,83 @@ void ProbeResponder::Handle(const std::string& peer, std::span<const uint8_t> d,
     default:
       return;
   }
+}
+
+void ProbeResponder::OnData(Session& s, const ProbeMessage& in, size_t size, int64_t now_ns,
+                            uint64_t hold_ns, ProbeMessage& out,
+                            std::vector<std::vector<uint8_t>>* replies) {
+  const ProbeHeader& h = in.header;
+  auto t = s.trains.find(in.train);
+  if (t == s.trains.end()) {
+    if (s.trains.size() >= opt_.max_trains) {
+      Refuse(h, ProbeError::kTrainsFull,
+             absl::StrCat("more than ", opt_.max_trains, " trains in one session"), replies);
+      return;
+    }
+    t = s.trains.try_emplace(in.train).first;
+    t->second.trace = (in.data_flags & kDataTrace) != 0;
+    t->second.drops_at_start = socket_drops_;
+  }
+  Train& tr = t->second;
+  const uint64_t seq = h.seq;
+  bool duplicate = false;
+  if (seq < opt_.max_trace_packets) {
+    const size_t word = seq / 64;
+    if (tr.seen.size() <= word) tr.seen.resize(word + 1 + word / 2, 0);
+    const uint64_t bit = uint64_t{1} << (seq % 64);
+    duplicate = (tr.seen[word] & bit) != 0;
+    tr.seen[word] |= bit;
+  }
+  if (duplicate) {
+    ++tr.duplicates;
+  } else {
+    tr.receipt.Add(size + kIpUdpOverhead, Time::FromNanoseconds(now_ns));
+    if (tr.trace) tr.reorder.OnArrival(seq, Time::FromNanoseconds(now_ns));
+    tr.max_seq = std::max(tr.max_seq, seq);
+  }
+  if (h.flags & kFlagEcho) {
+    out.header.type = ProbeType::kEchoReply;
+    out.send_ns = in.send_ns;
+    out.size_received = static_cast<uint32_t>(size);
+    out.hold_ns = hold_ns;
+    Reply(out, replies);
+  }
+}
+
+void ProbeResponder::FillReport(const Train& tr, uint64_t packets_sent, TrainReport* r) const {
+  r->packets = tr.receipt.packets;
+  r->wire_bytes = tr.receipt.wire_bytes;
+  r->first_wire_bytes = tr.receipt.first_wire_bytes;
+  r->span_ns = static_cast<uint64_t>(
+      std::max<int64_t>(0, (tr.receipt.last_arrival - tr.receipt.first_arrival).ns()));
+  r->fit_rate_bps = static_cast<uint64_t>(tr.receipt.FittedRate().bps());
+  r->duplicates = tr.duplicates;
+  // SO_RXQ_OVFL counts are 32-bit and wrap.
+  r->rx_drops = static_cast<uint32_t>(socket_drops_ - tr.drops_at_start);
+  if (!tr.trace) return;
+  const ReorderEstimate& re = tr.reorder.estimate();
+  r->reordered = re.reordered;
+  r->max_extent_packets = re.max_extent_packets;
+  r->max_late_ns = static_cast<uint64_t>(std::max<int64_t>(0, re.max_late.ns()));
+  // The loss trace over what the prober says it sent.
+  const uint64_t n = std::min(packets_sent, opt_.max_trace_packets);
+  LossCounter counter;
+  for (uint64_t i = 0; i < n; ++i) {
+    const size_t word = i / 64;
+    const bool got = word < tr.seen.size() && (tr.seen[word] >> (i % 64)) & 1;
+    counter.Add(!got);
+  }
+  const LossCounts& c = counter.counts();
+  r->trace_packets = c.packets;
+  r->lost = c.lost;
+  r->bursts = c.bursts;
+  r->n0x = c.n0x;
+  r->n01 = c.n01;
+  r->n1x = c.n1x;
+  r->n11 = c.n11;
+  r->n1x1 = c.n1x1;
+  r->n111 = c.n111;
+  r->triples = c.triples;
 }
 
 absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const std::string& listen,

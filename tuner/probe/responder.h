@@ -84,6 +84,12 @@ class ProbeResponder {
   void Reply(const ProbeMessage& m, std::vector<std::vector<uint8_t>>* replies);
   void Refuse(const ProbeHeader& h, ProbeError code, const std::string& text,
               std::vector<std::vector<uint8_t>>* replies);
+  // A DATA packet of `size` bytes: counted in its train (opened on its first packet),
+  // echoed when it asks; `out` is the reply prepared from its header.
+  void OnData(Session& s, const ProbeMessage& in, size_t size, int64_t now_ns, uint64_t hold_ns,
+              ProbeMessage& out, std::vector<std::vector<uint8_t>>* replies);
+  // What train `tr` received, with the loss trace over the `packets_sent` the prober names.
+  void FillReport(const Train& tr, uint64_t packets_sent, TrainReport* r) const;
 
   ResponderOptions opt_;
   std::map<std::pair<std::string, uint32_t>, std::unique_ptr<Session>> sessions_;

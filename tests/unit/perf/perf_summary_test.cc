@@ -19,8 +19,7 @@ using ::testing::Not;
 
 TEST(IntervalLogTest, DifferencesOfTheCountersPerStreamAndSummed) {
   IntervalLog log(2);
-  std::vector<std::string> lines =
-      log.Record(0, 1, {{1000, 2, 1, 10.0}, {3000, 0, 4, 20.0}});
+  std::vector<std::string> lines = log.Record(0, 1, {{1000, 2, 1, 10.0}, {3000, 0, 4, 20.0}});
   ASSERT_EQ(lines.size(), 3u);  // two streams and the SUM
   EXPECT_THAT(lines[0], HasSubstr("[  1]   0.00-1.00"));
   EXPECT_THAT(lines[1], HasSubstr("20.00 ms"));
@@ -108,7 +107,8 @@ StreamOutcome Stream(uint64_t bytes, double seconds, uint64_t retx = 0, double s
 
 TEST(ClientSummaryTest, SumsTheStreamsAndPasses) {
   SummaryOptions o;
-  const ClientSummary s = Summarize({Stream(1'000'000, 2.0, 3, 50), Stream(3'000'000, 4.0, 1, 60)}, o);
+  const ClientSummary s =
+      Summarize({Stream(1'000'000, 2.0, 3, 50), Stream(3'000'000, 4.0, 1, 60)}, o);
   EXPECT_TRUE(s.ok);
   EXPECT_TRUE(s.passed());
   EXPECT_TRUE(s.errors.empty());
@@ -185,9 +185,9 @@ TEST(ClientSummaryTest, TimeoutAndIncompleteStreamsAreErrors) {
   failed.error = "connection closed by peer";
   const ClientSummary s = Summarize({incomplete, failed}, o);
   EXPECT_FALSE(s.ok);
-  EXPECT_THAT(s.errors, ElementsAre("the test did not finish within 70 s",
-                                    "stream 1: did not complete",
-                                    "stream 2: connection closed by peer"));
+  EXPECT_THAT(s.errors,
+              ElementsAre("the test did not finish within 70 s", "stream 1: did not complete",
+                          "stream 2: connection closed by peer"));
 }
 
 TEST(ClientSummaryTest, VerifyOffCountsReceivedBytesAndRefusesAVerifyingServer) {
@@ -221,9 +221,9 @@ TEST(ClientSummaryTest, CompletionTimesCombineByWeightAndMaximum) {
   o.message_size = 1 << 20;
   o.rate_bps = 1e9;
   StreamOutcome a = Stream(10 << 20, 1.0), b = Stream(30 << 20, 1.0);
-  a.receiver_result["mct"] = {{"messages", 10}, {"mct_mean_s", 1.0}, {"mct_p50_s", 1.0},
+  a.receiver_result["mct"] = {{"messages", 10},   {"mct_mean_s", 1.0}, {"mct_p50_s", 1.0},
                               {"mct_p99_s", 2.0}, {"mct_p999_s", 2.5}, {"mct_max_s", 3.0}};
-  b.receiver_result["mct"] = {{"messages", 30}, {"mct_mean_s", 2.0}, {"mct_p50_s", 3.0},
+  b.receiver_result["mct"] = {{"messages", 30},   {"mct_mean_s", 2.0}, {"mct_p50_s", 3.0},
                               {"mct_p99_s", 1.5}, {"mct_p999_s", 4.0}, {"mct_max_s", 4.5}};
   const ClientSummary s = Summarize({a, b}, o);
   EXPECT_EQ(s.mct["messages"], 40u);

@@ -86,7 +86,7 @@ TEST(RttPhaseTest, StragglerWaitIsThreeLongestRttsBetween200msAnd2s) {
   phase.OnReply(2, Duration::Milliseconds(100));
   EXPECT_EQ(phase.StragglerDeadlineNs(now, far), now + 300 * kMs);
   phase.OnReply(3, Duration::Seconds(1));
-  EXPECT_EQ(phase.StragglerDeadlineNs(now, far), now + 2000 * kMs);    // capped at 2 s
+  EXPECT_EQ(phase.StragglerDeadlineNs(now, far), now + 2000 * kMs);           // capped at 2 s
   EXPECT_EQ(phase.StragglerDeadlineNs(now, now + 10 * kMs), now + 10 * kMs);  // phase end
 }
 
@@ -182,7 +182,7 @@ TEST(RatePhaseTest, DeliveryRateFromTheSpanWhenTooFewPacketsForTheFit) {
   r.packets = 4;
   r.wire_bytes = 4 * 1500;
   r.first_wire_bytes = 1500;
-  r.span_ns = 36'000;       // 3 x 1500 B in 36 us: 1 Gbit/s
+  r.span_ns = 36'000;              // 3 x 1500 B in 36 us: 1 Gbit/s
   r.fit_rate_bps = 5'000'000'000;  // ignored under 8 packets
   const TrainResult t =
       phase.OnReport(p, Bandwidth::Mbps(50), p.packets, Duration::Milliseconds(40), r);
@@ -247,7 +247,8 @@ TEST(RatePhaseTest, ABusySenderIsHostLimitedAndUnsaturatedIsALowerBound) {
   int trains = 0;
   while (!phase.done() && trains < 100) {
     const TrainPlan p = phase.NextTrain(Duration::Milliseconds(20));
-    const Bandwidth sent_at = Bandwidth::BitsPerSecond(p.rate.bps() * 0.5);  // the host reaches half of every target
+    const Bandwidth sent_at =
+        Bandwidth::BitsPerSecond(p.rate.bps() * 0.5);  // the host reaches half of every target
     phase.OnReport(p, sent_at, p.packets, p.send_time * 2,
                    Through(p, sent_at, Bandwidth::Gbps(100)));
     ++trains;
