@@ -7,8 +7,11 @@
   cli         log(), the shared command-line flags (--build_dir), paths of the tree
   netns_link  the emulated link between two network namespaces, processes, the lock
   plots       plots of wan-compare results (matplotlib)
+  sim         longhaul-sim runs for the simulated benchmarks
+  commands    each script's code (tools/bench/wan-compare: commands/wan_compare.py)
 
-Each script in tools/bench is a thin entry point that imports this package: Python puts
-the script's own folder (tools/bench) first on sys.path, so `import longhaul_bench` works
-without a path set-up. Standard library only (plots: matplotlib).
+Each script in tools/bench is a thin entry point that calls its commands module's entry():
+Python puts the script's own folder (tools/bench) first on sys.path, so
+`import longhaul_bench` works without a path set-up. Standard library only (plots:
+matplotlib).
 """

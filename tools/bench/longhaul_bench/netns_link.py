@@ -339,6 +339,23 @@ def ns_sysctl(ns, settings):
     return None if r.returncode == 0 else (r.stderr.strip() or "exit %d" % r.returncode)
 
 
+def ns_sysctls(namespaces, settings):
+    """Sets sysctls inside each namespace; None, or what failed first."""
+    for ns in namespaces:
+        err = ns_sysctl(ns, settings)
+        if err:
+            return "sysctl in %s failed: %s" % (ns, err)
+    return None
+
+
+def clean_up(procs, namespaces, host, log):
+    """After a run between namespaces: kills every process it started, removes the
+    namespaces and puts the host's buffer sysctls back."""
+    procs.kill_all()
+    remove_namespaces(namespaces)
+    host.restore(log)
+
+
 def remove_namespaces(names):
     """Deletes those of `names` that exist (only ever the script's own, named after its
     pid)."""
@@ -372,38 +389,35 @@ def preconditions(tools=("ip", "ss", "timeout")):
 # ---------------------------------------------------------------------------------------
 # The emulated link.
 
-class Emulator:
-    """longhaul-emu --tun between namespaces a and b; JSON lines read on a thread."""
+class JsonLines:
+    """The JSON objects a process prints on `stream`, one a line, read on a thread. With
+    stamp, each gets "_mono": when it arrived (time.monotonic(), for rates over a window).
+    `proc`, when given, is the process: a wait ends when it has exited and its output is
+    read (without it, when the output is read)."""
 
-    def __init__(self, procs, binary, link, a, b, seed, realtime, max_time_s, log_path):
-        self.procs = procs
+    def __init__(self, stream, proc=None, stamp=False):
         self.events = []
         self.cond = threading.Condition()
-        self.cmd = [binary, "--link=" + link, "--tun", "--netns=%s,%s" % (a, b), "--json",
-                    "--stats_interval=1s", "--seed=%d" % seed, "--max_time=%ds" % max_time_s]
-        if realtime > 0:
-            self.cmd.append("--realtime=%d" % realtime)
-        self.a, self.b = a, b
-        self.err = open(log_path, "w")
-        self.p = procs.popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.proc, self.stamp = proc, stamp
+        self.reader = threading.Thread(target=self._read, args=(stream,), daemon=True)
         self.reader.start()
 
-    def _read(self):
-        for line in self.p.stdout:
+    def _read(self, stream):
+        for line in stream:
             try:
                 ev = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(ev, dict):
-                ev["_mono"] = time.monotonic()  # when it arrived (for rates over a window)
-            else:
+            if not isinstance(ev, dict):
                 continue
+            if self.stamp:
+                ev["_mono"] = time.monotonic()
             with self.cond:
                 self.events.append(ev)
                 self.cond.notify_all()
 
-    def wait_event(self, name, timeout):
+    def wait(self, name, timeout):
+        """The first {"event": name} within `timeout` seconds, or None."""
         end = time.monotonic() + timeout
         with self.cond:
             while True:
@@ -411,13 +425,36 @@ class Emulator:
                     if ev.get("event") == name:
                         return ev
                 left = end - time.monotonic()
-                if left <= 0 or (self.p.poll() is not None and not self.reader.is_alive()):
+                if left <= 0 or (not self.reader.is_alive() and
+                                 (self.proc is None or self.proc.poll() is not None)):
                     return None
                 self.cond.wait(min(left, 0.2))
 
-    def stats_lines(self):
+    def all(self, name):
+        """Every {"event": name} so far."""
         with self.cond:
-            return [e for e in self.events if e.get("event") == "stats"]
+            return [e for e in self.events if e.get("event") == name]
+
+
+class Emulator:
+    """longhaul-emu --tun between namespaces a and b; JSON lines read on a thread."""
+
+    def __init__(self, procs, binary, link, a, b, seed, realtime, max_time_s, log_path):
+        self.procs = procs
+        self.cmd = [binary, "--link=" + link, "--tun", "--netns=%s,%s" % (a, b), "--json",
+                    "--stats_interval=1s", "--seed=%d" % seed, "--max_time=%ds" % max_time_s]
+        if realtime > 0:
+            self.cmd.append("--realtime=%d" % realtime)
+        self.a, self.b = a, b
+        self.err = open(log_path, "w")
+        self.p = procs.popen(self.cmd, stdout=subprocess.PIPE, stderr=self.err, text=True)
+        self.lines = JsonLines(self.p.stdout, proc=self.p, stamp=True)
+
+    def wait_event(self, name, timeout):
+        return self.lines.wait(name, timeout)
+
+    def stats_lines(self):
+        return self.lines.all("stats")
 
     def stop(self):
         """Stops the emulator; (its final JSON line or None, its CPU seconds)."""
