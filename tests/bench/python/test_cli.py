@@ -65,3 +65,13 @@ def test_cannot_run(capsys, monkeypatch):
     assert out == '{"error": "not root; no iperf3"}\n'
     assert cli.cannot_run(["x"], as_json=False) == 1
     assert capsys.readouterr().out == ""
+
+
+def test_add_defaults_types_follow_the_defaults():
+    ap = cli.add_defaults(cli.parser("x"), rtts="10ms,58ms", jobs=2, max_minutes=60.0)
+    a = ap.parse_args([])
+    assert (a.rtts, a.jobs, a.max_minutes) == ("10ms,58ms", 2, 60.0)
+    a = ap.parse_args(["--jobs=3", "--max_minutes=1.5", "--rtts=1ms"])
+    assert (a.rtts, a.jobs, a.max_minutes) == ("1ms", 3, 1.5)
+    with pytest.raises(SystemExit):
+        ap.parse_args(["--jobs=two"])

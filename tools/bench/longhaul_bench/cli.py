@@ -49,6 +49,15 @@ def add_build_dir(ap, default=os.path.join(ROOT, "build"), help=None):
     return ap
 
 
+def add_defaults(ap, **defaults):
+    """--NAME flags with these defaults, in order; a flag's type is its default's (str,
+    int or float)."""
+    for name, value in defaults.items():
+        kw = {} if isinstance(value, str) else {"type": type(value)}
+        ap.add_argument("--" + name, default=value, **kw)
+    return ap
+
+
 def bins(build_dir, names):
     """{name: build_dir/bin/name} for each name."""
     return {n: os.path.join(build_dir, "bin", n) for n in names}

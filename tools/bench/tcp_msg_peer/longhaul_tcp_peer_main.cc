@@ -87,29 +87,20 @@ class TcpStream : public ByteStream {
   nlohmann::json Stats() override {
     tcp_info ti{};
     socklen_t len = sizeof(ti);
-    nlohmann::json j;
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return j;
+    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return nlohmann::json();
+    nlohmann::json j = {
+        {"total_retrans", ti.tcpi_total_retrans}, {"rtt_ms", ti.tcpi_rtt / 1000.0},
+        {"rttvar_ms", ti.tcpi_rttvar / 1000.0}, {"min_rtt_ms", ti.tcpi_min_rtt / 1000.0},
+        {"snd_cwnd", ti.tcpi_snd_cwnd}, {"snd_mss", ti.tcpi_snd_mss}, {"rcv_mss", ti.tcpi_rcv_mss},
+        {"pmtu", ti.tcpi_pmtu}, {"lost", ti.tcpi_lost}, {"reordering", ti.tcpi_reordering},
+        {"delivery_rate_bps", static_cast<double>(ti.tcpi_delivery_rate) * 8},
+        {"bytes_acked", ti.tcpi_bytes_acked}, {"bytes_received", ti.tcpi_bytes_received},
+        {"segs_out", ti.tcpi_segs_out}, {"data_segs_out", ti.tcpi_data_segs_out},
+        {"busy_time_us", ti.tcpi_busy_time}, {"rwnd_limited_us", ti.tcpi_rwnd_limited},
+        {"sndbuf_limited_us", ti.tcpi_sndbuf_limited}};
     char cc[32] = {};
     socklen_t cl = sizeof(cc);
     if (getsockopt(fd_, IPPROTO_TCP, TCP_CONGESTION, cc, &cl) == 0) j["congestion"] = cc;
-    j["total_retrans"] = ti.tcpi_total_retrans;
-    j["rtt_ms"] = ti.tcpi_rtt / 1000.0;
-    j["rttvar_ms"] = ti.tcpi_rttvar / 1000.0;
-    j["min_rtt_ms"] = ti.tcpi_min_rtt / 1000.0;
-    j["snd_cwnd"] = ti.tcpi_snd_cwnd;
-    j["snd_mss"] = ti.tcpi_snd_mss;
-    j["rcv_mss"] = ti.tcpi_rcv_mss;
-    j["pmtu"] = ti.tcpi_pmtu;
-    j["lost"] = ti.tcpi_lost;
-    j["reordering"] = ti.tcpi_reordering;
-    j["delivery_rate_bps"] = static_cast<double>(ti.tcpi_delivery_rate) * 8;
-    j["bytes_acked"] = ti.tcpi_bytes_acked;
-    j["bytes_received"] = ti.tcpi_bytes_received;
-    j["segs_out"] = ti.tcpi_segs_out;
-    j["data_segs_out"] = ti.tcpi_data_segs_out;
-    j["busy_time_us"] = ti.tcpi_busy_time;
-    j["rwnd_limited_us"] = ti.tcpi_rwnd_limited;
-    j["sndbuf_limited_us"] = ti.tcpi_sndbuf_limited;
     return j;
   }
 

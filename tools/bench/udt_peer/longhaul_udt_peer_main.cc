@@ -101,25 +101,23 @@ class UdtStream : public ByteStream {
 
   nlohmann::json Stats() override {
     UDT::TRACEINFO t{};
-    nlohmann::json j;
-    if (UDT::perfmon(s_, &t, false) == UDT::ERROR) return j;
-    j["pkt_sent_total"] = t.pktSentTotal;
-    j["pkt_recv_total"] = t.pktRecvTotal;
-    j["pkt_snd_loss_total"] = t.pktSndLossTotal;
-    j["pkt_rcv_loss_total"] = t.pktRcvLossTotal;
-    j["pkt_retrans_total"] = t.pktRetransTotal;
-    j["pkt_sent_nak_total"] = t.pktSentNAKTotal;
-    j["pkt_recv_nak_total"] = t.pktRecvNAKTotal;
-    j["rtt_ms"] = t.msRTT;
-    j["bandwidth_mbps"] = t.mbpsBandwidth;
-    j["pkt_snd_period_us"] = t.usPktSndPeriod;
-    j["flow_window_pkts"] = t.pktFlowWindow;
-    j["congestion_window_pkts"] = t.pktCongestionWindow;
-    j["flight_size_pkts"] = t.pktFlightSize;
-    j["avail_snd_buf_bytes"] = t.byteAvailSndBuf;
-    j["avail_rcv_buf_bytes"] = t.byteAvailRcvBuf;
-    j["options"] = options_;
-    return j;
+    if (UDT::perfmon(s_, &t, false) == UDT::ERROR) return nlohmann::json();
+    return nlohmann::json{{"pkt_sent_total", t.pktSentTotal},
+                          {"pkt_recv_total", t.pktRecvTotal},
+                          {"pkt_snd_loss_total", t.pktSndLossTotal},
+                          {"pkt_rcv_loss_total", t.pktRcvLossTotal},
+                          {"pkt_retrans_total", t.pktRetransTotal},
+                          {"pkt_sent_nak_total", t.pktSentNAKTotal},
+                          {"pkt_recv_nak_total", t.pktRecvNAKTotal},
+                          {"rtt_ms", t.msRTT},
+                          {"bandwidth_mbps", t.mbpsBandwidth},
+                          {"pkt_snd_period_us", t.usPktSndPeriod},
+                          {"flow_window_pkts", t.pktFlowWindow},
+                          {"congestion_window_pkts", t.pktCongestionWindow},
+                          {"flight_size_pkts", t.pktFlightSize},
+                          {"avail_snd_buf_bytes", t.byteAvailSndBuf},
+                          {"avail_rcv_buf_bytes", t.byteAvailRcvBuf},
+                          {"options", options_}};
   }
   int64_t Retransmissions() override {
     UDT::TRACEINFO t{};

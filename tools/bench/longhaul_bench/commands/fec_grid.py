@@ -114,16 +114,9 @@ def verdict(o):
 def main():
     ap = cli.parser(__doc__)
     cli.add_build_dir(ap, default="build")
-    ap.add_argument("--losses", default="1e-4,1e-3,1e-2")
-    ap.add_argument("--bursts", default="1,4,8")
-    ap.add_argument("--rtts", default="10ms,58ms,200ms")
-    ap.add_argument("--rates", default="1gbit,10gbit,100gbit")
-    ap.add_argument("--sizes", default="1MiB,16MiB,64MiB")
-    ap.add_argument("--messages", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--run_wall", type=int, default=300)
-    ap.add_argument("--max_minutes", type=float, default=60)
+    cli.add_defaults(ap, losses="1e-4,1e-3,1e-2", bursts="1,4,8", rtts="10ms,58ms,200ms",
+                     rates="1gbit,10gbit,100gbit", sizes="1MiB,16MiB,64MiB", messages=1000,
+                     seed=1, jobs=2, run_wall=300, max_minutes=60.0)
     ap.add_argument("--extra", default="", help="more longhaul-sim flags for every run")
     ap.add_argument("--quick", action="store_true",
                     help="loss 1e-3,1e-2 x burst 1,8 x rtt 58ms x rate 10gbit x 1MiB,16MiB")

@@ -352,18 +352,11 @@ def run(a, procs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--duration", default="30m")
+    cli.add_defaults(ap, duration="30m")
     cli.add_build_dir(ap)
-    ap.add_argument("--link", default=DEFAULT_LINK)
-    ap.add_argument("--blackout_every", default="180s")
-    ap.add_argument("--blackout_len", default="2s")
-    ap.add_argument("--sample", default="5s")
-    ap.add_argument("--warmup", default="5m")
-    ap.add_argument("--rss_growth", type=float, default=0.10)
-    ap.add_argument("--bulk_rate", default="100mbit")
-    ap.add_argument("--msg_rate", default="100mbit")
-    ap.add_argument("--load", type=float, default=0.5)
-    ap.add_argument("--message_size", default="256KiB")
+    cli.add_defaults(ap, link=DEFAULT_LINK, blackout_every="180s", blackout_len="2s",
+                     sample="5s", warmup="5m", rss_growth=0.10, bulk_rate="100mbit",
+                     msg_rate="100mbit", load=0.5, message_size="256KiB")
     ap.add_argument("--security", choices=("psk", "insecure"), default="psk")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", help="the JSON document")
