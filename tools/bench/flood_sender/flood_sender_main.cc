@@ -307,24 +307,23 @@ int Run() {
   }
   close(fd);
   const double secs = (NowNs() - t0) * 1e-9;
-  nlohmann::json j;
-  j["mode"] = FLAGS_mode;
-  j["target"] = FLAGS_target;
-  j["src_net"] = FLAGS_src_net;
-  j["packets"] = sent;
-  j["ip_bytes"] = bytes;
-  j["send_errors"] = errors;
-  j["seconds"] = secs;
-  j["pps"] = secs > 0 ? sent / secs : 0.0;
-  j["ip_bytes_per_s"] = secs > 0 ? bytes / secs : 0.0;
-  j["distinct_initials"] = initials.size();
+  nlohmann::json j = {{"mode", FLAGS_mode},
+                      {"target", FLAGS_target},
+                      {"src_net", FLAGS_src_net},
+                      {"packets", sent},
+                      {"ip_bytes", bytes},
+                      {"send_errors", errors},
+                      {"seconds", secs},
+                      {"pps", secs > 0 ? sent / secs : 0.0},
+                      {"ip_bytes_per_s", secs > 0 ? bytes / secs : 0.0},
+                      {"distinct_initials", initials.size()},
+                      {"pps_limit", FLAGS_pps},
+                      {"cpu", FLAGS_cpu}};
   if (!initials.empty()) j["initial_size"] = initials[0].size();
-  j["pps_limit"] = FLAGS_pps;
   if (garbage) {
     j["first_byte_version"] = first_version;
     j["first_byte_probe_magic"] = first_probe_magic;
   }
-  j["cpu"] = FLAGS_cpu;
   std::cout << j.dump() << std::endl;
   return 0;
 }
