@@ -10,6 +10,8 @@
 namespace longhaul::tuner::probe {
 namespace {
 
+constexpr uint32_t kMinPayload = 64;
+
 RateSearchOptions SearchOptions(const RatePhaseOptions& o) {
   RateSearchOptions ro;
   ro.start_rate = o.start_rate;
@@ -190,6 +192,68 @@ absl::StatusOr<RateOutcome> RatePhase::Finish(Duration max_duration, ByteCount m
         o.short_trains, trains_.size()));
   }
   return o;
+}
+
+// ---- loss phase ----
+
+LossPlan PlanLossPhase(const LossPlanInput& in) {
+  LossPlan p;
+  p.reserve = in.rtt_p99 * 5 + (in.rtt_idle.p99 - in.rtt_idle.min) + Duration::Milliseconds(600);
+  const double seconds = (in.deadline_ns - in.now_ns - p.reserve.ns()) * 1e-9;
+  if (seconds < 0.2) {
+    p.skip = "no time left for the loss phase: loss unknown";
+    return p;
+  }
+  const double left_bytes =
+      static_cast<double>(in.max_bytes - std::min(in.max_bytes, in.bytes_sent));
+  const double rate = std::min(in.loss_load * in.rate.bps(), left_bytes * 8 / seconds);
+  const uint32_t path = in.pmtu ? in.pmtu : 1500;
+  double wire = rate / (8.0 * std::max<uint32_t>(in.packets_per_s, 1));
+  const uint32_t payload =
+      static_cast<uint32_t>(std::clamp(wire - kIpUdpOverhead, static_cast<double>(kMinPayload),
+                                       static_cast<double>(path - kIpUdpOverhead)));
+  wire = payload + kIpUdpOverhead;
+  uint64_t n = static_cast<uint64_t>(rate * seconds / (8 * wire));
+  n = std::min<uint64_t>(n, in.max_trace_packets ? in.max_trace_packets : kMaxTrainPackets);
+  if (n < 1000) {
+    p.skip = "loss phase too short (under 1000 packets): loss unknown";
+    return p;
+  }
+  p.rate_bps = rate;
+  p.payload = payload;
+  p.packets = n;
+  p.echo_every = std::max<uint64_t>(1, n / 2000);
+  p.stop_ns = in.deadline_ns - p.reserve.ns();
+  return p;
+}
+
+LossReading ReadLossReport(const TrainReport& r) {
+  LossReading out;
+  LossCounts c;
+  c.packets = r.trace_packets;
+  c.lost = r.lost;
+  c.bursts = r.bursts;
+  c.n0x = r.n0x;
+  c.n01 = r.n01;
+  c.n1x = r.n1x;
+  c.n11 = r.n11;
+  c.n1x1 = r.n1x1;
+  c.n111 = r.n111;
+  c.triples = r.triples;
+  out.loss = EstimateLoss(c);
+  out.reorder.packets = r.packets;
+  out.reorder.reordered = r.reordered;
+  out.reorder.max_extent_packets = r.max_extent_packets;
+  out.reorder.max_late = Duration::Nanoseconds(static_cast<int64_t>(r.max_late_ns));
+  out.duplicates = r.duplicates;
+  out.responder_drops = r.rx_drops;
+  if (r.rx_drops > 0) {
+    out.notes.push_back(absl::StrFormat(
+        "the responder's socket dropped %d datagrams during the loss phase: the loss "
+        "estimate is an upper bound (lower --loss_pps or give the responder more CPU)",
+        r.rx_drops));
+  }
+  return out;
 }
 
 }  // namespace longhaul::tuner::probe

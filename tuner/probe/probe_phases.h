@@ -1,4 +1,4 @@
-// The decisions of the prober's RTT and rate phases (tuner/probe/prober.h), apart from
+// The decisions of the prober's RTT, rate and loss phases (tuner/probe/prober.h), apart from
 // its socket loop: which echo or train to send next and when, how long to wait for
 // stragglers, what a train's report means (record it, repeat it, search the path MTU,
 // try a smaller datagram, give up) and the phase's result. The prober sends, sleeps and
@@ -17,7 +17,9 @@
 
 #include "absl/status/statusor.h"
 #include "transport/base/units.h"
+#include "tuner/estimate/loss_fit.h"
 #include "tuner/estimate/rate.h"
+#include "tuner/estimate/reorder.h"
 #include "tuner/estimate/rtt_stats.h"
 #include "tuner/probe/probe_protocol.h"
 
@@ -152,5 +154,52 @@ class RatePhase {
   int missing_reports_ = 0;
   std::vector<TrainResult> trains_;
 };
+
+// Phase 5: one long paced train of small packets for the loss trace.
+struct LossPlanInput {
+  int64_t now_ns = 0;
+  int64_t deadline_ns = 0;  // the probe's
+  Duration rtt_p99;         // the idle p99 RTT (the prober's 200 ms when unknown)
+  RttSummary rtt_idle;
+  ByteCount max_bytes = 0;   // the probe's byte budget...
+  ByteCount bytes_sent = 0;  // ...and what it has used
+  double loss_load = 0.8;    // x rate
+  Bandwidth rate;            // the rate phase's estimate
+  uint32_t pmtu = 0;         // 0: not measured (1500)
+  uint32_t packets_per_s = 20000;
+  uint64_t max_trace_packets = 0;  // the responder's limit (0: none given)
+};
+
+// What to send: `packets` of `payload` bytes at `rate_bps`, every `echo_every`-th echoed,
+// sending stopping at `stop_ns`; or, when `skip` is not empty, nothing (it says why).
+struct LossPlan {
+  std::string skip;
+  double rate_bps = 0;
+  uint32_t payload = 0;
+  uint64_t packets = 0;
+  uint64_t echo_every = 1;
+  int64_t stop_ns = 0;
+  // Time before the deadline kept for stragglers and the report (two tries): 5 x the
+  // p99 RTT + the idle RTT spread + 600 ms (a busy responder may first drain a socket
+  // buffer's worth of the train).
+  Duration reserve;
+  double seconds() const { return packets * (payload + kIpUdpOverhead) * 8.0 / rate_bps; }
+};
+
+// The train fills the time left before the reserve at loss_load x the rate (less when
+// the byte budget is short), with packets sized for packets_per_s (64 bytes up to the
+// path MTU), at most max_trace_packets (else kMaxTrainPackets). Skipped with under
+// 0.2 s or under 1000 packets.
+LossPlan PlanLossPhase(const LossPlanInput& in);
+
+// What the loss phase's report says.
+struct LossReading {
+  LossEstimate loss;
+  ReorderEstimate reorder;
+  uint64_t duplicates = 0;
+  uint64_t responder_drops = 0;
+  std::vector<std::string> notes;  // the responder's own drops make the loss an upper bound
+};
+LossReading ReadLossReport(const TrainReport& report);
 
 }  // namespace longhaul::tuner::probe

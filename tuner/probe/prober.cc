@@ -24,12 +24,10 @@ namespace longhaul::tuner {
 namespace {
 
 using probe::kIpUdpOverhead;
-using probe::kMaxTrainPackets;
 using probe::ProbeMessage;
 using probe::ProbeType;
 
 constexpr uint64_t kEchoSeqBase = uint64_t{1} << 62;  // ECHO ids; DATA seqs stay below
-constexpr uint32_t kMinPayload = 64;
 
 std::string Rate(double bps) {
   return bps >= 1e9 ? absl::StrFormat("%.4g Gbit/s", bps / 1e9)
@@ -463,41 +461,33 @@ class Prober {
     return absl::OkStatus();
   }
 
+  // Sends the loss phase's train (PlanLossPhase) and reads its report.
   absl::Status LossPhase() {
-    // Time to let stragglers land and fetch the report (two tries) before the deadline.
-    // A busy responder may first have to drain a socket buffer's worth of the train.
-    const Duration reserve = RttP99() * 5 + (report_.rtt_idle.p99 - report_.rtt_idle.min) +
-                             Duration::Milliseconds(600);
-    const int64_t now = RealtimeNs();
-    const double seconds = (deadline_ns_ - now - reserve.ns()) * 1e-9;
-    if (seconds < 0.2) {
-      report_.notes.push_back("no time left for the loss phase: loss unknown");
+    probe::LossPlanInput in;
+    in.now_ns = RealtimeNs();
+    in.deadline_ns = deadline_ns_;
+    in.rtt_p99 = RttP99();
+    in.rtt_idle = report_.rtt_idle;
+    in.max_bytes = opt_.max_bytes;
+    in.bytes_sent = report_.wire_bytes_sent;
+    in.loss_load = opt_.loss_load;
+    in.rate = rate_;
+    in.pmtu = report_.pmtu;
+    in.packets_per_s = opt_.loss_packets_per_s;
+    in.max_trace_packets = max_trace_packets_;
+    const probe::LossPlan plan = probe::PlanLossPhase(in);
+    if (!plan.skip.empty()) {
+      report_.notes.push_back(plan.skip);
       return absl::OkStatus();
     }
-    const double left_bytes = static_cast<double>(opt_.max_bytes - std::min(opt_.max_bytes,
-                                                                            report_.wire_bytes_sent));
-    double rate = std::min(opt_.loss_load * rate_.bps(), left_bytes * 8 / seconds);
-    const uint32_t path = report_.pmtu ? report_.pmtu : 1500;
-    double wire = rate / (8.0 * std::max<uint32_t>(opt_.loss_packets_per_s, 1));
-    const uint32_t payload = static_cast<uint32_t>(
-        std::clamp(wire - kIpUdpOverhead, static_cast<double>(kMinPayload),
-                   static_cast<double>(path - kIpUdpOverhead)));
-    wire = payload + kIpUdpOverhead;
-    uint64_t n = static_cast<uint64_t>(rate * seconds / (8 * wire));
-    n = std::min<uint64_t>(n, max_trace_packets_ ? max_trace_packets_ : kMaxTrainPackets);
-    if (n < 1000) {
-      report_.notes.push_back("loss phase too short (under 1000 packets): loss unknown");
-      return absl::OkStatus();
-    }
-    const uint64_t echo_every = std::max<uint64_t>(1, n / 2000);
-    Progress(absl::StrFormat("loss phase: %d x %d B at %s for %.1f s", n, payload, Rate(rate),
-                             n * wire * 8 / rate));
+    Progress(absl::StrFormat("loss phase: %d x %d B at %s for %.1f s", plan.packets, plan.payload,
+                             Rate(plan.rate_bps), plan.seconds()));
     const uint32_t train = next_train_++;
     int64_t first = 0, last = 0;
     uint64_t sent = 0;
-    const int64_t stop = deadline_ns_ - reserve.ns();
-    absl::StatusOr<Bandwidth> sr = SendTrain(train, n, payload, Bandwidth::BitsPerSecond(rate),
-                                             true, echo_every, stop, &first, &last, &sent);
+    absl::StatusOr<Bandwidth> sr =
+        SendTrain(train, plan.packets, plan.payload, Bandwidth::BitsPerSecond(plan.rate_bps), true,
+                  plan.echo_every, plan.stop_ns, &first, &last, &sent);
     if (!sr.ok()) return sr.status();
     // Let reordered stragglers land before asking (they would read as losses).
     SleepUntilNs(RealtimeNs() + Duration::Milliseconds(20).ns() +
@@ -509,34 +499,15 @@ class Prober {
       report_.notes.push_back("the loss-phase report did not arrive: loss unknown");
       return absl::OkStatus();
     }
-    const probe::TrainReport& r = **rep;
-    LossCounts c;
-    c.packets = r.trace_packets;
-    c.lost = r.lost;
-    c.bursts = r.bursts;
-    c.n0x = r.n0x;
-    c.n01 = r.n01;
-    c.n1x = r.n1x;
-    c.n11 = r.n11;
-    c.n1x1 = r.n1x1;
-    c.n111 = r.n111;
-    c.triples = r.triples;
-    report_.loss = EstimateLoss(c);
-    report_.reorder.packets = r.packets;
-    report_.reorder.reordered = r.reordered;
-    report_.reorder.max_extent_packets = r.max_extent_packets;
-    report_.reorder.max_late = Duration::Nanoseconds(static_cast<int64_t>(r.max_late_ns));
-    report_.duplicates = r.duplicates;
-    report_.responder_drops = r.rx_drops;
-    if (r.rx_drops > 0) {
-      report_.notes.push_back(absl::StrFormat(
-          "the responder's socket dropped %d datagrams during the loss phase: the loss "
-          "estimate is an upper bound (lower --loss_pps or give the responder more CPU)",
-          r.rx_drops));
-    }
+    probe::LossReading reading = probe::ReadLossReport(**rep);
+    report_.loss = reading.loss;
+    report_.reorder = reading.reorder;
+    report_.duplicates = reading.duplicates;
+    report_.responder_drops = reading.responder_drops;
+    for (std::string& note : reading.notes) report_.notes.push_back(std::move(note));
     report_.loss_phase_rate_bps = sr->bps();
     report_.loss_phase_s = (last - first) * 1e-9;
-    report_.loss_phase_payload_bytes = payload;
+    report_.loss_phase_payload_bytes = plan.payload;
     have_loss_ = true;
     Progress(report_.loss.ToString());
     Progress(report_.reorder.ToString());

@@ -21,7 +21,7 @@
 // has a share of the time and stops early when it runs out; progress lines go to
 // `progress`. Traffic goes only to the target.
 //
-// The RTT and rate phases' decisions (schedules, waits, what a report means) are
+// The RTT, rate and loss phases' decisions (schedules, waits, what a report means) are
 // tuner/probe/probe_phases.h, unit-tested without sockets; this file is their I/O loop.
 //
 // Thread-safety: RunProbe is reentrant (its own socket); it blocks the calling thread.

@@ -265,5 +265,104 @@ TEST(RatePhaseTest, ABusySenderIsHostLimitedAndUnsaturatedIsALowerBound) {
   EXPECT_THAT(o->notes[1], HasSubstr("the sender fell short of"));
 }
 
+// ---- loss phase ----
+
+LossPlanInput LossInput() {
+  LossPlanInput in;
+  in.now_ns = kStart;
+  in.deadline_ns = kStart + 5000 * kMs;
+  in.rtt_p99 = Duration::Milliseconds(60);
+  in.rtt_idle.min = Duration::Milliseconds(50);
+  in.rtt_idle.p99 = Duration::Milliseconds(60);
+  in.max_bytes = ByteCount{1} << 30;
+  in.bytes_sent = ByteCount{100} << 20;
+  in.loss_load = 0.8;
+  in.rate = Bandwidth::Gbps(1);
+  in.pmtu = 1500;
+  in.packets_per_s = 20000;
+  in.max_trace_packets = 0;
+  return in;
+}
+
+TEST(LossPhaseTest, FillsTheTimeBeforeTheReserveAtTheLoadWithSizedPackets) {
+  LossPlanInput in = LossInput();
+  in.rate = Bandwidth::Mbps(500);
+  LossPlan p = PlanLossPhase(in);
+  ASSERT_TRUE(p.skip.empty()) << p.skip;
+  // Reserve: 5 x 60 ms + 10 ms spread + 600 ms = 910 ms; 4.09 s left.
+  EXPECT_EQ(p.reserve, Duration::Milliseconds(910));
+  EXPECT_EQ(p.stop_ns, kStart + 4090 * kMs);
+  EXPECT_DOUBLE_EQ(p.rate_bps, 0.4e9);
+  // 400 Mbit/s / 20000 packets/s = 2500 wire bytes, capped at the path MTU.
+  EXPECT_EQ(p.payload, 1472u);
+  EXPECT_EQ(p.packets, static_cast<uint64_t>(0.4e9 * 4.09 / (8 * 1500)));
+  EXPECT_EQ(p.echo_every, p.packets / 2000);
+  EXPECT_NEAR(p.seconds(), 4.09, 0.001);
+  // Twice the rate would be more than a train may hold.
+  in.rate = Bandwidth::Gbps(1);
+  p = PlanLossPhase(in);
+  EXPECT_EQ(p.packets, kMaxTrainPackets);
+  EXPECT_NEAR(p.seconds(), kMaxTrainPackets * 1500 * 8 / 0.8e9, 1e-9);
+}
+
+TEST(LossPhaseTest, SlowLinksGetSmallPacketsAndTheTraceLimitCapsTheCount) {
+  LossPlanInput in = LossInput();
+  in.rate = Bandwidth::Mbps(10);
+  LossPlan p = PlanLossPhase(in);
+  ASSERT_TRUE(p.skip.empty()) << p.skip;
+  EXPECT_EQ(p.payload, 64u);  // 8 Mbit/s / 20000 = 50 bytes: the 64-byte floor
+  in.rate = Bandwidth::Gbps(1);
+  in.max_trace_packets = 5000;
+  p = PlanLossPhase(in);
+  EXPECT_EQ(p.packets, 5000u);
+  EXPECT_EQ(p.echo_every, 2u);
+}
+
+TEST(LossPhaseTest, TheByteBudgetLowersTheRate) {
+  LossPlanInput in = LossInput();
+  in.bytes_sent = in.max_bytes - (ByteCount{100} << 20);  // 100 MiB left over 4.09 s
+  const LossPlan p = PlanLossPhase(in);
+  ASSERT_TRUE(p.skip.empty()) << p.skip;
+  EXPECT_NEAR(p.rate_bps, (100 << 20) * 8 / 4.09, 1.0);
+}
+
+TEST(LossPhaseTest, SkippedWithoutTimeOrPackets) {
+  LossPlanInput in = LossInput();
+  in.deadline_ns = in.now_ns + 1000 * kMs;  // 90 ms after the reserve
+  EXPECT_THAT(PlanLossPhase(in).skip, HasSubstr("no time left"));
+  in = LossInput();
+  in.rate = Bandwidth::Mbps(0.1);  // 80 kbit/s of 92-byte packets: a few hundred
+  EXPECT_THAT(PlanLossPhase(in).skip, HasSubstr("under 1000 packets"));
+}
+
+TEST(LossPhaseTest, TheReportGivesLossReorderAndTheResponderDrops) {
+  TrainReport r;
+  r.packets = 9900;
+  r.trace_packets = 10000;
+  r.lost = 100;
+  r.bursts = 100;
+  r.n0x = 9899;
+  r.n01 = 100;
+  r.n1x = 100;
+  r.n11 = 0;
+  r.reordered = 5;
+  r.max_extent_packets = 3;
+  r.max_late_ns = 2'000'000;
+  r.duplicates = 2;
+  LossReading reading = ReadLossReport(r);
+  EXPECT_NEAR(reading.loss.loss_rate, 0.01, 1e-9);
+  EXPECT_EQ(reading.reorder.packets, 9900u);
+  EXPECT_EQ(reading.reorder.reordered, 5u);
+  EXPECT_EQ(reading.reorder.max_extent_packets, 3u);
+  EXPECT_EQ(reading.reorder.max_late, Duration::Milliseconds(2));
+  EXPECT_EQ(reading.duplicates, 2u);
+  EXPECT_TRUE(reading.notes.empty());
+  r.rx_drops = 17;
+  reading = ReadLossReport(r);
+  EXPECT_EQ(reading.responder_drops, 17u);
+  ASSERT_EQ(reading.notes.size(), 1u);
+  EXPECT_THAT(reading.notes[0], HasSubstr("dropped 17 datagrams"));
+}
+
 }  // namespace
 }  // namespace longhaul::tuner::probe
