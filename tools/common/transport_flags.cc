@@ -47,6 +47,10 @@ DEFINE_string(rate_min, DefaultOf("rate_min"),
               "cc=bbr: the least bandwidth the controller assumes; it starts there instead "
               "of ramping up from an initial window, and cuts stop there (0: none; the "
               "tuner writes half the measured rate).");
+DEFINE_string(initial_rate, DefaultOf("initial_rate"),
+              "cc=bbr: the rate the first round trip is paced at, before anything is "
+              "measured (its window: this rate over --initial_rtt, at least 10 packets); "
+              "startup doubles from there (0: 10 packets only).");
 DEFINE_double(cc_loss_threshold, longhaul::TransportConfig().cc_loss_threshold,
               "cc=bbr: per-round loss rate above which loss is congestion even without "
               "queueing delay (0.03, 3%); set it above the path's random loss.");
@@ -109,6 +113,7 @@ constexpr const char* kTransportFlags[] = {
     "cc",
     "rate",
     "rate_min",
+    "initial_rate",
     "cc_loss_threshold",
     "cc_compete",
     "cc_yield",
@@ -243,6 +248,7 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   j["max_datagram_bytes"] = config.MaxDatagramSize();
   j["rate_bps"] = config.rate.bps();
   j["rate_min_bps"] = config.rate_min.bps();
+  j["initial_rate_bps"] = config.initial_rate.bps();
   j["pacing_burst_ns"] = config.pacing_burst.ns();
   j["initial_rtt_ns"] = config.initial_rtt.ns();
   j["min_pto_ns"] = config.min_pto.ns();

@@ -50,6 +50,10 @@ absl::Status TransportConfig::Validate() const {
   if (rate_min.bps() < 0 || (!rate.IsZero() && rate_min > rate)) {
     return absl::InvalidArgumentError("rate_min is outside [0, rate] (the least bandwidth cc=bbr assumes)");
   }
+  if (initial_rate.bps() < 0 || initial_rate.bps() > 10e12) {
+    return absl::InvalidArgumentError(
+        "initial_rate is outside [0, 10tbit] (the rate cc=bbr's first round trip is paced at)");
+  }
   if (absl::Status s = Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0); !s.ok()) return s;
   if (!(fec_tail >= 0.5 && fec_tail < 1.0)) {
     return absl::InvalidArgumentError("fec_tail is outside [0.5, 1) (the percentile, e.g. 0.999)");

@@ -21,6 +21,7 @@ using bbr_testing::kRtt;
 
 TEST(BbrTest, StartsInStartupWithTheInitialWindow) {
   TransportConfig c = BbrConfig();
+  c.initial_rate = Bandwidth::Zero();  // the initial packets alone
   BbrController bbr(c);
   EXPECT_EQ(bbr.mode(), BbrController::Mode::kStartup);
   EXPECT_STREQ(bbr.ModeName(), "startup");
@@ -30,6 +31,35 @@ TEST(BbrTest, StartsInStartupWithTheInitialWindow) {
   const double expected = 10.0 * c.MaxDatagramSize() * 8 / c.initial_rtt.seconds() * 2.77;
   EXPECT_NEAR(bbr.PacingRate().bps(), expected, expected * 1e-6);
   EXPECT_TRUE(bbr.bandwidth().IsZero());
+}
+
+TEST(BbrTest, TheFirstRoundTripIsPacedAtTheInitialRate) {
+  TransportConfig c = BbrConfig();
+  c.initial_rate = Bandwidth::Mbps(100);
+  c.initial_rtt = Duration::Milliseconds(58);
+  BbrController bbr(c);
+  EXPECT_EQ(bbr.mode(), BbrController::Mode::kStartup);
+  // The window is the initial rate's BDP over the assumed RTT (725 kB), paced at that
+  // rate: the window spreads over the round trip instead of leaving in a third of it.
+  EXPECT_EQ(bbr.CongestionWindow(), 725000);
+  EXPECT_NEAR(bbr.PacingRate().bps(), 100e6, 1);
+  // The model holds nothing of it: no bandwidth until the first sample.
+  EXPECT_TRUE(bbr.bandwidth().IsZero());
+  // Below the initial packets' own rate, those win (a short RTT).
+  c.initial_rate = Bandwidth::Mbps(1);
+  c.initial_rtt = Duration::Milliseconds(1);
+  BbrController small(c);
+  EXPECT_EQ(small.CongestionWindow(), 10 * c.MaxDatagramSize());
+  const double packets_rate = 10.0 * c.MaxDatagramSize() * 8 / 1e-3 * 2.77;
+  EXPECT_NEAR(small.PacingRate().bps(), packets_rate, packets_rate * 1e-6);
+  // A cap (`rate`) bounds it, and the configured window bounds the window.
+  c.initial_rate = Bandwidth::Gbps(1);
+  c.initial_rtt = Duration::Milliseconds(58);
+  c.rate = Bandwidth::Mbps(200);
+  c.window = 1000000;
+  BbrController capped(c);
+  EXPECT_NEAR(capped.PacingRate().bps(), 200e6, 1);
+  EXPECT_EQ(capped.CongestionWindow(), 1000000);
 }
 
 TEST(BbrTest, StartupGrowsThenStopsAfterThreeRoundsWithoutGrowth) {

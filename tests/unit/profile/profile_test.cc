@@ -25,6 +25,8 @@ void ExpectConfigEq(const TransportConfig& a, const TransportConfig& b) {
   EXPECT_EQ(a.flows, b.flows);
   EXPECT_EQ(a.cc, b.cc);
   EXPECT_EQ(a.rate.bps(), b.rate.bps());
+  EXPECT_EQ(a.rate_min.bps(), b.rate_min.bps());
+  EXPECT_EQ(a.initial_rate.bps(), b.initial_rate.bps());
   EXPECT_EQ(a.ecn, b.ecn);
   EXPECT_EQ(a.tail_protect, b.tail_protect);
   EXPECT_EQ(a.pacing_burst, b.pacing_burst);
@@ -58,6 +60,7 @@ TransportConfig OddBase() {
   c.flows = 7;
   c.cc = CongestionControl::kBbr;
   c.rate = Bandwidth::BitsPerSecond(123456789);
+  c.initial_rate = Bandwidth::BitsPerSecond(98765);
   c.ecn = !TransportConfig().ecn;
   c.tail_protect = !TransportConfig().tail_protect;
   c.pacing_burst = Duration::Nanoseconds(1);
@@ -167,7 +170,7 @@ TEST(ProfileKeysTest, KeyValuesListEveryKeyButMtuInAFixedOrder) {
   EXPECT_THAT(
       keys, ::testing::ElementsAre(
                 "segment", "window", "recv_window", "max_inflight_messages", "flows", "cc",
-                "rate", "rate_min",
+                "rate", "rate_min", "initial_rate",
                 "cc_loss_threshold", "cc_compete", "cc_yield", "ecn", "pacing_burst", "tail_protect",
                 "reorder_packets",
                 "reorder_rtt_fraction", "initial_rtt", "min_pto", "max_pto", "ack_every",
@@ -428,6 +431,15 @@ TEST(ProfileErrorsTest, ValidationFailureNamesTheSourceAndField) {
   absl::StatusOr<TransportConfig> bounded = Parse("cc=bbr\nrate=1050mbit\nrate_min=500mbit");
   ASSERT_TRUE(bounded.ok()) << bounded.status();
   EXPECT_EQ(bounded->rate_min, Bandwidth::Mbps(500));
+  // The first round trip's rate: zero (the initial packets only) to 10 Tbit/s, and not
+  // bounded by `rate` (the cap still applies to the pacing).
+  absl::StatusOr<TransportConfig> initial = Parse("cc=bbr\nrate=50mbit\ninitial_rate=0");
+  ASSERT_TRUE(initial.ok()) << initial.status();
+  EXPECT_TRUE(initial->initial_rate.IsZero());
+  EXPECT_EQ(Parse("cc=bbr\nrate=50mbit\ninitial_rate=1gbit")->initial_rate, Bandwidth::Gbps(1));
+  c = Parse("cc=bbr\ninitial_rate=20tbit");
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr("initial_rate"));
 }
 
 TEST(ProfileErrorsTest, MtuAndSegmentTogetherAreAmbiguous) {

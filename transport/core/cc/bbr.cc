@@ -30,13 +30,19 @@ BbrController::BbrController(const TransportConfig& config, uint64_t seed, BbrPa
   // The peer acknowledges every ack_every packets (or after max_ack_delay), so delivery
   // arrives in steps; like BBR's send quanta, the window gets room for a few of them.
   ack_allowance_ = std::min<ByteCount>(2 * config.ack_every, 256) * max_datagram_;
+  // The first round trip: initial_rate's window over the assumed RTT (at least the
+  // initial packets), paced at initial_rate, or the packets over the assumed RTT at
+  // startup gain where that is faster. With rate_min, from that bandwidth (its BDP).
+  const ByteCount initial_packets = params_.model.initial_cwnd_packets * max_datagram_;
+  const ByteCount initial_rate_window =
+      static_cast<ByteCount>(config.initial_rate.bps() / 8 * initial_rtt_.seconds());
   cwnd_ = std::min<ByteCount>(
-      std::max<ByteCount>(params_.model.initial_cwnd_packets * max_datagram_,
-                          rate_min_.IsZero() ? 0 : Bdp(params_.startup.cwnd_gain)),
+      std::max<ByteCount>({initial_packets, initial_rate_window,
+                           rate_min_.IsZero() ? 0 : Bdp(params_.startup.cwnd_gain)}),
       window_limit_);
-  // Before any RTT sample: the initial window over the assumed RTT, at startup gain.
-  // With rate_min, from that bandwidth (the window above is its BDP).
-  pacing_rate_ = Bandwidth::FromBytesAndDuration(cwnd_, initial_rtt_).Scaled(pacing_gain_);
+  pacing_rate_ = std::max(
+      Bandwidth::FromBytesAndDuration(initial_packets, initial_rtt_).Scaled(pacing_gain_),
+      config.initial_rate);
   if (!rate_min_.IsZero()) UpdatePacingRate();
 }
 

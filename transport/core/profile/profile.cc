@@ -228,6 +228,11 @@ const std::vector<KeySpec>& Keys() {
                 return SetRate(k, v, &c->rate_min);
               },
               [](const TransportConfig& c) { return FormatBandwidth(c.rate_min); }},
+      KeySpec{"initial_rate",
+              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
+                return SetRate(k, v, &c->initial_rate);
+              },
+              [](const TransportConfig& c) { return FormatBandwidth(c.initial_rate); }},
       NumberKey("cc_loss_threshold", &TransportConfig::cc_loss_threshold),
       KeySpec{"cc_compete",
               [](TransportConfig* c, absl::string_view k, absl::string_view v) {

@@ -11,6 +11,7 @@
 //   cc                               fixed | bbr
 //   rate                             rate           10gbit, 800mbit (0: no cap, bbr only)
 //   rate_min                         rate           bbr's least bandwidth (0: none)
+//   initial_rate                     rate           bbr's first round trip (0: 10 packets)
 //   ecn, cc_compete, cc_yield, tail_protect
 //                                    bools          true/false, on/off, yes/no, 1/0
 //   pacing_burst, initial_rtt, min_pto, max_pto, max_ack_delay, fec_flush,
