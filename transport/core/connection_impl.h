@@ -298,6 +298,29 @@ class ConnectionImpl {
   // Tail protection runs when enabled and FEC is not protecting (parity covers tails).
   bool TailProtectionOn() const { return cfg_.tail_protect && !fec_tx_.active(); }
 
+  // What one PollTransmit datagram carries (PlanTransmit decides it).
+  struct TransmitPlan {
+    bool probe = false;        // a timeout probe is due
+    bool small_probe = false;  // the probe is a small one (a PING padded to kBaseDatagram)
+    ByteCount search = 0;      // a path MTU search probe of this size (0: none)
+    bool send_data = false;    // data: new, retransmitted, or a tail-protection copy
+    bool send_repair = false;  // an FEC repair shard
+    uint64_t copy_start = 0;   // the tail-protection copy (copy_units 0: none)
+    uint64_t copy_units = 0;
+    bool credit_due = false;   // a flow-control credit update is due
+    // The size the datagram is padded to (0: not padded).
+    ByteCount padded_to() const { return small_probe ? PathMtu::kBaseDatagram : search; }
+  };
+  // The send path's steps (connection_send.cc). PlanTransmit returns false when nothing
+  // is to be sent now; it also books the flow-control and app-limited state and flushes an
+  // idle FEC group. WriteTransmitFrames returns whether the packet is ack-eliciting.
+  bool PlanTransmit(Time now, size_t cap, TransmitPlan* plan);
+  bool WriteTransmitFrames(Time now, PacketNumber pn, const TransmitPlan& plan,
+                           wire::PacketWriter* w, SentPacket* rec);
+  void RecordSentPacket(Time now, PacketNumber pn, const TransmitPlan& plan,
+                        const SentPacket& rec, size_t n, bool ack_eliciting);
+  void FillTransmitInfo(const wire::PacketWriter& w, TransmitInfo* info) const;
+
   size_t BuildClose(Time now, uint8_t* buf, TransmitInfo* info) {
     wire::PacketWriter w(buf, max_datagram_ + seal_extra_, integrity_);
     wire::PacketHeader h;

@@ -1,5 +1,7 @@
 // ConnectionImpl's send path: PollTransmit builds at most one datagram per call (the
-// order of preference is in connection.cc's header).
+// order of preference is in connection.cc's header). It runs in three steps: PlanTransmit
+// decides what the datagram carries, WriteTransmitFrames writes it, RecordSentPacket
+// books it (sent packets, flight, pacing, congestion control, statistics).
 
 #include <algorithm>
 
@@ -16,6 +18,38 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
   if (state_ == State::kClosing) return BuildClose(now, buf, info);
   if (now >= last_eliciting_sent_ + cfg_.keepalive) ping_pending_ = true;
 
+  TransmitPlan plan;
+  if (!PlanTransmit(now, cap, &plan)) return 0;
+
+  const ByteCount padded_to = plan.padded_to();
+  wire::PacketWriter w(buf, (padded_to > 0 ? padded_to : max_datagram_) + seal_extra_, integrity_);
+  w.set_elide_payload(cfg_.elide_payload);
+  // One pass over the payload: checksummed while copied in Finish, or encrypted into
+  // place by the caller's sealer.
+  w.set_defer_payload(integrity_ == wire::Integrity::kCrc32c ||
+                      (info != nullptr && info->fills_payload));
+  const PacketNumber pn = sent_.next_packet_number();
+  wire::PacketHeader h;
+  h.connection_id = ids_.peer;
+  h.packet_number = pn;
+  h.flow = static_cast<uint16_t>(next_flow_);
+  w.WriteHeader(h);
+
+  SentPacket rec;
+  const bool ack_eliciting = WriteTransmitFrames(now, pn, plan, &w, &rec);
+  if (w.size() == wire::kHeaderSize) return 0;  // nothing fitted (cannot happen)
+
+  const size_t len = w.Finish();
+  // What the packet counts as everywhere (in flight, pacing, congestion control): its
+  // length plus the payload it stands for when elided.
+  const size_t n = len + w.elided();
+  RecordSentPacket(now, pn, plan, rec, n, ack_eliciting);
+  if (info != nullptr) FillTransmitInfo(w, info);
+  if (++next_flow_ >= cfg_.flows) next_flow_ = 0;
+  return len;
+}
+
+bool ConnectionImpl::PlanTransmit(Time now, size_t cap, TransmitPlan* plan) {
   const bool probe = loss_.probes_pending() > 0;
   // The second probe of a timeout is small once large packets may be vanishing.
   const bool small_probe = probe && loss_.probes_pending() == 1 && pmtu_.WantSmallProbe();
@@ -56,70 +90,64 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
   }
   const bool credit_due = recv_.CreditUpdateDue() && acks_.has_packets();
   const bool ack_due = (acks_.AckDue(now) || credit_due) && acks_.has_packets();
-  if (!send_data && !send_repair && !ack_due && !ping_pending_ && !small_probe && search == 0) {
-    return 0;
-  }
+  plan->probe = probe;
+  plan->small_probe = small_probe;
+  plan->search = search;
+  plan->send_data = send_data;
+  plan->send_repair = send_repair;
+  plan->copy_start = copy_start;
+  plan->copy_units = copy_units;
+  plan->credit_due = credit_due;
+  return send_data || send_repair || ack_due || ping_pending_ || small_probe || search != 0;
+}
 
-  const ByteCount padded_to = small_probe ? PathMtu::kBaseDatagram : search;
-  wire::PacketWriter w(buf, (padded_to > 0 ? padded_to : max_datagram_) + seal_extra_, integrity_);
-  w.set_elide_payload(cfg_.elide_payload);
-  // One pass over the payload: checksummed while copied in Finish, or encrypted into
-  // place by the caller's sealer.
-  w.set_defer_payload(integrity_ == wire::Integrity::kCrc32c ||
-                      (info != nullptr && info->fills_payload));
-  const PacketNumber pn = sent_.next_packet_number();
-  wire::PacketHeader h;
-  h.connection_id = ids_.peer;
-  h.packet_number = pn;
-  h.flow = static_cast<uint16_t>(next_flow_);
-  w.WriteHeader(h);
-
-  SentPacket rec;
+bool ConnectionImpl::WriteTransmitFrames(Time now, PacketNumber pn, const TransmitPlan& plan,
+                                         wire::PacketWriter* w, SentPacket* rec) {
   bool ack_eliciting = false;
-  if (send_repair) {
+  if (plan.send_repair) {
     // The repair shard first (it is sized to fill a packet); an ACK only if room remains.
-    ack_eliciting = fec_tx_.WriteRepair(&w);
+    ack_eliciting = fec_tx_.WriteRepair(w);
     CHECK(ack_eliciting) << "FEC repair frame does not fit an empty packet";
-    rec.fec_repair = true;
+    rec->fec_repair = true;
   }
-  if ((acks_.ack_pending() || credit_due) && acks_.has_packets()) WriteAck(now, &w);
+  if ((acks_.ack_pending() || plan.credit_due) && acks_.has_packets()) WriteAck(now, w);
 
-  if (send_data) {
-    if (copy_units > 0) {
-      ack_eliciting = WriteDataCopy(send_, copy_start, copy_units, &w, &rec);
+  if (plan.send_data) {
+    if (plan.copy_units > 0) {
+      ack_eliciting = WriteDataCopy(send_, plan.copy_start, plan.copy_units, w, rec);
       if (ack_eliciting) ++stats_.data_packets_sent;
-      rec.tail_copied = true;  // a copy is not copied again
+      rec->tail_copied = true;  // a copy is not copied again
       ++stats_.tail_protect_packets;
     } else {
       const DataLimits limits{segment_, max_datagram_, peer_max_stream_,
                               cfg_.max_inflight_messages};
-      ack_eliciting = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, &w, &rec);
-      if (ack_eliciting) CountDataPacket(rec);
+      ack_eliciting = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, w, rec);
+      if (ack_eliciting) CountDataPacket(*rec);
     }
-    if (probe) {
+    if (plan.probe) {
       loss_.OnProbeSent();
       silence_mark_ = now;
     }
   }
-  if (!ack_eliciting && (ping_pending_ || probe || padded_to > 0)) {
-    if (w.WritePing()) ack_eliciting = true;
+  const ByteCount padded_to = plan.padded_to();
+  if (!ack_eliciting && (ping_pending_ || plan.probe || padded_to > 0)) {
+    if (w->WritePing()) ack_eliciting = true;
   }
   if (padded_to > 0) {
     // A PING padded to the size under test (a path MTU probe or a small timeout probe).
-    w.WritePadding(w.remaining());
-    rec.mtu_probe = search > 0;
-    if (small_probe) {
+    w->WritePadding(w->remaining());
+    rec->mtu_probe = plan.search > 0;
+    if (plan.small_probe) {
       loss_.OnProbeSent();
       silence_mark_ = now;
     }
   }
   if (ack_eliciting) ping_pending_ = false;
-  if (w.size() == wire::kHeaderSize) return 0;  // nothing fitted (cannot happen)
+  return ack_eliciting;
+}
 
-  const size_t len = w.Finish();
-  // What the packet counts as everywhere (in flight, pacing, congestion control): its
-  // length plus the payload it stands for when elided.
-  const size_t n = len + w.elided();
+void ConnectionImpl::RecordSentPacket(Time now, PacketNumber pn, const TransmitPlan& plan,
+                                      const SentPacket& rec, size_t n, bool ack_eliciting) {
   SentPacket& p = sent_.Add();
   p = rec;
   p.sent_time = now;
@@ -132,21 +160,21 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
     rate_.OnPacketSent(now, bytes_in_flight_, &p);
     // Probes ignore pacing and the window (timeouts) or test a size (path MTU): what
     // their ACKs deliver says nothing about the bottleneck's rate.
-    if (probe || p.mtu_probe) p.is_app_limited = true;
+    if (plan.probe || p.mtu_probe) p.is_app_limited = true;
     bytes_in_flight_ += n;
     last_eliciting_sent_ = now;
     cc_->OnPacketSent(now, n, bytes_in_flight_, p.is_app_limited);
-    if (p.stream_units > 0 || probe || p.fec_repair || p.mtu_probe) {
+    if (p.stream_units > 0 || plan.probe || p.fec_repair || p.mtu_probe) {
       pacer_.OnPacketSent(now, n, cc_->PacingRate());
     }
     if (p.mtu_probe) pmtu_.OnProbeSent(now, pn, n);
-    if (probe) pmtu_.OnTimeoutProbeSent(pn, n);
+    if (plan.probe) pmtu_.OnTimeoutProbeSent(pn, n);
     if (p.fec_repair) {
       ++stats_.fec_repair_packets_sent;
       stats_.fec_overhead_bytes += n;
     }
     // A new original or repair data packet is the newest tail-protection candidate.
-    if (p.stream_units > 0 && copy_units == 0 && TailProtectionOn()) {
+    if (p.stream_units > 0 && plan.copy_units == 0 && TailProtectionOn()) {
       tail_.OnDataPacketSent(now, pn, rtt_.srtt(), &sent_);
     }
   } else {
@@ -155,16 +183,15 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
   }
   ++stats_.packets_sent;
   stats_.bytes_sent += n;
-  if (info != nullptr) {
-    info->flow = static_cast<uint16_t>(next_flow_);
-    info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
-    info->elided_bytes = static_cast<uint32_t>(w.elided());
-    const std::span<const wire::DeferredPayload> d = w.deferred();
-    info->deferred_count = static_cast<uint32_t>(d.size());
-    std::copy(d.begin(), d.end(), info->deferred.begin());
-  }
-  if (++next_flow_ >= cfg_.flows) next_flow_ = 0;
-  return len;
+}
+
+void ConnectionImpl::FillTransmitInfo(const wire::PacketWriter& w, TransmitInfo* info) const {
+  info->flow = static_cast<uint16_t>(next_flow_);
+  info->ecn = cfg_.ecn ? Ecn::kEct0 : Ecn::kNotEct;
+  info->elided_bytes = static_cast<uint32_t>(w.elided());
+  const std::span<const wire::DeferredPayload> d = w.deferred();
+  info->deferred_count = static_cast<uint32_t>(d.size());
+  std::copy(d.begin(), d.end(), info->deferred.begin());
 }
 
 }  // namespace longhaul
