@@ -23,8 +23,6 @@
 #include "tools/bridge/bridge_frames.h"
 #include "transport/base/rng.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-
 namespace longhaul::bridge {
 namespace {
 
@@ -34,11 +32,6 @@ using Bytes = std::vector<uint8_t>;
 fs::path CorpusDir() { return fs::path(LONGHAUL_BRIDGE_CORPUS_DIR); }
 
 Bytes ToBytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
-
-Bytes ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // The seeds, by file name: one frame of each type as the bridge writes it (*.bin) and
 // forwards files (*.fwd).
@@ -87,31 +80,15 @@ std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
 }
 
 // Runs the target on an exactly sized heap copy, as libFuzzer does.
-void RunOne(const Bytes& input) {
-  Bytes copy(input);
-  copy.shrink_to_fit();
-  LLVMFuzzerTestOneInput(copy.data(), copy.size());
-}
+using ::longhaul::fuzz::RunOne;
 
 TEST(BridgeFrameFuzzReplayTest, MaybeWriteCorpus) {
-  const char* dir = std::getenv("LONGHAUL_WRITE_BRIDGE_CORPUS");
-  if (dir == nullptr) GTEST_SKIP() << "set LONGHAUL_WRITE_BRIDGE_CORPUS=<dir> to regenerate";
-  fs::create_directories(dir);
-  for (const auto& [name, bytes] : Seeds()) {
-    std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(out.good()) << name;
-  }
+  ::longhaul::fuzz::MaybeWriteCorpus("LONGHAUL_WRITE_BRIDGE_CORPUS", Seeds());
 }
 
 // The committed corpus is what the encoder writes today.
 TEST(BridgeFrameFuzzReplayTest, CommittedCorpusMatchesTheEncoder) {
-  for (const auto& [name, bytes] : Seeds()) {
-    const fs::path p = CorpusDir() / name;
-    ASSERT_TRUE(fs::exists(p)) << p << " is missing; regenerate the corpus";
-    EXPECT_EQ(ReadFile(p), bytes) << name << " differs from what the encoder produces";
-  }
+  ::longhaul::fuzz::ExpectCorpusHoldsSeeds(CorpusDir().string(), Seeds());
 }
 
 TEST(BridgeFrameFuzzReplayTest, SeedsAreValid) {
@@ -143,14 +120,10 @@ void Mutate(Rng& rng, Bytes& d) {
   static constexpr char kSyntax[] = {' ', '\t', '\n', '\r', '#', ':', '[', ']', '0', '9', 'a', '.'};
   switch (rng.UniformInt(9)) {
     case 0:  // flip a bit
-      if (!d.empty()) d[rng.UniformInt(d.size())] ^= static_cast<uint8_t>(1u << rng.UniformInt(8));
+      ::longhaul::fuzz::FlipBit(rng, d);
       break;
     case 1:  // set a byte, often to an interesting value
-      if (!d.empty()) {
-        d[rng.UniformInt(d.size())] = rng.Bernoulli(0.5)
-                                          ? kInteresting[rng.UniformInt(sizeof(kInteresting))]
-                                          : static_cast<uint8_t>(rng.Next());
-      }
+      ::longhaul::fuzz::SetByte(rng, d, kInteresting, sizeof(kInteresting), 0.5);
       break;
     case 2:  // insert random bytes or forwards syntax
       if (d.size() < 4000) {
@@ -166,22 +139,13 @@ void Mutate(Rng& rng, Bytes& d) {
       }
       break;
     case 3:  // erase a run
-      if (!d.empty()) {
-        const size_t at = rng.UniformInt(d.size());
-        const size_t n = std::min<size_t>(1 + rng.UniformInt(16), d.size() - at);
-        d.erase(d.begin() + at, d.begin() + at + n);
-      }
+      ::longhaul::fuzz::EraseRun(rng, d);
       break;
     case 4:  // truncate
-      d.resize(rng.UniformInt(d.size() + 1));
+      ::longhaul::fuzz::Truncate(rng, d);
       break;
     case 5:  // duplicate a chunk (longer bodies, repeated lines)
-      if (!d.empty() && d.size() < 4000) {
-        const size_t at = rng.UniformInt(d.size());
-        const size_t n = std::min<size_t>(1 + rng.UniformInt(512), d.size() - at);
-        Bytes chunk(d.begin() + at, d.begin() + at + n);
-        d.insert(d.begin() + rng.UniformInt(d.size() + 1), chunk.begin(), chunk.end());
-      }
+      ::longhaul::fuzz::DuplicateChunk(rng, d, 512, 4000);
       break;
     case 6:  // a header field: stream (offset 1) or value (offset 9), big-endian
       if (d.size() >= kFrameHeaderSize) {
@@ -205,24 +169,18 @@ void Mutate(Rng& rng, Bytes& d) {
 TEST(BridgeFrameFuzzReplayTest, BoundedRandomMutations) {
   const std::vector<Bytes> corpus = LoadCorpus();
   ASSERT_FALSE(corpus.empty());
-  Rng rng(0xB41D6E);
   constexpr int kIterations = 30000;
   int frames = 0, forwards = 0;
-  for (int i = 0; i < kIterations; ++i) {
-    Bytes d = corpus[rng.UniformInt(corpus.size())];
-    const int edits = 1 + static_cast<int>(rng.UniformInt(6));
-    for (int e = 0; e < edits; ++e) Mutate(rng, d);
-    RunOne(d);
+  ::longhaul::fuzz::RunMutationsWith(corpus, 0xB41D6E, kIterations, Mutate, [&](const Bytes& d) {
     frames += DecodeFrame(d).ok();
     forwards +=
         ParseForwards(absl::string_view(reinterpret_cast<const char*>(d.data()), d.size()), "m")
             .ok();
-  }
-  // The mutations keep reaching the accepting paths, not only the first refusal.
-  std::printf("mutated inputs: %d frames decoded, %d forwards files parsed of %d\n", frames,
-              forwards, kIterations);
-  EXPECT_GT(frames, kIterations / 10);
-  EXPECT_GT(forwards, kIterations / 100);
+    return false;
+  });
+  ::longhaul::fuzz::ExpectReached(kIterations,
+                                  {{"frames decoded", frames, kIterations / 10},
+                                   {"forwards files parsed", forwards, kIterations / 100}});
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// Helpers shared by the fuzz bodies (profile_fuzz, link_spec_fuzz,
-// nccl_frames_fuzz, key_files_fuzz): an invariant check that aborts (so
-// libFuzzer and the replay tests both report it as a crash, with the failed
-// condition on stderr), and a text view of the input. Header-only; the bodies
+// Helpers shared by the fuzz bodies (wire_fuzz, handshake_fuzz, bridge_frame_fuzz,
+// profile_fuzz, link_spec_fuzz, nccl_frames_fuzz, key_files_fuzz): an invariant
+// check that aborts (so libFuzzer and the replay tests both report it as a crash,
+// with the failed condition on stderr), and a text view of the input. Header-only; the bodies
 // build both into libFuzzer binaries (clang) and into ordinary gtest replay
 // tests (any compiler).
 #pragma once

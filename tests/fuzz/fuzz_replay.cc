@@ -2,9 +2,14 @@
 #include "tests/fuzz/fuzz_replay.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 
 namespace longhaul::fuzz {
 
@@ -78,26 +83,13 @@ void Mutate(Rng &rng, const std::vector<std::string> &dictionary,
   constexpr size_t kMaxSize = 8192;
   switch (rng.UniformInt(8)) {
   case 0: // flip a bit
-    if (!d.empty())
-      d[rng.UniformInt(d.size())] ^=
-          static_cast<uint8_t>(1u << rng.UniformInt(8));
+    FlipBit(rng, d);
     break;
   case 1: // set a byte, often to an interesting one
-    if (!d.empty()) {
-      d[rng.UniformInt(d.size())] =
-          rng.Bernoulli(0.6)
-              ? kInteresting[rng.UniformInt(sizeof(kInteresting))]
-              : static_cast<uint8_t>(rng.Next());
-    }
+    SetByte(rng, d, kInteresting, sizeof(kInteresting), 0.6);
     break;
   case 2: // insert random bytes
-    if (d.size() < kMaxSize) {
-      const size_t at = rng.UniformInt(d.size() + 1);
-      Bytes ins(1 + rng.UniformInt(8));
-      for (uint8_t &b : ins)
-        b = static_cast<uint8_t>(rng.Next());
-      d.insert(d.begin() + static_cast<long>(at), ins.begin(), ins.end());
-    }
+    InsertRandom(rng, d, kMaxSize);
     break;
   case 3: // insert or overwrite with a dictionary token
     if (!dictionary.empty() && d.size() < kMaxSize) {
@@ -111,25 +103,13 @@ void Mutate(Rng &rng, const std::vector<std::string> &dictionary,
     }
     break;
   case 4: // erase a run
-    if (!d.empty()) {
-      const size_t at = rng.UniformInt(d.size());
-      const size_t n = std::min<size_t>(1 + rng.UniformInt(16), d.size() - at);
-      d.erase(d.begin() + static_cast<long>(at),
-              d.begin() + static_cast<long>(at + n));
-    }
+    EraseRun(rng, d);
     break;
   case 5: // truncate
-    d.resize(rng.UniformInt(d.size() + 1));
+    Truncate(rng, d);
     break;
   case 6: // duplicate a chunk
-    if (!d.empty() && d.size() < kMaxSize) {
-      const size_t at = rng.UniformInt(d.size());
-      const size_t n = std::min<size_t>(1 + rng.UniformInt(256), d.size() - at);
-      const Bytes chunk(d.begin() + static_cast<long>(at),
-                        d.begin() + static_cast<long>(at + n));
-      d.insert(d.begin() + static_cast<long>(rng.UniformInt(d.size() + 1)),
-               chunk.begin(), chunk.end());
-    }
+    DuplicateChunk(rng, d, 256, kMaxSize);
     break;
   default: // splice: a prefix of this one and a suffix of another
     if (!other.empty()) {
@@ -141,6 +121,32 @@ void Mutate(Rng &rng, const std::vector<std::string> &dictionary,
         d.resize(kMaxSize);
     }
     break;
+  }
+}
+
+void MaybeWriteCorpus(const char *env_var,
+                      const std::map<std::string, Bytes> &seeds) {
+  const char *dir = std::getenv(env_var);
+  if (dir == nullptr) {
+    GTEST_SKIP() << "set " << env_var << "=<dir> to regenerate the corpus there";
+  }
+  ASSERT_TRUE(WriteCorpus(dir, seeds)) << dir;
+}
+
+void ExpectCorpusHoldsSeeds(const std::string &dir,
+                            const std::map<std::string, Bytes> &seeds) {
+  EXPECT_THAT(CorpusSeedMismatches(dir, seeds), ::testing::IsEmpty())
+      << "regenerate the corpus " << dir << " (the MaybeWriteCorpus test)";
+}
+
+void ExpectReached(int iterations, const std::vector<Reached> &paths) {
+  std::string line = "mutated inputs:";
+  for (size_t i = 0; i < paths.size(); ++i) {
+    line += (i == 0 ? " " : ", ") + std::to_string(paths[i].count) + " " + paths[i].what;
+  }
+  std::printf("%s of %d\n", line.c_str(), iterations);
+  for (const Reached &p : paths) {
+    EXPECT_GT(p.count, p.more_than) << p.what << " of " << iterations;
   }
 }
 

@@ -15,18 +15,11 @@
 #include <memory>
 #include <vector>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "transport/base/rng.h"
 #include "transport/crypto/noise.h"
 #include "transport/endpoint/endpoint.h"
 #include "transport/endpoint/handshake.h"
-
-#define FUZZ_CHECK(cond)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                               \
-    }                                                                             \
-  } while (0)
 
 namespace longhaul::endpoint {
 namespace {
@@ -40,12 +33,12 @@ const crypto::KeyPair& Pair(uint8_t v) {
       crypto::Key32 k;
       k.fill(i);
       absl::StatusOr<crypto::KeyPair> kp = crypto::KeyPairFromPrivate(k);
-      FUZZ_CHECK(kp.ok());
+      LH_FUZZ_CHECK(kp.ok());
       (*p)[i] = *kp;
     }
     return p;
   }();
-  FUZZ_CHECK(v >= 1 && v < pairs->size());
+  LH_FUZZ_CHECK(v >= 1 && v < pairs->size());
   return (*pairs)[v];
 }
 
@@ -54,10 +47,10 @@ void CheckBody(std::span<const uint8_t> d) {
   if (!m.ok()) return;
   if (m->version != kProtocolVersion) return;  // only the prefix was read
   absl::StatusOr<std::vector<uint8_t>> again = EncodeHandshakeBody(*m);
-  FUZZ_CHECK(again.ok());
+  LH_FUZZ_CHECK(again.ok());
   absl::StatusOr<HandshakeMessage> m2 = DecodeHandshakeBody(*again);
-  FUZZ_CHECK(m2.ok());
-  FUZZ_CHECK(*m2 == *m);
+  LH_FUZZ_CHECK(m2.ok());
+  LH_FUZZ_CHECK(*m2 == *m);
 }
 
 // The two prepared states of a pattern: a responder waiting for message 1 and an initiator
@@ -86,11 +79,11 @@ const NoiseStates& States(crypto::NoisePattern p) {
       e.fill(3);
       absl::StatusOr<crypto::NoiseHandshake> r =
           crypto::NoiseHandshake::Responder(p, server, {}, e);
-      FUZZ_CHECK(r.ok());
+      LH_FUZZ_CHECK(r.ok());
       absl::StatusOr<crypto::NoiseHandshake> i =
           crypto::NoiseHandshake::Initiator(p, client, {}, e);
-      FUZZ_CHECK(i.ok());
-      FUZZ_CHECK(i->WriteMessage1({}).ok());
+      LH_FUZZ_CHECK(i.ok());
+      LH_FUZZ_CHECK(i->WriteMessage1({}).ok());
       v->push_back(NoiseStates{std::move(*r), std::move(*i)});
     }
     return v;
@@ -111,9 +104,9 @@ void CheckNoise(std::span<const uint8_t> d) {
   const crypto::NoisePattern p = kPatterns[d.empty() ? 0 : (d[0] / 2) % 3];
   crypto::NoiseHandshake r = States(p).responder;
   // Random bytes authenticate only by a 2^-128 chance: a success here is a bug.
-  FUZZ_CHECK(!r.ReadMessage1(d).ok());
+  LH_FUZZ_CHECK(!r.ReadMessage1(d).ok());
   crypto::NoiseHandshake i = States(p).initiator;
-  FUZZ_CHECK(!i.ReadMessage2(d).ok());
+  LH_FUZZ_CHECK(!i.ReadMessage2(d).ok());
 }
 
 Endpoint& Server() {
@@ -129,7 +122,7 @@ Endpoint& Server() {
     };
     auto* e = new Endpoint(c);
     TransportConfig t;
-    FUZZ_CHECK(e->Listen(1, ListenConfig{t}).ok());
+    LH_FUZZ_CHECK(e->Listen(1, ListenConfig{t}).ok());
     return e;
   }();
   return *ep;
@@ -148,8 +141,8 @@ void CheckEndpoint(std::span<const uint8_t> d) {
   while (s.PollEvent(&e)) {
   }
   // No cookie we minted can appear in fuzz input, so no connection can be created.
-  FUZZ_CHECK(s.connection_count() == 0);
-  FUZZ_CHECK(s.pending_count() == 0);
+  LH_FUZZ_CHECK(s.connection_count() == 0);
+  LH_FUZZ_CHECK(s.pending_count() == 0);
 }
 
 }  // namespace

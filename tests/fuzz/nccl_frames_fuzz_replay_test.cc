@@ -83,18 +83,13 @@ std::map<std::string, Bytes> Seeds() {
 }
 
 TEST(NcclFramesFuzzReplayTest, MaybeWriteCorpus) {
-  const char *dir = std::getenv("LONGHAUL_WRITE_NCCL_FRAMES_CORPUS");
-  if (dir == nullptr)
-    GTEST_SKIP() << "set LONGHAUL_WRITE_NCCL_FRAMES_CORPUS=<dir> to regenerate";
-  ASSERT_TRUE(fuzz::WriteCorpus(dir, Seeds()));
+  fuzz::MaybeWriteCorpus("LONGHAUL_WRITE_NCCL_FRAMES_CORPUS", Seeds());
 }
 
 // The committed seeds are what the encoders write today, and they decode.
 TEST(NcclFramesFuzzReplayTest, CorpusHoldsEverySeedAndSeedsDecode) {
   const std::map<std::string, Bytes> seeds = Seeds();
-  EXPECT_THAT(fuzz::CorpusSeedMismatches(LONGHAUL_FUZZ_CORPUS_DIR, seeds),
-              ::testing::IsEmpty())
-      << "regenerate the corpus (MaybeWriteCorpus)";
+  fuzz::ExpectCorpusHoldsSeeds(LONGHAUL_FUZZ_CORPUS_DIR, seeds);
   for (const char *f : {"open.bin", "open_no_comm_id.bin", "data.bin", "data_head.bin",
                         "credit.bin", "close.bin", "reject.bin", "reject_credit.bin"}) {
     const Bytes &b = seeds.at(f);
@@ -166,10 +161,8 @@ TEST(NcclFramesFuzzReplayTest, BoundedRandomMutations) {
         handles += DecodeHandle(h.data()).ok() ? 1 : 0;
         return DecodeFrameHeader(b.data(), b.size()).ok();
       });
-  std::printf("mutated inputs: %d frames, %d handles decoded of %d\n", frames,
-              handles, kIterations);
-  EXPECT_GT(frames, kIterations / 20);
-  EXPECT_GT(handles, kIterations / 100);
+  fuzz::ExpectReached(kIterations, {{"frames decoded", frames, kIterations / 20},
+                                    {"handles decoded", handles, kIterations / 100}});
 }
 
 } // namespace

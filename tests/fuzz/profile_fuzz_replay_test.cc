@@ -54,18 +54,13 @@ bool Loads(const Bytes &b) {
 }
 
 TEST(ProfileFuzzReplayTest, MaybeWriteCorpus) {
-  const char *dir = std::getenv("LONGHAUL_WRITE_PROFILE_CORPUS");
-  if (dir == nullptr)
-    GTEST_SKIP() << "set LONGHAUL_WRITE_PROFILE_CORPUS=<dir> to refresh";
-  ASSERT_TRUE(fuzz::WriteCorpus(dir, Seeds()));
+  fuzz::MaybeWriteCorpus("LONGHAUL_WRITE_PROFILE_CORPUS", Seeds());
 }
 
 TEST(ProfileFuzzReplayTest, CorpusHoldsEverySeedAndSeedsLoad) {
   const std::map<std::string, Bytes> seeds = Seeds();
   ASSERT_GE(seeds.size(), 2u);
-  EXPECT_THAT(fuzz::CorpusSeedMismatches(LONGHAUL_FUZZ_CORPUS_DIR, seeds),
-              ::testing::IsEmpty())
-      << "refresh the corpus (MaybeWriteCorpus)";
+  fuzz::ExpectCorpusHoldsSeeds(LONGHAUL_FUZZ_CORPUS_DIR, seeds);
   for (const auto &[name, bytes] : seeds) {
     EXPECT_TRUE(Loads(bytes)) << name;
   }

@@ -19,21 +19,13 @@
 #include <cstring>
 #include <vector>
 
+#include "tests/fuzz/fuzz_check.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/packet.h"
 #include "transport/wire/varint.h"
 
 namespace longhaul::wire {
 namespace {
-
-// Not glog: the fuzzer should not depend on logging initialisation.
-#define FUZZ_CHECK(cond)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (0)
 
 // The writer's documented limits, which a decoded frame may exceed.
 constexpr size_t kMaxCloseReason = 1024;
@@ -50,7 +42,7 @@ std::vector<AckRange> AllRanges(const AckFrame& ack) {
   AckRange r;
   // At most range_count + 1 ranges; the bound keeps the loop finite whatever happens.
   for (uint64_t i = 0; i <= ack.range_count && it.Next(&r); ++i) out.push_back(r);
-  FUZZ_CHECK(!it.Next(&r));
+  LH_FUZZ_CHECK(!it.Next(&r));
   return out;
 }
 
@@ -63,56 +55,56 @@ void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* e
   switch (f.type) {
     case FrameType::kData: {
       const DataFrame& d = f.data;
-      FUZZ_CHECK((d.flags & ~kDataFlagsKnown) == 0);
-      FUZZ_CHECK(d.offset <= d.message_length);
-      FUZZ_CHECK(d.length <= d.message_length - d.offset);
-      FUZZ_CHECK(!d.last() || d.offset + d.length == d.message_length);
-      FUZZ_CHECK(d.stream_base <= kMaxVarint - d.message_length);
-      FUZZ_CHECK(d.payload >= begin && d.payload <= end);
-      FUZZ_CHECK(!d.elided() || d.length > 0);
-      FUZZ_CHECK(CarriedBytes(d) <= static_cast<uint64_t>(end - d.payload));
+      LH_FUZZ_CHECK((d.flags & ~kDataFlagsKnown) == 0);
+      LH_FUZZ_CHECK(d.offset <= d.message_length);
+      LH_FUZZ_CHECK(d.length <= d.message_length - d.offset);
+      LH_FUZZ_CHECK(!d.last() || d.offset + d.length == d.message_length);
+      LH_FUZZ_CHECK(d.stream_base <= kMaxVarint - d.message_length);
+      LH_FUZZ_CHECK(d.payload >= begin && d.payload <= end);
+      LH_FUZZ_CHECK(!d.elided() || d.length > 0);
+      LH_FUZZ_CHECK(CarriedBytes(d) <= static_cast<uint64_t>(end - d.payload));
       break;
     }
     case FrameType::kAck: {
       const AckFrame& a = f.ack;
-      FUZZ_CHECK(a.first_range <= a.largest);
-      FUZZ_CHECK(a.ranges >= begin && a.ranges <= a.ranges_end && a.ranges_end <= end);
+      LH_FUZZ_CHECK(a.first_range <= a.largest);
+      LH_FUZZ_CHECK(a.ranges >= begin && a.ranges <= a.ranges_end && a.ranges_end <= end);
       std::vector<AckRange> ranges = AllRanges(a);
-      FUZZ_CHECK(ranges.size() == a.range_count + 1);
-      FUZZ_CHECK(ranges[0].high == a.largest);
+      LH_FUZZ_CHECK(ranges.size() == a.range_count + 1);
+      LH_FUZZ_CHECK(ranges[0].high == a.largest);
       for (size_t i = 0; i < ranges.size(); ++i) {
-        FUZZ_CHECK(ranges[i].low <= ranges[i].high);
-        if (i > 0) FUZZ_CHECK(ranges[i].high + 1 < ranges[i - 1].low);  // a gap between
+        LH_FUZZ_CHECK(ranges[i].low <= ranges[i].high);
+        if (i > 0) LH_FUZZ_CHECK(ranges[i].high + 1 < ranges[i - 1].low);  // a gap between
       }
       break;
     }
     case FrameType::kClose: {
       const uint8_t* r = reinterpret_cast<const uint8_t*>(f.close.reason.data());
-      FUZZ_CHECK(f.close.reason.empty() || (r >= begin && r + f.close.reason.size() <= end));
+      LH_FUZZ_CHECK(f.close.reason.empty() || (r >= begin && r + f.close.reason.size() <= end));
       break;
     }
     case FrameType::kFecRepair: {
       const FecRepairFrame& r = f.fec_repair;
-      FUZZ_CHECK(r.k >= 1 && r.m >= 1 && r.index < r.m && r.k + r.m <= 255);
-      FUZZ_CHECK(r.payload >= begin && r.payload <= end);
-      FUZZ_CHECK(r.length <= static_cast<uint64_t>(end - r.payload));
+      LH_FUZZ_CHECK(r.k >= 1 && r.m >= 1 && r.index < r.m && r.k + r.m <= 255);
+      LH_FUZZ_CHECK(r.payload >= begin && r.payload <= end);
+      LH_FUZZ_CHECK(r.length <= static_cast<uint64_t>(end - r.payload));
       break;
     }
     case FrameType::kFecSource: {
       const FecSourceFrame& s = f.fec_source;
-      FUZZ_CHECK(s.k >= 1 && s.index < s.k && s.k + s.m <= 255);
+      LH_FUZZ_CHECK(s.k >= 1 && s.index < s.k && s.k + s.m <= 255);
       break;
     }
     case FrameType::kHandshake:
-      FUZZ_CHECK(f.handshake.body.empty() ||
-                 (f.handshake.body.data() >= begin &&
-                  f.handshake.body.data() + f.handshake.body.size() <= end));
+      LH_FUZZ_CHECK(f.handshake.body.empty() ||
+                    (f.handshake.body.data() >= begin &&
+                     f.handshake.body.data() + f.handshake.body.size() <= end));
       break;
     case FrameType::kPing:
     case FrameType::kLossReport:
       break;
     case FrameType::kPadding:
-      FUZZ_CHECK(false && "padding is skipped, never returned");
+      LH_FUZZ_CHECK(false && "padding is skipped, never returned");
   }
 }
 
@@ -125,19 +117,19 @@ Decoded DecodeFrames(const uint8_t* begin, const uint8_t* end) {
     Frame f;
     absl::StatusOr<bool> more = reader.Next(&f);
     if (!more.ok()) {
-      FUZZ_CHECK(more.status().code() == absl::StatusCode::kInvalidArgument);
+      LH_FUZZ_CHECK(more.status().code() == absl::StatusCode::kInvalidArgument);
       out.error = true;
       return out;
     }
     if (!*more) {
-      FUZZ_CHECK(reader.position() == end);
+      LH_FUZZ_CHECK(reader.position() == end);
       return out;
     }
-    FUZZ_CHECK(reader.position() > before && reader.position() <= end);
+    LH_FUZZ_CHECK(reader.position() > before && reader.position() <= end);
     CheckFrameInvariants(f, begin, end);
     out.frames.push_back(f);
   }
-  FUZZ_CHECK(false && "FrameReader did not terminate");
+  LH_FUZZ_CHECK(false && "FrameReader did not terminate");
   return out;
 }
 
@@ -148,62 +140,62 @@ bool SameBytes(const uint8_t* a, const uint8_t* b, uint64_t n) {
 // Field-by-field equality of a frame and its re-decoded copy, allowing for the writer's
 // documented limits (CLOSE reasons cut to 1024 bytes, at most 2^14 ACK ranges).
 void CheckSameFrame(const Frame& a, const Frame& b) {
-  FUZZ_CHECK(a.type == b.type);
+  LH_FUZZ_CHECK(a.type == b.type);
   switch (a.type) {
     case FrameType::kData:
-      FUZZ_CHECK(a.data.flags == b.data.flags);
-      FUZZ_CHECK(a.data.message_id == b.data.message_id);
-      FUZZ_CHECK(a.data.message_length == b.data.message_length);
-      FUZZ_CHECK(a.data.offset == b.data.offset);
-      FUZZ_CHECK(a.data.stream_base == b.data.stream_base);
-      FUZZ_CHECK(a.data.length == b.data.length);
-      FUZZ_CHECK(SameBytes(a.data.payload, b.data.payload, CarriedBytes(a.data)));
+      LH_FUZZ_CHECK(a.data.flags == b.data.flags);
+      LH_FUZZ_CHECK(a.data.message_id == b.data.message_id);
+      LH_FUZZ_CHECK(a.data.message_length == b.data.message_length);
+      LH_FUZZ_CHECK(a.data.offset == b.data.offset);
+      LH_FUZZ_CHECK(a.data.stream_base == b.data.stream_base);
+      LH_FUZZ_CHECK(a.data.length == b.data.length);
+      LH_FUZZ_CHECK(SameBytes(a.data.payload, b.data.payload, CarriedBytes(a.data)));
       break;
     case FrameType::kAck: {
-      FUZZ_CHECK(a.ack.largest == b.ack.largest);
-      FUZZ_CHECK(a.ack.ack_delay_us == b.ack.ack_delay_us);
-      FUZZ_CHECK(a.ack.max_stream == b.ack.max_stream);
-      FUZZ_CHECK(a.ack.ecn_ect0 == b.ack.ecn_ect0);
-      FUZZ_CHECK(a.ack.ecn_ce == b.ack.ecn_ce);
-      FUZZ_CHECK(a.ack.first_range == b.ack.first_range);
+      LH_FUZZ_CHECK(a.ack.largest == b.ack.largest);
+      LH_FUZZ_CHECK(a.ack.ack_delay_us == b.ack.ack_delay_us);
+      LH_FUZZ_CHECK(a.ack.max_stream == b.ack.max_stream);
+      LH_FUZZ_CHECK(a.ack.ecn_ect0 == b.ack.ecn_ect0);
+      LH_FUZZ_CHECK(a.ack.ecn_ce == b.ack.ecn_ce);
+      LH_FUZZ_CHECK(a.ack.first_range == b.ack.first_range);
       std::vector<AckRange> ra = AllRanges(a.ack), rb = AllRanges(b.ack);
       const size_t expect = ra.size() < kMaxAckRanges ? ra.size() : kMaxAckRanges;
       // The re-encoding may also have run out of room; it keeps the newest ranges.
-      FUZZ_CHECK(rb.size() >= 1 && rb.size() <= expect);
+      LH_FUZZ_CHECK(rb.size() >= 1 && rb.size() <= expect);
       for (size_t i = 0; i < rb.size(); ++i) {
-        FUZZ_CHECK(ra[i].low == rb[i].low && ra[i].high == rb[i].high);
+        LH_FUZZ_CHECK(ra[i].low == rb[i].low && ra[i].high == rb[i].high);
       }
       break;
     }
     case FrameType::kClose: {
-      FUZZ_CHECK(a.close.error_code == b.close.error_code);
+      LH_FUZZ_CHECK(a.close.error_code == b.close.error_code);
       const size_t n =
           a.close.reason.size() < kMaxCloseReason ? a.close.reason.size() : kMaxCloseReason;
-      FUZZ_CHECK(b.close.reason == a.close.reason.substr(0, n));
+      LH_FUZZ_CHECK(b.close.reason == a.close.reason.substr(0, n));
       break;
     }
     case FrameType::kFecRepair:
-      FUZZ_CHECK(a.fec_repair.block_id == b.fec_repair.block_id);
-      FUZZ_CHECK(a.fec_repair.index == b.fec_repair.index);
-      FUZZ_CHECK(a.fec_repair.k == b.fec_repair.k);
-      FUZZ_CHECK(a.fec_repair.m == b.fec_repair.m);
-      FUZZ_CHECK(a.fec_repair.length == b.fec_repair.length);
-      FUZZ_CHECK(SameBytes(a.fec_repair.payload, b.fec_repair.payload, a.fec_repair.length));
+      LH_FUZZ_CHECK(a.fec_repair.block_id == b.fec_repair.block_id);
+      LH_FUZZ_CHECK(a.fec_repair.index == b.fec_repair.index);
+      LH_FUZZ_CHECK(a.fec_repair.k == b.fec_repair.k);
+      LH_FUZZ_CHECK(a.fec_repair.m == b.fec_repair.m);
+      LH_FUZZ_CHECK(a.fec_repair.length == b.fec_repair.length);
+      LH_FUZZ_CHECK(SameBytes(a.fec_repair.payload, b.fec_repair.payload, a.fec_repair.length));
       break;
     case FrameType::kFecSource:
-      FUZZ_CHECK(a.fec_source.block_id == b.fec_source.block_id);
-      FUZZ_CHECK(a.fec_source.index == b.fec_source.index);
-      FUZZ_CHECK(a.fec_source.k == b.fec_source.k);
-      FUZZ_CHECK(a.fec_source.m == b.fec_source.m);
+      LH_FUZZ_CHECK(a.fec_source.block_id == b.fec_source.block_id);
+      LH_FUZZ_CHECK(a.fec_source.index == b.fec_source.index);
+      LH_FUZZ_CHECK(a.fec_source.k == b.fec_source.k);
+      LH_FUZZ_CHECK(a.fec_source.m == b.fec_source.m);
       break;
     case FrameType::kLossReport:
-      FUZZ_CHECK(a.loss_report.packets_received == b.loss_report.packets_received);
-      FUZZ_CHECK(a.loss_report.packets_missing == b.loss_report.packets_missing);
-      FUZZ_CHECK(a.loss_report.loss_bursts == b.loss_report.loss_bursts);
+      LH_FUZZ_CHECK(a.loss_report.packets_received == b.loss_report.packets_received);
+      LH_FUZZ_CHECK(a.loss_report.packets_missing == b.loss_report.packets_missing);
+      LH_FUZZ_CHECK(a.loss_report.loss_bursts == b.loss_report.loss_bursts);
       break;
     case FrameType::kHandshake:
-      FUZZ_CHECK(a.handshake.body.size() == b.handshake.body.size());
-      FUZZ_CHECK(
+      LH_FUZZ_CHECK(a.handshake.body.size() == b.handshake.body.size());
+      LH_FUZZ_CHECK(
           SameBytes(a.handshake.body.data(), b.handshake.body.data(), a.handshake.body.size()));
       break;
     case FrameType::kPing:
@@ -247,7 +239,7 @@ bool Encode(const Frame& f, PacketWriter& w) {
       ok = true;
       break;
   }
-  if (!ok) FUZZ_CHECK(w.size() == before);
+  if (!ok) LH_FUZZ_CHECK(w.size() == before);
   return ok;
 }
 
@@ -265,7 +257,7 @@ Encoded EncodePacket(const PacketHeader& h, const std::vector<Frame>& frames) {
   w.WriteHeader(h);
   while (out.frames < frames.size() && Encode(frames[out.frames], w)) ++out.frames;
   if (w.size() == kHeaderSize) {  // a datagram needs at least one frame byte
-    FUZZ_CHECK(w.WritePing());
+    LH_FUZZ_CHECK(w.WritePing());
     out.added_ping = true;
   }
   out.bytes.resize(w.Finish());
@@ -277,27 +269,27 @@ void CheckRoundTrip(const PacketHeader& h, const std::vector<Frame>& frames,
   const Encoded first = EncodePacket(h, frames);
   // Re-encoding never grows a frame by more than the one byte of a non-minimal ACK
   // range count, so only the last frames of a nearly full datagram can be left out.
-  if (!frames.empty()) FUZZ_CHECK(first.frames >= 1);
+  if (!frames.empty()) LH_FUZZ_CHECK(first.frames >= 1);
   absl::StatusOr<PacketView> v = ParsePacket(first.bytes);
-  FUZZ_CHECK(v.ok());
-  FUZZ_CHECK(v->header.type == h.type && v->header.flow == h.flow &&
-             v->header.connection_id == h.connection_id &&
-             v->header.packet_number == h.packet_number);
+  LH_FUZZ_CHECK(v.ok());
+  LH_FUZZ_CHECK(v->header.type == h.type && v->header.flow == h.flow &&
+                v->header.connection_id == h.connection_id &&
+                v->header.packet_number == h.packet_number);
   if (original_header != nullptr) {
-    FUZZ_CHECK(std::memcmp(first.bytes.data(), original_header, kHeaderSize) == 0);
+    LH_FUZZ_CHECK(std::memcmp(first.bytes.data(), original_header, kHeaderSize) == 0);
   }
   const Decoded again = DecodeFrames(v->frames, v->frames_end);
-  FUZZ_CHECK(!again.error);
+  LH_FUZZ_CHECK(!again.error);
   if (first.added_ping) {
-    FUZZ_CHECK(again.frames.size() == 1 && again.frames[0].type == FrameType::kPing);
+    LH_FUZZ_CHECK(again.frames.size() == 1 && again.frames[0].type == FrameType::kPing);
   } else {
-    FUZZ_CHECK(again.frames.size() == first.frames);
+    LH_FUZZ_CHECK(again.frames.size() == first.frames);
     for (size_t i = 0; i < first.frames; ++i) CheckSameFrame(frames[i], again.frames[i]);
   }
   // Canonical: encoding the decoded copy reproduces the first encoding exactly.
   const Encoded second = EncodePacket(h, again.frames);
-  FUZZ_CHECK(second.frames == again.frames.size());
-  FUZZ_CHECK(first.bytes == second.bytes);
+  LH_FUZZ_CHECK(second.frames == again.frames.size());
+  LH_FUZZ_CHECK(first.bytes == second.bytes);
 }
 
 void FuzzDatagram(const uint8_t* data, size_t size) {
@@ -305,24 +297,24 @@ void FuzzDatagram(const uint8_t* data, size_t size) {
   absl::StatusOr<PacketHeader> peek = PeekHeader(d);
   absl::StatusOr<PacketView> view = ParsePacket(d);
   if (!view.ok()) {
-    FUZZ_CHECK(view.status().code() == absl::StatusCode::kInvalidArgument ||
-               view.status().code() == absl::StatusCode::kDataLoss);
+    LH_FUZZ_CHECK(view.status().code() == absl::StatusCode::kInvalidArgument ||
+                  view.status().code() == absl::StatusCode::kDataLoss);
     // Only the checksum separates the two, and the sealed type (no checksum to check).
     if (peek.ok() && peek->type != PacketType::kSealed) {
-      FUZZ_CHECK(view.status().code() == absl::StatusCode::kDataLoss);
+      LH_FUZZ_CHECK(view.status().code() == absl::StatusCode::kDataLoss);
     }
     // What the endpoint hands the core after opening a sealed packet: header and frames.
     absl::StatusOr<PacketView> opened = ParseOpenedPacket(d);
     if (opened.ok()) {
-      FUZZ_CHECK(opened->frames == data + kHeaderSize && opened->frames_end == data + size);
+      LH_FUZZ_CHECK(opened->frames == data + kHeaderSize && opened->frames_end == data + size);
       DecodeFrames(opened->frames, opened->frames_end);
     }
     return;
   }
-  FUZZ_CHECK(peek.ok());
-  FUZZ_CHECK(peek->connection_id == view->header.connection_id);
-  FUZZ_CHECK(view->frames == data + kHeaderSize);
-  FUZZ_CHECK(view->frames_end == data + size - kChecksumSize);
+  LH_FUZZ_CHECK(peek.ok());
+  LH_FUZZ_CHECK(peek->connection_id == view->header.connection_id);
+  LH_FUZZ_CHECK(view->frames == data + kHeaderSize);
+  LH_FUZZ_CHECK(view->frames_end == data + size - kChecksumSize);
   Decoded decoded = DecodeFrames(view->frames, view->frames_end);
   CheckRoundTrip(view->header, decoded.frames, data);
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,6 @@
 #include "transport/wire/crc32c.h"
 #include "transport/wire/packet.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-
 namespace longhaul::wire::fuzz {
 namespace {
 
@@ -31,17 +30,14 @@ using Bytes = std::vector<uint8_t>;
 
 fs::path CorpusDir() { return fs::path(LONGHAUL_WIRE_CORPUS_DIR); }
 
-Bytes ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+// The writer's seeds by file name.
+std::map<std::string, Bytes> Seeds() {
+  const std::vector<std::pair<std::string, Bytes>> seeds = WireSeedPackets();
+  return std::map<std::string, Bytes>(seeds.begin(), seeds.end());
 }
 
 // Runs the target on an exactly sized heap copy, as libFuzzer does.
-void RunOne(const Bytes& input) {
-  Bytes copy(input);
-  copy.shrink_to_fit();
-  LLVMFuzzerTestOneInput(copy.data(), copy.size());
-}
+using ::longhaul::fuzz::RunOne;
 
 // The committed corpus, in name order; with_subdirs: also a campaign's finds in campaign/.
 std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
@@ -53,25 +49,13 @@ std::vector<Bytes> LoadCorpus(bool with_subdirs = false) {
 }
 
 TEST(WireFuzzReplayTest, MaybeWriteCorpus) {
-  const char* dir = std::getenv("LONGHAUL_WRITE_WIRE_CORPUS");
-  if (dir == nullptr) GTEST_SKIP() << "set LONGHAUL_WRITE_WIRE_CORPUS=<dir> to regenerate";
-  fs::create_directories(dir);
-  for (const auto& [name, bytes] : WireSeedPackets()) {
-    std::ofstream out(fs::path(dir) / name, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(out.good()) << name;
-  }
+  ::longhaul::fuzz::MaybeWriteCorpus("LONGHAUL_WRITE_WIRE_CORPUS", Seeds());
 }
 
 // The committed corpus is exactly what the writer produces today: a change here is a
 // change of wire format version 1 (see the versioning policy in docs/wire-format.md).
 TEST(WireFuzzReplayTest, CommittedCorpusMatchesTheWriter) {
-  for (const auto& [name, bytes] : WireSeedPackets()) {
-    const fs::path p = CorpusDir() / name;
-    ASSERT_TRUE(fs::exists(p)) << p << " is missing; regenerate the corpus";
-    EXPECT_EQ(ReadFile(p), bytes) << name << " differs from what PacketWriter produces";
-  }
+  ::longhaul::fuzz::ExpectCorpusHoldsSeeds(CorpusDir().string(), Seeds());
 }
 
 // The writer's seeds (the corpus also holds minimised fuzzing finds, most of them
@@ -103,43 +87,25 @@ TEST(WireFuzzReplayTest, ReplayCorpus) {
 void Mutate(Rng& rng, Bytes& d) {
   switch (rng.UniformInt(8)) {
     case 0:  // flip a bit
-      if (!d.empty()) d[rng.UniformInt(d.size())] ^= static_cast<uint8_t>(1u << rng.UniformInt(8));
+      ::longhaul::fuzz::FlipBit(rng, d);
       break;
-    case 1:  // set a byte, often to an interesting value
-      if (!d.empty()) {
-        static constexpr uint8_t kInteresting[] = {0x00, 0x01, 0x3F, 0x40, 0x7F,
-                                                   0x80, 0xBF, 0xC0, 0xFF};
-        d[rng.UniformInt(d.size())] = rng.Bernoulli(0.5)
-                                          ? kInteresting[rng.UniformInt(sizeof(kInteresting))]
-                                          : static_cast<uint8_t>(rng.Next());
-      }
+    case 1: {  // set a byte, often to an interesting value
+      static constexpr uint8_t kInteresting[] = {0x00, 0x01, 0x3F, 0x40, 0x7F,
+                                                 0x80, 0xBF, 0xC0, 0xFF};
+      ::longhaul::fuzz::SetByte(rng, d, kInteresting, sizeof(kInteresting), 0.5);
       break;
+    }
     case 2:  // insert random bytes
-      if (d.size() < 4000) {
-        const size_t at = rng.UniformInt(d.size() + 1);
-        const size_t n = 1 + rng.UniformInt(8);
-        Bytes ins(n);
-        for (auto& b : ins) b = static_cast<uint8_t>(rng.Next());
-        d.insert(d.begin() + at, ins.begin(), ins.end());
-      }
+      ::longhaul::fuzz::InsertRandom(rng, d, 4000);
       break;
     case 3:  // erase a run
-      if (!d.empty()) {
-        const size_t at = rng.UniformInt(d.size());
-        const size_t n = std::min<size_t>(1 + rng.UniformInt(16), d.size() - at);
-        d.erase(d.begin() + at, d.begin() + at + n);
-      }
+      ::longhaul::fuzz::EraseRun(rng, d);
       break;
     case 4:  // truncate
-      d.resize(rng.UniformInt(d.size() + 1));
+      ::longhaul::fuzz::Truncate(rng, d);
       break;
     case 5:  // duplicate a chunk (repeats frames)
-      if (!d.empty() && d.size() < 4000) {
-        const size_t at = rng.UniformInt(d.size());
-        const size_t n = std::min<size_t>(1 + rng.UniformInt(64), d.size() - at);
-        Bytes chunk(d.begin() + at, d.begin() + at + n);
-        d.insert(d.begin() + rng.UniformInt(d.size() + 1), chunk.begin(), chunk.end());
-      }
+      ::longhaul::fuzz::DuplicateChunk(rng, d, 64, 4000);
       break;
     case 6:  // write a varint-looking value
       if (d.size() >= 8) {
@@ -161,14 +127,8 @@ void Mutate(Rng& rng, Bytes& d) {
 TEST(WireFuzzReplayTest, BoundedRandomMutations) {
   const std::vector<Bytes> corpus = LoadCorpus();
   ASSERT_FALSE(corpus.empty());
-  Rng rng(0x5EED);
-  constexpr int kIterations = 50000;
-  for (int i = 0; i < kIterations; ++i) {
-    Bytes d = corpus[rng.UniformInt(corpus.size())];
-    const int edits = 1 + static_cast<int>(rng.UniformInt(6));
-    for (int e = 0; e < edits; ++e) Mutate(rng, d);
-    RunOne(d);
-  }
+  ::longhaul::fuzz::RunMutationsWith(corpus, 0x5EED, 50000, Mutate,
+                                     [](const Bytes&) { return false; });
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "tests/nccl/nccl_plugin_fixture.h"
+#include "tests/support/pattern.h"
 #include "transport/crypto/key_files.h"
 #include "transport/nccl/plugin_handle.h"
 
@@ -70,11 +71,7 @@ std::vector<char> WithListenId(const char* handle, uint64_t id) {
   return out;
 }
 
-std::vector<uint8_t> Pattern(size_t size, int seed) {
-  std::vector<uint8_t> v(size);
-  for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<uint8_t>(k * 13 + seed);
-  return v;
-}
+using ::longhaul::testing::Pattern;
 
 TEST_F(PluginTest, ListenIdsAreRandomSixtyFourBitsAndNeverSequential) {
   void* ctx = nullptr;
@@ -327,16 +324,14 @@ std::string Ask(int fd, char op, int comm, const char* handle) {
 // Forks a RankAgent with key DIR/NAME.key; returns its pid and the test's end of its
 // socket.
 std::pair<pid_t, int> StartRank(const ncclNet_v12_t* net, const std::string& key, int seed) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) return {-1, -1};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(sv[0]);
-    setenv("NCCL_LONGHAUL_KEY", key.c_str(), 1);
-    _exit(RankAgent(net, sv[1], seed));
-  }
-  close(sv[1]);
-  return {pid, sv[0]};
+  int fd = -1;
+  const pid_t pid = ForkChild(
+      [&](int child_fd) {
+        setenv("NCCL_LONGHAUL_KEY", key.c_str(), 1);
+        return RankAgent(net, child_fd, seed);
+      },
+      &fd);
+  return {pid, fd};
 }
 
 // The exit status of `pid` (killed after 30 s).

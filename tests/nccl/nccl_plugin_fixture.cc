@@ -1,6 +1,11 @@
 #include "tests/nccl/nccl_plugin_fixture.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdarg>
@@ -100,6 +105,49 @@ void Fill(std::vector<uint8_t>* v, uint32_t seed) {
     x ^= x << 5;
     b = static_cast<uint8_t>(x);
   }
+}
+
+int BeginRank(const ncclNet_v12_t* net, int fd, uint64_t comm_id, Rank* r) {
+  ncclNetCommConfig_v12_t config{-1};
+  if (net->init(&r->ctx, comm_id, &config, TestLogger, nullptr) != ncclSuccess) return 10;
+  char mine[LH_NCCL_NET_HANDLE_MAXSIZE];
+  if (net->listen(r->ctx, 0, mine, &r->listen) != ncclSuccess) return 11;
+  if (write(fd, mine, sizeof(mine)) != sizeof(mine)) return 12;
+  if (read(fd, r->peer, sizeof(r->peer)) != sizeof(r->peer)) return 13;
+  return 0;
+}
+
+pid_t ForkChild(const std::function<int(int fd)>& child, int* fd) {
+  int sv[2];
+  *fd = -1;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(sv[0]);
+    _exit(child(sv[1]));
+  }
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return -1;
+  }
+  *fd = sv[0];
+  return pid;
+}
+
+int WaitChild(pid_t pid, std::chrono::seconds bound) {
+  int status = 0;
+  const auto deadline = Clock::now() + bound;
+  pid_t w = 0;
+  while ((w = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  return status;
 }
 
 }  // namespace longhaul::nccl::plugin_test

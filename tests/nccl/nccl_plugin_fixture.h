@@ -16,16 +16,21 @@
 // order.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <filesystem>
 
 #include "gtest/gtest.h"
+#include "tests/support/key_files.h"
+#include "tests/support/temp_dir.h"
 #include "tools/nccl_bench/plugin_loader.h"
 #include "transport/crypto/key_files.h"
 #include "transport/nccl/nccl_net_abi.h"
@@ -45,6 +50,28 @@ bool LoggedInfo(const std::string& text);
 std::string LastWarning();
 // Warnings so far that contain `text`.
 int CountWarnings(const std::string& text);
+
+// One rank of a two-process test, once started: its context, its listen comm and the
+// other rank's handle.
+struct Rank {
+  void* ctx = nullptr;
+  void* listen = nullptr;
+  char peer[LH_NCCL_NET_HANDLE_MAXSIZE] = {};
+};
+
+// Begins a rank: init (with `comm_id`), listen, and the handles swapped with the other
+// rank over `fd`. Returns 0, or the step that failed: 10 init, 11 listen, 12 sending the
+// handle, 13 receiving the other's.
+int BeginRank(const ncclNet_v12_t* net, int fd, uint64_t comm_id, Rank* r);
+
+// Forks a child that runs `child(fd)` on its end of a new socketpair (SOCK_SEQPACKET) and
+// exits with what it returns. Returns the child's pid (-1 on failure) and the parent's
+// end of the socketpair in *fd.
+pid_t ForkChild(const std::function<int(int fd)>& child, int* fd);
+
+// Waits up to `bound` for the child process `pid` (which ends itself within its own
+// deadlines) and kills it if it has not exited by then. Returns its wait status.
+int WaitChild(pid_t pid, std::chrono::seconds bound = std::chrono::seconds(60));
 
 // Threads of this process (/proc/self/task); -1 if unreadable.
 int ThreadCount();
@@ -167,27 +194,24 @@ class KeyedPluginTest : public PluginTest {
   void SetUp() override {
     PluginTest::SetUp();
     unsetenv("NCCL_LONGHAUL_INSECURE");
-    char tmpl[] = "/tmp/lh-nccl-keys-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok());
   }
   void TearDown() override {
     PluginTest::TearDown();
     unsetenv("NCCL_LONGHAUL_CONNECT_TIMEOUT");
-    std::filesystem::remove_all(dir_);
   }
   // A fresh key pair in DIR/NAME.key; returns its public key.
   crypto::Key32 NewKey(const std::string& name) {
-    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
-    EXPECT_TRUE(pair.ok());
-    if (!pair.ok()) return {};
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".key"), crypto::KeyFileText(pair->private_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    return pair->public_key;
+    return ::longhaul::testing::WritePrivateKey(Path(name + ".key"));
   }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string dir_;
+  // A fresh pre-shared key in DIR/NAME; returns the file's path.
+  std::string Psk(const std::string& name) {
+    ::longhaul::testing::WritePsk(Path(name));
+    return Path(name);
+  }
+  std::string Path(const std::string& name) const { return tmp_.Path(name); }
+  ::longhaul::testing::TempDir tmp_{"lh-nccl-keys"};
+  const std::string dir_ = tmp_.path();
 };
 
 }  // namespace longhaul::nccl::plugin_test

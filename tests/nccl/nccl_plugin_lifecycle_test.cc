@@ -174,17 +174,13 @@ TEST_F(PluginTest, PeerGoneInPlaceSendFailsAndCloseReturns) {
 // and receives from the other), as the OFI ring test does: 32 receives of 5200 bytes and
 // 32 sends of 5000 bytes with tag 1, sizes checked on both sides.
 TEST_F(PluginTest, TwoProcessesExchangeHandlesAndRing) {
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
   auto run_rank = [&](int fd, int rank) -> int {
-    void* ctx = nullptr;
-    ncclNetCommConfig_v12_t config{-1};
-    if (net_->init(&ctx, 7, &config, TestLogger, nullptr) != ncclSuccess) return 10;
-    char mine[LH_NCCL_NET_HANDLE_MAXSIZE], peer[LH_NCCL_NET_HANDLE_MAXSIZE];
-    void *listen = nullptr, *send = nullptr, *recv = nullptr;
-    if (net_->listen(ctx, 0, mine, &listen) != ncclSuccess) return 11;
-    if (write(fd, mine, sizeof(mine)) != sizeof(mine)) return 12;
-    if (read(fd, peer, sizeof(peer)) != sizeof(peer)) return 13;
+    Rank me;
+    if (const int failed = BeginRank(net_, fd, 7, &me); failed != 0) return failed;
+    void* const ctx = me.ctx;
+    void* const listen = me.listen;
+    char* const peer = me.peer;
+    void *send = nullptr, *recv = nullptr;
     const auto deadline = Clock::now() + std::chrono::seconds(20);
     while ((!send || !recv) && Clock::now() < deadline) {
       if (!send && net_->connect(ctx, 0, peer, &send, nullptr) != ncclSuccess) return 14;
@@ -238,27 +234,13 @@ TEST_F(PluginTest, TwoProcessesExchangeHandlesAndRing) {
     if (net_->finalize(ctx) != ncclSuccess) return 25;
     return 0;
   };
-  pid_t pid = fork();
+  int fd = -1;
+  const pid_t pid = ForkChild([&](int child_fd) { return run_rank(child_fd, 1); }, &fd);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(sv[0]);
-    _exit(run_rank(sv[1], 1));
-  }
-  close(sv[1]);
-  const int mine = run_rank(sv[0], 0);
-  close(sv[0]);
-  int status = 0;
+  const int mine = run_rank(fd, 0);
+  close(fd);
   // Bounded: the child ends itself within its own deadlines; kill it if it does not.
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  pid_t w = 0;
-  while ((w = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, nullptr);
-  }
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
+  const int status = WaitChild(pid);
   EXPECT_EQ(mine, 0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);

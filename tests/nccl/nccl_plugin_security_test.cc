@@ -36,17 +36,18 @@ class SecurityTest : public KeyedPluginTest {
     std::ofstream(Path(name)) << text;
     return Path(name);
   }
-  std::string Psk(const std::string& name) {
-    absl::StatusOr<crypto::Key32> k = crypto::GeneratePsk();
-    EXPECT_TRUE(k.ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name), crypto::KeyFileText(*k),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    return Path(name);
-  }
   ncclResult_t TryInit(void** ctx) {
     ncclNetCommConfig_v12_t config{-1};
     return net_->init(ctx, 3, &config, TestLogger, nullptr);
+  }
+
+  // A connection in `ctx`, messages both ways over it, closed, and the context finalized.
+  void ExchangeAndFinalize(void* ctx) {
+    Comms c;
+    Connect(ctx, &c);
+    Exchange(&c);
+    Close(ctx, &c);
+    EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
   }
 
   // Messages both ways over `c`, checked byte by byte.
@@ -107,11 +108,7 @@ TEST_F(SecurityTest, PreSharedKeyCarriesMessages) {
   void* ctx = nullptr;
   Init(&ctx);
   EXPECT_TRUE(LoggedInfo("packet protection: Noise NNpsk0 (pre-shared key)"));
-  Comms c;
-  Connect(ctx, &c);
-  Exchange(&c);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  ExchangeAndFinalize(ctx);
 }
 
 TEST_F(SecurityTest, StaticKeysTravelInTheHandle) {
@@ -131,11 +128,7 @@ TEST_F(SecurityTest, StaticKeysTravelInTheHandle) {
   ASSERT_TRUE(h->public_key.has_value());
   EXPECT_EQ(*h->public_key, mine);
   EXPECT_EQ(net_->closeListen(listen), ncclSuccess);
-  Comms c;
-  Connect(ctx, &c);
-  Exchange(&c);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  ExchangeAndFinalize(ctx);
 }
 
 TEST_F(SecurityTest, ListenerKeysThatDoNotFitAreRefusedAtConnect) {
@@ -178,14 +171,12 @@ TEST_F(SecurityTest, ListenerKeysThatDoNotFitAreRefusedAtConnect) {
 // intact, 30 when the connect failed (the other side refused), other codes for other
 // failures.
 int PairRank(const ncclNet_v12_t* net, int fd, int rank) {
-  void* ctx = nullptr;
-  ncclNetCommConfig_v12_t config{-1};
-  if (net->init(&ctx, 9, &config, TestLogger, nullptr) != ncclSuccess) return 10;
-  char mine[LH_NCCL_NET_HANDLE_MAXSIZE], peer[LH_NCCL_NET_HANDLE_MAXSIZE];
-  void *listen = nullptr, *send = nullptr, *recv = nullptr;
-  if (net->listen(ctx, 0, mine, &listen) != ncclSuccess) return 11;
-  if (write(fd, mine, sizeof(mine)) != sizeof(mine)) return 12;
-  if (read(fd, peer, sizeof(peer)) != sizeof(peer)) return 13;
+  Rank me;
+  if (const int failed = BeginRank(net, fd, 9, &me); failed != 0) return failed;
+  void* const ctx = me.ctx;
+  void* const listen = me.listen;
+  char* const peer = me.peer;
+  void *send = nullptr, *recv = nullptr;
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   bool refused = false;
   while ((!send || !recv) && !refused && Clock::now() < deadline) {
@@ -239,29 +230,18 @@ int PairRank(const ncclNet_v12_t* net, int fd, int rank) {
 // both results.
 std::pair<int, int> RunPair(const ncclNet_v12_t* net, const std::string& key0,
                             const std::string& key1) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) return {-1, -1};
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(sv[0]);
-    setenv("NCCL_LONGHAUL_KEY", key1.c_str(), 1);
-    _exit(PairRank(net, sv[1], 1));
-  }
-  close(sv[1]);
+  int fd = -1;
+  const pid_t pid = ForkChild(
+      [&](int child_fd) {
+        setenv("NCCL_LONGHAUL_KEY", key1.c_str(), 1);
+        return PairRank(net, child_fd, 1);
+      },
+      &fd);
+  if (pid < 0) return {-1, -1};
   setenv("NCCL_LONGHAUL_KEY", key0.c_str(), 1);
-  const int mine = PairRank(net, sv[0], 0);
-  close(sv[0]);
-  int status = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  pid_t w = 0;
-  while ((w = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, nullptr);
-  }
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
+  const int mine = PairRank(net, fd, 0);
+  close(fd);
+  const int status = WaitChild(pid);
   return {mine, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
 
@@ -342,32 +322,20 @@ TEST_F(SecurityTest, AProcessWhoseKeyIsNotAllowedIsRefused) {
   const std::string listener_allows = Allowed("ranks.pub", {k0, k1});
   const std::string intruder_allows = Allowed("intruder-view.pub", {k0, ki});
   setenv("NCCL_LONGHAUL_CONNECT_TIMEOUT", "5s", 1);
-  int sv[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-  pid_t pid = fork();
+  int fd = -1;
+  const pid_t pid = ForkChild(
+      [&](int child_fd) {
+        setenv("NCCL_LONGHAUL_KEY", Path("intruder.key").c_str(), 1);
+        setenv("NCCL_LONGHAUL_PEER_KEY", intruder_allows.c_str(), 1);
+        return ConnectOnce(net_, child_fd);
+      },
+      &fd);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(sv[0]);
-    setenv("NCCL_LONGHAUL_KEY", Path("intruder.key").c_str(), 1);
-    setenv("NCCL_LONGHAUL_PEER_KEY", intruder_allows.c_str(), 1);
-    _exit(ConnectOnce(net_, sv[1]));
-  }
-  close(sv[1]);
   setenv("NCCL_LONGHAUL_KEY", Path("r0.key").c_str(), 1);
   setenv("NCCL_LONGHAUL_PEER_KEY", listener_allows.c_str(), 1);
-  const int told = ListenUntilTold(net_, sv[0]);
-  close(sv[0]);
-  int status = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  pid_t w = 0;
-  while ((w = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, nullptr);
-  }
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
+  const int told = ListenUntilTold(net_, fd);
+  close(fd);
+  const int status = WaitChild(pid);
   unsetenv("NCCL_LONGHAUL_CONNECT_TIMEOUT");
   EXPECT_EQ(told, 30) << "the intruder's connect must fail, refused for its key";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 30) << status;

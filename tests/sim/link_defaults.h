@@ -25,4 +25,13 @@ inline ScenarioOptions LinkDefaults(const std::string& link) {
   return o;
 }
 
+// RunScenario(o), its failure or error a test failure.
+inline ScenarioResult RunScenarioOk(const ScenarioOptions& o) {
+  absl::StatusOr<ScenarioResult> r = RunScenario(o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return ScenarioResult{};
+  EXPECT_EQ(r->error, "");
+  return *r;
+}
+
 }  // namespace longhaul::sim

@@ -30,6 +30,16 @@ endpoint::PeerAddress EndpointNet::AddressOf(int node, endpoint::LocalId local) 
   return endpoint::PeerAddress(std::span<const uint8_t>(b, sizeof(b)));
 }
 
+const endpoint::EndpointEvent* EndpointNet::ConnectResult(int node) {
+  for (const endpoint::EndpointEvent& e : nodes_[node].events) {
+    if (e.type == endpoint::EndpointEvent::Type::kConnected ||
+        e.type == endpoint::EndpointEvent::Type::kConnectFailed) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
 endpoint::Endpoint::Verdict EndpointNet::Inject(int node, endpoint::LocalId local,
                                                 const endpoint::PeerAddress& from,
                                                 std::span<const uint8_t> bytes) {

@@ -66,6 +66,8 @@ class EndpointNet {
 
   std::vector<endpoint::EndpointEvent>& events(int node) { return nodes_[node].events; }
   std::vector<ConnectionEvent>& connection_events(int node) { return nodes_[node].conn_events; }
+  // The node's first kConnected or kConnectFailed event; nullptr while its handshake runs.
+  const endpoint::EndpointEvent* ConnectResult(int node);
   // Datagrams each node sent and their bytes; datagrams that found nobody.
   uint64_t sent(int node) const { return nodes_[node].sent; }
   uint64_t sent_bytes(int node) const { return nodes_[node].sent_bytes; }

@@ -133,27 +133,6 @@ size_t CheckPattern(uint64_t offset, const uint8_t* in, size_t n) {
 
 // ---------------------------------------------------------------- files and fds
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/lh-bridge-test-XXXXXX";
-  const char* p = mkdtemp(tmpl);
-  EXPECT_NE(p, nullptr) << std::strerror(errno);
-  if (p != nullptr) path_ = p;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-std::string TempDir::Write(const std::string& name, const std::string& text) const {
-  const std::string p = absl::StrCat(path_, "/", name);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  EXPECT_TRUE(out.good()) << p;
-  return p;
-}
-
 Fd& Fd::operator=(Fd&& o) noexcept {
   if (this != &o) {
     reset();
@@ -235,18 +214,27 @@ int PortAfter(const std::string& line, const std::string& prefix) {
   return port;
 }
 
-std::unique_ptr<Bridge> StartServer(const std::vector<std::string>& flags, bool metrics) {
-  std::vector<std::string> args = {"server"};
-  if (!HasFlag(flags, "--listen=")) args.push_back("--listen=127.0.0.1:0");
+namespace {
+
+// Starts a bridge with `args` (its role and what it was given) plus the harness's defaults
+// (a kernel-chosen listen port, --insecure unless `flags` choose keys, metrics on port
+// 0), then waits for the line that starts with `ready` and reads the port after
+// `port_prefix` from it into *port (and the metrics port when `metrics`).
+std::unique_ptr<Bridge> StartBridge(std::vector<std::string> args,
+                                    const std::vector<std::string>& flags, bool metrics,
+                                    const std::string& ready, const std::string& port_prefix,
+                                    int Bridge::*port) {
+  const std::string role = args.front();
+  if (!HasFlag(flags, "--listen=")) args.insert(args.begin() + 1, "--listen=127.0.0.1:0");
   if (!ChoosesKeys(flags)) args.push_back("--insecure");
   if (metrics) args.push_back("--metrics=127.0.0.1:0");
   args.insert(args.end(), flags.begin(), flags.end());
   std::unique_ptr<Bridge> b = Bridge::Start(args);
   if (!b) return nullptr;
-  std::optional<std::string> line = b->WaitLine("listening on longhaul ", kStartTimeout);
-  if (line) b->udp_port = PortAfter(*line, "longhaul 127.0.0.1:");
-  if (!line || b->udp_port == 0) {
-    ADD_FAILURE() << "the server bridge did not start: " << absl::StrJoin(args, " ")
+  std::optional<std::string> line = b->WaitLine(ready, kStartTimeout);
+  if (line) (*b).*port = PortAfter(*line, port_prefix);
+  if (!line || (*b).*port == 0) {
+    ADD_FAILURE() << "the " << role << " bridge did not start: " << absl::StrJoin(args, " ")
                   << "\nstdout: " << b->Stdout() << "\nstderr: " << b->Stderr();
     return nullptr;
   }
@@ -254,39 +242,26 @@ std::unique_ptr<Bridge> StartServer(const std::vector<std::string>& flags, bool 
     line = b->WaitLine("metrics: http://127.0.0.1:", kStartTimeout);
     if (line) b->metrics_port = PortAfter(*line, "http://127.0.0.1:");
     if (b->metrics_port == 0) {
-      ADD_FAILURE() << "no metrics line from the server bridge: " << b->Stdout();
+      ADD_FAILURE() << "no metrics line from the " << role << " bridge: " << b->Stdout();
       return nullptr;
     }
   }
   return b;
 }
 
+}  // namespace
+
+std::unique_ptr<Bridge> StartServer(const std::vector<std::string>& flags, bool metrics) {
+  return StartBridge({"server"}, flags, metrics, "listening on longhaul ", "longhaul 127.0.0.1:",
+                     &Bridge::udp_port);
+}
+
 std::unique_ptr<Bridge> StartClient(int peer_port, const std::vector<std::string>& flags,
                                     bool metrics, bool wait_connected) {
-  std::vector<std::string> args = {"client"};
-  if (!HasFlag(flags, "--listen=")) args.push_back("--listen=127.0.0.1:0");
-  args.push_back(absl::StrCat("--peer=127.0.0.1:", peer_port));
-  if (!ChoosesKeys(flags)) args.push_back("--insecure");
-  if (metrics) args.push_back("--metrics=127.0.0.1:0");
-  args.insert(args.end(), flags.begin(), flags.end());
-  std::unique_ptr<Bridge> b = Bridge::Start(args);
-  if (!b) return nullptr;
-  std::optional<std::string> line = b->WaitLine("forward default: tcp ", kStartTimeout);
-  if (line) b->tcp_port = PortAfter(*line, "tcp 127.0.0.1:");
-  if (!line || b->tcp_port == 0) {
-    ADD_FAILURE() << "the client bridge did not start: " << absl::StrJoin(args, " ")
-                  << "\nstdout: " << b->Stdout() << "\nstderr: " << b->Stderr();
-    return nullptr;
-  }
-  if (metrics) {
-    line = b->WaitLine("metrics: http://127.0.0.1:", kStartTimeout);
-    if (line) b->metrics_port = PortAfter(*line, "http://127.0.0.1:");
-    if (b->metrics_port == 0) {
-      ADD_FAILURE() << "no metrics line from the client bridge: " << b->Stdout();
-      return nullptr;
-    }
-  }
-  if (wait_connected && !b->WaitLine("connected to ", kStartTimeout)) {
+  std::unique_ptr<Bridge> b =
+      StartBridge({"client", absl::StrCat("--peer=127.0.0.1:", peer_port)}, flags, metrics,
+                  "forward default: tcp ", "tcp 127.0.0.1:", &Bridge::tcp_port);
+  if (b && wait_connected && !b->WaitLine("connected to ", kStartTimeout)) {
     ADD_FAILURE() << "the client bridge did not connect\nstdout: " << b->Stdout()
                   << "\nstderr: " << b->Stderr();
     return nullptr;

@@ -27,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "tests/e2e/emu/emu_process.h"
+#include "tests/support/temp_dir.h"
 
 namespace longhaul::bridge_testing {
 
@@ -46,18 +47,8 @@ size_t CheckPattern(uint64_t offset, const uint8_t* in, size_t n);
 
 // ---------------------------------------------------------------- files and fds
 
-// A fresh directory under /tmp, removed with its contents by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  // Writes `text` to path()/name and returns the file's path.
-  std::string Write(const std::string& name, const std::string& text) const;
-
- private:
-  std::string path_;
-};
+// A private temporary directory, removed at the end (tests/support/temp_dir.h).
+using ::longhaul::testing::TempDir;
 
 // An owned file descriptor.
 class Fd {

@@ -32,27 +32,10 @@ constexpr milliseconds kStartTimeout(10000);
 constexpr milliseconds kWait(20000);
 
 // One emulator between a client socket and a sink socket, both the test's.
-struct Relay {
-  std::unique_ptr<EmuProcess> proc;
-  int port = 0;  // the emulator's listen port
-};
+using Relay = EmuRelay;
 
 Relay StartRelay(const std::string& link, int forward_port, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
-                                   absl::StrCat("--forward=127.0.0.1:", forward_port), "--json",
-                                   "--max_time=120s"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  Relay r;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(LONGHAUL_EMU_BIN, args);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return r;
-  r.proc = *std::move(p);
-  absl::StatusOr<Json> ready = r.proc->WaitEvent("ready", kStartTimeout);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << r.proc->Stderr();
-  if (ready.ok()) {
-    r.port = (*ready)["listen_port"].get<int>();
-  }
-  return r;
+  return StartEmuRelay(LONGHAUL_EMU_BIN, link, forward_port, extra, "120s");
 }
 
 // Stops the emulator with SIGTERM and returns its final JSON line.

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 extern char** environ;
 
@@ -144,6 +145,34 @@ std::string EmuProcess::Stderr() const {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+std::optional<nlohmann::json> StartAndAwait(const std::string& binary,
+                                            const std::vector<std::string>& args,
+                                            const std::string& event,
+                                            std::chrono::milliseconds timeout,
+                                            std::unique_ptr<EmuProcess>* proc) {
+  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(binary, args);
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return std::nullopt;
+  *proc = *std::move(p);
+  absl::StatusOr<nlohmann::json> e = (*proc)->WaitEvent(event, timeout);
+  EXPECT_TRUE(e.ok()) << e.status() << "\nstderr: " << (*proc)->Stderr();
+  if (!e.ok()) return std::nullopt;
+  return *std::move(e);
+}
+
+EmuRelay StartEmuRelay(const std::string& emu_bin, const std::string& link, int forward_port,
+                       const std::vector<std::string>& args, const std::string& max_time) {
+  std::vector<std::string> all = {absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
+                                  absl::StrCat("--forward=127.0.0.1:", forward_port), "--json",
+                                  absl::StrCat("--max_time=", max_time)};
+  all.insert(all.end(), args.begin(), args.end());
+  EmuRelay e;
+  std::optional<nlohmann::json> ready =
+      StartAndAwait(emu_bin, all, "ready", std::chrono::seconds(10), &e.proc);
+  if (ready) e.port = (*ready)["listen_port"].get<int>();
+  return e;
 }
 
 absl::StatusOr<RunResult> RunToCompletion(const std::string& binary,

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -67,6 +68,28 @@ struct RunResult {
   std::string stdout_text;
   std::string stderr_text;
 };
+// Starts `binary` with `args` and waits up to `timeout` for its JSON line `event`. A
+// failure to start or to see the event in time is a test failure (EXPECT, with the
+// process's stderr). Returns the event, or nullopt; *proc holds the process whenever it
+// started.
+std::optional<nlohmann::json> StartAndAwait(const std::string& binary,
+                                            const std::vector<std::string>& args,
+                                            const std::string& event,
+                                            std::chrono::milliseconds timeout,
+                                            std::unique_ptr<EmuProcess>* proc);
+
+// longhaul-emu relaying between the test's sockets.
+struct EmuRelay {
+  std::unique_ptr<EmuProcess> proc;
+  int port = 0;  // where clients send
+};
+
+// `emu_bin --link=LINK --listen=127.0.0.1:0 --forward=127.0.0.1:FORWARD --json
+// --max_time=MAX_TIME` plus `args` (a --seed=...), started and ready.
+EmuRelay StartEmuRelay(const std::string& emu_bin, const std::string& link, int forward_port,
+                       const std::vector<std::string>& args = {},
+                       const std::string& max_time = "300s");
+
 absl::StatusOr<RunResult> RunToCompletion(const std::string& binary,
                                           const std::vector<std::string>& args,
                                           std::chrono::milliseconds timeout);

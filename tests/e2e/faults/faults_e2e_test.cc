@@ -158,21 +158,9 @@ double MeanMbps(const std::vector<Interval>& v, size_t from, size_t to) {
   return secs > 0 ? bytes * 8 / secs / 1e6 : 0;
 }
 
+// port != 0: a restart on a known port.
 PerfServer StartServer(std::vector<std::string> extra = {}, int port = 0) {
-  if (port == 0) return perf_testing::StartPerfServer(LONGHAUL_PERF_BIN, extra);
-  // A restart on a known port (StartPerfServer always asks for a free one).
-  std::vector<std::string> all = {"--server", "--bind=127.0.0.1", absl::StrCat("--port=", port),
-                                  "--json"};
-  all.insert(all.end(), extra.begin(), extra.end());
-  PerfServer s;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(LONGHAUL_PERF_BIN, all);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return s;
-  s.proc = *std::move(p);
-  absl::StatusOr<Json> ready = s.proc->WaitEvent("listening", kStart);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << s.proc->Stderr();
-  if (ready.ok()) s.port = (*ready)["port"].get<int>();
-  return s;
+  return perf_testing::StartPerfServer(LONGHAUL_PERF_BIN, extra, port);
 }
 
 EmuRelay StartEmu(const std::string& link, int forward_port, std::vector<std::string> args = {}) {

@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
 #include "tests/e2e/perf/perf_process.h"
+#include "tests/support/udp_ports.h"
 #include "transport/api/endpoint.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/wire/packet.h"
@@ -136,15 +137,7 @@ TEST(PerfE2E, WithoutARateOrProfileTheClientRunsBbr) {
 }
 
 TEST(PerfE2E, ConnectToAClosedPortFailsClearly) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  close(fd);
+  const int port = testing::UnusedUdpPort();
   absl::StatusOr<RunResult> r = RunToCompletion(
       LONGHAUL_PERF_BIN,
       {"--client=127.0.0.1", absl::StrCat("--port=", port), "--time=1", "--insecure"},

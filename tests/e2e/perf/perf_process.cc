@@ -12,18 +12,16 @@ namespace longhaul::perf_testing {
 using emu::testing::EmuProcess;
 using emu::testing::RunResult;
 using emu::testing::RunToCompletion;
+using emu::testing::StartAndAwait;
 
-PerfServer StartPerfServer(const std::string& perf_bin, const std::vector<std::string>& args) {
-  std::vector<std::string> all = {"--server", "--bind=127.0.0.1", "--port=0", "--json"};
+PerfServer StartPerfServer(const std::string& perf_bin, const std::vector<std::string>& args,
+                           int port) {
+  std::vector<std::string> all = {"--server", "--bind=127.0.0.1", absl::StrCat("--port=", port),
+                                  "--json"};
   all.insert(all.end(), args.begin(), args.end());
   PerfServer s;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(perf_bin, all);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return s;
-  s.proc = *std::move(p);
-  absl::StatusOr<Json> ready = s.proc->WaitEvent("listening", kStartTimeout);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << s.proc->Stderr();
-  if (ready.ok()) {
+  std::optional<Json> ready = StartAndAwait(perf_bin, all, "listening", kStartTimeout, &s.proc);
+  if (ready) {
     s.port = (*ready)["port"].get<int>();
     s.listening = *ready;
   }
@@ -51,23 +49,6 @@ PerfRun RunPerfClient(const std::string& perf_bin, int port, std::vector<std::st
   c.err = r->stderr_text;
   if (json) c.json = Json::parse(c.out, nullptr, false);
   return c;
-}
-
-EmuRelay StartEmuRelay(const std::string& emu_bin, const std::string& link, int forward_port,
-                       const std::vector<std::string>& args) {
-  std::vector<std::string> all = {absl::StrCat("--link=", link), "--listen=127.0.0.1:0",
-                                  absl::StrCat("--forward=127.0.0.1:", forward_port), "--json",
-                                  "--max_time=300s"};
-  all.insert(all.end(), args.begin(), args.end());
-  EmuRelay e;
-  absl::StatusOr<std::unique_ptr<EmuProcess>> p = EmuProcess::Start(emu_bin, all);
-  EXPECT_TRUE(p.ok()) << p.status();
-  if (!p.ok()) return e;
-  e.proc = *std::move(p);
-  absl::StatusOr<Json> ready = e.proc->WaitEvent("ready", kStartTimeout);
-  EXPECT_TRUE(ready.ok()) << ready.status() << "\nstderr: " << e.proc->Stderr();
-  if (ready.ok()) e.port = (*ready)["listen_port"].get<int>();
-  return e;
 }
 
 }  // namespace longhaul::perf_testing

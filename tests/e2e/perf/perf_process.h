@@ -26,8 +26,10 @@ struct PerfServer {
   Json listening;  // the server's "listening" event
 };
 
-// `perf_bin --server --bind=127.0.0.1 --port=0 --json` plus `args` (keys or --insecure).
-PerfServer StartPerfServer(const std::string& perf_bin, const std::vector<std::string>& args);
+// `perf_bin --server --bind=127.0.0.1 --port=PORT --json` plus `args` (keys or --insecure);
+// port 0 asks for a free one.
+PerfServer StartPerfServer(const std::string& perf_bin, const std::vector<std::string>& args,
+                           int port = 0);
 
 // SIGTERM; the server must exit 0 within 20 s (it never crashed meanwhile).
 void StopPerfServer(PerfServer& s);
@@ -43,14 +45,8 @@ struct PerfRun {
 PerfRun RunPerfClient(const std::string& perf_bin, int port, std::vector<std::string> args,
                       bool json = true);
 
-struct EmuRelay {
-  std::unique_ptr<emu::testing::EmuProcess> proc;
-  int port = 0;  // where clients send
-};
-
-// `emu_bin --link=LINK --listen=127.0.0.1:0 --forward=127.0.0.1:FORWARD --json
-// --max_time=300s` plus `args` (a --seed=...).
-EmuRelay StartEmuRelay(const std::string& emu_bin, const std::string& link, int forward_port,
-                       const std::vector<std::string>& args = {});
+// The emulator between the two (tests/e2e/emu/emu_process.h).
+using emu::testing::EmuRelay;
+using emu::testing::StartEmuRelay;
 
 }  // namespace longhaul::perf_testing

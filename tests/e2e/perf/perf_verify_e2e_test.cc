@@ -40,6 +40,12 @@ void ExpectComplete(const PerfRun& c, uint64_t bytes) {
   EXPECT_EQ(end["sum_sent"]["bytes"].get<uint64_t>(), bytes) << end.dump();
 }
 
+// `args` and one more.
+std::vector<std::string> With(std::vector<std::string> args, const std::string& more) {
+  args.push_back(more);
+  return args;
+}
+
 // The server's "test" event for the next finished test.
 Json ServerTestEvent(PerfServer& s) {
   absl::StatusOr<Json> t = s.proc->WaitEvent("test", kEventTimeout);
@@ -56,9 +62,7 @@ TEST(PerfVerifyE2E, OffReportsReceivedBytesAndOnVerifiedBytes) {
     std::vector<std::string> common = {"--bytes=16MiB", "--rate=2gbit", "--message_size=256KiB"};
     if (reverse) common.push_back("--reverse");
 
-    std::vector<std::string> off_args = common;
-    off_args.push_back("--verify=off");
-    PerfRun off = RunClient(s.port, off_args);
+    PerfRun off = RunClient(s.port, With(common, "--verify=off"));
     ExpectComplete(off, kBytes);
     const Json& off_int = off.json["end"]["longhaul"]["integrity"];
     EXPECT_EQ(off_int["verified"], false) << off_int.dump();
@@ -71,9 +75,7 @@ TEST(PerfVerifyE2E, OffReportsReceivedBytesAndOnVerifiedBytes) {
     EXPECT_EQ(off_event["verified"], false) << off_event.dump();
     EXPECT_EQ(off_event["bytes"].get<uint64_t>(), kBytes) << off_event.dump();
 
-    std::vector<std::string> on_args = common;
-    on_args.push_back("--verify=on");
-    PerfRun on = RunClient(s.port, on_args);
+    PerfRun on = RunClient(s.port, With(common, "--verify=on"));
     ExpectComplete(on, kBytes);
     const Json& on_int = on.json["end"]["longhaul"]["integrity"];
     EXPECT_EQ(on_int["verified"], true) << on_int.dump();

@@ -41,6 +41,9 @@
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
 #include "tests/e2e/perf/perf_process.h"
+#include "tests/support/key_files.h"
+#include "tests/support/pattern.h"
+#include "tests/support/temp_dir.h"
 #include "tools/perf/perf_pattern.h"
 #include "transport/crypto/key_files.h"
 
@@ -62,40 +65,21 @@ constexpr milliseconds kStart(10000);
 
 class Keys {
  public:
-  Keys() {
-    char tmpl[] = "/tmp/lh-security-e2e-XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) dir_ = tmpl;
-  }
-  ~Keys() { std::filesystem::remove_all(dir_); }
   // NAME.key and NAME.pub, as longhaul-keygen --out=NAME writes them.
   std::string Pair(const std::string& name) {
-    absl::StatusOr<crypto::KeyPair> p = crypto::GenerateKeyPair();
-    EXPECT_TRUE(p.ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".key"), crypto::KeyFileText(p->private_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name + ".pub"), crypto::KeyFileText(p->public_key),
-                                     crypto::KeyFileMode::kPublic, false)
-                    .ok());
-    return crypto::ToHex(p->public_key);
+    return crypto::ToHex(testing::WriteKeyPair(Path(name)).public_key);
   }
   std::string Psk(const std::string& name) {
-    absl::StatusOr<crypto::Key32> k = crypto::GeneratePsk();
-    EXPECT_TRUE(k.ok());
-    EXPECT_TRUE(crypto::WriteKeyFile(Path(name), crypto::KeyFileText(*k),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
+    testing::WritePsk(Path(name));
     return Path(name);
   }
   std::string Write(const std::string& name, const std::string& text, mode_t mode) {
-    std::ofstream(Path(name)) << text;
-    chmod(Path(name).c_str(), mode);
-    return Path(name);
+    return dir_.Write(name, text, mode);
   }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Path(const std::string& name) const { return dir_.Path(name); }
 
  private:
-  std::string dir_;
+  testing::TempDir dir_{"lh-security-e2e"};
 };
 
 // ---- processes ----
@@ -440,17 +424,6 @@ class CaptureRelay {
   std::thread thread_;
 };
 
-// Shannon entropy in bits per byte.
-double Entropy(const std::vector<uint8_t>& bytes) {
-  std::vector<double> count(256, 0);
-  for (uint8_t b : bytes) count[b] += 1;
-  double h = 0;
-  for (double c : count) {
-    if (c > 0) h -= c / bytes.size() * std::log2(c / bytes.size());
-  }
-  return h;
-}
-
 // The fraction of 16-byte blocks (at 16-byte steps) that repeat a 16-byte sequence seen
 // in the preceding 64 KiB at any offset: what an LZ77 compressor could take away.
 double RepeatedFraction(const std::vector<uint8_t>& b) {
@@ -545,14 +518,15 @@ TEST(SecurityE2E, CapturedDatagramsOfAProtectedTransferHideThePayload) {
   const size_t sealed_hits = PatternHits(sealed.bytes, probes);
   const double plain_repeat = RepeatedFraction(plain.bytes);
   const double sealed_repeat = RepeatedFraction(sealed.bytes);
-  const double sealed_entropy = Entropy(sealed.bytes);
+  const double sealed_entropy = testing::Entropy(sealed.bytes);
   std::printf(
       "plaintext: %zu datagrams, %zu of %zu payload pieces seen, %.1f %% repeated blocks, "
       "entropy %.4f bits/byte\n"
       "protected: %zu datagrams, %zu of %zu payload pieces seen, %.1f %% repeated blocks, "
       "entropy %.4f bits/byte\n",
-      plain.datagrams, plain_hits, probes.size(), 100 * plain_repeat, Entropy(plain.bytes),
-      sealed.datagrams, sealed_hits, probes.size(), 100 * sealed_repeat, sealed_entropy);
+      plain.datagrams, plain_hits, probes.size(), 100 * plain_repeat,
+      testing::Entropy(plain.bytes), sealed.datagrams, sealed_hits, probes.size(),
+      100 * sealed_repeat, sealed_entropy);
   // The plaintext transfer carries the payload readably and repeats itself.
   EXPECT_GT(plain_hits, probes.size() / 2);
   EXPECT_GT(plain_repeat, 0.3);

@@ -17,14 +17,15 @@ namespace {
 
 using testing::RunCommand;
 
-std::string Sim() { return LONGHAUL_SIM_BIN; }
+// longhaul-sim over a 1 Gbit/s link with a 10 ms RTT, then `args`.
+testing::CommandOutput RunSim(const std::string& args) {
+  return RunCommand(absl::StrCat(LONGHAUL_SIM_BIN, " --link=rate=1gbit,rtt=10ms ", args), 60);
+}
 
 TEST(SimCliTest, DeliveriesWritesEachMessage) {
   const std::string path = ::testing::TempDir() + "/sim_cli_deliveries.csv";
-  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
-                                         " --message_size=1MiB --messages=3 --payload=off",
-                                         " --deliveries=", path, " >/dev/null"),
-                            60);
+  const auto o = RunSim(absl::StrCat("--workload=messages --message_size=1MiB --messages=3",
+                                     " --payload=off --deliveries=", path, " >/dev/null"));
   ASSERT_EQ(o.status, 0);
   std::ifstream in(path);
   std::string line;
@@ -47,19 +48,17 @@ TEST(SimCliTest, DeliveriesWritesEachMessage) {
 }
 
 TEST(SimCliTest, DeliveriesToAPathThatCannotBeWrittenIsAUsageError) {
-  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
-                                         " --message_size=1MiB --messages=3",
-                                         " --deliveries=/nonexistent-dir/x.csv 2>&1"),
-                            60);
+  const auto o = RunSim(
+      "--workload=messages --message_size=1MiB --messages=3"
+      " --deliveries=/nonexistent-dir/x.csv 2>&1");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.out.find("--deliveries: cannot write /nonexistent-dir/x.csv"), std::string::npos)
       << o.out;
 }
 
 TEST(SimCliTest, JsonReportsWallAndCpuTime) {
-  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --workload=messages",
-                                         " --message_size=1MiB --messages=3 --payload=off --json"),
-                            60);
+  const auto o =
+      RunSim("--workload=messages --message_size=1MiB --messages=3 --payload=off --json");
   ASSERT_EQ(o.status, 0) << o.out;
   const nlohmann::json j = nlohmann::json::parse(o.out);
   const nlohmann::json& r = j.at("result");
@@ -72,9 +71,7 @@ TEST(SimCliTest, JsonReportsWallAndCpuTime) {
 }
 
 TEST(SimCliTest, MaxWallTimeStopsTheRun) {
-  const auto o = RunCommand(absl::StrCat(Sim(), " --link=rate=1gbit,rtt=10ms --bytes=1GiB",
-                                         " --payload=off --max_wall_time=1ns --json"),
-                            60);
+  const auto o = RunSim("--bytes=1GiB --payload=off --max_wall_time=1ns --json");
   EXPECT_EQ(o.status, 1) << o.out;
   const nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j.at("result").at("stop_reason"), "max_wall_time");

@@ -20,6 +20,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/pattern.h"
+#include "tests/support/test_config.h"
+#include "tests/support/udp_ports.h"
 #include "transport/base/clock.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/testing/loopback_relay.h"
@@ -29,18 +32,7 @@ namespace {
 
 constexpr Duration kWait = Duration::Seconds(20);
 
-TransportConfig TestConfig() {
-  TransportConfig c;
-  c.rate = Bandwidth::Gbps(2);
-  c.initial_rtt = Duration::Milliseconds(1);
-  return c;
-}
-
-std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(seed + i * 7 + (i >> 9));
-  return v;
-}
+using testing::Pattern;
 
 struct Server {
   std::unique_ptr<Endpoint> ep;
@@ -60,7 +52,7 @@ Server StartServer(ListenOptions lo = {}, EndpointOptions eo = Insecure()) {
   absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
   EXPECT_TRUE(ep.ok()) << ep.status();
   s.ep = *std::move(ep);
-  if (lo.config.rate == TransportConfig().rate) lo.config = TestConfig();
+  if (lo.config.rate == TransportConfig().rate) lo.config = testing::LoopbackTestConfig();
   absl::StatusOr<uint16_t> port = s.ep->Listen("127.0.0.1", 0, std::move(lo));
   EXPECT_TRUE(port.ok()) << port.status();
   s.port = port.ok() ? *port : 0;
@@ -88,7 +80,7 @@ std::unique_ptr<Endpoint> NewEndpoint() {
   return *std::move(ep);
 }
 
-ConnectOptions Client(TransportConfig c = TestConfig()) {
+ConnectOptions Client(TransportConfig c = testing::LoopbackTestConfig()) {
   ConnectOptions o;
   o.config = c;
   o.timeout = Duration::Seconds(5);
@@ -220,7 +212,7 @@ TEST(Endpoint, CallbacksAndPostedBuffersAndReverseDirection) {
   std::vector<uint8_t> expect = Pattern(1 << 20, 3);
   std::atomic<bool> content_ok{false};
   ListenOptions lo;
-  lo.config = TestConfig();
+  lo.config = testing::LoopbackTestConfig();
   lo.on_accept = [&](std::shared_ptr<ConnectionHandle> h) {
     ASSERT_TRUE(h->PostReceive(posted.data(), posted.size(), 77).ok());
     ConnectionHandle* raw = h.get();
@@ -263,7 +255,7 @@ TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
       testing::LoopbackRelay::Start(srv.port);
   ASSERT_TRUE(relay.ok()) << relay.status();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
-  TransportConfig cfg = TestConfig();
+  TransportConfig cfg = testing::LoopbackTestConfig();
   cfg.flows = 4;
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
       cep->Connect("127.0.0.1", (*relay)->port(), Client(cfg));
@@ -284,16 +276,7 @@ TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
 }
 
 TEST(Endpoint, ConnectToAClosedPortFailsClearly) {
-  // A port that was just free: nothing listens there.
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const uint16_t port = ntohs(a.sin_port);
-  close(fd);
+  const uint16_t port = testing::UnusedUdpPort();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = cep->Connect("127.0.0.1", port, Client());
   ASSERT_FALSE(c.ok());
@@ -302,19 +285,12 @@ TEST(Endpoint, ConnectToAClosedPortFailsClearly) {
 }
 
 TEST(Endpoint, SilentPortTimesOutWithinTheHandshakeTimeout) {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);  // bound, never answers
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  testing::SilentUdpSocket silent;
   std::unique_ptr<Endpoint> cep = NewEndpoint();
   ConnectOptions co = Client();
   co.timeout = Duration::Milliseconds(600);
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
-      cep->Connect("127.0.0.1", ntohs(a.sin_port), co);
-  close(fd);
+      cep->Connect("127.0.0.1", silent.port(), co);
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(absl::IsDeadlineExceeded(c.status())) << c.status();
   EXPECT_NE(c.status().message().find("no answer"), std::string::npos) << c.status();
@@ -342,10 +318,10 @@ TEST(Endpoint, VersionMismatchIsReportedToTheClient) {
 
 TEST(Endpoint, PolicySeesAppDataAndCanReject) {
   ListenOptions lo;
-  lo.config = TestConfig();
+  lo.config = testing::LoopbackTestConfig();
   lo.policy = [](const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
     if (h.app_data != "please") return absl::PermissionDeniedError("say please");
-    TransportConfig c = TestConfig();
+    TransportConfig c = testing::LoopbackTestConfig();
     c.rate = Bandwidth::Gbps(3);
     return c;
   };
@@ -484,7 +460,7 @@ TEST(Endpoint, ForeignDatagramsReachTheListenHandlerAndItsRepliesTheSender) {
   std::atomic<int> calls{0};
   std::atomic<int64_t> kernel_ns{0};
   ListenOptions lo;
-  lo.config = TestConfig();
+  lo.config = testing::LoopbackTestConfig();
   lo.on_foreign_datagram = [&](const ForeignDatagram& f,
                                std::vector<std::vector<uint8_t>>* replies) {
     ++calls;
@@ -522,7 +498,7 @@ TEST(Endpoint, ForeignDatagramsReachTheListenHandlerAndItsRepliesTheSender) {
 
 TEST(Endpoint, VanishedPeerIsReportedAsUnreachable) {
   ListenOptions lo;
-  lo.config = TestConfig();
+  lo.config = testing::LoopbackTestConfig();
   lo.config.idle_timeout = Duration::Milliseconds(700);
   lo.config.keepalive = Duration::Milliseconds(100);
   Server srv = StartServer(std::move(lo));
@@ -530,7 +506,7 @@ TEST(Endpoint, VanishedPeerIsReportedAsUnreachable) {
       testing::LoopbackRelay::Start(srv.port);
   ASSERT_TRUE(relay.ok()) << relay.status();
   std::unique_ptr<Endpoint> cep = NewEndpoint();
-  TransportConfig cfg = TestConfig();
+  TransportConfig cfg = testing::LoopbackTestConfig();
   cfg.keepalive = Duration::Milliseconds(100);
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
       cep->Connect("127.0.0.1", (*relay)->port(), Client(cfg));
@@ -580,7 +556,7 @@ TEST(Endpoint, ListenOnABusyPortFails) {
   Server srv = StartServer();
   std::unique_ptr<Endpoint> other = NewEndpoint();
   ListenOptions lo;
-  lo.config = TestConfig();
+  lo.config = testing::LoopbackTestConfig();
   absl::StatusOr<uint16_t> p = other->Listen("127.0.0.1", srv.port, lo);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("in use"), std::string::npos) << p.status();

@@ -10,19 +10,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
 #include "transport/api/endpoint.h"
 
 namespace longhaul {
 namespace {
 
 constexpr Duration kWait = Duration::Seconds(20);
-
-TransportConfig Cfg() {
-  TransportConfig c;
-  c.rate = Bandwidth::Gbps(2);
-  c.initial_rtt = Duration::Milliseconds(1);
-  return c;
-}
 
 struct Pair {
   std::unique_ptr<Endpoint> server, client;
@@ -39,12 +33,12 @@ Pair Connect() {
   Pair p;
   p.server = *Endpoint::Create(Insecure());
   ListenOptions lo;
-  lo.config = Cfg();
+  lo.config = testing::LoopbackTestConfig();
   absl::StatusOr<uint16_t> port = p.server->Listen("127.0.0.1", 0, lo);
   EXPECT_TRUE(port.ok());
   p.client = *Endpoint::Create(Insecure());
   ConnectOptions co;
-  co.config = Cfg();
+  co.config = testing::LoopbackTestConfig();
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = p.client->Connect("127.0.0.1", *port, co);
   EXPECT_TRUE(c.ok()) << c.status();
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = p.server->Accept(kWait);
@@ -138,7 +132,7 @@ TEST(ConnectionHandle, CallbackSetLaterReceivesQueuedEventsFirstInOrder) {
 // once the application reads again.
 TEST(ConnectionHandle, AReceiverThatStopsReadingStallsItsSenderUntilItReadsAgain) {
   Pair p;
-  TransportConfig cfg = Cfg();
+  TransportConfig cfg = testing::LoopbackTestConfig();
   cfg.recv_window = 1 << 20;
   p.server = *Endpoint::Create(Insecure());
   ListenOptions lo;

@@ -8,29 +8,30 @@
 namespace longhaul {
 namespace {
 
-int64_t ChronoNs(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
-int64_t ChronoNs(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+// Expects a reading of `read` to fall between two readings of the std::chrono clock
+// `ChronoClock`, in nanoseconds since its epoch.
+template <typename ChronoClock>
+void ExpectBetweenReadingsOf(int64_t (*read)()) {
+  auto ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               ChronoClock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t before = ns();
+  const int64_t t = read();
+  const int64_t after = ns();
+  EXPECT_LE(before, t);
+  EXPECT_LE(t, after);
 }
 
 // Each clock is the one its name says: a reading falls between two readings of the
 // std::chrono clock on the same kernel clock.
 TEST(ClockTest, MonotonicNsIsTheSteadyClock) {
-  const int64_t before = ChronoNs(std::chrono::steady_clock::now());
-  const int64_t t = MonotonicNs();
-  const int64_t after = ChronoNs(std::chrono::steady_clock::now());
-  EXPECT_LE(before, t);
-  EXPECT_LE(t, after);
+  ExpectBetweenReadingsOf<std::chrono::steady_clock>(MonotonicNs);
 }
 
 TEST(ClockTest, RealtimeNsIsTheSystemClock) {
-  const int64_t before = ChronoNs(std::chrono::system_clock::now());
-  const int64_t t = RealtimeNs();
-  const int64_t after = ChronoNs(std::chrono::system_clock::now());
-  EXPECT_LE(before, t);
-  EXPECT_LE(t, after);
+  ExpectBetweenReadingsOf<std::chrono::system_clock>(RealtimeNs);
 }
 
 TEST(ClockTest, MonotonicNsNeverGoesBack) {

@@ -1,5 +1,6 @@
 #include "transport/base/percentile.h"
 
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -23,13 +24,11 @@ TEST(PercentileTest, OneSampleIsEveryPercentile) {
 }
 
 TEST(PercentileTest, NearestRankReportsObservedSamples) {
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0), 1);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0.1), 1);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0.11), 2);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0.5), 5);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0.9), 9);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 0.99), 10);
-  EXPECT_EQ(NearestRankPercentile(kOneToTen, 1), 10);
+  // {fraction, the sample it names}
+  for (const auto& [q, want] : std::vector<std::pair<double, double>>{
+           {0, 1}, {0.1, 1}, {0.11, 2}, {0.5, 5}, {0.9, 9}, {0.99, 10}, {1, 10}}) {
+    EXPECT_EQ(NearestRankPercentile(kOneToTen, q), want) << q;
+  }
   EXPECT_EQ(NearestRankIndex(4, 0.25), 0u);
   EXPECT_EQ(NearestRankIndex(4, 0.26), 1u);
   EXPECT_EQ(NearestRankIndex(1000, 0.999), 998u);
@@ -37,10 +36,11 @@ TEST(PercentileTest, NearestRankReportsObservedSamples) {
 
 TEST(PercentileTest, InterpolatedLiesBetweenTheClosestRanks) {
   EXPECT_EQ(InterpolatedPercentile(kOneToTen, 0), 1);
-  EXPECT_DOUBLE_EQ(InterpolatedPercentile(kOneToTen, 0.25), 3.25);
-  EXPECT_DOUBLE_EQ(InterpolatedPercentile(kOneToTen, 0.5), 5.5);
-  EXPECT_DOUBLE_EQ(InterpolatedPercentile(kOneToTen, 0.99), 9.91);
   EXPECT_EQ(InterpolatedPercentile(kOneToTen, 1), 10);
+  for (const auto& [q, want] :
+       std::vector<std::pair<double, double>>{{0.25, 3.25}, {0.5, 5.5}, {0.99, 9.91}}) {
+    EXPECT_DOUBLE_EQ(InterpolatedPercentile(kOneToTen, q), want) << q;
+  }
   EXPECT_DOUBLE_EQ(InterpolatedPercentile(std::vector<double>{0, 100}, 0.3), 30);
 }
 

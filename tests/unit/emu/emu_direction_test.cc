@@ -4,16 +4,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/link_spec.h"
 #include "transport/emu/ip_packet.h"
 
 namespace longhaul::emu {
 namespace {
 
-sim::LinkSpec Spec(const std::string& text) {
-  absl::StatusOr<sim::LinkSpec> s = sim::ParseLinkSpec(text, {});
-  EXPECT_TRUE(s.ok()) << s.status();
-  return *s;
-}
+using ::longhaul::testing::ParseTestLinkSpec;
 
 constexpr int64_t kUs = 1000;
 constexpr uint32_t kDatagram = 972;  // 1000 wire bytes: 8 us at 1 Gbit/s
@@ -30,7 +27,7 @@ uint32_t Fill(PacketPool& pool, uint32_t len, uint8_t seed) {
 
 TEST(EmuDirectionTest, ReleasesAtTheModelledTime) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=10ms"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=10ms"), 1, PayloadKind::kUdpPayload, &pool);
   sim::Verdict v = dir.Ingest(0, Fill(pool, kDatagram, 1), kDatagram, 3, 4, 0);
   ASSERT_FALSE(v.dropped());
   EXPECT_EQ(dir.NextDeadline(), 8 * kUs + 5000 * kUs);
@@ -47,7 +44,8 @@ TEST(EmuDirectionTest, ReleasesAtTheModelledTime) {
 
 TEST(EmuDirectionTest, BackToBackDatagramsArePacedExactlyAtTheRate) {
   PacketPool pool(9000, size_t{1} << 28);
-  EmuDirection dir(Spec("rate=1gbit,rtt=0,queue=1GB"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=0,queue=1GB"), 1, PayloadKind::kUdpPayload,
+                   &pool);
   PendingDatagram d;
   int64_t last = 0;
   // Offered all at once; released one every 8 us with no accumulated error.
@@ -68,14 +66,14 @@ TEST(EmuDirectionTest, BackToBackDatagramsArePacedExactlyAtTheRate) {
 
 TEST(EmuDirectionTest, ModelDropsReturnTheBuffer) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection lossy(Spec("rate=1gbit,loss=1"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection lossy(ParseTestLinkSpec("rate=1gbit,loss=1"), 1, PayloadKind::kUdpPayload, &pool);
   EXPECT_EQ(lossy.Ingest(0, Fill(pool, 100, 0), 100).drop, sim::DropReason::kLoss);
   EXPECT_EQ(pool.in_use(), 0u);
   EXPECT_EQ(lossy.pending(), 0u);
   EXPECT_EQ(lossy.ModelCounters(0).dropped_loss, 1u);
   EXPECT_EQ(lossy.counters().OwnDrops(), 0u);  // modelled loss is not the emulator's own
 
-  EmuDirection small(Spec("rate=1gbit,mtu=1500"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection small(ParseTestLinkSpec("rate=1gbit,mtu=1500"), 1, PayloadKind::kUdpPayload, &pool);
   // 1473 + 28 > 1500: too big (the relay offers a truncated datagram with its real size).
   EXPECT_EQ(small.Ingest(0, Fill(pool, 1473, 0), 1473).drop, sim::DropReason::kTooBig);
   EXPECT_FALSE(small.Ingest(0, Fill(pool, 1472, 0), 1472).dropped());
@@ -84,7 +82,8 @@ TEST(EmuDirectionTest, ModelDropsReturnTheBuffer) {
 
 TEST(EmuDirectionTest, DuplicateIsAnIntactCopyAndCorruptionFlipsOneBitOfTheFirst) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=2ms,dup=1,corrupt=1"), 5, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=2ms,dup=1,corrupt=1"), 5,
+                   PayloadKind::kUdpPayload, &pool);
   std::vector<uint8_t> original(kDatagram);
   const uint32_t slot = Fill(pool, kDatagram, 9);
   std::memcpy(original.data(), pool.Data(slot), kDatagram);
@@ -110,7 +109,7 @@ TEST(EmuDirectionTest, DuplicateIsAnIntactCopyAndCorruptionFlipsOneBitOfTheFirst
 
 TEST(EmuDirectionTest, DuplicateWithoutABufferIsCountedAsTheEmulatorsOwnDrop) {
   PacketPool pool(64, 64 * PacketPool::kSlotsPerChunk);  // 256 slots
-  EmuDirection dir(Spec("rate=1gbit,dup=1"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,dup=1"), 1, PayloadKind::kUdpPayload, &pool);
   std::vector<uint32_t> held;
   while (pool.in_use() + 1 < pool.max_slots()) held.push_back(pool.Acquire());
   EXPECT_FALSE(dir.Ingest(0, pool.Acquire(), 10).dropped());
@@ -121,7 +120,7 @@ TEST(EmuDirectionTest, DuplicateWithoutABufferIsCountedAsTheEmulatorsOwnDrop) {
 
 TEST(EmuDirectionTest, DatagramLongerThanItsBufferIsCountedAsTruncated) {
   PacketPool pool(64, 1);
-  EmuDirection dir(Spec("rate=1gbit"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit"), 1, PayloadKind::kUdpPayload, &pool);
   EXPECT_FALSE(dir.Ingest(0, pool.Acquire(), 1000).dropped());
   EXPECT_EQ(dir.counters().truncated, 1u);
   EXPECT_EQ(dir.pending(), 0u);
@@ -130,7 +129,8 @@ TEST(EmuDirectionTest, DatagramLongerThanItsBufferIsCountedAsTruncated) {
 
 TEST(EmuDirectionTest, CeMarksOnlyEcnCapableDatagramsInTheirTos) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=1ms,ecn=1"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=1ms,ecn=1"), 1, PayloadKind::kUdpPayload,
+                   &pool);
   dir.Ingest(0, Fill(pool, 100, 0), 100, 0, 0, 0x02);  // empty queue: not marked
   dir.Ingest(0, Fill(pool, 100, 0), 100, 0, 0, 0x02);  // ECT(0) behind it: CE
   dir.Ingest(0, Fill(pool, 100, 0), 100, 0, 0, 0xb8);  // DSCP EF, Not-ECT: untouched
@@ -165,7 +165,7 @@ std::vector<uint8_t> Ipv4Packet(uint8_t tos, size_t len = 60) {
 
 TEST(EmuDirectionTest, IpPacketModeMarksCeInTheHeaderWithAValidChecksum) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=1ms,ecn=1"), 1, PayloadKind::kIpPacket, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=1ms,ecn=1"), 1, PayloadKind::kIpPacket, &pool);
   for (int i = 0; i < 3; ++i) {
     std::vector<uint8_t> p = Ipv4Packet(i == 2 ? 0x00 : 0x02);
     uint32_t s = pool.Acquire();
@@ -183,22 +183,23 @@ TEST(EmuDirectionTest, IpPacketModeMarksCeInTheHeaderWithAValidChecksum) {
 }
 
 TEST(EmuDirectionTest, IpPacketModeCountsTheIpPacketAgainstTheMtu) {
-  sim::LinkSpec s = EmuDirection::ModelSpec(Spec("rate=1gbit,mtu=1500"), PayloadKind::kIpPacket);
+  sim::LinkSpec s =
+      EmuDirection::ModelSpec(ParseTestLinkSpec("rate=1gbit,mtu=1500"), PayloadKind::kIpPacket);
   EXPECT_EQ(s.overhead, 0u);
   EXPECT_EQ(s.mtu, 1500u);
-  sim::LinkSpec e =
-      EmuDirection::ModelSpec(Spec("rate=1gbit,mtu=1500,overhead=66"), PayloadKind::kIpPacket);
+  sim::LinkSpec e = EmuDirection::ModelSpec(ParseTestLinkSpec("rate=1gbit,mtu=1500,overhead=66"),
+                                            PayloadKind::kIpPacket);
   EXPECT_EQ(e.overhead, 38u);  // Ethernet framing beyond the IP + UDP headers
   EXPECT_EQ(e.mtu, 1538u);
   PacketPool pool(1500, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,mtu=1500"), 1, PayloadKind::kIpPacket, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,mtu=1500"), 1, PayloadKind::kIpPacket, &pool);
   EXPECT_FALSE(dir.Ingest(0, pool.Acquire(), 1500).dropped());
   EXPECT_EQ(dir.Ingest(0, pool.Acquire(), 1501).drop, sim::DropReason::kTooBig);
 }
 
 TEST(EmuDirectionTest, TimeGoingBackIsClampedNotFatal) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=2ms"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=2ms"), 1, PayloadKind::kUdpPayload, &pool);
   dir.Ingest(1000 * kUs, Fill(pool, kDatagram, 0), kDatagram);
   sim::Verdict v = dir.Ingest(500 * kUs, Fill(pool, kDatagram, 0), kDatagram);
   EXPECT_GE(v.deliver_at.ns(), 1000 * kUs + 1000 * kUs);
@@ -206,10 +207,10 @@ TEST(EmuDirectionTest, TimeGoingBackIsClampedNotFatal) {
 
 TEST(EmuDirectionTest, ReconfigureChangesTheRateForLaterDatagrams) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,queue=1GB"), 1, PayloadKind::kUdpPayload, &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,queue=1GB"), 1, PayloadKind::kUdpPayload, &pool);
   PendingDatagram d;
   dir.Ingest(0, pool.Acquire(), kDatagram);  // 8 us at 1 Gbit/s
-  dir.Reconfigure(Spec("rate=500mbit,queue=1GB"), 0);
+  dir.Reconfigure(ParseTestLinkSpec("rate=500mbit,queue=1GB"), 0);
   dir.Ingest(0, pool.Acquire(), kDatagram);  // 16 us at 500 Mbit/s, after the first
   ASSERT_TRUE(dir.PopDue(ReleaseQueue::kNever, &d));
   EXPECT_EQ(d.deliver_ns, 8 * kUs);
@@ -221,12 +222,12 @@ TEST(EmuDirectionTest, ReconfigureChangesTheRateForLaterDatagrams) {
 
 TEST(EmuDirectionTest, SameSeedSameFate) {
   PacketPool pool(9000, 1 << 26);
-  EmuDirection a(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload,
-                 &pool);
-  EmuDirection b(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42, PayloadKind::kUdpPayload,
-                 &pool);
-  EmuDirection c(Spec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 43, PayloadKind::kUdpPayload,
-                 &pool);
+  EmuDirection a(ParseTestLinkSpec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42,
+                 PayloadKind::kUdpPayload, &pool);
+  EmuDirection b(ParseTestLinkSpec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 42,
+                 PayloadKind::kUdpPayload, &pool);
+  EmuDirection c(ParseTestLinkSpec("rate=10gbit,loss=0.3,dup=0.1,reorder=0.1"), 43,
+                 PayloadKind::kUdpPayload, &pool);
   int differ = 0;
   for (int i = 0; i < 2000; ++i) {
     sim::Verdict va = a.Ingest(i * kUs, pool.Acquire(), 500);
@@ -246,8 +247,8 @@ TEST(EmuDirectionTest, SameSeedSameFate) {
 
 TEST(EmuDirectionTest, DropPendingReturnsAllBuffers) {
   PacketPool pool(9000, 1 << 24);
-  EmuDirection dir(Spec("rate=1gbit,rtt=1s,dup=0.5,reorder=0.5"), 1, PayloadKind::kUdpPayload,
-                   &pool);
+  EmuDirection dir(ParseTestLinkSpec("rate=1gbit,rtt=1s,dup=0.5,reorder=0.5"), 1,
+                   PayloadKind::kUdpPayload, &pool);
   for (int i = 0; i < 100; ++i) dir.Ingest(i, Fill(pool, 100, 0), 100);
   EXPECT_GT(pool.in_use(), 100u);
   EXPECT_EQ(dir.DropPending(), pool.peak_in_use());

@@ -15,6 +15,7 @@
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/endpoint.h"
 #include "transport/endpoint/handshake.h"
+#include "tests/support/pattern.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
 
@@ -92,15 +93,7 @@ class SecurityTest : public ::testing::Test {
                                        {kClient}, cc);
   }
 
-  const EndpointEvent* Result() {
-    for (const EndpointEvent& e : net_->events(client_)) {
-      if (e.type == EndpointEvent::Type::kConnected ||
-          e.type == EndpointEvent::Type::kConnectFailed) {
-        return &e;
-      }
-    }
-    return nullptr;
-  }
+  const EndpointEvent* Result() { return net_->ConnectResult(client_); }
 
   bool Handshake() {
     return net_->RunUntil([&] { return Result() != nullptr; }, Duration::Seconds(10));
@@ -177,16 +170,6 @@ std::vector<uint8_t> Text(size_t n) {
   return v;
 }
 
-// Shannon entropy in bits per byte.
-double Entropy(const std::vector<uint8_t>& bytes) {
-  std::vector<double> count(256, 0);
-  for (uint8_t b : bytes) count[b] += 1;
-  double h = 0;
-  for (double c : count) {
-    if (c > 0) h -= c / bytes.size() * std::log2(c / bytes.size());
-  }
-  return h;
-}
 
 bool Contains(const std::vector<uint8_t>& hay, const std::string& needle) {
   return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
@@ -230,8 +213,9 @@ TEST_F(SecurityTest, EachModeConnectsAndWhatThePathSeesIsSealed) {
     ASSERT_TRUE(Transfer(*id, data));
     EXPECT_EQ(plaintext_onertt, 0);
     EXPECT_GT(capture.size(), data.size());
-    EXPECT_GT(Entropy(capture), 7.99);  // indistinguishable from random: nothing to compress
-    EXPECT_LT(Entropy(data), 4.5);
+    // Indistinguishable from random: nothing to compress.
+    EXPECT_GT(testing::Entropy(capture), 7.99);
+    EXPECT_LT(testing::Entropy(data), 4.5);
     EXPECT_FALSE(Contains(capture, "gradients and checkpoints"));
     const ConnectionMeta* cm = net_->node(client_).MetaAt(*id);
     const ConnectionMeta* sm = net_->node(server_).MetaAt(ServerConnection());
@@ -262,7 +246,7 @@ TEST_F(SecurityTest, PlaintextTransferIsReadableOnThePath) {
   ASSERT_TRUE(Handshake());
   ASSERT_TRUE(Transfer(*id, Text(200'000)));
   EXPECT_TRUE(Contains(capture, "gradients and checkpoints"));
-  EXPECT_LT(Entropy(capture), 5.0);
+  EXPECT_LT(testing::Entropy(capture), 5.0);
 }
 
 TEST_F(SecurityTest, WrongOrUnknownKeysAreRefusedWithoutServerState) {

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
 
@@ -26,13 +27,7 @@ using ::testing::HasSubstr;
 constexpr LocalId kListen = 1;
 constexpr LocalId kClient = 10;
 
-EndpointConfig Config(uint64_t seed) {
-  EndpointConfig c;
-  c.seed = seed;
-  c.cookie_secret = SipKey{seed * 7 + 1, seed * 13 + 5};
-  c.security = SecurityConfig::Insecure();
-  return c;
-}
+EndpointConfig Config(uint64_t seed) { return ::longhaul::testing::InsecureEndpointConfig(seed); }
 
 TransportConfig Transport() {
   TransportConfig t;
@@ -93,15 +88,7 @@ class EndpointTest : public ::testing::Test {
     return 0;
   }
 
-  const EndpointEvent* ClientResult() {
-    for (const EndpointEvent& e : net_->events(client_)) {
-      if (e.type == EndpointEvent::Type::kConnected ||
-          e.type == EndpointEvent::Type::kConnectFailed) {
-        return &e;
-      }
-    }
-    return nullptr;
-  }
+  const EndpointEvent* ClientResult() { return net_->ConnectResult(client_); }
 
   // Sends `size` bytes client -> server over an established connection and checks they
   // arrive intact.

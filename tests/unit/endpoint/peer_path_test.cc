@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
 #include "transport/endpoint/endpoint.h"
 #include "transport/testing/endpoint_net.h"
 
@@ -113,13 +114,7 @@ TEST(PeerPath, OnlyTheMostRecentPacketNumbersAreRemembered) {
 constexpr LocalId kListen = 1;
 constexpr LocalId kClient = 10;
 
-EndpointConfig Config(uint64_t seed) {
-  EndpointConfig c;
-  c.seed = seed;
-  c.cookie_secret = SipKey{seed * 7 + 1, seed * 13 + 5};
-  c.security = SecurityConfig::Insecure();
-  return c;
-}
+EndpointConfig Config(uint64_t seed) { return ::longhaul::testing::InsecureEndpointConfig(seed); }
 
 TEST(EndpointPath, SpoofedReplayIsHeldToThreeTimesAndTheClientMovesItBack) {
   EndpointNet net(Duration::Milliseconds(10));

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 #include "transport/core/config.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
@@ -42,12 +43,6 @@ struct Kind {
   std::function<absl::Status(const std::string&)> read;
 };
 
-// A fresh private directory under /tmp (mode 0700), removed by the fixtures.
-fs::path MakeTempDir() {
-  char tmpl[] = "/tmp/longhaul-trust-XXXXXX";
-  return mkdtemp(tmpl) != nullptr ? fs::path(tmpl) : fs::path();
-}
-
 std::vector<Kind> Kinds() {
   const std::string key = absl::StrCat(kHex, "\n");
   return {
@@ -67,11 +62,9 @@ std::vector<Kind> Kinds() {
 class FileTrustTest : public ::testing::TestWithParam<size_t> {
  protected:
   void SetUp() override {
-    dir_ = MakeTempDir();
-    ASSERT_FALSE(dir_.empty()) << std::strerror(errno);
+    ASSERT_TRUE(tmp_.ok());
     kind_ = Kinds()[GetParam()];
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string Write(const fs::path& path, mode_t mode) {
     std::ofstream(path) << kind_.text;
@@ -86,7 +79,8 @@ class FileTrustTest : public ::testing::TestWithParam<size_t> {
     return std::string(s.message());
   }
 
-  fs::path dir_;
+  ::longhaul::testing::TempDir tmp_{"longhaul-trust"};
+  const fs::path dir_ = tmp_.path();
   Kind kind_;
 };
 
@@ -168,11 +162,7 @@ INSTANTIATE_TEST_SUITE_P(EveryKind, FileTrustTest, ::testing::Range<size_t>(0, 5
 // Secrets, and how a POSIX ACL is read instead of the group bits.
 class SecretTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = MakeTempDir();
-    ASSERT_FALSE(dir_.empty()) << std::strerror(errno);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
   std::string Psk(mode_t mode) {
     const std::string p = (dir_ / "link.psk").string();
     std::ofstream(p) << kHex << "\n";
@@ -200,7 +190,8 @@ class SecretTest : public ::testing::Test {
     add(0x20, 0, 0xffffffff);
     return setxattr(p.c_str(), "system.posix_acl_access", v.data(), v.size(), 0) == 0;
   }
-  fs::path dir_;
+  ::longhaul::testing::TempDir tmp_{"longhaul-trust"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(SecretTest, ReadableByGroupOrOthersIsRefused) {

@@ -17,42 +17,29 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 
 namespace longhaul::crypto {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using ::longhaul::testing::ModeOf;
+using ::longhaul::testing::ReadFile;
 
 constexpr char kHexA[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 constexpr char kHexB[] = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
 
 class KeyFilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lh-keyfiles-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   std::string Write(const std::string& name, const std::string& text, mode_t mode = 0600) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
-    EXPECT_EQ(chmod(path.c_str(), mode), 0);
-    return path;
-  }
-  static mode_t ModeOf(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-    return st.st_mode & 07777;
-  }
-  static std::string Slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
+    return tmp_.Write(name, text, mode);
   }
 
-  std::string dir_;
+  ::longhaul::testing::TempDir tmp_{"lh-keyfiles"};
+  const std::string dir_ = tmp_.path();
 };
 
 std::string Message(const absl::Status& s) { return std::string(s.message()); }
@@ -226,9 +213,9 @@ TEST_F(KeyFilesTest, WritingRefusesToOverwriteUnlessAskedAndKeepsSecretsPrivate)
   absl::Status s = WriteKeyFile(key, "two\n", KeyFileMode::kSecret, false);
   EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
   EXPECT_EQ(Message(s), key + " exists");
-  EXPECT_EQ(Slurp(key), "one\n");
+  EXPECT_EQ(ReadFile(key), "one\n");
   ASSERT_TRUE(WriteKeyFile(key, "two\n", KeyFileMode::kSecret, true).ok());
-  EXPECT_EQ(Slurp(key), "two\n");
+  EXPECT_EQ(ReadFile(key), "two\n");
   EXPECT_EQ(ModeOf(key), 0600u);
   const std::string pub = dir_ + "/x.pub";
   ASSERT_TRUE(WriteKeyFile(pub, "p\n", KeyFileMode::kPublic, false).ok());

@@ -16,12 +16,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/emu/emu_process.h"
+#include "tests/support/temp_dir.h"
 #include "transport/crypto/key_files.h"
 
 namespace longhaul {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::ModeOf;
+using testing::ReadFile;
 
 struct KeygenRun {
   int status = -1;
@@ -38,22 +41,9 @@ KeygenRun Keygen(std::vector<std::string> args) {
 
 class KeygenTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lh-keygen-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  static mode_t ModeOf(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
-    return st.st_mode & 07777;
-  }
-  static std::string Slurp(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
-  std::string dir_;
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
+  testing::TempDir tmp_{"lh-keygen"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(KeygenTest, KeyPairThatTheReaderAccepts) {
@@ -68,14 +58,14 @@ TEST_F(KeygenTest, KeyPairThatTheReaderAccepts) {
   ASSERT_TRUE(pub.ok()) << pub.status();
   EXPECT_EQ(*pub, pair->public_key);
   EXPECT_THAT(r.out, HasSubstr(absl::StrCat("public key: ", crypto::ToHex(*pub))));
-  EXPECT_EQ(Slurp(prefix + ".pub"), absl::StrCat(crypto::ToHex(*pub), "\n"));
+  EXPECT_EQ(ReadFile(prefix + ".pub"), absl::StrCat(crypto::ToHex(*pub), "\n"));
   // --public_from prints the same public key, alone on its line.
   KeygenRun p = Keygen({"--public_from=" + prefix + ".key"});
   ASSERT_EQ(p.status, 0) << p.err;
   EXPECT_EQ(p.out, absl::StrCat(crypto::ToHex(*pub), "\n"));
   // Two runs give two different keys.
   ASSERT_EQ(Keygen({"--out=" + dir_ + "/other"}).status, 0);
-  EXPECT_NE(Slurp(dir_ + "/other.key"), Slurp(prefix + ".key"));
+  EXPECT_NE(ReadFile(dir_ + "/other.key"), ReadFile(prefix + ".key"));
 }
 
 TEST_F(KeygenTest, PreSharedKey) {
@@ -83,7 +73,7 @@ TEST_F(KeygenTest, PreSharedKey) {
   KeygenRun r = Keygen({"--psk=" + psk});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(ModeOf(psk), 0600u);
-  const std::string text = Slurp(psk);
+  const std::string text = ReadFile(psk);
   EXPECT_EQ(text.size(), 65u);
   EXPECT_TRUE(crypto::ReadPskFile(psk).ok());
   EXPECT_THAT(r.out, HasSubstr("--psk_file=" + psk));
@@ -92,11 +82,11 @@ TEST_F(KeygenTest, PreSharedKey) {
 TEST_F(KeygenTest, NeverOverwritesWithoutForce) {
   const std::string prefix = dir_ + "/a";
   ASSERT_EQ(Keygen({"--out=" + prefix}).status, 0);
-  const std::string key = Slurp(prefix + ".key"), pub = Slurp(prefix + ".pub");
+  const std::string key = ReadFile(prefix + ".key"), pub = ReadFile(prefix + ".pub");
   KeygenRun again = Keygen({"--out=" + prefix});
   EXPECT_EQ(again.status, 1);
   EXPECT_THAT(again.err, HasSubstr(prefix + ".key exists; not overwritten (--force replaces it)"));
-  EXPECT_EQ(Slurp(prefix + ".key"), key);
+  EXPECT_EQ(ReadFile(prefix + ".key"), key);
   // Only the .pub there: still refused, and no .key is left behind.
   std::filesystem::remove(prefix + ".key");
   KeygenRun pub_only = Keygen({"--out=" + prefix});
@@ -106,15 +96,15 @@ TEST_F(KeygenTest, NeverOverwritesWithoutForce) {
   // --force replaces both, safely.
   KeygenRun forced = Keygen({"--out=" + prefix, "--force"});
   ASSERT_EQ(forced.status, 0) << forced.err;
-  EXPECT_NE(Slurp(prefix + ".pub"), pub);
+  EXPECT_NE(ReadFile(prefix + ".pub"), pub);
   EXPECT_EQ(ModeOf(prefix + ".key"), 0600u);
   const std::string psk = dir_ + "/p";
   ASSERT_EQ(Keygen({"--psk=" + psk}).status, 0);
-  const std::string first = Slurp(psk);
+  const std::string first = ReadFile(psk);
   EXPECT_EQ(Keygen({"--psk=" + psk}).status, 1);
-  EXPECT_EQ(Slurp(psk), first);
+  EXPECT_EQ(ReadFile(psk), first);
   ASSERT_EQ(Keygen({"--psk=" + psk, "--force"}).status, 0);
-  EXPECT_NE(Slurp(psk), first);
+  EXPECT_NE(ReadFile(psk), first);
   EXPECT_EQ(ModeOf(psk), 0600u);
 }
 

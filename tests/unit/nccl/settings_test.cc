@@ -17,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/key_files.h"
+#include "tests/support/temp_dir.h"
 #include "transport/api/endpoint.h"
 #include "transport/base/parse.h"
 #include "transport/crypto/key_files.h"
@@ -428,24 +430,14 @@ TEST(NcclSettingsTest, MarkdownHasOneRowPerSetting) {
 class PluginKeysTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/nccl-keys-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    absl::StatusOr<crypto::KeyPair> pair = crypto::GenerateKeyPair();
-    ASSERT_TRUE(pair.ok());
-    pair_ = *pair;
-    key_ = dir_ + "/r0.key";
-    ASSERT_TRUE(crypto::WriteKeyFile(key_, crypto::KeyFileText(pair_.private_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
-    peers_ = dir_ + "/ranks.pub";
-    std::ofstream(peers_) << crypto::ToHex(pair_.public_key) << " rank-0\n";
-    psk_ = dir_ + "/job.psk";
-    ASSERT_TRUE(crypto::WriteKeyFile(psk_, crypto::KeyFileText(pair_.public_key),
-                                     crypto::KeyFileMode::kSecret, false)
-                    .ok());
+    ASSERT_TRUE(tmp_.ok());
+    key_ = tmp_.Path("r0.key");
+    public_key_ = ::longhaul::testing::WritePrivateKey(key_);
+    peers_ = tmp_.Write("ranks.pub", crypto::ToHex(public_key_) + " rank-0\n");
+    psk_ = tmp_.Path("job.psk");
+    ::longhaul::testing::WritePsk(psk_);
+    ASSERT_FALSE(HasFailure());
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   absl::StatusOr<crypto::LoadedKeys> Keys(std::initializer_list<std::string> entries) {
     absl::StatusOr<Settings> s = Read(entries);
@@ -460,8 +452,10 @@ class PluginKeysTest : public ::testing::Test {
     return std::string(k.status().message());
   }
 
-  std::string dir_, key_, peers_, psk_;
-  crypto::KeyPair pair_;
+  ::longhaul::testing::TempDir tmp_{"nccl-keys-test"};
+  const std::string dir_ = tmp_.path();
+  std::string key_, peers_, psk_;
+  crypto::Key32 public_key_;
 };
 
 TEST_F(PluginKeysTest, EveryModeFromTheVariables) {
@@ -474,7 +468,7 @@ TEST_F(PluginKeysTest, EveryModeFromTheVariables) {
   k = Keys({"NCCL_LONGHAUL_KEY=" + key_, "NCCL_LONGHAUL_PEER_KEY=" + peers_});
   ASSERT_TRUE(k.ok()) << k.status();
   EXPECT_EQ(k->security.mode(), endpoint::SecurityMode::kStaticKeys);
-  EXPECT_EQ(k->security.key->public_key, pair_.public_key);
+  EXPECT_EQ(k->security.key->public_key, public_key_);
   EXPECT_EQ(k->peers.at(0).label, "rank-0");
   k = Keys({"NCCL_LONGHAUL_KEY=" + key_, "NCCL_LONGHAUL_PEER_KEY=" + peers_,
             "NCCL_LONGHAUL_PSK_FILE=" + psk_});

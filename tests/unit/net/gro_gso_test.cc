@@ -54,40 +54,38 @@ std::vector<TxDatagram> Datagrams(const std::vector<uint32_t>& lens, const Socke
   return d;
 }
 
+// The datagram count of each group.
+std::vector<size_t> Counts(const std::vector<GsoGroup>& g) {
+  std::vector<size_t> n;
+  for (const GsoGroup& x : g) n.push_back(x.count);
+  return n;
+}
+
 TEST(GsoPlan, EqualSizesGroupShortLastEndsGroup) {
   std::vector<TxDatagram> d = Datagrams({1000, 1000, 1000, 500, 1000, 1000}, nullptr);
   std::vector<GsoGroup> g;
   PlanGsoGroups(d, 64, 65507, &g);
-  ASSERT_EQ(g.size(), 2u);
+  ASSERT_EQ(Counts(g), (std::vector<size_t>{4, 2}));
   EXPECT_EQ(g[0].first, 0u);
-  EXPECT_EQ(g[0].count, 4u);
   EXPECT_EQ(g[0].segment, 1000u);
   EXPECT_EQ(g[1].first, 4u);
-  EXPECT_EQ(g[1].count, 2u);
 }
 
 TEST(GsoPlan, LargerDatagramStartsANewGroup) {
   std::vector<TxDatagram> d = Datagrams({500, 1000, 1000}, nullptr);
   std::vector<GsoGroup> g;
   PlanGsoGroups(d, 64, 65507, &g);
-  ASSERT_EQ(g.size(), 2u);
-  EXPECT_EQ(g[0].count, 1u);
-  EXPECT_EQ(g[1].count, 2u);
+  EXPECT_EQ(Counts(g), (std::vector<size_t>{1, 2}));
 }
 
 TEST(GsoPlan, LimitsSegmentsAndBytes) {
   std::vector<TxDatagram> d = Datagrams(std::vector<uint32_t>(20, 8270), nullptr);
   std::vector<GsoGroup> g;
   PlanGsoGroups(d, 64, 65507, &g);  // 7 x 8270 = 57890 fits, 8 do not
-  ASSERT_EQ(g.size(), 3u);
-  EXPECT_EQ(g[0].count, 7u);
-  EXPECT_EQ(g[1].count, 7u);
-  EXPECT_EQ(g[2].count, 6u);
+  EXPECT_EQ(Counts(g), (std::vector<size_t>{7, 7, 6}));
   std::vector<TxDatagram> small = Datagrams(std::vector<uint32_t>(10, 100), nullptr);
   PlanGsoGroups(small, 4, 65507, &g);
-  ASSERT_EQ(g.size(), 3u);
-  EXPECT_EQ(g[0].count, 4u);
-  EXPECT_EQ(g[2].count, 2u);
+  EXPECT_EQ(Counts(g), (std::vector<size_t>{4, 4, 2}));
   PlanGsoGroups(small, 1, 65507, &g);  // GSO off
   EXPECT_EQ(g.size(), 10u);
 }
@@ -105,10 +103,7 @@ TEST(GsoPlan, DestinationAndEcnSplitGroups) {
   d.insert(d.end(), d4.begin(), d4.end());
   std::vector<GsoGroup> g;
   PlanGsoGroups(d, 64, 65507, &g);
-  ASSERT_EQ(g.size(), 3u);
-  EXPECT_EQ(g[0].count, 3u);
-  EXPECT_EQ(g[1].count, 1u);
-  EXPECT_EQ(g[2].count, 1u);
+  EXPECT_EQ(Counts(g), (std::vector<size_t>{3, 1, 1}));
 }
 
 }  // namespace

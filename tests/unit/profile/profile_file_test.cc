@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 #include "transport/core/profile/profile.h"
 
 namespace longhaul {
@@ -19,15 +20,12 @@ using ::testing::StartsWith;
 
 class ProfileFileTest : public ::testing::Test {
  protected:
-  std::filesystem::path dir_ =
-      std::filesystem::path(::testing::TempDir()) / "longhaul_profile_file_test";
-  void SetUp() override { std::filesystem::create_directories(dir_); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
   std::string Write(const std::string& name, const std::string& text) {
-    const std::filesystem::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
+    return tmp_.Write(name, text);
   }
+  ::longhaul::testing::TempDir tmp_{"longhaul-profile-file"};
+  const std::filesystem::path dir_ = tmp_.path();
 };
 
 TransportConfig Tuned() {

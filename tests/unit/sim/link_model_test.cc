@@ -4,15 +4,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/support/link_spec.h"
 
 namespace longhaul::sim {
 namespace {
 
-LinkSpec Spec(const std::string& text) {
-  absl::StatusOr<LinkSpec> s = ParseLinkSpec(text, {});
-  EXPECT_TRUE(s.ok()) << s.status();
-  return *s;
-}
+using ::longhaul::testing::ParseTestLinkSpec;
 
 Time Us(int64_t us) { return Time::FromNanoseconds(us * 1000); }
 
@@ -20,7 +17,7 @@ Time Us(int64_t us) { return Time::FromNanoseconds(us * 1000); }
 constexpr size_t kDatagram = 972;
 
 TEST(LinkModelTest, SerialisationAndPropagation) {
-  LinkDirection link(Spec("rate=1gbit,rtt=10ms"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,rtt=10ms"), 1);
   Verdict a = link.Offer(Us(0), kDatagram, false);
   Verdict b = link.Offer(Us(0), kDatagram, false);
   EXPECT_EQ(link.BacklogBytes(Us(0)), 2000u);
@@ -36,14 +33,14 @@ TEST(LinkModelTest, SerialisationAndPropagation) {
 TEST(LinkModelTest, NoRateDriftOverManyPackets) {
   // 1528-byte wire packets at 100 Gbit/s take 122.24 ns each; after a million the
   // departure time must be exact to within a nanosecond.
-  LinkDirection link(Spec("rate=100gbit,rtt=0,queue=10GB"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=100gbit,rtt=0,queue=10GB"), 1);
   Verdict v;
   for (int i = 0; i < 1000000; ++i) v = link.Offer(Time::Zero(), 1500, false);
   EXPECT_NEAR(static_cast<double>(v.deliver_at.ns()), 122240000.0, 1.0);
 }
 
 TEST(LinkModelTest, DropTailQueue) {
-  LinkDirection link(Spec("rate=1gbit,rtt=10ms,queue=10000"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,rtt=10ms,queue=10000"), 1);
   int accepted = 0, dropped = 0;
   for (int i = 0; i < 20; ++i) {
     Verdict v = link.Offer(Us(0), kDatagram, false);
@@ -61,7 +58,7 @@ TEST(LinkModelTest, DropTailQueue) {
 }
 
 TEST(LinkModelTest, TimeWeightedQueue) {
-  LinkDirection link(Spec("rate=1gbit,rtt=1ms"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,rtt=1ms"), 1);
   for (int i = 0; i < 10; ++i) link.Offer(Us(0), kDatagram, false);
   // The 10000-byte backlog drains linearly over 80 us, then the link idles: over 160 us the
   // time-weighted mean is 10000 / 2 * 80 / 160 = 2500 bytes.
@@ -71,14 +68,14 @@ TEST(LinkModelTest, TimeWeightedQueue) {
 }
 
 TEST(LinkModelTest, TooBig) {
-  LinkDirection link(Spec("rate=1gbit,mtu=1500"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,mtu=1500"), 1);
   EXPECT_FALSE(link.Offer(Us(0), 1472, false).dropped());
   EXPECT_EQ(link.Offer(Us(0), 1473, false).drop, DropReason::kTooBig);
   EXPECT_EQ(link.counters().dropped_too_big, 1u);
 }
 
 TEST(LinkModelTest, BernoulliLossRate) {
-  LinkDirection link(Spec("rate=100gbit,loss=0.01"), 7);
+  LinkDirection link(ParseTestLinkSpec("rate=100gbit,loss=0.01"), 7);
   const int n = 1000000;
   for (int i = 0; i < n; ++i) link.Offer(Us(i), 1000, false);
   // Binomial(1e6, 0.01): mean 10000, sd 99.5; allow 5 sd.
@@ -89,7 +86,7 @@ TEST(LinkModelTest, BernoulliLossRate) {
 }
 
 TEST(LinkModelTest, GilbertBurstsAndAverage) {
-  LinkDirection link(Spec("rate=100gbit,loss=0.01,burst=4"), 11);
+  LinkDirection link(ParseTestLinkSpec("rate=100gbit,loss=0.01,burst=4"), 11);
   EXPECT_DOUBLE_EQ(link.ge_p_bad_to_good(), 0.25);
   const int n = 2000000;
   for (int i = 0; i < n; ++i) link.Offer(Us(i), 1000, false);
@@ -100,7 +97,7 @@ TEST(LinkModelTest, GilbertBurstsAndAverage) {
 }
 
 TEST(LinkModelTest, SameSeedSameVerdicts) {
-  LinkSpec spec = Spec("rate=1gbit,rtt=10ms,loss=0.1,jitter=1ms,reorder=0.1,dup=0.1,corrupt=0.1");
+  LinkSpec spec = ParseTestLinkSpec("rate=1gbit,rtt=10ms,loss=0.1,jitter=1ms,reorder=0.1,dup=0.1,corrupt=0.1");
   LinkDirection a(spec, 5), b(spec, 5), c(spec, 6);
   int differ = 0;
   for (int i = 0; i < 1000; ++i) {
@@ -116,7 +113,7 @@ TEST(LinkModelTest, SameSeedSameVerdicts) {
 }
 
 TEST(LinkModelTest, EcnMarksAboveThresholdOnlyEct) {
-  LinkDirection link(Spec("rate=1gbit,rtt=1ms,ecn=5000"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,rtt=1ms,ecn=5000"), 1);
   int marked_ect = 0, marked_not = 0;
   for (int i = 0; i < 10; ++i) {
     // Backlog before packet i is i*1000 bytes; ECT packets above 5000 get CE.
@@ -132,7 +129,7 @@ TEST(LinkModelTest, EcnMarksAboveThresholdOnlyEct) {
 }
 
 TEST(LinkModelTest, JitterPreservesOrder) {
-  LinkDirection link(Spec("rate=10gbit,rtt=10ms,jitter=2ms"), 3);
+  LinkDirection link(ParseTestLinkSpec("rate=10gbit,rtt=10ms,jitter=2ms"), 3);
   Time last = Time::Zero();
   int64_t min_delay = INT64_MAX, max_delay = 0;
   for (int i = 0; i < 100000; ++i) {
@@ -153,7 +150,7 @@ TEST(LinkModelTest, JitterPreservesOrder) {
 }
 
 TEST(LinkModelTest, ReorderDupCorruptCounts) {
-  LinkDirection link(Spec("rate=100gbit,rtt=10ms,reorder=0.1,reorder_delay=3ms,dup=0.05,corrupt=0.02"), 9);
+  LinkDirection link(ParseTestLinkSpec("rate=100gbit,rtt=10ms,reorder=0.1,reorder_delay=3ms,dup=0.05,corrupt=0.02"), 9);
   const int n = 100000;
   int reordered = 0, dups = 0, corrupt = 0;
   for (int i = 0; i < n; ++i) {
@@ -181,7 +178,7 @@ TEST(LinkModelTest, ReorderDupCorruptCounts) {
 }
 
 TEST(LinkModelTest, ReconfigureChangesRate) {
-  LinkSpec spec = Spec("rate=1gbit,rtt=0");
+  LinkSpec spec = ParseTestLinkSpec("rate=1gbit,rtt=0");
   LinkDirection link(spec, 1);
   EXPECT_EQ(link.Offer(Us(0), kDatagram, false).deliver_at, Us(8));
   LinkSpec faster = spec;
@@ -195,7 +192,7 @@ TEST(LinkModelTest, ReconfigureChangesRate) {
 }
 
 TEST(LinkModelTest, FullLossDropsEverything) {
-  LinkDirection link(Spec("rate=1gbit,loss=1"), 1);
+  LinkDirection link(ParseTestLinkSpec("rate=1gbit,loss=1"), 1);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(link.Offer(Us(i), 100, false).drop, DropReason::kLoss);
 }
 

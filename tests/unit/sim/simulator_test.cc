@@ -5,15 +5,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/link_spec.h"
 
 namespace longhaul::sim {
 namespace {
 
-LinkSpec Spec(const std::string& text) {
-  absl::StatusOr<LinkSpec> s = ParseLinkSpec(text, {});
-  EXPECT_TRUE(s.ok()) << s.status();
-  return *s;
-}
+using ::longhaul::testing::ParseTestLinkSpec;
 
 uint8_t PatternByte(uint64_t seq, size_t i) { return static_cast<uint8_t>(seq * 131 + i * 7); }
 
@@ -102,7 +99,7 @@ struct RunResult {
 // 1000-byte datagrams every 9 us: 1028 wire bytes take 8.2 us at 1 Gbit/s, no queue drops.
 RunResult RunOnce(const std::string& link, uint64_t seed, uint64_t count = 20000) {
   SimulatorOptions opt;
-  opt.link = Spec(link);
+  opt.link = ParseTestLinkSpec(link);
   opt.seed = seed;
   opt.max_datagram = 2048;
   Simulator sim(opt);
@@ -115,7 +112,7 @@ RunResult RunOnce(const std::string& link, uint64_t seed, uint64_t count = 20000
 
 TEST(SimulatorTest, DeliversAtSerialisationPlusDelay) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=10ms");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=10ms");
   Simulator sim(opt);
   // 972 + 28 = 1000 wire bytes = 8 us each; sent every 10 us so no queueing.
   FakeSender tx(100, 972, Duration::Microseconds(10), Time::Zero());
@@ -167,7 +164,7 @@ TEST(SimulatorTest, ReorderDupCorruptReachTheReceiver) {
 
 TEST(SimulatorTest, SharedBottleneckSerialisesAllPairs) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=2ms,queue=100MB");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=2ms,queue=100MB");
   Simulator sim(opt);
   // Three senders each burst 1000 x 1000 wire bytes at t=0: 3 MB through 1 Gbit/s = 24 ms.
   std::vector<std::unique_ptr<FakeSender>> tx;
@@ -189,7 +186,7 @@ TEST(SimulatorTest, SharedBottleneckSerialisesAllPairs) {
 
 TEST(SimulatorTest, QueueOverflowDrops) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=2ms,queue=100KB");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=2ms,queue=100KB");
   Simulator sim(opt);
   FakeSender tx(1000, 972, Duration::Zero(), Time::Zero());
   FakeReceiver rx;
@@ -201,7 +198,7 @@ TEST(SimulatorTest, QueueOverflowDrops) {
 
 TEST(SimulatorTest, EcnCodepointReachesReceiver) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=2ms,ecn=10KB");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=2ms,ecn=10KB");
   Simulator sim(opt);
   FakeSender tx(100, 972, Duration::Zero(), Time::Zero(), /*ect=*/true);
   FakeReceiver rx;
@@ -219,7 +216,7 @@ TEST(SimulatorTest, EcnCodepointReachesReceiver) {
 
 TEST(SimulatorTest, StopReasons) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=2ms");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=2ms");
   {
     Simulator sim(opt);
     FakeSender tx(1000000, 972, Duration::Microseconds(10), Time::Zero());
@@ -243,7 +240,7 @@ TEST(SimulatorTest, StopReasons) {
 
 TEST(SimulatorTest, ScheduleChangesRate) {
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit,rtt=0,queue=1GB");
+  opt.link = ParseTestLinkSpec("rate=1gbit,rtt=0,queue=1GB");
   absl::StatusOr<LinkSchedule> sched = ParseLinkSchedule("10ms:rate=2gbit");
   ASSERT_TRUE(sched.ok());
   opt.schedule = *sched;
@@ -274,7 +271,7 @@ TEST(SimulatorTest, NodeThatNeverProgressesDoesNotHang) {
     uint64_t calls = 0;
   };
   SimulatorOptions opt;
-  opt.link = Spec("rate=1gbit");
+  opt.link = ParseTestLinkSpec("rate=1gbit");
   Simulator sim(opt);
   Stuck a, b;
   sim.AddPair(&a, &b);

@@ -9,6 +9,7 @@
 #include "glog/logging.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 #include "transport/core/profile/profile.h"
 
 namespace longhaul {
@@ -20,21 +21,17 @@ using ::testing::StartsWith;
 // Every test runs under a FlagSaver, so flags (and their set/unset state) are restored.
 class TransportFlagsTest : public ::testing::Test {
  protected:
-  void SetUp() override { std::filesystem::create_directories(dir_); }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   void Set(const char* name, const std::string& value) {
     ASSERT_FALSE(gflags::SetCommandLineOption(name, value.c_str()).empty())
         << "gflags rejected --" << name << "=" << value;
   }
-  std::string WriteProfile(const std::string& text) {
-    const std::filesystem::path p = dir_ / "test.profile";
-    std::ofstream(p) << text;
-    return p.string();
-  }
+  std::string WriteProfile(const std::string& text) { return tmp_.Write("test.profile", text); }
 
   gflags::FlagSaver saver_;
-  std::filesystem::path dir_ = std::filesystem::path(::testing::TempDir()) / "longhaul_flags_test";
+  ::longhaul::testing::TempDir tmp_{"longhaul-flags"};
+  const std::filesystem::path dir_ = tmp_.path();
 };
 
 TEST_F(TransportFlagsTest, NoFlagsGivesTheDefaults) {

@@ -49,34 +49,42 @@ size_t Build(uint8_t* buf, size_t cap, Integrity integrity, bool defer,
   return n;
 }
 
+// One message built both ways with `integrity`: copied into `a`, and with its payloads
+// deferred into `b` (which starts as 0xAB bytes), the deferred payloads in `d`.
+struct BothWays {
+  std::vector<uint8_t> a = std::vector<uint8_t>(9000, 0), b = std::vector<uint8_t>(9000, 0xAB);
+  size_t na = 0, nb = 0;
+  std::vector<DeferredPayload> d;
+};
+BothWays BuildBothWays(const std::vector<uint8_t>& m, Integrity integrity) {
+  BothWays r;
+  r.na = Build(r.a.data(), r.a.size(), integrity, false, m);
+  r.nb = Build(r.b.data(), r.b.size(), integrity, true, m, &r.d);
+  return r;
+}
+
 TEST(OnePassTest, DeferredPayloadsAreChecksummedWhileCopied) {
   const std::vector<uint8_t> m = Message(8000);
-  std::vector<uint8_t> a(9000, 0), b(9000, 0xAB);
-  const size_t na = Build(a.data(), a.size(), Integrity::kCrc32c, false, m);
-  std::vector<DeferredPayload> d;
-  const size_t nb = Build(b.data(), b.size(), Integrity::kCrc32c, true, m, &d);
-  ASSERT_EQ(na, nb);
-  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na));
-  EXPECT_TRUE(d.empty()) << "Finish fills every deferred payload in checksum mode";
-  EXPECT_TRUE(ParsePacket(std::span<const uint8_t>(b.data(), nb)).ok());
+  const BothWays w = BuildBothWays(m, Integrity::kCrc32c);
+  ASSERT_EQ(w.na, w.nb);
+  EXPECT_EQ(0, std::memcmp(w.a.data(), w.b.data(), w.na));
+  EXPECT_TRUE(w.d.empty()) << "Finish fills every deferred payload in checksum mode";
+  EXPECT_TRUE(ParsePacket(std::span<const uint8_t>(w.b.data(), w.nb)).ok());
 }
 
 TEST(OnePassTest, SealedPacketsListTheirDeferredPayloads) {
   const std::vector<uint8_t> m = Message(8000);
-  std::vector<uint8_t> a(9000, 0), b(9000, 0xAB);
-  const size_t na = Build(a.data(), a.size(), Integrity::kSealed, false, m);
-  std::vector<DeferredPayload> d;
-  const size_t nb = Build(b.data(), b.size(), Integrity::kSealed, true, m, &d);
-  ASSERT_EQ(na, nb);
-  ASSERT_EQ(d.size(), 2u);  // the 100-byte piece was copied
-  EXPECT_EQ(d[0].source, m.data());
-  EXPECT_EQ(d[0].length, 3000u);
-  EXPECT_EQ(d[1].source, m.data() + 3100);
-  EXPECT_EQ(d[1].length, 4900u);
-  EXPECT_LT(d[0].offset + d[0].length, d[1].offset);
+  BothWays w = BuildBothWays(m, Integrity::kSealed);
+  ASSERT_EQ(w.na, w.nb);
+  ASSERT_EQ(w.d.size(), 2u);  // the 100-byte piece was copied
+  EXPECT_EQ(w.d[0].source, m.data());
+  EXPECT_EQ(w.d[0].length, 3000u);
+  EXPECT_EQ(w.d[1].source, m.data() + 3100);
+  EXPECT_EQ(w.d[1].length, 4900u);
+  EXPECT_LT(w.d[0].offset + w.d[0].length, w.d[1].offset);
   // Filled in, the datagram is the copying writer's (bytes outside them are written).
-  for (const DeferredPayload& p : d) std::memcpy(b.data() + p.offset, p.source, p.length);
-  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na - kSealTagSize));
+  for (const DeferredPayload& p : w.d) std::memcpy(w.b.data() + p.offset, p.source, p.length);
+  EXPECT_EQ(0, std::memcmp(w.a.data(), w.b.data(), w.na - kSealTagSize));
 }
 
 // A repair shard is copied at once even while deferring: the FEC sender may free it as
