@@ -1,6 +1,8 @@
 #include "tools/common/transport_flags.h"
 
 #include <filesystem>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +12,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "tools/common/tool_flags.h"
+#include "absl/strings/numbers.h"
+#include "transport/base/parse.h"
 #include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
@@ -101,65 +105,40 @@ DEFINE_string(keepalive, DefaultOf("keepalive"),
 namespace longhaul {
 namespace {
 
-// Transport flags and the profile key each one sets, in the order they are applied.
-// --mtu comes after --segment so that, with a profile that sets segment, --mtu wins.
-constexpr const char* kTransportFlags[] = {
-    "segment",
-    "mtu",
-    "window",
-    "recv_window",
-    "max_inflight_messages",
-    "flows",
-    "cc",
-    "rate",
-    "rate_min",
-    "initial_rate",
-    "cc_loss_threshold",
-    "cc_compete",
-    "cc_yield",
-    "ecn",
-    "pacing_burst",
-    "tail_protect",
-    "reorder_packets",
-    "reorder_rtt_fraction",
-    "initial_rtt",
-    "min_pto",
-    "max_pto",
-    "ack_every",
-    "max_ack_delay",
-    "max_ack_ranges",
-    "fec",
-    "fec_interleave",
-    "fec_flush",
-    "fec_tail",
-    "fec_max_overhead",
-    "idle_timeout",
-    "keepalive",
-};
+// Profile keys that have no flag of their own: --fec=K,M sets them.
+constexpr const char* kKeysWithoutFlag[] = {"fec_k", "fec_m"};
 
-// The flag's value as profile text. For typed flags gflags' own text is exact, except
-// for doubles, which are re-printed with full precision.
-std::string FlagValueText(const char* name) {
-  if (std::string(name) == "reorder_rtt_fraction") {
-    return absl::StrFormat("%.17g", FLAGS_reorder_rtt_fraction);
+bool HasFlag(const std::string& key) {
+  for (const char* k : kKeysWithoutFlag) {
+    if (key == k) return false;
   }
-  if (std::string(name) == "cc_loss_threshold") {
-    return absl::StrFormat("%.17g", FLAGS_cc_loss_threshold);
-  }
-  if (std::string(name) == "fec_tail") return absl::StrFormat("%.17g", FLAGS_fec_tail);
-  if (std::string(name) == "fec_max_overhead") {
-    return absl::StrFormat("%.17g", FLAGS_fec_max_overhead);
-  }
-  if (std::string(name) == "ecn") return FLAGS_ecn ? "true" : "false";
-  if (std::string(name) == "cc_compete") return FLAGS_cc_compete ? "true" : "false";
-  if (std::string(name) == "cc_yield") return FLAGS_cc_yield ? "true" : "false";
-  if (std::string(name) == "tail_protect") return FLAGS_tail_protect ? "true" : "false";
+  return true;
+}
+
+// The flag's value as profile text: gflags' own text, which is exact for every type
+// (doubles are printed with 17 significant digits, booleans as true / false).
+std::string FlagValueText(const std::string& name) {
   std::string value;
-  CHECK(gflags::GetCommandLineOption(name, &value)) << name;
+  CHECK(gflags::GetCommandLineOption(name.c_str(), &value)) << name;
   return value;
 }
 
 }  // namespace
+
+std::vector<std::string> TransportFlagNames() {
+  std::vector<std::string> names;
+  for (const std::string& key : ProfileKeys()) {
+    if (key == "mtu" || !HasFlag(key)) continue;
+    names.push_back(key);
+    // --mtu comes after --segment so that, with a profile that sets segment, --mtu wins.
+    if (key == "segment") names.push_back("mtu");
+  }
+  return names;
+}
+
+std::vector<std::string> ProfileKeysWithoutFlag() {
+  return std::vector<std::string>(std::begin(kKeysWithoutFlag), std::end(kKeysWithoutFlag));
+}
 
 bool TransportFlagWasSet(const char* name) {
   return !gflags::GetCommandLineFlagInfoOrDie(name).is_default;
@@ -207,8 +186,8 @@ absl::StatusOr<TransportConfig> TransportConfigFromFlags() {
     return absl::InvalidArgumentError(
         "--mtu and --segment are both given; --mtu derives the segment, so give one");
   }
-  for (const char* name : kTransportFlags) {
-    if (!TransportFlagWasSet(name)) continue;
+  for (const std::string& name : TransportFlagNames()) {
+    if (!TransportFlagWasSet(name.c_str())) continue;
     const std::string value = FlagValueText(name);
     if (absl::Status s = ApplyProfileKey(&config, name, value); !s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, "=", value, ": ", s.message()));
@@ -223,40 +202,46 @@ absl::StatusOr<TransportConfig> TransportConfigFromFlags() {
 
 nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [key, value] : ProfileKeyValues(config)) j[key] = value;
-  // Typed values where the key is a plain number or a boolean.
-  j["max_inflight_messages"] = config.max_inflight_messages;
-  j["flows"] = config.flows;
-  j["ecn"] = config.ecn;
-  j["cc_compete"] = config.cc_compete;
-  j["cc_yield"] = config.cc_yield;
-  j["tail_protect"] = config.tail_protect;
-  j["reorder_packets"] = config.reorder_packets;
-  j["reorder_rtt_fraction"] = config.reorder_rtt_fraction;
-  j["cc_loss_threshold"] = config.cc_loss_threshold;
-  j["ack_every"] = config.ack_every;
-  j["max_ack_ranges"] = config.max_ack_ranges;
-  j["fec_k"] = config.fec_k;
-  j["fec_m"] = config.fec_m;
-  j["fec_interleave"] = config.fec_interleave;
-  j["fec_tail"] = config.fec_tail;
-  j["fec_max_overhead"] = config.fec_max_overhead;
-  // Numeric forms of the values with units.
-  j["segment_bytes"] = config.segment;
-  j["window_bytes"] = config.window;
-  j["recv_window_bytes"] = config.recv_window;
+  // Every key from the profile's list, typed by its kind; values with units keep their
+  // profile text ("1GiB") and add their numeric form under <key>_bytes, <key>_bps or
+  // <key>_ns. The canonical text parses back to the exact field value.
+  for (const auto& [key, value] : ProfileKeyValues(config)) {
+    const std::optional<ProfileValueKind> kind = ProfileKeyKind(key);
+    CHECK(kind.has_value()) << key;
+    switch (*kind) {
+      case ProfileValueKind::kInteger: {
+        uint64_t v = 0;
+        CHECK(absl::SimpleAtoi(value, &v)) << key << "=" << value;
+        j[key] = v;
+        break;
+      }
+      case ProfileValueKind::kBool:
+        j[key] = value == "true";
+        break;
+      case ProfileValueKind::kNumber: {
+        double v = 0;
+        CHECK(absl::SimpleAtod(value, &v)) << key << "=" << value;
+        j[key] = v;
+        break;
+      }
+      case ProfileValueKind::kSize:
+        j[key] = value;
+        j[key + "_bytes"] = ParseByteCount(value).value();
+        break;
+      case ProfileValueKind::kRate:
+        j[key] = value;
+        j[key + "_bps"] = ParseBandwidth(value).value().bps();
+        break;
+      case ProfileValueKind::kDuration:
+        j[key] = value;
+        j[key + "_ns"] = ParseDuration(value).value().ns();
+        break;
+      case ProfileValueKind::kChoice:
+        j[key] = value;
+        break;
+    }
+  }
   j["max_datagram_bytes"] = config.MaxDatagramSize();
-  j["rate_bps"] = config.rate.bps();
-  j["rate_min_bps"] = config.rate_min.bps();
-  j["initial_rate_bps"] = config.initial_rate.bps();
-  j["pacing_burst_ns"] = config.pacing_burst.ns();
-  j["initial_rtt_ns"] = config.initial_rtt.ns();
-  j["min_pto_ns"] = config.min_pto.ns();
-  j["max_pto_ns"] = config.max_pto.ns();
-  j["max_ack_delay_ns"] = config.max_ack_delay.ns();
-  j["fec_flush_ns"] = config.fec_flush.ns();
-  j["idle_timeout_ns"] = config.idle_timeout.ns();
-  j["keepalive_ns"] = config.keepalive.ns();
   return j;
 }
 

@@ -3,7 +3,8 @@
 //
 //   --profile=FILE                     profile file (transport/core/profile/profile_file.h)
 //   --segment, --window, --recv_window sizes (8KiB, 1GiB)    --mtu  IP MTU, sets segment
-//   --rate (10gbit)  --cc (fixed|bbr)  --cc_loss_threshold (0.03)  --pacing_burst (100us)
+//   --rate (10gbit)  --rate_min  --initial_rate  --cc (fixed|bbr)  --cc_loss_threshold (0.03)
+//   --pacing_burst (100us)  --tail_protect / --notail_protect
 //   --ecn / --noecn  --cc_compete / --nocc_compete  --cc_yield / --nocc_yield
 //   --flows  --max_inflight_messages
 //   --fec (off|K,M|auto)  --fec_interleave  --fec_flush (1ms)
@@ -15,6 +16,9 @@
 // Tool-layer code (gflags); the core never sees flags, only the TransportConfig.
 // Not thread-safe: call from main() before starting threads.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -29,6 +33,13 @@ namespace longhaul {
 // Validate()d config, or InvalidArgument naming the offending flag ("--window=12x: bad
 // value '12x' for 'window': ..."); a missing profile is NotFound naming the path.
 [[nodiscard]] absl::StatusOr<TransportConfig> TransportConfigFromFlags();
+
+// The transport flags in the order TransportConfigFromFlags applies them: the profile's
+// keys in ProfileKeys() order, --mtu right after --segment, less ProfileKeysWithoutFlag().
+// Each flag has its key's name.
+std::vector<std::string> TransportFlagNames();
+// The profile keys that have no flag of their own (fec_k and fec_m: --fec=K,M sets them).
+std::vector<std::string> ProfileKeysWithoutFlag();
 
 // True if the flag `name` (without dashes) was given explicitly. CHECK-fails for a name
 // that is not a flag.

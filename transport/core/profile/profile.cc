@@ -169,6 +169,7 @@ struct KeySpec {
   const char* name;
   std::function<absl::Status(TransportConfig*, absl::string_view key, absl::string_view value)> set;
   std::function<std::string(const TransportConfig&)> get;  // null: not listed (mtu)
+  ProfileValueKind kind = ProfileValueKind::kChoice;
 };
 
 // Keys whose value is one field of a common type.
@@ -177,7 +178,8 @@ KeySpec SizeKey(const char* name, ByteCount TransportConfig::*field) {
           [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
             return SetSize(k, v, &(c->*field));
           },
-          [field](const TransportConfig& c) { return FormatByteCount(c.*field); }};
+          [field](const TransportConfig& c) { return FormatByteCount(c.*field); },
+          ProfileValueKind::kSize};
 }
 
 KeySpec DurationKey(const char* name, Duration TransportConfig::*field) {
@@ -185,7 +187,8 @@ KeySpec DurationKey(const char* name, Duration TransportConfig::*field) {
           [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
             return SetDuration(k, v, &(c->*field));
           },
-          [field](const TransportConfig& c) { return FormatDuration(c.*field); }};
+          [field](const TransportConfig& c) { return FormatDuration(c.*field); },
+          ProfileValueKind::kDuration};
 }
 
 KeySpec U32Key(const char* name, uint32_t TransportConfig::*field) {
@@ -193,7 +196,26 @@ KeySpec U32Key(const char* name, uint32_t TransportConfig::*field) {
           [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
             return SetU32(k, v, &(c->*field));
           },
-          [field](const TransportConfig& c) { return absl::StrCat(c.*field); }};
+          [field](const TransportConfig& c) { return absl::StrCat(c.*field); },
+          ProfileValueKind::kInteger};
+}
+
+KeySpec RateKey(const char* name, Bandwidth TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetRate(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return FormatBandwidth(c.*field); },
+          ProfileValueKind::kRate};
+}
+
+KeySpec BoolKey(const char* name, bool TransportConfig::*field) {
+  return {name,
+          [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
+            return SetBool(k, v, &(c->*field));
+          },
+          [field](const TransportConfig& c) { return std::string(c.*field ? "true" : "false"); },
+          ProfileValueKind::kBool};
 }
 
 KeySpec NumberKey(const char* name, double TransportConfig::*field) {
@@ -201,7 +223,8 @@ KeySpec NumberKey(const char* name, double TransportConfig::*field) {
           [field](TransportConfig* c, absl::string_view k, absl::string_view v) {
             return SetNumber(k, v, &(c->*field));
           },
-          [field](const TransportConfig& c) { return FormatNumber(c.*field); }};
+          [field](const TransportConfig& c) { return FormatNumber(c.*field); },
+          ProfileValueKind::kNumber};
 }
 
 const std::vector<KeySpec>& Keys() {
@@ -218,47 +241,15 @@ const std::vector<KeySpec>& Keys() {
                 return SetCc(k, v, &c->cc);
               },
               [](const TransportConfig& c) { return std::string(CongestionControlName(c.cc)); }},
-      KeySpec{"rate",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetRate(k, v, &c->rate);
-              },
-              [](const TransportConfig& c) { return FormatBandwidth(c.rate); }},
-      KeySpec{"rate_min",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetRate(k, v, &c->rate_min);
-              },
-              [](const TransportConfig& c) { return FormatBandwidth(c.rate_min); }},
-      KeySpec{"initial_rate",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetRate(k, v, &c->initial_rate);
-              },
-              [](const TransportConfig& c) { return FormatBandwidth(c.initial_rate); }},
+      RateKey("rate", &TransportConfig::rate),
+      RateKey("rate_min", &TransportConfig::rate_min),
+      RateKey("initial_rate", &TransportConfig::initial_rate),
       NumberKey("cc_loss_threshold", &TransportConfig::cc_loss_threshold),
-      KeySpec{"cc_compete",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetBool(k, v, &c->cc_compete);
-              },
-              [](const TransportConfig& c) {
-                return std::string(c.cc_compete ? "true" : "false");
-              }},
-      KeySpec{"cc_yield",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetBool(k, v, &c->cc_yield);
-              },
-              [](const TransportConfig& c) {
-                return std::string(c.cc_yield ? "true" : "false");
-              }},
-      KeySpec{"ecn",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetBool(k, v, &c->ecn);
-              },
-              [](const TransportConfig& c) { return std::string(c.ecn ? "true" : "false"); }},
+      BoolKey("cc_compete", &TransportConfig::cc_compete),
+      BoolKey("cc_yield", &TransportConfig::cc_yield),
+      BoolKey("ecn", &TransportConfig::ecn),
       DurationKey("pacing_burst", &TransportConfig::pacing_burst),
-      KeySpec{"tail_protect",
-              [](TransportConfig* c, absl::string_view k, absl::string_view v) {
-                return SetBool(k, v, &c->tail_protect);
-              },
-              [](const TransportConfig& c) { return std::string(c.tail_protect ? "true" : "false"); }},
+      BoolKey("tail_protect", &TransportConfig::tail_protect),
       U32Key("reorder_packets", &TransportConfig::reorder_packets),
       NumberKey("reorder_rtt_fraction", &TransportConfig::reorder_rtt_fraction),
       DurationKey("initial_rtt", &TransportConfig::initial_rtt),
@@ -282,7 +273,7 @@ const std::vector<KeySpec>& Keys() {
       KeySpec{"mtu",
               [](TransportConfig* c, absl::string_view k,
                  absl::string_view v) { return SetMtu(k, v, c); },
-              nullptr},
+              nullptr, ProfileValueKind::kSize},
   };
   return kKeys;
 }
@@ -293,6 +284,13 @@ std::vector<std::string> ProfileKeys() {
   std::vector<std::string> out;
   for (const KeySpec& k : Keys()) out.push_back(k.name);
   return out;
+}
+
+std::optional<ProfileValueKind> ProfileKeyKind(absl::string_view key) {
+  for (const KeySpec& k : Keys()) {
+    if (key == k.name) return k.kind;
+  }
+  return std::nullopt;
 }
 
 absl::Status ApplyProfileKey(TransportConfig* config, absl::string_view key,

@@ -37,6 +37,7 @@
 // line and the key.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,5 +76,19 @@ std::string FormatProfile(const TransportConfig& config, absl::string_view heade
 
 // The keys ApplyProfileKey accepts, in ProfileKeyValues() order followed by "mtu".
 std::vector<std::string> ProfileKeys();
+
+// The form of a key's value: what its canonical text (ProfileKeyValues) parses as.
+enum class ProfileValueKind {
+  kSize,      // ParseByteCount: segment, window, recv_window, mtu
+  kRate,      // ParseBandwidth: rate, rate_min, initial_rate
+  kDuration,  // ParseDuration
+  kInteger,   // a whole number from 0 to 4294967295
+  kBool,      // true / false
+  kNumber,    // a non-negative real number
+  kChoice,    // words of its own: cc, fec
+};
+
+// The kind of `key`'s value; nullopt for a key ApplyProfileKey does not accept.
+std::optional<ProfileValueKind> ProfileKeyKind(absl::string_view key);
 
 }  // namespace longhaul
