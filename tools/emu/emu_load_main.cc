@@ -167,41 +167,45 @@ void SleepUntil(int64_t t_ns) {
   }
 }
 
-int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
-  const Duration duration = kUsage.Or(ParseDuration(FLAGS_duration), "duration");
-  const Duration warmup = kUsage.Or(ParseDuration(FLAGS_warmup), "warmup");
-  const Duration drain = kUsage.Or(ParseDuration(FLAGS_drain), "drain");
-  const Bandwidth rate = kUsage.Or(ParseBandwidth(FLAGS_rate), "rate");
-  if (duration <= Duration::Zero() || duration > Duration::Seconds(3600)) {
+// The flood's flags, checked (a bad one exits with the usage status).
+struct FloodFlags {
+  Duration duration, warmup, drain;
+  Bandwidth rate;
+};
+
+FloodFlags ParseFloodFlags() {
+  FloodFlags f;
+  f.duration = kUsage.Or(ParseDuration(FLAGS_duration), "duration");
+  f.warmup = kUsage.Or(ParseDuration(FLAGS_warmup), "warmup");
+  f.drain = kUsage.Or(ParseDuration(FLAGS_drain), "drain");
+  f.rate = kUsage.Or(ParseBandwidth(FLAGS_rate), "rate");
+  if (f.duration <= Duration::Zero() || f.duration > Duration::Seconds(3600)) {
     kUsage.Fail("--duration must be in (0, 1h]");
   }
-  if (warmup < Duration::Zero() || warmup >= duration) {
+  if (f.warmup < Duration::Zero() || f.warmup >= f.duration) {
     kUsage.Fail("--warmup must be in [0, duration)");
   }
-  if (drain < Duration::Zero() || drain > Duration::Seconds(60))
+  if (f.drain < Duration::Zero() || f.drain > Duration::Seconds(60))
     kUsage.Fail("--drain must be in [0, 60s]");
   if (FLAGS_flows < 1 || FLAGS_flows > 64) kUsage.Fail("--flows must be in 1..64");
+  return f;
+}
 
-  const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true, FLAGS_sink_netns);
-  std::vector<int> flows;
-  for (int i = 0; i < FLAGS_flows; ++i) {
-    flows.push_back(MakeSocket(g_from, &to, false, FLAGS_client_netns));
-  }
+// The flood's receiving end: 100 ms bins of payload bytes and datagrams by arrival time,
+// and the one-way delay.
+class FloodSink {
+ public:
+  static constexpr int64_t kBinNs = 100'000'000;
 
-  const int64_t start = MonotonicNs();
-  const int64_t send_end = start + duration.ns();
-  std::atomic<bool> sender_done{false};
-  std::atomic<int64_t> sender_end_ns{send_end};
-  uint64_t sent = 0, send_errors = 0;
+  FloodSink(int64_t start, Duration span)
+      : start_(start),
+        bins_(static_cast<size_t>(span.ns() / kBinNs + 2)),
+        bin_bytes_(bins_, 0),
+        bin_pkts_(bins_, 0) {}
 
-  // Receiver: 100 ms bins of payload bytes and datagrams by arrival time.
-  constexpr int64_t kBinNs = 100'000'000;
-  const size_t bins = static_cast<size_t>((duration + drain).ns() / kBinNs + 2);
-  std::vector<uint64_t> bin_bytes(bins, 0), bin_pkts(bins, 0);
-  uint64_t received = 0, received_bytes = 0, foreign = 0;
-  double owd_sum = 0;
-  int64_t owd_min = INT64_MAX, owd_max = 0;
-  std::thread receiver([&] {
+  // Receives until the sender is done and `drain` more has passed.
+  void Run(int sink_fd, const std::atomic<bool>& sender_done,
+           const std::atomic<int64_t>& sender_end_ns, Duration drain) {
     constexpr int kBatch = 64;
     std::vector<uint8_t> buf(kBatch * 65536);
     mmsghdr msgs[kBatch];
@@ -230,94 +234,126 @@ int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t s
         // Kernel arrival time: the sink thread's own scheduling delay does not count.
         const int64_t rt = net::ReceivedRealtimeNs(msgs[i].msg_hdr);
         const int64_t t = rt > 0 ? std::min(mono, rt - real_minus_mono) : mono;
-        const size_t bin =
-            static_cast<size_t>(std::clamp<int64_t>((t - start) / kBinNs, 0, bins - 1));
-        const uint32_t len = msgs[i].msg_len;
-        Header h;
-        if (len < sizeof(h)) {
-          ++foreign;
-          continue;
-        }
-        std::memcpy(&h, iov[i].iov_base, sizeof(h));
-        if (h.magic != kMagic) {
-          ++foreign;
-          continue;
-        }
-        ++received;
-        received_bytes += len;
-        ++bin_pkts[bin];
-        bin_bytes[bin] += len;
-        const int64_t owd = t - h.sent_ns;
-        owd_sum += static_cast<double>(owd);
-        owd_min = std::min(owd_min, owd);
-        owd_max = std::max(owd_max, owd);
+        Count(t, static_cast<const uint8_t*>(iov[i].iov_base), msgs[i].msg_len);
       }
     }
-  });
-
-  // Sender: batches of 16 per flow, round-robin; paced when --rate > 0.
-  {
-    constexpr int kBatch = 16;
-    std::vector<uint8_t> buf(kBatch * size, 0xa5);
-    mmsghdr msgs[kBatch];
-    iovec iov[kBatch];
-    const double ns_per_datagram = rate.IsZero() ? 0 : static_cast<double>(size) * 8e9 / rate.bps();
-    int64_t next = start;
-    for (size_t f = 0; MonotonicNs() < send_end; f = (f + 1) % flows.size()) {
-      const int64_t now = MonotonicNs();
-      for (int i = 0; i < kBatch; ++i) {
-        Header h{kMagic, static_cast<uint32_t>(f), sent + i, now, 0};
-        std::memcpy(buf.data() + i * size, &h, sizeof(h));
-        iov[i] = {buf.data() + i * size, size};
-        msgs[i].msg_hdr = msghdr{};
-        msgs[i].msg_hdr.msg_iov = &iov[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-      }
-      const int n = sendmmsg(flows[f], msgs, kBatch, 0);
-      if (n > 0) {
-        sent += static_cast<uint64_t>(n);
-      } else {
-        ++send_errors;
-      }
-      if (ns_per_datagram > 0) {
-        next += static_cast<int64_t>(ns_per_datagram * std::max(n, 1));
-        if (next > MonotonicNs()) SleepUntil(next);
-      }
-    }
-    sender_end_ns = MonotonicNs();
-    sender_done = true;
   }
-  receiver.join();
 
-  // Rate over whole bins inside [warmup, duration].
-  const size_t b0 = static_cast<size_t>((warmup.ns() + kBinNs - 1) / kBinNs);
-  const size_t b1 = static_cast<size_t>(duration.ns() / kBinNs);
+  // Payload bytes and datagrams of the whole bins inside [from, to].
+  void WindowTotals(Duration from, Duration to, size_t* b0, size_t* b1, uint64_t* bytes,
+                    uint64_t* pkts) const {
+    *b0 = static_cast<size_t>((from.ns() + kBinNs - 1) / kBinNs);
+    *b1 = static_cast<size_t>(to.ns() / kBinNs);
+    uint64_t wb = 0, wp = 0;
+    for (size_t b = *b0; b < *b1 && b < bins_; ++b) {
+      wb += bin_bytes_[b];
+      wp += bin_pkts_[b];
+    }
+    *bytes = wb;
+    *pkts = wp;
+  }
+
+  uint64_t received() const { return received_; }
+  uint64_t received_bytes() const { return received_bytes_; }
+  uint64_t foreign() const { return foreign_; }
+  double owd_sum() const { return owd_sum_; }
+  int64_t owd_min() const { return owd_min_; }
+  int64_t owd_max() const { return owd_max_; }
+
+ private:
+  // One datagram of len bytes that arrived at t.
+  void Count(int64_t t, const uint8_t* data, uint32_t len) {
+    const size_t bin =
+        static_cast<size_t>(std::clamp<int64_t>((t - start_) / kBinNs, 0, bins_ - 1));
+    Header h;
+    if (len < sizeof(h)) {
+      ++foreign_;
+      return;
+    }
+    std::memcpy(&h, data, sizeof(h));
+    if (h.magic != kMagic) {
+      ++foreign_;
+      return;
+    }
+    ++received_;
+    received_bytes_ += len;
+    ++bin_pkts_[bin];
+    bin_bytes_[bin] += len;
+    const int64_t owd = t - h.sent_ns;
+    owd_sum_ += static_cast<double>(owd);
+    owd_min_ = std::min(owd_min_, owd);
+    owd_max_ = std::max(owd_max_, owd);
+  }
+
+  const int64_t start_;
+  const size_t bins_;
+  std::vector<uint64_t> bin_bytes_, bin_pkts_;
+  uint64_t received_ = 0, received_bytes_ = 0, foreign_ = 0;
+  double owd_sum_ = 0;
+  int64_t owd_min_ = INT64_MAX, owd_max_ = 0;
+};
+
+// Sends batches of 16 per flow, round-robin, until send_end; paced when rate > 0.
+void SendFlood(const std::vector<int>& flows, size_t size, Bandwidth rate, int64_t start,
+               int64_t send_end, uint64_t* sent, uint64_t* send_errors) {
+  constexpr int kBatch = 16;
+  std::vector<uint8_t> buf(kBatch * size, 0xa5);
+  mmsghdr msgs[kBatch];
+  iovec iov[kBatch];
+  const double ns_per_datagram = rate.IsZero() ? 0 : static_cast<double>(size) * 8e9 / rate.bps();
+  int64_t next = start;
+  for (size_t f = 0; MonotonicNs() < send_end; f = (f + 1) % flows.size()) {
+    const int64_t now = MonotonicNs();
+    for (int i = 0; i < kBatch; ++i) {
+      Header h{kMagic, static_cast<uint32_t>(f), *sent + i, now, 0};
+      std::memcpy(buf.data() + i * size, &h, sizeof(h));
+      iov[i] = {buf.data() + i * size, size};
+      msgs[i].msg_hdr = msghdr{};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    const int n = sendmmsg(flows[f], msgs, kBatch, 0);
+    if (n > 0) {
+      *sent += static_cast<uint64_t>(n);
+    } else {
+      ++*send_errors;
+    }
+    if (ns_per_datagram > 0) {
+      next += static_cast<int64_t>(ns_per_datagram * std::max(n, 1));
+      if (next > MonotonicNs()) SleepUntil(next);
+    }
+  }
+}
+
+// Prints the flood's figures (JSON with --json): the rate over whole bins inside
+// [warmup, duration], the offered rate and the one-way delay.
+void ReportFlood(const FloodFlags& flags, size_t size, const FloodSink& sink, uint64_t sent,
+                 uint64_t send_errors, double sent_s) {
+  size_t b0 = 0, b1 = 0;
   uint64_t wb = 0, wp = 0;
-  for (size_t b = b0; b < b1 && b < bins; ++b) {
-    wb += bin_bytes[b];
-    wp += bin_pkts[b];
-  }
-  const double window_s = b1 > b0 ? static_cast<double>((b1 - b0) * kBinNs) * 1e-9 : 0;
+  sink.WindowTotals(flags.warmup, flags.duration, &b0, &b1, &wb, &wp);
+  const uint64_t received = sink.received();
+  const int64_t owd_min = sink.owd_min(), owd_max = sink.owd_max();
+  const double window_s = b1 > b0 ? static_cast<double>((b1 - b0) * FloodSink::kBinNs) * 1e-9 : 0;
   const double payload_bps = window_s > 0 ? static_cast<double>(wb) * 8 / window_s : 0;
   const double wire_bps =
       window_s > 0
           ? static_cast<double>(wb + wp * static_cast<uint64_t>(FLAGS_overhead)) * 8 / window_s
           : 0;
-  const double sent_s = static_cast<double>(sender_end_ns.load() - start) * 1e-9;
   const double offered_bps = sent_s > 0 ? static_cast<double>(sent * size) * 8 / sent_s : 0;
-  const double owd_mean_ms = received ? owd_sum / static_cast<double>(received) * 1e-6 : 0;
+  const double owd_mean_ms = received ? sink.owd_sum() / static_cast<double>(received) * 1e-6 : 0;
   if (FLAGS_json) {
     nlohmann::json j;
     j["mode"] = "flood";
     j["size"] = size;
     j["flows"] = FLAGS_flows;
-    j["duration_s"] = duration.seconds();
+    j["duration_s"] = flags.duration.seconds();
     j["sent"] = sent;
     j["send_errors"] = send_errors;
     j["offered_payload_bps"] = offered_bps;
     j["received"] = received;
-    j["received_bytes"] = received_bytes;
-    j["foreign"] = foreign;
+    j["received_bytes"] = sink.received_bytes();
+    j["foreign"] = sink.foreign();
     j["delivery_fraction"] = sent ? static_cast<double>(received) / static_cast<double>(sent) : 0;
     j["window_s"] = window_s;
     j["payload_bps"] = payload_bps;
@@ -337,6 +373,31 @@ int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t s
         received ? static_cast<double>(owd_min) * 1e-6 : 0, owd_mean_ms,
         static_cast<double>(owd_max) * 1e-6);
   }
+}
+
+int Flood(const net::SocketAddress& to, const net::SocketAddress& sink, size_t size) {
+  const FloodFlags flags = ParseFloodFlags();
+  const int sink_fd = MakeSocket(sink, nullptr, /*nonblocking=*/true, FLAGS_sink_netns);
+  std::vector<int> flows;
+  for (int i = 0; i < FLAGS_flows; ++i) {
+    flows.push_back(MakeSocket(g_from, &to, false, FLAGS_client_netns));
+  }
+
+  const int64_t start = MonotonicNs();
+  const int64_t send_end = start + flags.duration.ns();
+  std::atomic<bool> sender_done{false};
+  std::atomic<int64_t> sender_end_ns{send_end};
+  uint64_t sent = 0, send_errors = 0;
+
+  FloodSink counts(start, flags.duration + flags.drain);
+  std::thread receiver([&] { counts.Run(sink_fd, sender_done, sender_end_ns, flags.drain); });
+  SendFlood(flows, size, flags.rate, start, send_end, &sent, &send_errors);
+  sender_end_ns = MonotonicNs();
+  sender_done = true;
+  receiver.join();
+
+  const double sent_s = static_cast<double>(sender_end_ns.load() - start) * 1e-9;
+  ReportFlood(flags, size, counts, sent, send_errors, sent_s);
   for (int fd : flows) close(fd);
   close(sink_fd);
   return 0;
