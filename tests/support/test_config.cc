@@ -19,6 +19,14 @@ TransportConfig LoopbackTestConfig() {
   return c;
 }
 
+crypto::NoiseSplit TestNoiseSplit() {
+  crypto::NoiseSplit s;
+  s.initiator_to_responder.fill(0x11);
+  s.responder_to_initiator.fill(0x22);
+  s.handshake_hash.fill(0x33);
+  return s;
+}
+
 endpoint::EndpointConfig InsecureEndpointConfig(uint64_t seed) {
   endpoint::EndpointConfig c;
   c.seed = seed;

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "transport/core/config.h"
+#include "transport/crypto/noise.h"
 #include "transport/endpoint/endpoint.h"
 
 namespace longhaul::testing {
@@ -16,6 +17,10 @@ TransportConfig PipeTestConfig();
 
 // Endpoints over 127.0.0.1: 2 Gbit/s, a 1 ms initial RTT.
 TransportConfig LoopbackTestConfig();
+
+// Fixed Noise split keys for tests of packet protection: initiator to responder all
+// 0x11, responder to initiator all 0x22, handshake hash all 0x33.
+crypto::NoiseSplit TestNoiseSplit();
 
 // A sans-IO endpoint without packet protection, its seed and cookie secret
 // derived from `seed`.

@@ -8,19 +8,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/test_config.h"
 
 namespace longhaul::crypto {
 namespace {
 
 constexpr Time kT0 = Time::FromNanoseconds(1'000'000'000);
 
-NoiseSplit TestSplit() {
-  NoiseSplit s;
-  s.initiator_to_responder.fill(0x11);
-  s.responder_to_initiator.fill(0x22);
-  s.handshake_hash.fill(0x33);
-  return s;
-}
+NoiseSplit TestSplit() { return ::longhaul::testing::TestNoiseSplit(); }
 
 // A packet as the core writes it in sealed mode: header, frames, room for the tag.
 std::vector<uint8_t> Plain(uint64_t pn, size_t frames = 100, uint8_t fill = 0x5a) {
