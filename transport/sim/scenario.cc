@@ -327,6 +327,295 @@ class ReceiverApp final : public App {
   std::vector<HugeBuffer> buffers_;
 };
 
+// RunScenario's steps.
+
+absl::Status CheckOptions(const ScenarioOptions& opt) {
+  if (absl::Status s = opt.sender_config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("sender config: ", s.message()));
+  }
+  if (absl::Status s = opt.receiver_config.Validate(); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("receiver config: ", s.message()));
+  }
+  if (opt.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
+  if (opt.connections < 1 || opt.connections > 4096) {
+    return absl::InvalidArgumentError("connections must be in [1, 4096]");
+  }
+  if (opt.workload == Workload::kBulk && (opt.bytes == 0 || opt.chunk == 0)) {
+    return absl::InvalidArgumentError("bulk workload needs bytes > 0 and chunk > 0");
+  }
+  if (opt.workload == Workload::kMessages) {
+    if (opt.messages == 0) return absl::InvalidArgumentError("messages must be > 0");
+    if (!(opt.load > 0 && opt.load <= 100)) {
+      return absl::InvalidArgumentError("load must be in (0, 100] (fraction of the link rate)");
+    }
+    if (opt.message_size > (ByteCount{4} << 30)) {
+      return absl::InvalidArgumentError("message_size must be <= 4GiB");
+    }
+  }
+  absl::StatusOr<std::vector<LinkSpec>> steps = ResolveLinkSchedule(opt.link, opt.schedule);
+  if (!steps.ok()) return steps.status();
+  steps->push_back(opt.link);
+  for (const LinkSpec& spec : *steps) {
+    if (absl::StatusOr<LinkSpec> r = ApplyLinkOverrides(spec, opt.reverse); !r.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("reverse link: ", r.status().message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Per-pair message plan; *max_message is the largest message of any pair.
+std::vector<std::unique_ptr<PairState>> PlanPairs(const ScenarioOptions& opt, int* finished,
+                                                  ByteCount* max_message) {
+  std::vector<std::unique_ptr<PairState>> pairs;
+  for (int i = 0; i < opt.connections; ++i) {
+    auto p = std::make_unique<PairState>();
+    p->index = i;
+    p->finished_pairs = finished;
+    p->start = Time::Zero() + opt.stagger * i;
+    p->result.start = p->start;
+    if (opt.workload == Workload::kBulk) {
+      ByteCount chunk = std::min(opt.chunk, opt.bytes);
+      p->total_messages = (opt.bytes + chunk - 1) / chunk;
+      p->sizes.assign(p->total_messages, chunk);
+      p->sizes.back() = opt.bytes - chunk * (p->total_messages - 1);
+      p->result.bytes_expected = opt.bytes;
+      *max_message = std::max(*max_message, chunk);
+    } else {
+      p->total_messages = opt.messages;
+      p->sizes.assign(opt.messages, opt.message_size);
+      p->submit_times.assign(opt.messages, Time::Zero());
+      p->mct_s.reserve(opt.messages);
+      p->result.bytes_expected = opt.message_size * opt.messages;
+      *max_message = std::max(*max_message, opt.message_size);
+    }
+    p->sent_ids.assign(p->total_messages, 0);
+    pairs.push_back(std::move(p));
+  }
+  return pairs;
+}
+
+// The shared read-only pattern all messages are views into.
+HugeBuffer MakePattern(uint64_t seed, ByteCount max_message) {
+  HugeBuffer pattern = AllocHuge(max_message + kShiftSpan);
+  Rng rng(seed ^ 0x9a77e2);
+  uint64_t* w = reinterpret_cast<uint64_t*>(pattern.get());
+  const size_t words = (max_message + kShiftSpan) / 8;
+  for (size_t i = 0; i < words; ++i) w[i] = rng.Next();
+  for (size_t i = words * 8; i < max_message + kShiftSpan; ++i) {
+    pattern.get()[i] = static_cast<uint8_t>(rng.Next());
+  }
+  return pattern;
+}
+
+// Open-loop interval per connection: the aggregate offered load is `load` x rate (zero
+// for bulk).
+Duration MessageInterval(const ScenarioOptions& opt) {
+  Duration interval;
+  if (opt.workload == Workload::kMessages) {
+    const double per_conn_bps = opt.link.rate.bps() * opt.load / opt.connections;
+    interval = Duration::Nanoseconds(static_cast<int64_t>(
+        std::llround(static_cast<double>(opt.message_size) * 8e9 / per_conn_bps)));
+  }
+  return interval;
+}
+
+SimulatorOptions MakeSimulatorOptions(const ScenarioOptions& opt) {
+  SimulatorOptions sim_opt;
+  sim_opt.link = opt.link;
+  sim_opt.schedule = opt.schedule;
+  sim_opt.reverse = opt.reverse;
+  sim_opt.seed = opt.seed;
+  sim_opt.max_datagram =
+      std::max(opt.sender_config.MaxDatagramSize(), opt.receiver_config.MaxDatagramSize());
+  // Payload-free datagrams are mostly headers and stamps: carry them in small slots.
+  if (!opt.payload) sim_opt.small_datagram = 256;
+  sim_opt.wall_seconds = opt.wall_seconds;
+  return sim_opt;
+}
+
+// The apps and endpoints of every pair: nodes[2i] is pair i's sender, nodes[2i + 1] its
+// receiver.
+struct Topology {
+  std::vector<std::unique_ptr<SenderApp>> senders;
+  std::vector<std::unique_ptr<ReceiverApp>> receivers;
+  std::vector<std::unique_ptr<EndpointNode>> nodes;
+};
+
+// Builds every pair's apps and endpoints and adds them to the simulator.
+void BuildTopology(const ScenarioOptions& opt, const std::vector<std::unique_ptr<PairState>>& pairs,
+                   const uint8_t* pattern, Duration interval, Simulator* sim, Topology* t) {
+  Rng seeds(opt.seed);
+  for (int i = 0; i < opt.connections; ++i) {
+    PairState* p = pairs[i].get();
+    t->senders.push_back(std::make_unique<SenderApp>(opt, p, pattern, interval));
+    t->receivers.push_back(std::make_unique<ReceiverApp>(opt, p, pattern));
+    ConnectionIds left_ids, right_ids;
+    left_ids.local = 2 * static_cast<uint64_t>(i) + 1;
+    left_ids.peer = 2 * static_cast<uint64_t>(i) + 2;
+    left_ids.peer_recv_window = opt.receiver_config.recv_window;
+    right_ids.local = left_ids.peer;
+    right_ids.peer = left_ids.local;
+    right_ids.peer_recv_window = opt.sender_config.recv_window;
+    const uint64_t left_seed = seeds.Next(), right_seed = seeds.Next();
+    t->nodes.push_back(std::make_unique<EndpointNode>(opt.sender_config, left_ids, left_seed,
+                                                      t->senders.back().get(), p, true));
+    t->nodes.push_back(std::make_unique<EndpointNode>(opt.receiver_config, right_ids, right_seed,
+                                                      t->receivers.back().get(), p, false));
+    t->receivers.back()->Start(t->nodes.back()->conn());
+    sim->AddPair(t->nodes[2 * i].get(), t->nodes[2 * i + 1].get());
+  }
+}
+
+// The time series: sampled at the first event at or after each interval boundary (events
+// are microseconds apart while data flows, so the skew is negligible).
+class SeriesSampler {
+ public:
+  SeriesSampler(Duration interval, int connections)
+      : interval_(interval),
+        next_sample_(interval > Duration::Zero() ? Time::Zero() + interval : Time::Infinite()),
+        prev_(connections) {}
+
+  // Takes the samples of every boundary up to the simulator's now.
+  void CatchUp(const Simulator& sim, Topology& t) {
+    while (sim.now() >= next_sample_) {
+      Take(next_sample_, sim, t);
+      next_sample_ += interval_;
+    }
+  }
+  std::vector<IntervalSample> TakeSeries() { return std::move(series_); }
+
+ private:
+  struct Prev {
+    ByteCount delivered = 0;
+    uint64_t sent = 0, lost = 0;
+  };
+
+  void Take(Time at, const Simulator& sim, Topology& t) {
+    IntervalSample x;
+    x.t_s = at.seconds();
+    const double secs = interval_.seconds();
+    const Time now = sim.now();
+    const LinkCounters& lc = sim.forward().counters();
+    const double queue = sim.forward().QueueByteSeconds(now);
+    x.avg_queue_bytes = (queue - queue_prev_) / secs;
+    queue_prev_ = queue;
+    x.offered = lc.offered - link_prev_.offered;
+    x.dropped_queue = lc.dropped_queue - link_prev_.dropped_queue;
+    x.dropped_loss = lc.dropped_loss - link_prev_.dropped_loss;
+    x.ce_marked = lc.ce_marked - link_prev_.ce_marked;
+    link_prev_ = lc;
+    for (size_t i = 0; i < prev_.size(); ++i) {
+      x.connections.push_back(SampleConnection(secs, t.nodes[2 * i]->conn(),
+                                               t.nodes[2 * i + 1]->conn(), &prev_[i]));
+      x.goodput_bps += x.connections.back().goodput_bps;
+    }
+    series_.push_back(std::move(x));
+  }
+
+  static ConnectionSample SampleConnection(double secs, const Connection& snd,
+                                           const Connection& rcv, Prev* prev) {
+    const ConnectionStats& ss = snd.stats();
+    const ConnectionStats& rs = rcv.stats();
+    ConnectionSample c;
+    c.goodput_bps = static_cast<double>(rs.data_bytes_received - prev->delivered) * 8 / secs;
+    c.packets_sent = ss.packets_sent - prev->sent;
+    c.packets_lost = ss.packets_lost - prev->lost;
+    *prev = {rs.data_bytes_received, ss.packets_sent, ss.packets_lost};
+    const ConnectionDebugState d = snd.debug_state();
+    c.cc_mode = d.cc_mode;
+    c.cc_bandwidth_bps = d.cc_bandwidth_estimate.bps();
+    c.pacing_rate_bps = d.pacing_rate.bps();
+    c.cwnd = d.congestion_window;
+    c.bytes_in_flight = d.bytes_in_flight;
+    c.srtt_s = d.srtt.seconds();
+    return c;
+  }
+
+  const Duration interval_;
+  Time next_sample_;
+  std::vector<Prev> prev_;
+  LinkCounters link_prev_;
+  double queue_prev_ = 0;
+  std::vector<IntervalSample> series_;
+};
+
+// The run's own figures: how it stopped, its times and the simulator's counters.
+void SummarizeRun(const ScenarioOptions& opt, const Simulator& sim, StopReason reason,
+                  double wall_s, double cpu_s, ScenarioResult* r) {
+  r->cpu_s = cpu_s;
+  r->stop_reason = StopReasonName(reason);
+  r->link_rate_bps = opt.link.rate.bps();
+  r->virtual_s = sim.now().seconds();
+  r->wall_s = wall_s;
+  r->forward = sim.forward().Finish(sim.now());
+  r->reverse = sim.reverse().Finish(sim.now());
+  r->sim_packets = r->forward.offered + r->reverse.offered;
+  r->sim_packets_per_wall_s = wall_s > 0 ? static_cast<double>(r->sim_packets) / wall_s : 0;
+  r->sim_packets_per_cpu_s = cpu_s > 0 ? static_cast<double>(r->sim_packets) / cpu_s : 0;
+  r->sim = sim.counters();
+  r->trace_hash = sim.trace_hash();
+}
+
+// Pair i's connection result, from its workload's record and its endpoints' statistics.
+const ConnectionResult& FinishConnection(PairState* p, Connection& snd, Connection& rcv) {
+  ConnectionResult& c = p->result;
+  c.sender = snd.stats();
+  c.sender_state = snd.debug_state();
+  c.receiver = rcv.stats();
+  c.delivered_intact = c.complete && c.error.empty();
+  if (!c.first_send.IsInfinite() && c.last_delivery > c.first_send) {
+    c.goodput_bps = static_cast<double>(c.bytes_delivered) * 8 /
+                    (c.last_delivery - c.first_send).seconds();
+  }
+  return c;
+}
+
+// The connections' results and their totals, fairness, deliveries and message times.
+void AggregateConnections(const ScenarioOptions& opt,
+                          const std::vector<std::unique_ptr<PairState>>& pairs, Topology& t,
+                          ScenarioResult* r) {
+  r->completed = true;
+  r->delivered_intact = true;
+  Time first = Time::Infinite(), last = Time::Zero();
+  std::vector<double> goodputs;
+  std::vector<double> mct;
+  for (int i = 0; i < opt.connections; ++i) {
+    PairState* p = pairs[i].get();
+    const ConnectionResult& c =
+        FinishConnection(p, t.nodes[2 * i]->conn(), t.nodes[2 * i + 1]->conn());
+    r->completed &= c.complete;
+    r->delivered_intact &= c.delivered_intact;
+    if (r->error.empty() && !c.error.empty()) {
+      r->error = absl::StrCat("connection ", i, ": ", c.error);
+    }
+    r->bytes_delivered += c.bytes_delivered;
+    first = std::min(first, c.first_send);
+    if (c.messages_delivered > 0) last = std::max(last, c.last_delivery);
+    AddConnectionStats(&r->sender_total, c.sender);
+    AddConnectionStats(&r->receiver_total, c.receiver);
+    goodputs.push_back(c.goodput_bps);
+    mct.insert(mct.end(), p->mct_s.begin(), p->mct_s.end());
+    r->deliveries.insert(r->deliveries.end(), p->deliveries.begin(), p->deliveries.end());
+    r->connections.push_back(c);
+  }
+  r->packets_sent = r->sender_total.packets_sent + r->receiver_total.packets_sent;
+  r->packets_lost = r->sender_total.packets_lost + r->receiver_total.packets_lost;
+  r->packets_retransmitted =
+      r->sender_total.packets_retransmitted + r->receiver_total.packets_retransmitted;
+  if (!first.IsInfinite() && last > first) {
+    r->transfer_s = (last - first).seconds();
+    r->goodput_bps = static_cast<double>(r->bytes_delivered) * 8 / r->transfer_s;
+  }
+  r->jain_fairness = JainFairness(goodputs);
+  std::sort(r->deliveries.begin(), r->deliveries.end(),
+            [](const DeliveryRecord& a, const DeliveryRecord& b) { return a.done_s < b.done_s; });
+  if (opt.workload == Workload::kMessages) {
+    r->has_message_times = true;
+    r->mct = Percentiles(std::move(mct));
+    r->mct.ideal_s = IdealMessageTime(opt, opt.link);
+  }
+}
+
 }  // namespace
 
 const char* WorkloadName(Workload w) {
@@ -374,177 +663,20 @@ void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
 absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
   ScenarioOptions opt = given;
   opt.sender_config.elide_payload = opt.receiver_config.elide_payload = !given.payload;
-  if (absl::Status s = opt.sender_config.Validate(); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("sender config: ", s.message()));
-  }
-  if (absl::Status s = opt.receiver_config.Validate(); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("receiver config: ", s.message()));
-  }
-  if (opt.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
-  if (opt.connections < 1 || opt.connections > 4096) {
-    return absl::InvalidArgumentError("connections must be in [1, 4096]");
-  }
-  if (opt.workload == Workload::kBulk && (opt.bytes == 0 || opt.chunk == 0)) {
-    return absl::InvalidArgumentError("bulk workload needs bytes > 0 and chunk > 0");
-  }
-  if (opt.workload == Workload::kMessages) {
-    if (opt.messages == 0) return absl::InvalidArgumentError("messages must be > 0");
-    if (!(opt.load > 0 && opt.load <= 100)) {
-      return absl::InvalidArgumentError("load must be in (0, 100] (fraction of the link rate)");
-    }
-    if (opt.message_size > (ByteCount{4} << 30)) {
-      return absl::InvalidArgumentError("message_size must be <= 4GiB");
-    }
-  }
-  absl::StatusOr<std::vector<LinkSpec>> steps = ResolveLinkSchedule(opt.link, opt.schedule);
-  if (!steps.ok()) return steps.status();
-  steps->push_back(opt.link);
-  for (const LinkSpec& spec : *steps) {
-    if (absl::StatusOr<LinkSpec> r = ApplyLinkOverrides(spec, opt.reverse); !r.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("reverse link: ", r.status().message()));
-    }
-  }
+  if (absl::Status s = CheckOptions(opt); !s.ok()) return s;
 
-  // Per-pair message plan.
-  const int n = opt.connections;
-  std::vector<std::unique_ptr<PairState>> pairs;
   int finished = 0;
   ByteCount max_message = 0;
-  for (int i = 0; i < n; ++i) {
-    auto p = std::make_unique<PairState>();
-    p->index = i;
-    p->finished_pairs = &finished;
-    p->start = Time::Zero() + opt.stagger * i;
-    p->result.start = p->start;
-    if (opt.workload == Workload::kBulk) {
-      ByteCount chunk = std::min(opt.chunk, opt.bytes);
-      p->total_messages = (opt.bytes + chunk - 1) / chunk;
-      p->sizes.assign(p->total_messages, chunk);
-      p->sizes.back() = opt.bytes - chunk * (p->total_messages - 1);
-      p->result.bytes_expected = opt.bytes;
-      max_message = std::max(max_message, chunk);
-    } else {
-      p->total_messages = opt.messages;
-      p->sizes.assign(opt.messages, opt.message_size);
-      p->submit_times.assign(opt.messages, Time::Zero());
-      p->mct_s.reserve(opt.messages);
-      p->result.bytes_expected = opt.message_size * opt.messages;
-      max_message = std::max(max_message, opt.message_size);
-    }
-    p->sent_ids.assign(p->total_messages, 0);
-    pairs.push_back(std::move(p));
-  }
+  std::vector<std::unique_ptr<PairState>> pairs = PlanPairs(opt, &finished, &max_message);
+  HugeBuffer pattern = MakePattern(opt.seed, max_message);
+  Simulator sim(MakeSimulatorOptions(opt));
+  Topology topology;
+  BuildTopology(opt, pairs, pattern.get(), MessageInterval(opt), &sim, &topology);
 
-  // The shared read-only pattern all messages are views into.
-  HugeBuffer pattern = AllocHuge(max_message + kShiftSpan);
-  {
-    Rng rng(opt.seed ^ 0x9a77e2);
-    uint64_t* w = reinterpret_cast<uint64_t*>(pattern.get());
-    const size_t words = (max_message + kShiftSpan) / 8;
-    for (size_t i = 0; i < words; ++i) w[i] = rng.Next();
-    for (size_t i = words * 8; i < max_message + kShiftSpan; ++i) {
-      pattern.get()[i] = static_cast<uint8_t>(rng.Next());
-    }
-  }
-
-  // Open-loop interval per connection: the aggregate offered load is `load` x rate.
-  Duration interval;
-  if (opt.workload == Workload::kMessages) {
-    const double per_conn_bps = opt.link.rate.bps() * opt.load / n;
-    interval = Duration::Nanoseconds(static_cast<int64_t>(
-        std::llround(static_cast<double>(opt.message_size) * 8e9 / per_conn_bps)));
-  }
-
-  SimulatorOptions sim_opt;
-  sim_opt.link = opt.link;
-  sim_opt.schedule = opt.schedule;
-  sim_opt.reverse = opt.reverse;
-  sim_opt.seed = opt.seed;
-  sim_opt.max_datagram =
-      std::max(opt.sender_config.MaxDatagramSize(), opt.receiver_config.MaxDatagramSize());
-  // Payload-free datagrams are mostly headers and stamps: carry them in small slots.
-  if (!opt.payload) sim_opt.small_datagram = 256;
-  sim_opt.wall_seconds = opt.wall_seconds;
-  Simulator sim(sim_opt);
-
-  Rng seeds(opt.seed);
-  std::vector<std::unique_ptr<SenderApp>> senders;
-  std::vector<std::unique_ptr<ReceiverApp>> receivers;
-  std::vector<std::unique_ptr<EndpointNode>> nodes;
-  for (int i = 0; i < n; ++i) {
-    PairState* p = pairs[i].get();
-    senders.push_back(std::make_unique<SenderApp>(opt, p, pattern.get(), interval));
-    receivers.push_back(std::make_unique<ReceiverApp>(opt, p, pattern.get()));
-    ConnectionIds left_ids, right_ids;
-    left_ids.local = 2 * static_cast<uint64_t>(i) + 1;
-    left_ids.peer = 2 * static_cast<uint64_t>(i) + 2;
-    left_ids.peer_recv_window = opt.receiver_config.recv_window;
-    right_ids.local = left_ids.peer;
-    right_ids.peer = left_ids.local;
-    right_ids.peer_recv_window = opt.sender_config.recv_window;
-    const uint64_t left_seed = seeds.Next(), right_seed = seeds.Next();
-    nodes.push_back(std::make_unique<EndpointNode>(opt.sender_config, left_ids, left_seed,
-                                                   senders.back().get(), p, true));
-    nodes.push_back(std::make_unique<EndpointNode>(opt.receiver_config, right_ids, right_seed,
-                                                   receivers.back().get(), p, false));
-    receivers.back()->Start(nodes.back()->conn());
-    sim.AddPair(nodes[2 * i].get(), nodes[2 * i + 1].get());
-  }
-
-  // Time series: sampled at the first event at or after each interval boundary (events
-  // are microseconds apart while data flows, so the skew is negligible).
-  struct SeriesState {
-    ByteCount delivered = 0;
-    uint64_t sent = 0, lost = 0;
-  };
-  std::vector<SeriesState> series_prev(n);
-  LinkCounters link_prev;
-  double queue_prev = 0;
-  std::vector<IntervalSample> series;
-  const Duration interval_d = opt.sample_interval;
-  Time next_sample = interval_d > Duration::Zero() ? Time::Zero() + interval_d : Time::Infinite();
-  auto take_sample = [&](Time at) {
-    IntervalSample x;
-    x.t_s = at.seconds();
-    const double secs = interval_d.seconds();
-    const Time now = sim.now();
-    const LinkCounters& lc = sim.forward().counters();
-    const double queue = sim.forward().QueueByteSeconds(now);
-    x.avg_queue_bytes = (queue - queue_prev) / secs;
-    queue_prev = queue;
-    x.offered = lc.offered - link_prev.offered;
-    x.dropped_queue = lc.dropped_queue - link_prev.dropped_queue;
-    x.dropped_loss = lc.dropped_loss - link_prev.dropped_loss;
-    x.ce_marked = lc.ce_marked - link_prev.ce_marked;
-    link_prev = lc;
-    for (int i = 0; i < n; ++i) {
-      const Connection& snd = nodes[2 * i]->conn();
-      const ConnectionStats& ss = snd.stats();
-      const ConnectionStats& rs = nodes[2 * i + 1]->conn().stats();
-      ConnectionSample c;
-      c.goodput_bps =
-          static_cast<double>(rs.data_bytes_received - series_prev[i].delivered) * 8 / secs;
-      c.packets_sent = ss.packets_sent - series_prev[i].sent;
-      c.packets_lost = ss.packets_lost - series_prev[i].lost;
-      series_prev[i] = {rs.data_bytes_received, ss.packets_sent, ss.packets_lost};
-      const ConnectionDebugState d = snd.debug_state();
-      c.cc_mode = d.cc_mode;
-      c.cc_bandwidth_bps = d.cc_bandwidth_estimate.bps();
-      c.pacing_rate_bps = d.pacing_rate.bps();
-      c.cwnd = d.congestion_window;
-      c.bytes_in_flight = d.bytes_in_flight;
-      c.srtt_s = d.srtt.seconds();
-      x.goodput_bps += c.goodput_bps;
-      x.connections.push_back(std::move(c));
-    }
-    series.push_back(std::move(x));
-  };
+  SeriesSampler sampler(opt.sample_interval, opt.connections);
   auto done = [&] {
-    while (sim.now() >= next_sample) {
-      take_sample(next_sample);
-      next_sample += interval_d;
-    }
-    return finished == n;
+    sampler.CatchUp(sim, topology);
+    return finished == opt.connections;
   };
   // Wall and CPU time come from the caller's clocks (none given: no wall bound, zeros).
   const double wall_start = opt.wall_seconds ? opt.wall_seconds() : 0;
@@ -552,69 +684,13 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
   const StopReason reason =
       sim.Run(Time::Zero() + opt.max_virtual_time, done, opt.max_wall_time);
   const double wall_s = opt.wall_seconds ? opt.wall_seconds() - wall_start : 0;
-
   const double cpu_s = opt.cpu_seconds ? opt.cpu_seconds() - cpu_start : 0;
+
   ScenarioResult r;
-  r.cpu_s = cpu_s;
-  r.stop_reason = StopReasonName(reason);
-  r.link_rate_bps = opt.link.rate.bps();
-  r.virtual_s = sim.now().seconds();
-  r.wall_s = wall_s;
-  r.forward = sim.forward().Finish(sim.now());
-  r.reverse = sim.reverse().Finish(sim.now());
-  r.sim_packets = r.forward.offered + r.reverse.offered;
-  r.sim_packets_per_wall_s = wall_s > 0 ? static_cast<double>(r.sim_packets) / wall_s : 0;
-  r.sim_packets_per_cpu_s = cpu_s > 0 ? static_cast<double>(r.sim_packets) / cpu_s : 0;
-  r.sim = sim.counters();
-  r.trace_hash = sim.trace_hash();
-  r.completed = true;
-  r.delivered_intact = true;
-  Time first = Time::Infinite(), last = Time::Zero();
-  double sum = 0, sum_sq = 0;
-  std::vector<double> mct;
-  for (int i = 0; i < n; ++i) {
-    PairState* p = pairs[i].get();
-    ConnectionResult& c = p->result;
-    c.sender = nodes[2 * i]->conn().stats();
-    c.sender_state = nodes[2 * i]->conn().debug_state();
-    c.receiver = nodes[2 * i + 1]->conn().stats();
-    c.delivered_intact = c.complete && c.error.empty();
-    if (!c.first_send.IsInfinite() && c.last_delivery > c.first_send) {
-      c.goodput_bps = static_cast<double>(c.bytes_delivered) * 8 /
-                      (c.last_delivery - c.first_send).seconds();
-    }
-    r.completed &= c.complete;
-    r.delivered_intact &= c.delivered_intact;
-    if (r.error.empty() && !c.error.empty()) r.error = absl::StrCat("connection ", i, ": ", c.error);
-    r.bytes_delivered += c.bytes_delivered;
-    first = std::min(first, c.first_send);
-    if (c.messages_delivered > 0) last = std::max(last, c.last_delivery);
-    AddConnectionStats(&r.sender_total, c.sender);
-    AddConnectionStats(&r.receiver_total, c.receiver);
-    sum += c.goodput_bps;
-    sum_sq += c.goodput_bps * c.goodput_bps;
-    mct.insert(mct.end(), p->mct_s.begin(), p->mct_s.end());
-    r.deliveries.insert(r.deliveries.end(), p->deliveries.begin(), p->deliveries.end());
-    r.connections.push_back(c);
-  }
-  r.packets_sent = r.sender_total.packets_sent + r.receiver_total.packets_sent;
-  r.packets_lost = r.sender_total.packets_lost + r.receiver_total.packets_lost;
-  r.packets_retransmitted =
-      r.sender_total.packets_retransmitted + r.receiver_total.packets_retransmitted;
-  if (!first.IsInfinite() && last > first) {
-    r.transfer_s = (last - first).seconds();
-    r.goodput_bps = static_cast<double>(r.bytes_delivered) * 8 / r.transfer_s;
-  }
-  r.jain_fairness = sum_sq > 0 ? sum * sum / (n * sum_sq) : 1;
-  r.sample_interval_s = interval_d.seconds();
-  r.series = std::move(series);
-  std::sort(r.deliveries.begin(), r.deliveries.end(),
-            [](const DeliveryRecord& a, const DeliveryRecord& b) { return a.done_s < b.done_s; });
-  if (opt.workload == Workload::kMessages) {
-    r.has_message_times = true;
-    r.mct = Percentiles(std::move(mct));
-    r.mct.ideal_s = IdealMessageTime(opt, opt.link);
-  }
+  SummarizeRun(opt, sim, reason, wall_s, cpu_s, &r);
+  AggregateConnections(opt, pairs, topology, &r);
+  r.sample_interval_s = opt.sample_interval.seconds();
+  r.series = sampler.TakeSeries();
   return r;
 }
 
