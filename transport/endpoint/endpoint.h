@@ -317,7 +317,7 @@ class Endpoint {
   // Forgets a connection the driver was never told of (an unconfirmed server one).
   void DropUnconfirmed(ConnectionId id);
   void FailPending(ConnectionId id, absl::Status error);
-  void SendHello(Pending& p);
+  void SendHello(Pending& p, Time now);
   // The server side of the key exchange for a validated Hello: a PermissionDenied or
   // FailedPrecondition status is sent back in a Reject.
   absl::StatusOr<crypto::NoiseHandshake> ServerReadHello(const HandshakeMessage& m,

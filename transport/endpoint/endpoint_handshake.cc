@@ -92,7 +92,7 @@ absl::StatusOr<ConnectionId> Endpoint::Connect(Time now, const PeerAddress& serv
   for (LocalId l : p->locals) local_owner_[l] = p->cid;
   Pending& ref = *p;
   pending_[p->cid] = std::move(p);
-  SendHello(ref);
+  SendHello(ref, now);
   return ref.cid;
 }
 
@@ -389,7 +389,9 @@ void Endpoint::DropUnconfirmed(ConnectionId id) {
 
 // ---- client side of the handshake ----
 
-void Endpoint::SendHello(Pending& p) {
+void Endpoint::SendHello(Pending& p, Time now) {
+  p.hello_sent = now;
+  p.hello_repeated = false;
   HandshakeMessage h = p.hello_message;
   h.cookie = p.cookie;
   absl::StatusOr<std::vector<uint8_t>> pkt = BuildHandshakePacket(h);
@@ -458,7 +460,7 @@ void Endpoint::ClientOnServerMessage(Time now, LocalId local, const PeerAddress&
       }
       p.cookie = m.cookie;
       p.next_resend = now + p.backoff;
-      SendHello(p);
+      SendHello(p, now);
       return;
     case HandshakeKind::kReject: {
       // The reason comes from the network: escaped, so it cannot forge log lines.
@@ -506,7 +508,13 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
                            negotiated.status().message())));
     return;
   }
-  const TransportConfig& config = *negotiated;
+  TransportConfig& config = *negotiated;
+  // The Hello's round trip, where it was sent once (else which copy was answered is
+  // unknown): the connection starts from the path's RTT instead of initial_rtt, for its
+  // loss timers and its congestion controller's first window (initial_rate x RTT).
+  if (!p.hello_repeated && now > p.hello_sent) {
+    config.initial_rtt = std::min(now - p.hello_sent, Duration::Seconds(60));
+  }
   std::unique_ptr<crypto::PacketProtector> protector;
   if (p.noise) {
     if (m.security.mode != p.hello_message.security.mode) {
@@ -595,6 +603,7 @@ void Endpoint::RunHandshakeTimers(Time now) {
     } else if (now >= p->next_resend) {
       p->backoff = std::min(p->backoff * 2, kMaxHandshakeBackoff);
       p->next_resend = now + p->backoff;
+      p->hello_repeated = true;
       Queue(p->locals[0], p->server, p->hello, 0, true);
     }
   }

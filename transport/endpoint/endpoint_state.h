@@ -52,6 +52,10 @@ struct Endpoint::Pending {
   Time next_resend;
   Duration backoff;
   int retries = 0;
+  // When the newest Hello went out, and whether it was sent again since (a timeout): an
+  // Accept to a Hello sent once measures the round trip, which seeds the connection's.
+  Time hello_sent;
+  bool hello_repeated = false;
   bool heard = false;  // the server answered (a Retry)
   // Accepts that did not authenticate (forged, or the server holds another key): each is
   // ignored, the attempt goes on until its deadline.
