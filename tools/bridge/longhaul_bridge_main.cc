@@ -160,7 +160,7 @@ int Main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
   ToolFlagOptions fo;
   fo.dirs = kFlagDirs;
-  ParseToolFlagsOrExit(static_cast<int>(rest.size()), rest.data(), fo, kUsage.tool(), PrintHelp);
+  InitTool(static_cast<int>(rest.size()), rest.data(), fo, kUsage.tool(), PrintHelp);
 
   BridgeOptions o;
   o.is_client = client;
@@ -257,7 +257,5 @@ int Main(int argc, char** argv) {
 }  // namespace longhaul::bridge
 
 int main(int argc, char** argv) {
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
   return longhaul::bridge::Main(argc, argv);
 }

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "glog/logging.h"
 #include "longhaul/version.h"
 
 namespace longhaul {
@@ -81,6 +83,30 @@ std::string ToolUsage::Message(absl::string_view message) const {
 void ToolUsage::Fail(absl::string_view message) const {
   std::cerr << Message(message);
   std::exit(kUsageExitStatus);
+}
+
+namespace {
+
+void InitToolLogging(const char* argv0) {
+  if (gflags::GetCommandLineFlagInfoOrDie("logtostderr").is_default) FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv0);
+  google::InstallFailureSignalHandler();
+}
+
+}  // namespace
+
+void InitTool(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
+              const std::function<void()>& print_help) {
+  ParseToolFlagsOrExit(argc, argv, o, tool, print_help);
+  InitToolLogging(argv[0]);
+}
+
+void InitTool(int* argc, char*** argv, const char* usage) {
+  const std::string program = std::filesystem::path((*argv)[0]).filename().string();
+  ExitIfVersionRequested(*argc, *argv, program.c_str());
+  gflags::SetUsageMessage(usage);
+  gflags::ParseCommandLineFlags(argc, argv, /*remove_flags=*/true);
+  InitToolLogging((*argv)[0]);
 }
 
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,

@@ -76,6 +76,18 @@ absl::StatusOr<ToolFlagAction> ParseToolFlags(int argc, char** argv, const ToolF
 void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
                           const std::function<void()>& print_help);
 
+// The common start of every tool's main(), in one of two forms. Each parses the command
+// line, then initialises glog with output to stderr (unless --logtostderr was given
+// explicitly) and a failure signal handler. Call once, before starting threads.
+//
+// With the tool's own parser: ParseToolFlagsOrExit(argc, argv, o, tool, print_help)
+// (exit status 2 on a bad command line, --help and --version exit 0).
+void InitTool(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
+              const std::function<void()>& print_help);
+// With gflags' parser: sets the usage text and parses the flags (removing them from
+// argv); --version prints the version line (named after argv[0]'s file name) and exits 0.
+void InitTool(int* argc, char*** argv, const char* usage);
+
 // For main()s that parse with gflags or another library: when argv holds --version (or
 // -version), prints VersionLine(tool) and exits 0; otherwise returns.
 void ExitIfVersionRequested(int argc, char** argv, const char* tool);

@@ -1,6 +1,5 @@
 #include "tools/common/transport_flags.h"
 
-#include <filesystem>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -124,6 +123,8 @@ std::string FlagValueText(const std::string& name) {
 }
 
 }  // namespace
+
+const bool kTransportFlagsDefined = true;
 
 std::vector<std::string> TransportFlagNames() {
   std::vector<std::string> names;
@@ -274,16 +275,6 @@ nlohmann::json ConnectionStatsToJson(const ConnectionStats& s) {
   j["fec_recovered_packets"] = s.fec_recovered_packets;
   j["fec_blocks_unrecoverable"] = s.fec_blocks_unrecoverable;
   return j;
-}
-
-void InitTool(int* argc, char*** argv, const char* usage) {
-  const std::string program = std::filesystem::path((*argv)[0]).filename().string();
-  ExitIfVersionRequested(*argc, *argv, program.c_str());
-  gflags::SetUsageMessage(usage);
-  gflags::ParseCommandLineFlags(argc, argv, /*remove_flags=*/true);
-  if (gflags::GetCommandLineFlagInfoOrDie("logtostderr").is_default) FLAGS_logtostderr = true;
-  google::InitGoogleLogging((*argv)[0]);
-  google::InstallFailureSignalHandler();
 }
 
 }  // namespace longhaul

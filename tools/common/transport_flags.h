@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/tool_flags.h"  // InitTool
 #include "transport/core/config.h"
 #include "transport/core/stats.h"
 
@@ -64,20 +65,20 @@ GivenSettings GivenTransportSettings();
 // congestion control (cc=bbr, no cap).
 bool ApplyToolRateDefault(TransportConfig* config);
 
-// Every profile key with its canonical value, plus numeric forms for programs:
-// segment_bytes, window_bytes, recv_window_bytes, max_datagram_bytes, rate_bps and
-// <duration>_ns for every duration. Integer keys are JSON numbers, ecn, cc_compete and cc_yield booleans,
-// reorder_rtt_fraction and cc_loss_threshold numbers; the other keys keep their profile
-// text ("1GiB").
+// Every profile key (ProfileKeyValues) typed by its kind (ProfileKeyKind): integers as
+// JSON numbers, booleans as booleans, numbers (reorder_rtt_fraction, cc_loss_threshold,
+// fec_tail, fec_max_overhead) as numbers, the other keys as their profile text ("1GiB");
+// plus the numeric forms of the values with units, <size>_bytes, <rate>_bps and
+// <duration>_ns (segment_bytes, rate_bps, initial_rtt_ns, ...), and max_datagram_bytes.
 nlohmann::json TransportConfigToJson(const TransportConfig& config);
+
+// Defined beside the flags: the reference below links them (and so lists them in --help)
+// into every binary that includes this header, whatever else it calls.
+extern const bool kTransportFlagsDefined;
+[[gnu::used]] static const bool* const kTransportFlagsAnchor = &kTransportFlagsDefined;
 
 // Every counter of a connection's ConnectionStats, named as the struct names them (the
 // tools' JSON: longhaul-perf's reports, longhaul-sim's result).
 nlohmann::json ConnectionStatsToJson(const ConnectionStats& stats);
-
-// Common start of a tool's main(): sets the usage text, parses the flags (removing them
-// from argv; --version prints the version line and exits 0), and initialises glog with output to stderr (unless --logtostderr was
-// given explicitly) and a failure signal handler. Call once.
-void InitTool(int* argc, char*** argv, const char* usage);
 
 }  // namespace longhaul

@@ -113,7 +113,7 @@ void PrintHelp() {
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
-  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
+  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 void OnSignal(int) {
@@ -438,7 +438,5 @@ int Main(int argc, char** argv) {
 }  // namespace longhaul
 
 int main(int argc, char** argv) {
-  google::InitGoogleLogging(argv[0]);
-  FLAGS_logtostderr = true;
   return longhaul::Main(argc, argv);
 }

@@ -62,8 +62,8 @@ DEFINE_int32(rank, -1, "internal: run as this rank");
 DEFINE_int32(ctrl_fd, -1, "internal: control socket of a rank");
 
 int main(int argc, char** argv) {
-  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-nccl-bench");
-  gflags::SetUsageMessage(
+  longhaul::InitTool(
+      &argc, &argv,
       "ring allreduce over the longhaul NCCL net plugin between N rank processes\n"
       "  longhaul-nccl-bench --ranks=N [--link=SPEC] [--min_bytes=SIZE] [--max_bytes=SIZE]\n"
       "                      [--iters=N] [--json]\n"
@@ -73,7 +73,6 @@ int main(int argc, char** argv) {
       "settings come from NCCL_LONGHAUL_PROFILE / NCCL_LONGHAUL_<KEY> (docs/nccl.md);\n"
       "packet protection from --security=psk|keys|insecure or NCCL_LONGHAUL_KEY,\n"
       "_PEER_KEY, _PSK_FILE, _INSECURE.");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
   signal(SIGPIPE, SIG_IGN);
   namespace bench = longhaul::nccl::bench;
   if (FLAGS_recommend) return bench::Recommend(FLAGS_link, FLAGS_profile);

@@ -136,7 +136,7 @@ void ParseFlags(int argc, char** argv) {
   o.dirs = kFlagDirs;
   o.short_name = LongName;
   o.version_flag = true;
-  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
+  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 // Seconds from "10", "2.5" or a duration ("500ms", "1m").
@@ -263,7 +263,5 @@ int Main(int argc, char** argv) {
 }  // namespace longhaul::perf
 
 int main(int argc, char** argv) {
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
   return longhaul::perf::Main(argc, argv);
 }

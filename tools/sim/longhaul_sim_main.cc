@@ -90,7 +90,7 @@ void PrintHelp() {
 void ParseFlags(int argc, char** argv) {
   ToolFlagOptions o;
   o.dirs = kFlagDirs;
-  ParseToolFlagsOrExit(argc, argv, o, kUsage.tool(), PrintHelp);
+  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
 }
 
 nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
@@ -449,6 +449,5 @@ int Main(int argc, char** argv) {
 }  // namespace longhaul
 
 int main(int argc, char** argv) {
-  google::InitGoogleLogging(argv[0]);
   return longhaul::Main(argc, argv);
 }
