@@ -16,14 +16,18 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tools/nccl_bench/plugin_loader.h"
 #include "tools/nccl_bench/process.h"
 #include "tools/nccl_bench/report.h"
 #include "transport/base/parse.h"
+#include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
+#include "transport/nccl/settings.h"
 #include "transport/sim/link_files.h"
 
 extern char** environ;
@@ -31,19 +35,41 @@ extern char** environ;
 namespace longhaul::nccl::bench {
 namespace {
 
+// The variable of one of the plugin's own settings: NCCL_LONGHAUL_<key> for a key of
+// transport/nccl/settings.cc's table (PluginSettingSpecs(): IFNAME, PROFILE, CREDIT,
+// SPIN, KEY, PEER_KEY, PSK_FILE, INSECURE here).
+std::string PluginVariable(absl::string_view key) { return absl::StrCat(kSettingPrefix, key); }
+
+// The variable that sets the profile key `key` (ProfileKeys()): NCCL_LONGHAUL_<KEY>,
+// the key upper-cased, as ReadSettings reads it.
+std::string KeyVariable(absl::string_view key) {
+  const std::vector<std::string> keys = ProfileKeys();
+  if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+    fprintf(stderr, "longhaul-nccl-bench: '%s' is not a profile key\n", std::string(key).c_str());
+    abort();
+  }
+  return absl::StrCat(kSettingPrefix, absl::AsciiStrToUpper(key));
+}
+
+// setenv / getenv by name.
+void SetVariable(const std::string& name, const std::string& value, bool overwrite) {
+  setenv(name.c_str(), value.c_str(), overwrite ? 1 : 0);
+}
+const char* GetVariable(const std::string& name) { return getenv(name.c_str()); }
+
 // Environment of the ranks: loopback only; without a profile, transport settings for
 // the link (`spec`, when given) or for loopback. Variables already set are kept.
 void SetRankEnvironment(const sim::LinkSpec* spec, ByteCount slice) {
-  setenv("NCCL_LONGHAUL_IFNAME", "lo", 0);
-  const bool has_profile = getenv("NCCL_LONGHAUL_PROFILE") != nullptr;
+  SetVariable(PluginVariable("IFNAME"), "lo", false);
+  const bool has_profile = GetVariable(PluginVariable("PROFILE")) != nullptr;
   if (has_profile) return;
   if (spec != nullptr) {
-    setenv("NCCL_LONGHAUL_RATE", spec->rate.ToString().c_str(), 0);
-    setenv("NCCL_LONGHAUL_INITIAL_RTT", FormatDuration(spec->rtt).c_str(), 0);
-    if (!getenv("NCCL_LONGHAUL_SEGMENT")) {
-      setenv("NCCL_LONGHAUL_MTU", absl::StrCat(spec->mtu).c_str(), 0);
+    SetVariable(KeyVariable("rate"), spec->rate.ToString(), false);
+    SetVariable(KeyVariable("initial_rtt"), FormatDuration(spec->rtt), false);
+    if (!GetVariable(KeyVariable("segment"))) {
+      SetVariable(KeyVariable("mtu"), absl::StrCat(spec->mtu), false);
     }
-    setenv("NCCL_LONGHAUL_PACING_BURST", "1ms", 0);
+    SetVariable(KeyVariable("pacing_burst"), "1ms", false);
     // Window and receive window as longhaul-tune sizes them for a lossy path (1.5 and 3
     // BDPs): a window far above the BDP would keep FEC auto from ever seeing the sender
     // backlogged (it then sends parity all the time). Credit: two BDPs plus 8 slices
@@ -51,20 +77,21 @@ void SetRankEnvironment(const sim::LinkSpec* spec, ByteCount slice) {
     const double bdp = spec->rate.BytesPerSecond() * spec->rtt.seconds();
     const uint64_t mib = uint64_t{1} << 20;
     auto mib_up = [&](double b) { return (static_cast<uint64_t>(b) + mib - 1) / mib; };
-    setenv("NCCL_LONGHAUL_WINDOW",
-           absl::StrCat(std::max<uint64_t>(4, mib_up(1.5 * bdp)), "MiB").c_str(), 0);
-    setenv("NCCL_LONGHAUL_RECV_WINDOW",
-           absl::StrCat(std::max<uint64_t>(8, mib_up(3 * bdp)), "MiB").c_str(), 0);
-    setenv("NCCL_LONGHAUL_CREDIT",
-           absl::StrCat(std::max<uint64_t>(16, mib_up(2 * bdp + 8.0 * slice)), "MiB").c_str(), 0);
+    SetVariable(KeyVariable("window"),
+                absl::StrCat(std::max<uint64_t>(4, mib_up(1.5 * bdp)), "MiB"), false);
+    SetVariable(KeyVariable("recv_window"),
+                absl::StrCat(std::max<uint64_t>(8, mib_up(3 * bdp)), "MiB"), false);
+    SetVariable(PluginVariable("CREDIT"),
+                absl::StrCat(std::max<uint64_t>(16, mib_up(2 * bdp + 8.0 * slice)), "MiB"),
+                false);
   } else {
     // Loopback: no link to pace for; BBR capped at 40 Gbit/s, datagrams that fill the
     // loopback MTU (65536), and the driver sleeps instead of spinning for pacing
     // deadlines (the cores are shared with the ranks).
-    setenv("NCCL_LONGHAUL_CC", "bbr", 0);
-    setenv("NCCL_LONGHAUL_RATE", "40gbit", 0);
-    if (!getenv("NCCL_LONGHAUL_SEGMENT")) setenv("NCCL_LONGHAUL_MTU", "65000", 0);
-    setenv("NCCL_LONGHAUL_SPIN", "0", 0);
+    SetVariable(KeyVariable("cc"), "bbr", false);
+    SetVariable(KeyVariable("rate"), "40gbit", false);
+    if (!GetVariable(KeyVariable("segment"))) SetVariable(KeyVariable("mtu"), "65000", false);
+    SetVariable(PluginVariable("SPIN"), "0", false);
   }
 }
 
@@ -113,16 +140,15 @@ void Parent::Cleanup() {
 }
 
 std::string Parent::PrepareSecurity() {
-  static constexpr const char* kVars[] = {"NCCL_LONGHAUL_KEY", "NCCL_LONGHAUL_PEER_KEY",
-                                          "NCCL_LONGHAUL_PSK_FILE", "NCCL_LONGHAUL_INSECURE"};
   std::string given;
-  for (const char* v : kVars) {
-    const char* val = getenv(v);
+  for (const char* key : {"KEY", "PEER_KEY", "PSK_FILE", "INSECURE"}) {
+    const std::string v = PluginVariable(key);
+    const char* val = GetVariable(v);
     if (val != nullptr && *val != 0) given = v;
   }
   if (o_.security.empty()) {
     bool in_profile = false;
-    if (const char* p = getenv("NCCL_LONGHAUL_PROFILE"); p != nullptr && *p != 0) {
+    if (const char* p = GetVariable(PluginVariable("PROFILE")); p != nullptr && *p != 0) {
       absl::StatusOr<LoadedProfile> lp = LoadProfileFile(p, TransportConfig());
       in_profile = lp.ok() && lp->security.any();  // a bad profile: the ranks report it
     }
@@ -141,7 +167,7 @@ std::string Parent::PrepareSecurity() {
     return absl::StrCat("--security=", o_.security, " and ", given, " are both given: choose one");
   }
   if (o_.security == "insecure") {
-    setenv("NCCL_LONGHAUL_INSECURE", "1", 1);
+    SetVariable(PluginVariable("INSECURE"), "1", true);
     security_ = "insecure (plaintext)";
     return "";
   }
@@ -158,7 +184,7 @@ std::string Parent::PrepareSecurity() {
         !s.ok()) {
       return std::string(s.message());
     }
-    setenv("NCCL_LONGHAUL_PSK_FILE", path.c_str(), 1);
+    SetVariable(PluginVariable("PSK_FILE"), path, true);
     security_ = "pre-shared key (Noise NNpsk0), generated for this run";
     return "";
   }
@@ -179,7 +205,7 @@ std::string Parent::PrepareSecurity() {
       !s.ok()) {
     return std::string(s.message());
   }
-  setenv("NCCL_LONGHAUL_PEER_KEY", peers.c_str(), 1);
+  SetVariable(PluginVariable("PEER_KEY"), peers, true);
   security_ = absl::StrCat("static keys (Noise IK), one key pair per rank, generated for this run");
   return "";
 }
@@ -339,7 +365,7 @@ std::string Parent::SpawnRanks(const char* argv0) {
     // The child's end must survive exec: dup it without CLOEXEC.
     int child_fd = dup(sv[1]);
     close(sv[1]);
-    if (!rank_keys_.empty()) setenv("NCCL_LONGHAUL_KEY", rank_keys_[r].c_str(), 1);
+    if (!rank_keys_.empty()) SetVariable(PluginVariable("KEY"), rank_keys_[r], true);
     std::vector<std::string> args = {self_exe,
                                      absl::StrCat("--rank=", r),
                                      absl::StrCat("--ctrl_fd=", child_fd),
@@ -452,10 +478,10 @@ int Parent::Run(const char* argv0) {
   SetRankEnvironment(o_.link.empty() ? nullptr : &spec_, slice_bytes_);
   if (std::string e = PrepareSecurity(); !e.empty()) return Fail(e);
   for (char** e = environ; *e; ++e) {
-    if (strncmp(*e, "NCCL_LONGHAUL_", 14) == 0) env_shown_.push_back(*e);
+    if (absl::StartsWith(*e, kSettingPrefix)) env_shown_.push_back(*e);
   }
   if (!rank_keys_.empty()) {
-    env_shown_.push_back(absl::StrCat("NCCL_LONGHAUL_KEY=", keys_dir_, "/rank-N.key"));
+    env_shown_.push_back(absl::StrCat(PluginVariable("KEY"), "=", keys_dir_, "/rank-N.key"));
   }
   std::sort(env_shown_.begin(), env_shown_.end());
   if (std::string e = SpawnRanks(argv0); !e.empty()) return Fail(e);

@@ -245,6 +245,15 @@ TEST(SettingsConsistencyTest, EveryKeyIsAnNcclVariable) {
         << variable << "=" << *value;
   }
 }
+
+// The plugin settings longhaul-nccl-bench sets by key (tools/nccl_bench/parent.cc's
+// PluginVariable) are in the plugin's table.
+TEST(SettingsConsistencyTest, NcclBenchPluginKeysAreInThePluginTable) {
+  for (const char* key :
+       {"IFNAME", "PROFILE", "CREDIT", "SPIN", "KEY", "PEER_KEY", "PSK_FILE", "INSECURE"}) {
+    EXPECT_NE(nccl::FindPluginSetting(key), nullptr) << key;
+  }
+}
 #endif
 
 }  // namespace
