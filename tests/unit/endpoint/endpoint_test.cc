@@ -90,6 +90,18 @@ class EndpointTest : public ::testing::Test {
 
   const EndpointEvent* ClientResult() { return net_->ConnectResult(client_); }
 
+  // Connects a client told `initial_rtt` before any sample and runs the handshake: the
+  // client's connection, or null if it did not connect.
+  const Connection* ConnectedWithInitialRtt(Duration initial_rtt) {
+    ConnectConfig cc;
+    cc.config.initial_rtt = initial_rtt;
+    absl::StatusOr<ConnectionId> id = Connect(cc);
+    if (!id.ok() || !RunHandshake() || ClientResult()->type != EndpointEvent::Type::kConnected) {
+      return nullptr;
+    }
+    return net_->node(client_).ConnectionAt(*id);
+  }
+
   // Sends `size` bytes client -> server over an established connection and checks they
   // arrive intact.
   void ExpectTransfer(ConnectionId client_id, size_t size) {
@@ -180,13 +192,7 @@ TEST_F(EndpointTest, SurvivesEachLostHandshakePacket) {
 
 TEST_F(EndpointTest, TheHandshakesRoundTripSeedsTheClientsRtt) {
   // The net's round trip is 20 ms; the connection is told 300 ms before any sample.
-  ConnectConfig cc;
-  cc.config.initial_rtt = Duration::Milliseconds(300);
-  absl::StatusOr<ConnectionId> id = Connect(cc);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(RunHandshake());
-  ASSERT_EQ(ClientResult()->type, EndpointEvent::Type::kConnected);
-  const Connection* c = net_->node(client_).ConnectionAt(*id);
+  const Connection* c = ConnectedWithInitialRtt(Duration::Milliseconds(300));
   ASSERT_NE(c, nullptr);
   // No data has flowed: the estimate is the second Hello's round trip (the first one was
   // answered with a Retry), not the configured 300 ms.
@@ -199,13 +205,7 @@ TEST_F(EndpointTest, ARepeatedHelloLeavesTheConfiguredRtt) {
   // The Hello with the cookie is lost once and sent again: which copy the Accept answers
   // is unknown, so no sample.
   net_->set_filter(DropNth(client_, 1));
-  ConnectConfig cc;
-  cc.config.initial_rtt = Duration::Milliseconds(300);
-  absl::StatusOr<ConnectionId> id = Connect(cc);
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(RunHandshake());
-  ASSERT_EQ(ClientResult()->type, EndpointEvent::Type::kConnected);
-  const Connection* c = net_->node(client_).ConnectionAt(*id);
+  const Connection* c = ConnectedWithInitialRtt(Duration::Milliseconds(300));
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->debug_state().srtt, Duration::Milliseconds(300));
 }
