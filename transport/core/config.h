@@ -59,11 +59,12 @@ struct TransportConfig {
   Bandwidth rate_min = Bandwidth::Zero();
   // cc=bbr: the rate a new connection sends its first round trip at, before it has
   // measured anything: its first window is this rate over initial_rtt (at least 10
-  // packets), paced at this rate; startup doubles from there. 100 Mbit/s fills a
-  // 1 Gbit/s x 58 ms link within about 5 round trips instead of 8 from 10 packets, and
-  // on a slower link costs at most one round trip's excess (zero: the 10 packets only).
-  // A sending cap: `rate` still bounds it. Unlike rate_min the model keeps nothing of it.
-  Bandwidth initial_rate = Bandwidth::Mbps(100);
+  // packets), paced at this rate; startup doubles from there (zero: the 10 packets
+  // only). 100 Mbit/s fills a 1 Gbit/s x 58 ms link within about 5 round trips instead
+  // of 8, and on a slower link costs at most one round trip's excess; off by default
+  // because it lowered the share a flow takes beside TCP CUBIC (docs/congestion-control.md
+  // "The first second"). `rate` still caps it. Unlike rate_min the model keeps nothing.
+  Bandwidth initial_rate = Bandwidth::Zero();
   // cc=bbr: a round trip whose loss rate (lost / (lost + acknowledged) bytes, counted
   // from 8 lost packets) exceeds this is congestion even without queueing delay. Random
   // loss below it does not cut the rate; loss that comes with queueing delay, and CE
