@@ -29,6 +29,18 @@ void AddStats(ConnectionStats* total, const ConnectionStats& x) {
   *total = StatsFromJson(a);
 }
 
+// One side's end.streams entry as iperf3 writes it: the span, the bytes and their rate.
+nlohmann::json SideSummary(int id, double seconds, uint64_t bytes) {
+  nlohmann::json j;
+  j["socket"] = id;
+  j["start"] = 0;
+  j["end"] = seconds;
+  j["seconds"] = seconds;
+  j["bytes"] = bytes;
+  j["bits_per_second"] = seconds > 0 ? bytes * 8.0 / seconds : 0.0;
+  return j;
+}
+
 // Adds one stream's outcome to the summary: its errors, sums and end.streams entry.
 void AddStream(int id, const StreamOutcome& s, const SummaryOptions& o, ClientSummary* out) {
   if (!s.error.empty()) {
@@ -87,24 +99,12 @@ void AddStream(int id, const StreamOutcome& s, const SummaryOptions& o, ClientSu
   out->srtt_ms = std::max(out->srtt_ms, JsonD(sdbg, "srtt_ms"));
   out->rttvar_ms = std::max(out->rttvar_ms, JsonD(sdbg, "rttvar_ms"));
 
-  nlohmann::json snd, rcv;
-  snd["socket"] = id;
-  snd["start"] = 0;
-  snd["end"] = ss;
-  snd["seconds"] = ss;
-  snd["bytes"] = sb;
-  snd["bits_per_second"] = ss > 0 ? sb * 8.0 / ss : 0.0;
+  nlohmann::json snd = SideSummary(id, ss, sb), rcv = SideSummary(id, rs, rb);
   snd["retransmits"] = sst.packets_retransmitted;
   snd["max_rtt"] = static_cast<uint64_t>(JsonD(sdbg, "srtt_ms") * 1000);
   snd["min_rtt"] = static_cast<uint64_t>(JsonD(sdbg, "min_rtt_ms") * 1000);
   snd["mean_rtt"] = static_cast<uint64_t>(JsonD(sdbg, "srtt_ms") * 1000);
   snd["sender"] = true;
-  rcv["socket"] = id;
-  rcv["start"] = 0;
-  rcv["end"] = rs;
-  rcv["seconds"] = rs;
-  rcv["bytes"] = rb;
-  rcv["bits_per_second"] = rs > 0 ? rb * 8.0 / rs : 0.0;
   rcv["corrupt_messages"] = rc;
   rcv["fec_recovered"] = rst.fec_recovered_packets;
   rcv["sender"] = false;
