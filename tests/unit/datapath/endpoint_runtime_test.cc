@@ -142,6 +142,17 @@ std::shared_ptr<ConnectionHandle> Connected(RuntimePair& pair, ConnectOptions co
   return h.ok() ? *h : nullptr;
 }
 
+// The server's next accepted connection, once the pair has run until there is one; null
+// if none came.
+std::shared_ptr<ConnectionHandle> Accepted(RuntimePair& pair) {
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> server;
+  EXPECT_TRUE(pair.RunUntil([&] {
+    server = pair.server().Accept(Duration::Zero());
+    return server.ok();
+  }));
+  return server.ok() ? *server : nullptr;
+}
+
 TEST(EndpointRuntimeTest, ConnectCompletesAndTheServerQueuesTheConnection) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
@@ -196,21 +207,18 @@ TEST(EndpointRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> server;
-  ASSERT_TRUE(pair.RunUntil([&] {
-    server = pair.server().Accept(Duration::Zero());
-    return server.ok();
-  }));
+  std::shared_ptr<ConnectionHandle> server = Accepted(pair);
+  ASSERT_NE(server, nullptr);
   std::vector<uint8_t> message(100'000);
   for (size_t i = 0; i < message.size(); ++i) message[i] = static_cast<uint8_t>(i * 7 + 3);
   std::vector<uint8_t> into(message.size());
-  ASSERT_TRUE((*server)->PostReceive(into.data(), into.size(), 42).ok());
+  ASSERT_TRUE(server->PostReceive(into.data(), into.size(), 42).ok());
   absl::StatusOr<uint64_t> id = client->Send(SendBuffer{message.data(), message.size()}, 9);
   ASSERT_TRUE(id.ok()) << id.status();
   Event received, sent;
   bool got_received = false, got_sent = false;
   ASSERT_TRUE(pair.RunUntil([&] {
-    if (!got_received) got_received = (*server)->Poll(&received);
+    if (!got_received) got_received = server->Poll(&received);
     if (!got_sent) got_sent = client->Poll(&sent);
     return got_received && got_sent;
   }));
@@ -265,16 +273,13 @@ TEST(EndpointRuntimeTest, CloseEndsBothHandlesCleanly) {
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> server;
-  ASSERT_TRUE(pair.RunUntil([&] {
-    server = pair.server().Accept(Duration::Zero());
-    return server.ok();
-  }));
+  std::shared_ptr<ConnectionHandle> server = Accepted(pair);
+  ASSERT_NE(server, nullptr);
   client->Close();
-  ASSERT_TRUE(pair.RunUntil([&] { return client->closed() && (*server)->closed(); },
+  ASSERT_TRUE(pair.RunUntil([&] { return client->closed() && server->closed(); },
                             Duration::Seconds(10)));
   EXPECT_TRUE(client->status().ok()) << client->status();
-  EXPECT_TRUE((*server)->status().ok()) << (*server)->status();
+  EXPECT_TRUE(server->status().ok()) << server->status();
   // Reaped: the client's local goes back to the driver.
   EXPECT_THAT(pair.client_driver().closed_locals, ::testing::Contains(kClientLocal));
 }
