@@ -18,7 +18,7 @@
 #include "tests/fuzz/fuzz_check.h"
 #include "transport/base/rng.h"
 #include "transport/crypto/noise.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/handshake.h"
 
 namespace longhaul::endpoint {
@@ -109,8 +109,8 @@ void CheckNoise(std::span<const uint8_t> d) {
   LH_FUZZ_CHECK(!i.ReadMessage2(d).ok());
 }
 
-Endpoint& Server() {
-  static Endpoint* ep = [] {
+SansIoEndpoint& Server() {
+  static SansIoEndpoint* ep = [] {
     EndpointConfig c;
     c.seed = 1;
     c.cookie_secret = SipKey{1, 2};
@@ -120,7 +120,7 @@ Endpoint& Server() {
     c.security.entropy = [rng](std::span<uint8_t> out) {
       for (uint8_t& b : out) b = static_cast<uint8_t>(rng->Next());
     };
-    auto* e = new Endpoint(c);
+    auto* e = new SansIoEndpoint(c);
     TransportConfig t;
     LH_FUZZ_CHECK(e->Listen(1, ListenConfig{t}).ok());
     return e;
@@ -129,7 +129,7 @@ Endpoint& Server() {
 }
 
 void CheckEndpoint(std::span<const uint8_t> d) {
-  Endpoint& s = Server();
+  SansIoEndpoint& s = Server();
   const uint8_t from_bytes[6] = {198, 18, 0, 9, 0x9c, 0x40};
   const PeerAddress from(std::span<const uint8_t>(from_bytes, 6));
   s.OnDatagram(Time::FromNanoseconds(1'000'000'000), 1, from, d);

@@ -5,7 +5,7 @@
 
 #include "transport/core/config.h"
 #include "transport/crypto/noise.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 namespace longhaul::testing {
 

@@ -1,6 +1,6 @@
 // Driver: what a datapath (transport/drivers/udp, and later verbs) offers the API's
 // Endpoint (transport/api/endpoint.h). A driver owns a thread, its I/O (sockets, queue
-// pairs), one timer and an EndpointRuntime (endpoint_runtime.h) that runs the sans-IO
+// pairs), one timer and a DriverRuntime (driver_runtime.h) that runs the sans-IO
 // endpoint and the application's connection handles. The interface lives below both the
 // API and the drivers: the API depends on drivers, never the reverse.
 //

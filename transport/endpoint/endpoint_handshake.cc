@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/endpoint_state.h"
 #include "transport/endpoint/negotiation.h"
 #include "transport/wire/packet.h"
@@ -32,7 +32,7 @@ TransportConfig SealedConfig(TransportConfig c, bool sealed) {
 
 }  // namespace
 
-absl::StatusOr<ConnectionId> Endpoint::Connect(Time now, const PeerAddress& server,
+absl::StatusOr<ConnectionId> SansIoEndpoint::Connect(Time now, const PeerAddress& server,
                                                std::vector<LocalId> locals,
                                                ConnectConfig config) {
   if (absl::Status s = config.config.Validate(); !s.ok()) return s;
@@ -96,13 +96,13 @@ absl::StatusOr<ConnectionId> Endpoint::Connect(Time now, const PeerAddress& serv
   return ref.cid;
 }
 
-crypto::Key32 Endpoint::Ephemeral() {
+crypto::Key32 SansIoEndpoint::Ephemeral() {
   crypto::Key32 k;
   config_.security.entropy(k);
   return k;
 }
 
-absl::StatusOr<crypto::NoiseHandshake> Endpoint::ServerReadHello(
+absl::StatusOr<crypto::NoiseHandshake> SansIoEndpoint::ServerReadHello(
     const HandshakeMessage& m, std::optional<crypto::Key32>* client_key) {
   const SecurityMode mine = config_.security.mode();
   const auto theirs = static_cast<SecurityMode>(m.security.mode);
@@ -148,7 +148,7 @@ absl::StatusOr<crypto::NoiseHandshake> Endpoint::ServerReadHello(
   return noise;
 }
 
-void Endpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& from,
+void SansIoEndpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& from,
                                  std::span<const uint8_t> datagram) {
   absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(datagram);
   if (!m.ok()) {
@@ -187,7 +187,7 @@ void Endpoint::OnHandshakePacket(Time now, LocalId local, const PeerAddress& fro
 
 // ---- server side of the handshake ----
 
-void Endpoint::Queue(LocalId local, const PeerAddress& to, std::vector<uint8_t> bytes,
+void SansIoEndpoint::Queue(LocalId local, const PeerAddress& to, std::vector<uint8_t> bytes,
                      size_t received_bytes, bool validated) {
   if (!validated && bytes.size() > kAmplificationFactor * received_bytes) {
     ++counters_.amplification_limited;
@@ -196,7 +196,7 @@ void Endpoint::Queue(LocalId local, const PeerAddress& to, std::vector<uint8_t> 
   outgoing_.push_back(Outgoing{local, to, std::move(bytes)});
 }
 
-void Endpoint::SendReject(LocalId local, const PeerAddress& to, const HandshakeMessage& hello,
+void SansIoEndpoint::SendReject(LocalId local, const PeerAddress& to, const HandshakeMessage& hello,
                           std::string reason, size_t received, bool validated) {
   HandshakeMessage rej;
   rej.kind = HandshakeKind::kReject;
@@ -209,7 +209,7 @@ void Endpoint::SendReject(LocalId local, const PeerAddress& to, const HandshakeM
   Queue(local, to, *std::move(p), received, validated);
 }
 
-void Endpoint::SendRetry(Time now, LocalId local, const PeerAddress& to,
+void SansIoEndpoint::SendRetry(Time now, LocalId local, const PeerAddress& to,
                          const HandshakeMessage& m, size_t received) {
   HandshakeMessage r;
   r.kind = HandshakeKind::kRetry;
@@ -221,7 +221,7 @@ void Endpoint::SendRetry(Time now, LocalId local, const PeerAddress& to,
   Queue(local, to, *std::move(p), received, /*validated=*/false);
 }
 
-void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
+void SansIoEndpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
                              size_t received, const PeerAddress& from,
                              const HandshakeMessage& m) {
   ++counters_.hellos_received;
@@ -364,7 +364,7 @@ void Endpoint::ServerOnHello(Time now, LocalId local, const Listener& listener,
   Queue(local, from, ref.accept_packet, received, true);
 }
 
-void Endpoint::ConfirmServerConn(Conn& c) {
+void SansIoEndpoint::ConfirmServerConn(Conn& c) {
   if (c.confirmed) return;
   c.confirmed = true;
   c.next_accept_resend = Time::Infinite();
@@ -377,7 +377,7 @@ void Endpoint::ConfirmServerConn(Conn& c) {
   events_.push_back(std::move(e));
 }
 
-void Endpoint::DropUnconfirmed(ConnectionId id) {
+void SansIoEndpoint::DropUnconfirmed(ConnectionId id) {
   auto it = conns_.find(id);
   if (it == conns_.end() || it->second->reported) return;
   const Conn& c = *it->second;
@@ -389,7 +389,7 @@ void Endpoint::DropUnconfirmed(ConnectionId id) {
 
 // ---- client side of the handshake ----
 
-void Endpoint::SendHello(Pending& p, Time now) {
+void SansIoEndpoint::SendHello(Pending& p, Time now) {
   p.hello_sent = now;
   p.hello_repeated = false;
   HandshakeMessage h = p.hello_message;
@@ -403,7 +403,7 @@ void Endpoint::SendHello(Pending& p, Time now) {
   Queue(p.locals[0], p.server, p.hello, 0, /*validated=*/true);
 }
 
-void Endpoint::FailPending(ConnectionId id, absl::Status error) {
+void SansIoEndpoint::FailPending(ConnectionId id, absl::Status error) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   std::unique_ptr<Pending> p = std::move(it->second);
@@ -417,7 +417,7 @@ void Endpoint::FailPending(ConnectionId id, absl::Status error) {
   events_.push_back(std::move(e));
 }
 
-void Endpoint::ClientOnServerMessage(Time now, LocalId local, const PeerAddress& from,
+void SansIoEndpoint::ClientOnServerMessage(Time now, LocalId local, const PeerAddress& from,
                                      const HandshakeMessage& m) {
   auto it = pending_.find(m.client_cid);
   if (it == pending_.end()) {
@@ -482,7 +482,7 @@ void Endpoint::ClientOnServerMessage(Time now, LocalId local, const PeerAddress&
   }
 }
 
-void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) {
+void SansIoEndpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) {
   // A protected attempt believes nothing of an Accept before it authenticates (its
   // parameters, mode and cipher are bound into the proof): anyone who saw the Hello can
   // send one. One that does not authenticate is ignored, on a copy of the handshake
@@ -580,7 +580,7 @@ void Endpoint::ClientEstablish(Time now, Pending& p, const HandshakeMessage& m) 
   events_.push_back(std::move(e));
 }
 
-void Endpoint::SendConfirm(const Conn& c) {
+void SansIoEndpoint::SendConfirm(const Conn& c) {
   HandshakeMessage m;
   m.kind = HandshakeKind::kConfirm;
   m.client_cid = c.meta.id;
@@ -595,7 +595,7 @@ void Endpoint::SendConfirm(const Conn& c) {
   Queue(c.meta.locals[0], c.meta.peer, *std::move(p), 0, true);
 }
 
-void Endpoint::RunHandshakeTimers(Time now) {
+void SansIoEndpoint::RunHandshakeTimers(Time now) {
   std::vector<ConnectionId> expired;
   for (auto& [cid, p] : pending_) {
     if (now >= p->deadline) {
@@ -652,7 +652,7 @@ void Endpoint::RunHandshakeTimers(Time now) {
   }
 }
 
-ConnectionId Endpoint::NewCid() {
+ConnectionId SansIoEndpoint::NewCid() {
   while (true) {
     uint64_t cid;
     if (config_.id_entropy) {

@@ -10,12 +10,12 @@
 #include "transport/core/connection.h"
 #include "transport/crypto/noise.h"
 #include "transport/crypto/packet_protection.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/peer_path.h"
 
 namespace longhaul::endpoint {
 
-struct Endpoint::Conn {
+struct SansIoEndpoint::Conn {
   ConnectionMeta meta;
   std::unique_ptr<Connection> conn;
   std::unique_ptr<crypto::PacketProtector> protector;  // protected connections
@@ -37,7 +37,7 @@ struct Endpoint::Conn {
   uint64_t last_packets_received = 0;
 };
 
-struct Endpoint::Pending {
+struct SansIoEndpoint::Pending {
   ConnectionId cid = 0;
   HandshakeMessage hello_message;                // what every Hello carries (cookie aside)
   std::optional<crypto::NoiseHandshake> noise;   // protected connections

@@ -26,7 +26,7 @@ struct HelloInfo {
 
 // Server policy: the configuration for a new connection, or an error whose message goes
 // back to the client in a Reject ("server busy", "unsupported parameters: ..."). Called
-// from Endpoint::OnDatagram; must not block.
+// from SansIoEndpoint::OnDatagram; must not block.
 using HelloPolicy = std::function<absl::StatusOr<TransportConfig>(const HelloInfo&)>;
 
 

@@ -90,10 +90,10 @@ class App {
 };
 
 // A Connection plus its application, seen by the simulator as one node.
-class EndpointNode final : public SimNode {
+class ConnectionNode final : public SimNode {
  public:
-  EndpointNode(const TransportConfig& config, ConnectionIds ids, uint64_t seed, App* app,
-               PairState* pair, bool is_sender)
+  ConnectionNode(const TransportConfig& config, ConnectionIds ids, uint64_t seed, App* app,
+                 PairState* pair, bool is_sender)
       : conn_(config, ids, seed, Time::Zero()), app_(app), pair_(pair), sender_(is_sender) {}
 
   Connection& conn() { return conn_; }
@@ -438,7 +438,7 @@ SimulatorOptions MakeSimulatorOptions(const ScenarioOptions& opt) {
 struct Topology {
   std::vector<std::unique_ptr<SenderApp>> senders;
   std::vector<std::unique_ptr<ReceiverApp>> receivers;
-  std::vector<std::unique_ptr<EndpointNode>> nodes;
+  std::vector<std::unique_ptr<ConnectionNode>> nodes;
 };
 
 // Builds every pair's apps and endpoints and adds them to the simulator.
@@ -457,9 +457,9 @@ void BuildTopology(const ScenarioOptions& opt, const std::vector<std::unique_ptr
     right_ids.peer = left_ids.local;
     right_ids.peer_recv_window = opt.sender_config.recv_window;
     const uint64_t left_seed = seeds.Next(), right_seed = seeds.Next();
-    t->nodes.push_back(std::make_unique<EndpointNode>(opt.sender_config, left_ids, left_seed,
+    t->nodes.push_back(std::make_unique<ConnectionNode>(opt.sender_config, left_ids, left_seed,
                                                       t->senders.back().get(), p, true));
-    t->nodes.push_back(std::make_unique<EndpointNode>(opt.receiver_config, right_ids, right_seed,
+    t->nodes.push_back(std::make_unique<ConnectionNode>(opt.receiver_config, right_ids, right_seed,
                                                       t->receivers.back().get(), p, false));
     t->receivers.back()->Start(t->nodes.back()->conn());
     sim->AddPair(t->nodes[2 * i].get(), t->nodes[2 * i + 1].get());

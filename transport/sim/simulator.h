@@ -1,6 +1,6 @@
 // Simulator: a deterministic discrete-event simulator in virtual time that drives sans-IO
-// endpoints (longhaul::Connection through ConnectionNode in scenario.h, or test fakes)
-// over a dumbbell: N endpoint pairs (left i <-> right i) share one bottleneck
+// endpoints (a Connection through scenario.cc's ConnectionNode, or test fakes) over a
+// dumbbell: N endpoint pairs (left i <-> right i) share one bottleneck
 // LinkDirection per direction (forward = left -> right, reverse = right -> left).
 //
 // Driver contract, per endpoint (the same one real drivers follow): at each wake the

@@ -14,7 +14,7 @@ EndpointNet::EndpointNet(Duration one_way_delay)
 
 int EndpointNet::Add(endpoint::EndpointConfig config) {
   Node n;
-  n.ep = std::make_unique<endpoint::Endpoint>(std::move(config));
+  n.ep = std::make_unique<endpoint::SansIoEndpoint>(std::move(config));
   nodes_.push_back(std::move(n));
   return static_cast<int>(nodes_.size() - 1);
 }
@@ -40,10 +40,10 @@ const endpoint::EndpointEvent* EndpointNet::ConnectResult(int node) {
   return nullptr;
 }
 
-endpoint::Endpoint::Verdict EndpointNet::Inject(int node, endpoint::LocalId local,
+endpoint::SansIoEndpoint::Verdict EndpointNet::Inject(int node, endpoint::LocalId local,
                                                 const endpoint::PeerAddress& from,
                                                 std::span<const uint8_t> bytes) {
-  endpoint::Endpoint::Verdict v = nodes_[node].ep->OnDatagram(now_, local, from, bytes);
+  endpoint::SansIoEndpoint::Verdict v = nodes_[node].ep->OnDatagram(now_, local, from, bytes);
   Drain(node);
   return v;
 }

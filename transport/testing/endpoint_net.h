@@ -1,7 +1,7 @@
 // Test-only harness: sans-IO endpoints (transport/endpoint) joined by a virtual-time
 // network, so handshake and routing tests run deterministically without sockets.
 //
-// Every node is one endpoint::Endpoint; each of its locals has the address
+// Every node is one endpoint::SansIoEndpoint; each of its locals has the address
 // AddressOf(node, local). A datagram sent from (node, local) to an address arrives at
 // that address's node and local after `one_way_delay` (plus a filter's extra delay), with
 // `from` the sender's address; datagrams to addresses nobody has are dropped and counted.
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 namespace longhaul::testing {
 
@@ -48,7 +48,7 @@ class EndpointNet {
 
   // Adds a node; returns its index.
   int Add(endpoint::EndpointConfig config);
-  endpoint::Endpoint& node(int i) { return *nodes_[i].ep; }
+  endpoint::SansIoEndpoint& node(int i) { return *nodes_[i].ep; }
   static endpoint::PeerAddress AddressOf(int node, endpoint::LocalId local);
 
   void set_filter(NetFilter f) { filter_ = std::move(f); }
@@ -57,7 +57,7 @@ class EndpointNet {
   void set_now(Time t) { now_ = t; }
 
   // Hands a datagram to a node as if it arrived now (from any address).
-  endpoint::Endpoint::Verdict Inject(int node, endpoint::LocalId local,
+  endpoint::SansIoEndpoint::Verdict Inject(int node, endpoint::LocalId local,
                                      const endpoint::PeerAddress& from,
                                      std::span<const uint8_t> bytes);
 
@@ -77,7 +77,7 @@ class EndpointNet {
 
  private:
   struct Node {
-    std::unique_ptr<endpoint::Endpoint> ep;
+    std::unique_ptr<endpoint::SansIoEndpoint> ep;
     std::vector<endpoint::EndpointEvent> events;
     std::vector<ConnectionEvent> conn_events;
     uint64_t sent = 0;

@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/sim/simulator.h"
 #include "transport/testing/endpoint_net.h"
 
@@ -24,7 +24,7 @@ class EndpointSimNode final : public sim::SimNode {
   EndpointSimNode(endpoint::EndpointConfig config, endpoint::PeerAddress self,
                   endpoint::PeerAddress peer);
 
-  endpoint::Endpoint& ep() { return ep_; }
+  endpoint::SansIoEndpoint& ep() { return ep_; }
   const endpoint::PeerAddress& self() const { return self_; }
   const endpoint::PeerAddress& peer() const { return peer_; }
   std::vector<endpoint::EndpointEvent>& events() { return events_; }
@@ -42,7 +42,7 @@ class EndpointSimNode final : public sim::SimNode {
   Time NextTimeout() const override;
 
  private:
-  endpoint::Endpoint ep_;
+  endpoint::SansIoEndpoint ep_;
   endpoint::PeerAddress self_;
   endpoint::PeerAddress peer_;
   Time now_;

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "transport/base/rng.h"
 #include "transport/crypto/primitives.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/handshake.h"
 #include "tests/support/pattern.h"
 #include "transport/testing/endpoint_net.h"
@@ -570,7 +570,7 @@ TEST(ConnectionIds, ComeFromTheInjectedSourceNotTheSeed) {
   auto first_ids = [](EntropySource source) {
     EndpointConfig c = Config(5, SecurityConfig::Insecure());
     c.id_entropy = std::move(source);
-    Endpoint ep(c);
+    SansIoEndpoint ep(c);
     ConnectConfig cc;
     cc.config = Transport();
     std::vector<ConnectionId> ids;
@@ -657,7 +657,7 @@ TEST(SecurityConfigTest, ChoicesAreExplicitAndConsistent) {
   EXPECT_EQ(Keys(1, {2}, 3, 1).mode(), SecurityMode::kStaticKeysPsk);
   // A client with several peer keys must name the server's per connection.
   EndpointConfig c = Config(1, Keys(1, {2, 3}, {}, 1));
-  Endpoint ep(c);
+  SansIoEndpoint ep(c);
   ConnectConfig cc;
   cc.config = Transport();
   EXPECT_THAT(std::string(ep.Connect(Time::Zero(), EndpointNet::AddressOf(0, 1), {5}, cc)

@@ -2,7 +2,7 @@
 // packets, forged and expired cookies, version and parameter mismatches, floods, routing,
 // unreachable peers and teardown. No sockets, no sleeps; every run is deterministic.
 
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 #include <algorithm>
 #include <cstring>
@@ -433,7 +433,7 @@ PeerAddress Spoofed(uint32_t i) {
 }
 
 TEST_F(EndpointTest, HelloFloodKeepsNoStateAndNeverAmplifies) {
-  Endpoint& s = net_->node(server_);
+  SansIoEndpoint& s = net_->node(server_);
   uint64_t in_bytes = 0;
   std::vector<uint8_t> buf(65536);
   uint64_t out_bytes = 0, out = 0;
@@ -460,7 +460,7 @@ TEST_F(EndpointTest, HelloFloodKeepsNoStateAndNeverAmplifies) {
 }
 
 TEST_F(EndpointTest, ForgedShortAndExpiredCookies) {
-  Endpoint& s = net_->node(server_);
+  SansIoEndpoint& s = net_->node(server_);
   std::vector<uint8_t> buf(65536);
   Transmit t;
   auto drain = [&] {
@@ -551,14 +551,14 @@ TEST_F(EndpointTest, ValidatedFloodIsBoundedByMaxConnections) {
 }
 
 TEST_F(EndpointTest, GarbageStrayAndForeignDatagrams) {
-  Endpoint& s = net_->node(server_);
+  SansIoEndpoint& s = net_->node(server_);
   const PeerAddress a = Spoofed(1);
   std::vector<uint8_t> junk = {0x01, 0x02, 0x03};
-  EXPECT_EQ(s.OnDatagram(net_->now(), kListen, a, junk), Endpoint::Verdict::kHandled);
+  EXPECT_EQ(s.OnDatagram(net_->now(), kListen, a, junk), SansIoEndpoint::Verdict::kHandled);
   EXPECT_EQ(s.counters().undecodable, 1u);
   // Another protocol's datagram: undecodable without foreign_datagrams...
   std::vector<uint8_t> probe(64, 0xb7);
-  EXPECT_EQ(s.OnDatagram(net_->now(), kListen, a, probe), Endpoint::Verdict::kHandled);
+  EXPECT_EQ(s.OnDatagram(net_->now(), kListen, a, probe), SansIoEndpoint::Verdict::kHandled);
   EXPECT_EQ(s.counters().undecodable, 2u);
   EXPECT_EQ(s.counters().version_mismatches, 1u);
   // ...and the driver's with it.
@@ -567,7 +567,7 @@ TEST_F(EndpointTest, GarbageStrayAndForeignDatagrams) {
   lc.foreign_datagrams = true;
   ASSERT_TRUE(s.Listen(2, lc).ok());
   EXPECT_FALSE(s.Listen(2, lc).ok());  // already listening
-  EXPECT_EQ(s.OnDatagram(net_->now(), 2, a, probe), Endpoint::Verdict::kForeign);
+  EXPECT_EQ(s.OnDatagram(net_->now(), 2, a, probe), SansIoEndpoint::Verdict::kForeign);
   EXPECT_EQ(s.counters().foreign_datagrams, 1u);
   // A 1-RTT packet for a connection nobody has.
   wire::PacketHeader h;
@@ -609,7 +609,7 @@ TEST_F(EndpointTest, RefusedConnectFailsAtOnceAndUnreachablePeerCloses) {
   ASSERT_TRUE(RunHandshake());
   ASSERT_EQ(ClientResult()->type, EndpointEvent::Type::kConnected);
   net_->set_filter([&](const NetDatagram& d) { return NetVerdict{.drop = true}; });
-  Endpoint& c = net_->node(client_);
+  SansIoEndpoint& c = net_->node(client_);
   c.OnLocalError(net_->now(), kClient, absl::UnavailableError("connection refused"));
   EXPECT_FALSE(c.ConnectionAt(*id)->closed());
   net_->set_now(net_->now() + Duration::Milliseconds(1500));
@@ -676,7 +676,7 @@ TEST_F(EndpointTest, CloseAllEndsConnectionsAndPendingHandshakes) {
 }
 
 TEST_F(EndpointTest, BadCallsAreRefused) {
-  Endpoint& c = net_->node(client_);
+  SansIoEndpoint& c = net_->node(client_);
   ConnectConfig cc;
   cc.config = Transport();
   EXPECT_TRUE(absl::IsInvalidArgument(

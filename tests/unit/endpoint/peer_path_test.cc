@@ -13,7 +13,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/test_config.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/testing/endpoint_net.h"
 
 namespace longhaul::endpoint {

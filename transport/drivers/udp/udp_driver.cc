@@ -39,7 +39,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
-#include "transport/datapath/endpoint_runtime.h"
+#include "transport/datapath/driver_runtime.h"
 #include "transport/drivers/udp/peer_address.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/net/resolver.h"
@@ -73,7 +73,7 @@ class UdpDriverImpl {
       : opt_(o),
         timer_(io_),
         runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
-                 datapath::EndpointRuntime::Hooks{
+                 datapath::DriverRuntime::Hooks{
                      .wake = [this] { asio::post(io_, [] {}); },
                      .close_local = [this](endpoint::LocalId id) { CloseSocket(id); },
                      .local_address =
@@ -136,7 +136,7 @@ class UdpDriverImpl {
       StartConnect(server, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
-    return datapath::EndpointRuntime::WaitConnect(*wait, timeout, server->ToString());
+    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server->ToString());
   }
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout) {
@@ -243,7 +243,7 @@ class UdpDriverImpl {
     Transmit(now);
     runtime_.ProcessEndpointEvents();
     runtime_.DeliverAll(now);
-    if (now - last_stats_publish_ >= datapath::EndpointRuntime::kStatsPublishPeriod) {
+    if (now - last_stats_publish_ >= datapath::DriverRuntime::kStatsPublishPeriod) {
       PublishDriverStats(now);
     }
   }
@@ -255,7 +255,7 @@ class UdpDriverImpl {
     }
     Time next = ep_.NextWake(now);
     if (ep_.connection_count() > 0 || ep_.pending_count() > 0) {
-      next = std::min(next, last_stats_publish_ + datapath::EndpointRuntime::kStatsPublishPeriod);
+      next = std::min(next, last_stats_publish_ + datapath::DriverRuntime::kStatsPublishPeriod);
     }
     return next;
   }
@@ -396,9 +396,9 @@ class UdpDriverImpl {
   void OnDatagram(uint32_t socket_id, const net::RxDatagram& d, const net::SocketAddress& src, Time now) {
     ++counters_.datagrams_received;
     counters_.bytes_received += d.data.size();
-    const endpoint::Endpoint::Verdict v =
+    const endpoint::SansIoEndpoint::Verdict v =
         ep_.OnDatagram(now, socket_id, ToPeerAddress(src), d.data, d.ecn);
-    if (v == endpoint::Endpoint::Verdict::kForeign) {
+    if (v == endpoint::SansIoEndpoint::Verdict::kForeign) {
       OnForeignDatagram(socket_id, d, src);
       return;
     }
@@ -630,8 +630,8 @@ class UdpDriverImpl {
   Time timer_at_ = Time::Infinite();
   uint64_t timer_gen_ = 0;
   std::thread thread_;
-  datapath::EndpointRuntime runtime_;
-  endpoint::Endpoint& ep_;
+  datapath::DriverRuntime runtime_;
+  endpoint::SansIoEndpoint& ep_;
   RateLimitedLog rate_log_;
 
   std::unordered_map<uint32_t, std::unique_ptr<Socket>> sockets_;

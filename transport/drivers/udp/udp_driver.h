@@ -2,7 +2,7 @@
 //
 // I/O only: one thread owns a Boost.Asio io_context, the sockets (UdpSocket:
 // recvmmsg/sendmmsg, GSO/GRO, ECN) and one timer. It feeds every received datagram to the
-// sans-IO endpoint (transport/endpoint, through datapath::EndpointRuntime) with a
+// sans-IO endpoint (transport/endpoint, through datapath::DriverRuntime) with a
 // monotonic clock (steady_clock nanoseconds as longhaul::Time), drains its PollTransmit
 // into sendmmsg batches per socket, keeps what a full socket buffer refused until the
 // socket is writable, reports ICMP errors, and sleeps on the one timer at the endpoint's

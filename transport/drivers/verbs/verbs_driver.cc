@@ -45,7 +45,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
-#include "transport/datapath/endpoint_runtime.h"
+#include "transport/datapath/driver_runtime.h"
 #include "transport/drivers/verbs/ibverbs.h"
 #include "transport/drivers/verbs/locator.h"
 #include "transport/drivers/verbs/peer_address.h"
@@ -75,7 +75,7 @@ class VerbsDriverImpl {
   explicit VerbsDriverImpl(const EndpointOptions& o)
       : opt_(o),
         runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
-                 datapath::EndpointRuntime::Hooks{
+                 datapath::DriverRuntime::Hooks{
                      .wake = [this] { Kick(); },
                      .close_local = [this](endpoint::LocalId id) { DestroyQp(id); },
                      .local_address =
@@ -146,7 +146,7 @@ class VerbsDriverImpl {
       StartConnect(a, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
-    return datapath::EndpointRuntime::WaitConnect(*wait, timeout, server->ToString());
+    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server->ToString());
   }
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout) {
@@ -456,7 +456,7 @@ class VerbsDriverImpl {
     Transmit(now);
     runtime_.ProcessEndpointEvents();
     runtime_.DeliverAll(now);
-    if (now - last_stats_publish_ >= datapath::EndpointRuntime::kStatsPublishPeriod) {
+    if (now - last_stats_publish_ >= datapath::DriverRuntime::kStatsPublishPeriod) {
       PublishDriverStats(now);
     }
     return more;
@@ -466,7 +466,7 @@ class VerbsDriverImpl {
     if (runtime_.HasLocalWakes()) return now;
     Time next = ep_.NextWake(now);
     if (ep_.connection_count() > 0 || ep_.pending_count() > 0) {
-      next = std::min(next, last_stats_publish_ + datapath::EndpointRuntime::kStatsPublishPeriod);
+      next = std::min(next, last_stats_publish_ + datapath::DriverRuntime::kStatsPublishPeriod);
     }
     return next;
   }
@@ -763,8 +763,8 @@ class VerbsDriverImpl {
 
   const EndpointOptions opt_;
   std::thread thread_;
-  datapath::EndpointRuntime runtime_;
-  endpoint::Endpoint& ep_;
+  datapath::DriverRuntime runtime_;
+  endpoint::SansIoEndpoint& ep_;
   RateLimitedLog rate_log_;
   int event_fd_ = -1;
 

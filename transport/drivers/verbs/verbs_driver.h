@@ -4,7 +4,7 @@
 // I/O only, like the UDP driver: one thread owns the device (VerbsDevice), the queue
 // pairs, the completion queues and channel, the registered send and receive rings and
 // one deadline. It feeds every received message to the sans-IO endpoint (through
-// datapath::EndpointRuntime), posts what PollTransmit writes straight into registered
+// datapath::DriverRuntime), posts what PollTransmit writes straight into registered
 // send buffers (post lists, selective signalling, inline sends for small datagrams),
 // refills receive buffers in batches, and sleeps on the completion channel, an eventfd
 // (wake-ups) and the locator sockets until the endpoint's next deadline. The handshake,

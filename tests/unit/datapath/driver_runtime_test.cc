@@ -1,9 +1,9 @@
-// EndpointRuntime without sockets or threads: two runtimes, each with its sans-IO
+// DriverRuntime without sockets or threads: two runtimes, each with its sans-IO
 // endpoint, driven by a fake driver loop in virtual time on the test's thread (the loop
 // udp_driver.cc documents: apply wakes, feed datagrams, process endpoint events, deliver).
 // Connect and accept (queue and callback), the listen policy, data through the handles,
 // close, stats publication, shutdown.
-#include "transport/datapath/endpoint_runtime.h"
+#include "transport/datapath/driver_runtime.h"
 
 #include <memory>
 #include <string>
@@ -37,8 +37,8 @@ endpoint::PeerAddress Address(uint8_t node) {
 struct FakeDriver {
   int wakes = 0;
   std::vector<endpoint::LocalId> closed_locals;
-  EndpointRuntime::Hooks Hooks() {
-    EndpointRuntime::Hooks h;
+  DriverRuntime::Hooks Hooks() {
+    DriverRuntime::Hooks h;
     h.wake = [this] { ++wakes; };
     h.close_local = [this](endpoint::LocalId l) { closed_locals.push_back(l); };
     h.local_address = [](endpoint::LocalId l) { return "local-" + std::to_string(l); };
@@ -57,8 +57,8 @@ class RuntimePair {
     client_.SetDriverThread(std::this_thread::get_id());
   }
 
-  EndpointRuntime& server() { return server_; }
-  EndpointRuntime& client() { return client_; }
+  DriverRuntime& server() { return server_; }
+  DriverRuntime& client() { return client_; }
   FakeDriver& server_driver() { return server_driver_; }
   FakeDriver& client_driver() { return client_driver_; }
   Time now() const { return now_; }
@@ -83,7 +83,7 @@ class RuntimePair {
       if (done()) return true;
       Time next =
           std::min(server_.endpoint().NextTimeout(now_), client_.endpoint().NextTimeout(now_));
-      next = std::min(next, now_ + EndpointRuntime::kStatsPublishPeriod);
+      next = std::min(next, now_ + DriverRuntime::kStatsPublishPeriod);
       if (server_.HasLocalWakes() || client_.HasLocalWakes()) next = now_;
       now_ = std::max(next, now_ + Duration::Microseconds(1));
       if (now_ > end) return false;
@@ -94,7 +94,7 @@ class RuntimePair {
  private:
   // `rt` applies what its handles queued, sends everything due to `peer` (arriving on
   // `peer_local` from `from`), then processes its events and delivers to its handles.
-  void Drive(EndpointRuntime& rt, EndpointRuntime& peer, endpoint::LocalId peer_local,
+  void Drive(DriverRuntime& rt, DriverRuntime& peer, endpoint::LocalId peer_local,
              const endpoint::PeerAddress& from) {
     rt.ApplyWakes();
     endpoint::Transmit tx;
@@ -109,7 +109,7 @@ class RuntimePair {
   }
 
   FakeDriver server_driver_, client_driver_;
-  EndpointRuntime server_, client_;
+  DriverRuntime server_, client_;
   Time now_ = Time::FromNanoseconds(1'000'000'000);
   std::vector<uint8_t> buffer_ = std::vector<uint8_t>(65536);
   uint64_t datagrams_ = 0;
@@ -137,7 +137,7 @@ std::shared_ptr<ConnectionHandle> Connected(RuntimePair& pair, ConnectOptions co
   std::shared_ptr<ConnectWait> wait = pair.Connect(std::move(co));
   EXPECT_TRUE(pair.RunUntil([&] { return Done(*wait); }));
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> h =
-      EndpointRuntime::WaitConnect(*wait, Duration::Zero(), "server");
+      DriverRuntime::WaitConnect(*wait, Duration::Zero(), "server");
   EXPECT_TRUE(h.ok()) << h.status();
   return h.ok() ? *h : nullptr;
 }
@@ -153,7 +153,7 @@ std::shared_ptr<ConnectionHandle> Accepted(RuntimePair& pair) {
   return server.ok() ? *server : nullptr;
 }
 
-TEST(EndpointRuntimeTest, ConnectCompletesAndTheServerQueuesTheConnection) {
+TEST(DriverRuntimeTest, ConnectCompletesAndTheServerQueuesTheConnection) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair, Connecting("hello=1"));
@@ -172,7 +172,7 @@ TEST(EndpointRuntimeTest, ConnectCompletesAndTheServerQueuesTheConnection) {
   EXPECT_FALSE(pair.server().Accept(Duration::Zero()).ok());  // only one
 }
 
-TEST(EndpointRuntimeTest, AnAcceptCallbackTakesTheConnectionInsteadOfTheQueue) {
+TEST(DriverRuntimeTest, AnAcceptCallbackTakesTheConnectionInsteadOfTheQueue) {
   RuntimePair pair;
   std::vector<std::shared_ptr<ConnectionHandle>> accepted;
   ListenOptions lo = Listening();
@@ -185,7 +185,7 @@ TEST(EndpointRuntimeTest, AnAcceptCallbackTakesTheConnectionInsteadOfTheQueue) {
   EXPECT_FALSE(pair.server().Accept(Duration::Zero()).ok());
 }
 
-TEST(EndpointRuntimeTest, ARefusingPolicyFailsTheConnect) {
+TEST(DriverRuntimeTest, ARefusingPolicyFailsTheConnect) {
   RuntimePair pair;
   ListenOptions lo = Listening();
   lo.policy = [](const endpoint::HelloInfo& h) -> absl::StatusOr<TransportConfig> {
@@ -195,14 +195,14 @@ TEST(EndpointRuntimeTest, ARefusingPolicyFailsTheConnect) {
   std::shared_ptr<ConnectWait> wait = pair.Connect(Connecting());
   ASSERT_TRUE(pair.RunUntil([&] { return Done(*wait); }));
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> h =
-      EndpointRuntime::WaitConnect(*wait, Duration::Zero(), "server");
+      DriverRuntime::WaitConnect(*wait, Duration::Zero(), "server");
   ASSERT_FALSE(h.ok());
   EXPECT_THAT(h.status().message(), HasSubstr("not you"));
   // The client's local is handed back to the driver to close.
   EXPECT_THAT(pair.client_driver().closed_locals, ::testing::Contains(kClientLocal));
 }
 
-TEST(EndpointRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
+TEST(DriverRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
@@ -230,7 +230,7 @@ TEST(EndpointRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
   EXPECT_EQ(sent.tag, 9u);
   EXPECT_EQ(sent.message_id, *id);
   // Stats reach the handle every kStatsPublishPeriod.
-  pair.RunUntil([] { return false; }, EndpointRuntime::kStatsPublishPeriod * 3);
+  pair.RunUntil([] { return false; }, DriverRuntime::kStatsPublishPeriod * 3);
   const uint64_t segment = client->config().segment;
   EXPECT_GE(client->stats().data_packets_sent, (message.size() + segment - 1) / segment);
   EXPECT_GT(client->debug_state().srtt, Duration::Zero());
@@ -243,7 +243,7 @@ TEST(EndpointRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
   EXPECT_EQ(stats.hellos_received, fresh.hellos_received + 5);
 }
 
-TEST(EndpointRuntimeTest, SendsFromAnotherThreadWakeTheDriverOncePerBatch) {
+TEST(DriverRuntimeTest, SendsFromAnotherThreadWakeTheDriverOncePerBatch) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
@@ -268,7 +268,7 @@ TEST(EndpointRuntimeTest, SendsFromAnotherThreadWakeTheDriverOncePerBatch) {
   EXPECT_EQ(completed, (std::vector<uint64_t>{1, 2, 3}));
 }
 
-TEST(EndpointRuntimeTest, CloseEndsBothHandlesCleanly) {
+TEST(DriverRuntimeTest, CloseEndsBothHandlesCleanly) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
@@ -284,7 +284,7 @@ TEST(EndpointRuntimeTest, CloseEndsBothHandlesCleanly) {
   EXPECT_THAT(pair.client_driver().closed_locals, ::testing::Contains(kClientLocal));
 }
 
-TEST(EndpointRuntimeTest, ShutdownCancelsHandlesPendingConnectsAndAccept) {
+TEST(DriverRuntimeTest, ShutdownCancelsHandlesPendingConnectsAndAccept) {
   RuntimePair pair;
   ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
   std::shared_ptr<ConnectionHandle> client = Connected(pair);
@@ -297,7 +297,7 @@ TEST(EndpointRuntimeTest, ShutdownCancelsHandlesPendingConnectsAndAccept) {
   EXPECT_TRUE(client->closed());
   EXPECT_TRUE(absl::IsCancelled(client->status())) << client->status();
   ASSERT_TRUE(Done(*pending));
-  EXPECT_FALSE(EndpointRuntime::WaitConnect(*pending, Duration::Zero(), "server").ok());
+  EXPECT_FALSE(DriverRuntime::WaitConnect(*pending, Duration::Zero(), "server").ok());
   EXPECT_FALSE(pair.client().Accept(Duration::Seconds(1)).ok());  // ends at once
 }
 

@@ -1,4 +1,4 @@
-#include "transport/datapath/endpoint_runtime.h"
+#include "transport/datapath/driver_runtime.h"
 
 #include <sys/random.h>
 
@@ -99,14 +99,14 @@ void SystemEntropy(std::span<uint8_t> out) {
   }
 }
 
-EndpointRuntime::EndpointRuntime(endpoint::EndpointConfig config, Hooks hooks)
+DriverRuntime::DriverRuntime(endpoint::EndpointConfig config, Hooks hooks)
     : endpoint_(std::move(config)), hooks_(std::move(hooks)) {}
 
-EndpointRuntime::~EndpointRuntime() = default;
+DriverRuntime::~DriverRuntime() = default;
 
 // ---- any thread ----
 
-void EndpointRuntime::Wake(ConnectionHandle* h) {
+void DriverRuntime::Wake(ConnectionHandle* h) {
   if (OnDriverThread()) {
     local_wakes_.push_back(h);
     return;
@@ -121,7 +121,7 @@ void EndpointRuntime::Wake(ConnectionHandle* h) {
   if (post) hooks_.wake();
 }
 
-absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::Accept(Duration timeout) {
+absl::StatusOr<std::shared_ptr<ConnectionHandle>> DriverRuntime::Accept(Duration timeout) {
   std::unique_lock<std::mutex> l(accept_mu_);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns()));
@@ -136,7 +136,7 @@ absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::Accept(Durati
       absl::StrCat("no connection accepted within ", FormatDuration(timeout)));
 }
 
-absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::WaitConnect(
+absl::StatusOr<std::shared_ptr<ConnectionHandle>> DriverRuntime::WaitConnect(
     ConnectWait& wait, Duration timeout, const std::string& server) {
   std::unique_lock<std::mutex> l(wait.mu);
   const auto deadline = std::chrono::steady_clock::now() +
@@ -150,7 +150,7 @@ absl::StatusOr<std::shared_ptr<ConnectionHandle>> EndpointRuntime::WaitConnect(
   return wait.value;
 }
 
-void EndpointRuntime::Complete(ConnectWait& wait,
+void DriverRuntime::Complete(ConnectWait& wait,
                                absl::StatusOr<std::shared_ptr<ConnectionHandle>> v) {
   std::lock_guard<std::mutex> l(wait.mu);
   wait.value = std::move(v);
@@ -160,7 +160,7 @@ void EndpointRuntime::Complete(ConnectWait& wait,
 
 // ---- set-up ----
 
-absl::Status EndpointRuntime::Listen(endpoint::LocalId local, ListenOptions options) {
+absl::Status DriverRuntime::Listen(endpoint::LocalId local, ListenOptions options) {
   endpoint::ListenConfig lc;
   lc.config = options.config;
   lc.foreign_datagrams = static_cast<bool>(options.on_foreign_datagram);
@@ -184,7 +184,7 @@ absl::Status EndpointRuntime::Listen(endpoint::LocalId local, ListenOptions opti
   return absl::OkStatus();
 }
 
-void EndpointRuntime::StartConnect(Time now, const endpoint::PeerAddress& server,
+void DriverRuntime::StartConnect(Time now, const endpoint::PeerAddress& server,
                                    std::vector<endpoint::LocalId> locals, ConnectOptions options,
                                    std::shared_ptr<ConnectWait> wait) {
   endpoint::ConnectConfig cc;
@@ -205,7 +205,7 @@ void EndpointRuntime::StartConnect(Time now, const endpoint::PeerAddress& server
 
 // ---- endpoint events ----
 
-std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::ConnectionId id) {
+std::shared_ptr<ConnectionHandle> DriverRuntime::MakeHandle(endpoint::ConnectionId id) {
   const endpoint::ConnectionMeta* meta = endpoint_.MetaAt(id);
   Connection* conn = endpoint_.ConnectionAt(id);
   CHECK(meta != nullptr && conn != nullptr);
@@ -230,7 +230,7 @@ std::shared_ptr<ConnectionHandle> EndpointRuntime::MakeHandle(endpoint::Connecti
   return handle;
 }
 
-void EndpointRuntime::OnIncoming(endpoint::ConnectionId id) {
+void DriverRuntime::OnIncoming(endpoint::ConnectionId id) {
   // The client has confirmed the connection (with keys: proved them), so a replayed Hello
   // never reaches an accept callback or Accept().
   const endpoint::ConnectionMeta* meta = endpoint_.MetaAt(id);
@@ -248,7 +248,7 @@ void EndpointRuntime::OnIncoming(endpoint::ConnectionId id) {
   accept_cv_.notify_all();
 }
 
-void EndpointRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
+void DriverRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
   for (endpoint::LocalId l : ev.locals) hooks_.close_local(l);
   std::shared_ptr<ConnectWait> wait;
   if (auto w = waits_.find(ev.id); w != waits_.end()) {
@@ -272,7 +272,7 @@ void EndpointRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
   Complete(*wait, e.handle);
 }
 
-void EndpointRuntime::OnConnectFailed(const endpoint::EndpointEvent& ev) {
+void DriverRuntime::OnConnectFailed(const endpoint::EndpointEvent& ev) {
   for (endpoint::LocalId l : ev.locals) hooks_.close_local(l);
   auto w = waits_.find(ev.id);
   if (w == waits_.end()) return;
@@ -281,7 +281,7 @@ void EndpointRuntime::OnConnectFailed(const endpoint::EndpointEvent& ev) {
   Complete(*wait, ev.status);
 }
 
-void EndpointRuntime::ProcessEndpointEvents() {
+void DriverRuntime::ProcessEndpointEvents() {
   endpoint::EndpointEvent e;
   while (endpoint_.PollEvent(&e)) {
     switch (e.type) {
@@ -300,7 +300,7 @@ void EndpointRuntime::ProcessEndpointEvents() {
 
 // ---- application operations ----
 
-void EndpointRuntime::ApplyWakes() {
+void DriverRuntime::ApplyWakes() {
   std::vector<ConnectionHandle*> list;
   {
     std::lock_guard<std::mutex> l(wake_mu_);
@@ -318,7 +318,7 @@ void EndpointRuntime::ApplyWakes() {
   }
 }
 
-void EndpointRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
+void DriverRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
   Connection* conn = endpoint_.ConnectionAt(id);
   if (conn == nullptr) return;
   ops_.clear();
@@ -362,7 +362,7 @@ void EndpointRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
 
 // ---- events and teardown ----
 
-void EndpointRuntime::DeliverAll(Time now) {
+void DriverRuntime::DeliverAll(Time now) {
   endpoint_.ListConnections(&ids_);
   std::vector<endpoint::ConnectionId> dead;
   for (endpoint::ConnectionId id : ids_) {
@@ -396,13 +396,13 @@ void EndpointRuntime::DeliverAll(Time now) {
   }
 }
 
-void EndpointRuntime::BeginShutdown(Time now) {
+void DriverRuntime::BeginShutdown(Time now) {
   endpoint_.CloseAll(now, "endpoint closed");
   ProcessEndpointEvents();  // fails the waiting Connects
   ApplyWakes();
 }
 
-void EndpointRuntime::FinishShutdown(Time now) {
+void DriverRuntime::FinishShutdown(Time now) {
   DeliverAll(now);
   for (auto& [id, e] : entries_) {
     e.handle->Detach(absl::CancelledError("endpoint closed"));
@@ -418,7 +418,7 @@ void EndpointRuntime::FinishShutdown(Time now) {
   accept_cv_.notify_all();
 }
 
-void EndpointRuntime::AddStats(EndpointStats* s) const {
+void DriverRuntime::AddStats(EndpointStats* s) const {
   const endpoint::EndpointCounters& c = endpoint_.counters();
   s->undecodable += c.undecodable;
   s->unknown_connection += c.unknown_connection;

@@ -1,6 +1,6 @@
-// endpoint::Endpoint: the sans-IO endpoint, the layer between the drivers (UDP, verbs, a
-// simulator) and the protocol core (Connection). It owns every Connection of one driver
-// and everything about them that is not the connection protocol itself:
+// endpoint::SansIoEndpoint: the sans-IO endpoint, the layer between the drivers (UDP,
+// verbs, a simulator) and the protocol core (Connection). It owns every Connection of one
+// driver and everything about them that is not the connection protocol itself:
 //   - the handshake on both sides (Hello, stateless cookie Retry, Accept, Confirm,
 //     Reject; version and parameter negotiation; retransmission with backoff; timeouts),
 //   - routing by connection id (not by address: a connection's flows may come from
@@ -198,7 +198,7 @@ struct EndpointCounters {
   uint64_t in_place_auth_failures = 0;
 };
 
-class Endpoint {
+class SansIoEndpoint {
  public:
   enum class Verdict { kHandled, kForeign };
   static constexpr Duration kStalledDeadlineWait = Duration::Microseconds(200);
@@ -206,10 +206,10 @@ class Endpoint {
   static constexpr Duration kBlockedRecheck = Duration::Milliseconds(1);
 
   // `config` must Validate() (CHECKed).
-  explicit Endpoint(EndpointConfig config);
-  ~Endpoint();
-  Endpoint(const Endpoint&) = delete;
-  Endpoint& operator=(const Endpoint&) = delete;
+  explicit SansIoEndpoint(EndpointConfig config);
+  ~SansIoEndpoint();
+  SansIoEndpoint(const SansIoEndpoint&) = delete;
+  SansIoEndpoint& operator=(const SansIoEndpoint&) = delete;
 
   // `local` accepts Hellos from now on. Errors: InvalidArgument for a bad config or
   // local, AlreadyExists when it listens already.

@@ -1,4 +1,4 @@
-// EndpointRuntime: the driver-thread side of a datapath that every driver shares. It owns
+// DriverRuntime: the driver-thread side of a datapath that every driver shares. It owns
 // the sans-IO endpoint (transport/endpoint) and, for each of its connections, the
 // application's ConnectionHandle: it turns endpoint events into handles (accept
 // callbacks, the accept queue, waiting Connect calls), applies the operations
@@ -29,7 +29,7 @@
 #include "transport/base/units.h"
 #include "transport/datapath/connection_handle.h"
 #include "transport/datapath/options.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 namespace longhaul::datapath {
 
@@ -74,7 +74,7 @@ struct ConnectWait {
   EventCallback callback;  // ConnectOptions::callback, set on the handle before any event
 };
 
-class EndpointRuntime final : public ConnectionHost {
+class DriverRuntime final : public ConnectionHost {
  public:
   struct Hooks {
     // Wakes the driver thread from another thread (its loop then calls ApplyWakes). Called
@@ -86,11 +86,11 @@ class EndpointRuntime final : public ConnectionHost {
     std::function<std::string(endpoint::LocalId)> local_address;
   };
 
-  EndpointRuntime(endpoint::EndpointConfig config, Hooks hooks);
-  ~EndpointRuntime() override;
+  DriverRuntime(endpoint::EndpointConfig config, Hooks hooks);
+  ~DriverRuntime() override;
 
-  endpoint::Endpoint& endpoint() { return endpoint_; }
-  const endpoint::Endpoint& endpoint() const { return endpoint_; }
+  endpoint::SansIoEndpoint& endpoint() { return endpoint_; }
+  const endpoint::SansIoEndpoint& endpoint() const { return endpoint_; }
 
   // ---- any thread ----
   void Wake(ConnectionHandle* handle) override;
@@ -155,7 +155,7 @@ class EndpointRuntime final : public ConnectionHost {
   std::shared_ptr<ConnectionHandle> MakeHandle(endpoint::ConnectionId id);
   static void Complete(ConnectWait& wait, absl::StatusOr<std::shared_ptr<ConnectionHandle>> v);
 
-  endpoint::Endpoint endpoint_;
+  endpoint::SansIoEndpoint endpoint_;
   Hooks hooks_;
   std::atomic<std::thread::id> driver_thread_{};
 

@@ -4,7 +4,7 @@
 // valid cookie, so a flood of Hellos from spoofed addresses costs it one Retry each,
 // bounded by the amplification limit, and no memory.
 
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 #include <algorithm>
 #include <array>
@@ -45,22 +45,22 @@ absl::Status EndpointConfig::Validate() const {
 }
 
 
-Endpoint::Endpoint(EndpointConfig config)
+SansIoEndpoint::SansIoEndpoint(EndpointConfig config)
     : config_(std::move(config)), minter_(config_.cookie_secret, config_.cookie_lifetime) {
   const absl::Status valid = config_.Validate();
   CHECK(valid.ok()) << valid;
   rng_.Seed(config_.seed);
 }
 
-Endpoint::~Endpoint() = default;
+SansIoEndpoint::~SansIoEndpoint() = default;
 
-std::string Endpoint::Format(const PeerAddress& a) const {
+std::string SansIoEndpoint::Format(const PeerAddress& a) const {
   return config_.format_address ? config_.format_address(a) : HexAddress(a);
 }
 
 // ---- set-up ----
 
-absl::Status Endpoint::Listen(LocalId local, ListenConfig config) {
+absl::Status SansIoEndpoint::Listen(LocalId local, ListenConfig config) {
   if (local == kNoLocal) return absl::InvalidArgumentError("listen: local id 0 is reserved");
   if (absl::Status s = config.config.Validate(); !s.ok()) return s;
   if (listeners_.contains(local) || local_owner_.contains(local)) {
@@ -70,7 +70,7 @@ absl::Status Endpoint::Listen(LocalId local, ListenConfig config) {
   return absl::OkStatus();
 }
 
-const crypto::ProtectionCounters* Endpoint::ProtectionAt(ConnectionId id) const {
+const crypto::ProtectionCounters* SansIoEndpoint::ProtectionAt(ConnectionId id) const {
   auto it = conns_.find(id);
   if (it == conns_.end() || !it->second->protector) return nullptr;
   return &it->second->protector->counters();
@@ -78,7 +78,7 @@ const crypto::ProtectionCounters* Endpoint::ProtectionAt(ConnectionId id) const 
 
 // ---- receive path ----
 
-Endpoint::Verdict Endpoint::OnDatagram(Time now, LocalId local, const PeerAddress& from,
+SansIoEndpoint::Verdict SansIoEndpoint::OnDatagram(Time now, LocalId local, const PeerAddress& from,
                                        std::span<const uint8_t> datagram, Ecn ecn) {
   if (!datagram.empty() && datagram[0] != wire::kVersion) {
     auto l = listeners_.find(local);
@@ -104,7 +104,7 @@ Endpoint::Verdict Endpoint::OnDatagram(Time now, LocalId local, const PeerAddres
   return Verdict::kHandled;
 }
 
-void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress& from,
+void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress& from,
                         std::span<const uint8_t> datagram, Ecn ecn) {
   auto it = conns_.find(h.connection_id);
   if (it == conns_.end()) {
@@ -164,7 +164,7 @@ void Endpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress
   RefreshDeadline(c);
 }
 
-crypto::PacketProtector::OpenResult Endpoint::OpenIntoPlace(Time now, Conn& c,
+crypto::PacketProtector::OpenResult SansIoEndpoint::OpenIntoPlace(Time now, Conn& c,
                                                             std::span<uint8_t> d, size_t* n,
                                                             const uint8_t** placed_at,
                                                             uint8_t** placed_to) {
@@ -209,7 +209,7 @@ crypto::PacketProtector::OpenResult Endpoint::OpenIntoPlace(Time now, Conn& c,
   return r;
 }
 
-void Endpoint::OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from,
+void SansIoEndpoint::OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress& from,
                             size_t bytes, std::span<const uint8_t> packet) {
   PeerPath& path = c.paths[flow];
   if (path.validated() && from == path.address()) return;  // the common case: nothing to do
@@ -254,7 +254,7 @@ void Endpoint::OnPeerPacket(Time now, Conn& c, uint16_t flow, const PeerAddress&
   for (const PeerPath& p : c.paths) c.path_pending = c.path_pending || !p.validated();
 }
 
-bool Endpoint::PathLimited(const Conn& c, Time now, Time* until) const {
+bool SansIoEndpoint::PathLimited(const Conn& c, Time now, Time* until) const {
   if (!c.path_pending) return false;
   const size_t full = c.conn->config().MaxDatagramSize() + wire::kSealExpansion;
   bool limited = false;
@@ -266,7 +266,7 @@ bool Endpoint::PathLimited(const Conn& c, Time now, Time* until) const {
   return limited;
 }
 
-void Endpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) {
+void SansIoEndpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) {
   auto owner = local_owner_.find(local);
   if (owner == local_owner_.end()) {
     log_.Warn("local-error", now, absl::StrCat("local ", local, ": ", error.message()));
@@ -290,7 +290,7 @@ void Endpoint::OnLocalError(Time now, LocalId local, const absl::Status& error) 
 
 // ---- transmit ----
 
-void Endpoint::SetBlocked(LocalId local, bool blocked) {
+void SansIoEndpoint::SetBlocked(LocalId local, bool blocked) {
   if (blocked) {
     blocked_.insert(local);
   } else {
@@ -298,7 +298,7 @@ void Endpoint::SetBlocked(LocalId local, bool blocked) {
   }
 }
 
-bool Endpoint::Blocked(const Conn& c) const {
+bool SansIoEndpoint::Blocked(const Conn& c) const {
   if (blocked_.empty()) return false;
   for (LocalId l : c.meta.locals) {
     if (blocked_.contains(l)) return true;
@@ -306,7 +306,7 @@ bool Endpoint::Blocked(const Conn& c) const {
   return false;
 }
 
-void Endpoint::StartRound(Time now) {
+void SansIoEndpoint::StartRound(Time now) {
   round_.clear();
   for (auto& [cid, c] : conns_) {
     if (c->next_timeout > now || Blocked(*c)) continue;
@@ -326,7 +326,7 @@ void Endpoint::StartRound(Time now) {
   turn_left_ = 0;
 }
 
-void Endpoint::EndRound(Time now) {
+void SansIoEndpoint::EndRound(Time now) {
   for (Conn* c : round_) {
     RefreshDeadline(*c);
     if (c->next_timeout <= now && !Blocked(*c) && !c->conn->closed() && !PathLimited(*c, now)) {
@@ -342,7 +342,7 @@ void Endpoint::EndRound(Time now) {
   in_round_ = false;
 }
 
-size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transmit* out,
+size_t SansIoEndpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transmit* out,
                               size_t turn) {
   if (!in_round_) {
     RunHandshakeTimers(now);
@@ -426,17 +426,17 @@ size_t Endpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, Transm
   return 0;
 }
 
-Time Endpoint::NextTimeout(Time now) const { return Deadline(now, /*wake=*/false); }
+Time SansIoEndpoint::NextTimeout(Time now) const { return Deadline(now, /*wake=*/false); }
 
-Time Endpoint::NextWake(Time now) const { return Deadline(now, /*wake=*/true); }
+Time SansIoEndpoint::NextWake(Time now) const { return Deadline(now, /*wake=*/true); }
 
-void Endpoint::RefreshDeadline(Conn& c) const {
+void SansIoEndpoint::RefreshDeadline(Conn& c) const {
   c.conn->Deadlines(config_.send_quantum, &c.next_timeout, &c.next_wake);
 }
 
-void Endpoint::ForceDeadline(Conn& c, Time t) { c.next_timeout = c.next_wake = t; }
+void SansIoEndpoint::ForceDeadline(Conn& c, Time t) { c.next_timeout = c.next_wake = t; }
 
-Time Endpoint::Deadline(Time now, bool wake) const {
+Time SansIoEndpoint::Deadline(Time now, bool wake) const {
   if (!outgoing_.empty()) return now;
   Time next = Time::Infinite();
   for (const auto& [cid, c] : conns_) {
@@ -452,36 +452,36 @@ Time Endpoint::Deadline(Time now, bool wake) const {
 
 // ---- events, connections ----
 
-bool Endpoint::PollEvent(EndpointEvent* event) {
+bool SansIoEndpoint::PollEvent(EndpointEvent* event) {
   if (events_.empty()) return false;
   *event = std::move(events_.front());
   events_.pop_front();
   return true;
 }
 
-Connection* Endpoint::ConnectionAt(ConnectionId id) {
+Connection* SansIoEndpoint::ConnectionAt(ConnectionId id) {
   auto it = conns_.find(id);
   return it == conns_.end() ? nullptr : it->second->conn.get();
 }
 
-const ConnectionMeta* Endpoint::MetaAt(ConnectionId id) const {
+const ConnectionMeta* SansIoEndpoint::MetaAt(ConnectionId id) const {
   auto it = conns_.find(id);
   return it == conns_.end() ? nullptr : &it->second->meta;
 }
 
-void Endpoint::Touch(ConnectionId id) {
+void SansIoEndpoint::Touch(ConnectionId id) {
   auto it = conns_.find(id);
   if (it != conns_.end()) RefreshDeadline(*it->second);
 }
 
-void Endpoint::ListConnections(std::vector<ConnectionId>* out) const {
+void SansIoEndpoint::ListConnections(std::vector<ConnectionId>* out) const {
   out->clear();
   for (const auto& [cid, c] : conns_) {
     if (c->reported) out->push_back(cid);
   }
 }
 
-std::vector<LocalId> Endpoint::Release(ConnectionId id) {
+std::vector<LocalId> SansIoEndpoint::Release(ConnectionId id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return {};
   CHECK(!in_round_) << "Release during a transmit round";
@@ -501,7 +501,7 @@ std::vector<LocalId> Endpoint::Release(ConnectionId id) {
   return freed;
 }
 
-void Endpoint::CloseAll(Time now, const std::string& reason) {
+void SansIoEndpoint::CloseAll(Time now, const std::string& reason) {
   std::vector<ConnectionId> pend;
   for (auto& [cid, p] : pending_) pend.push_back(cid);
   std::sort(pend.begin(), pend.end());
