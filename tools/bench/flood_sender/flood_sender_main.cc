@@ -38,7 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
 #include "transport/crypto/primitives.h"
-#include "transport/endpoint/endpoint.h"
+#include "transport/endpoint/sans_io_endpoint.h"
 
 DEFINE_string(mode, "initial", "initial (spoofed client Initials) or garbage (random bytes)");
 DEFINE_string(target, "198.18.1.1:5201", "server IPv4 address and UDP port (198.18.0.0/15)");
@@ -114,7 +114,7 @@ absl::StatusOr<std::vector<std::vector<uint8_t>>> MakeInitials(int n, uint32_t t
     cfg.security = endpoint::SecurityConfig{};
     cfg.security.psk = *k;
   }
-  endpoint::Endpoint ep(cfg);
+  endpoint::SansIoEndpoint ep(cfg);
   uint8_t addr[6] = {uint8_t(target_ip >> 24), uint8_t(target_ip >> 16),  uint8_t(target_ip >> 8),
                      uint8_t(target_ip),       uint8_t(target_port >> 8), uint8_t(target_port)};
   const endpoint::PeerAddress server{std::span<const uint8_t>(addr, 6)};
