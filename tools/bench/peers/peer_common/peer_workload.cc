@@ -1,4 +1,4 @@
-#include "tools/bench/peer_common/peer_workload.h"
+#include "tools/bench/peers/peer_common/peer_workload.h"
 
 #include <algorithm>
 #include <atomic>

@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
-#include "tools/bench/peer_common/peer_flags.h"
-#include "tools/bench/peer_common/peer_workload.h"
+#include "tools/bench/peers/peer_common/peer_flags.h"
+#include "tools/bench/peers/peer_common/peer_workload.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 

@@ -1,4 +1,4 @@
-#include "tools/bench/peer_common/peer_flags.h"
+#include "tools/bench/peers/peer_common/peer_flags.h"
 
 #include <arpa/inet.h>
 
@@ -39,7 +39,7 @@ const char* tool_name = "longhaul-peer";  // ParsePeerFlags sets it
 
 void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) {
   tool_name = tool;
-  const std::vector<std::string> dirs = {"tools/bench/"};
+  const std::vector<std::string> dirs = {"tools/bench/peers/"};
   ToolFlagOptions options;
   options.dirs = dirs;
   ParseToolFlagsOrExit(argc, argv, options, tool, [&] {

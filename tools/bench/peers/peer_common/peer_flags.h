@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "gflags/gflags.h"
 #include "nlohmann/json.hpp"
-#include "tools/bench/peer_common/peer_workload.h"
+#include "tools/bench/peers/peer_common/peer_workload.h"
 
 DECLARE_bool(server);
 DECLARE_string(client);
@@ -30,8 +30,8 @@ DECLARE_bool(json);
 
 namespace longhaul::bench {
 
-// Parses the command line (flags defined under tools/bench/; exit 2 naming a bad flag,
-// --help prints `usage` and the flags) and checks that exactly one of --server and
+// Parses the command line (flags defined under tools/bench/peers/; exit 2 naming a bad
+// flag, --help prints `usage` and the flags) and checks that exactly one of --server and
 // --client was given. `tool` also prefixes Fail's messages.
 void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage);
 
