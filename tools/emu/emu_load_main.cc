@@ -36,7 +36,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
-#include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
 #include "transport/base/clock.h"
@@ -500,11 +499,9 @@ int PingPong(const net::SocketAddress& to, const net::SocketAddress& sink, size_
 }
 
 int Main(int argc, char** argv) {
-  ExitIfVersionRequested(argc, argv, "longhaul-emu-load");
-  gflags::SetUsageMessage(
-      "longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
-      "[--mode=flood|pingpong] [flags]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  InitTool(&argc, &argv,
+           "longhaul-emu-load --to=127.0.0.1:PORT --sink=127.0.0.1:PORT "
+           "[--mode=flood|pingpong] [flags]");
   if (argc > 1) kUsage.Fail(absl::StrCat("unexpected argument '", argv[1], "'"));
   if (FLAGS_to.empty() || FLAGS_sink.empty()) kUsage.Fail("--to and --sink are required");
   const net::SocketAddress to = kUsage.Or(net::SocketAddress::Parse(FLAGS_to), "to");
@@ -529,7 +526,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace longhaul
 
-int main(int argc, char** argv) {
-  google::InitGoogleLogging(argv[0]);
-  return longhaul::Main(argc, argv);
-}
+int main(int argc, char** argv) { return longhaul::Main(argc, argv); }

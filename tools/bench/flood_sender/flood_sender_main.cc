@@ -416,9 +416,7 @@ int Run() {
 }  // namespace longhaul
 
 int main(int argc, char** argv) {
-  longhaul::ExitIfVersionRequested(argc, argv, "longhaul-flood-sender");
-  gflags::SetUsageMessage("spoofed Initial or garbage floods for tools/bench/flood");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  longhaul::InitTool(&argc, &argv, "spoofed Initial or garbage floods for tools/bench/flood");
   if (argc > 1) return longhaul::Usage(std::string("unexpected argument ") + argv[1]);
   return longhaul::Run();
 }

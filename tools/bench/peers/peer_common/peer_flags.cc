@@ -42,7 +42,7 @@ void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) 
   const std::vector<std::string> dirs = {"tools/bench/peers/"};
   ToolFlagOptions options;
   options.dirs = dirs;
-  ParseToolFlagsOrExit(argc, argv, options, tool, [&] {
+  InitTool(argc, argv, options, tool, [&] {
     std::cout << usage << "\n\nflags:\n";
     PrintToolFlags(std::cout, dirs);
   });

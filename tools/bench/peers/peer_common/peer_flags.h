@@ -30,9 +30,10 @@ DECLARE_bool(json);
 
 namespace longhaul::bench {
 
-// Parses the command line (flags defined under tools/bench/peers/; exit 2 naming a bad
-// flag, --help prints `usage` and the flags) and checks that exactly one of --server and
-// --client was given. `tool` also prefixes Fail's messages.
+// Starts the peer through InitTool: parses the command line (flags defined under
+// tools/bench/peers/; exit 2 naming a bad flag, --help prints `usage` and the flags),
+// then glog to stderr; checks that exactly one of --server and --client was given.
+// `tool` also prefixes Fail's messages.
 void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage);
 
 // Reports `s` on stderr (prefixed with the tool's name) and, with `json`, as
