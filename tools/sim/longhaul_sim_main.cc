@@ -63,6 +63,16 @@ DEFINE_string(payload, "on",
               "payload-free (headers, frames and 8-byte stamps every 4 KiB; the link still "
               "charges full sizes; delivery checked by order, sizes and a digest of the "
               "stamps), same protocol behaviour, several times faster");
+DEFINE_string(nodes, "connection",
+              "connection: each side is a bare Connection, set up without a handshake "
+              "(the default); endpoint: each side is a whole sans-IO endpoint, the client "
+              "connects over the simulated link (handshake loss and RTT count) and data goes "
+              "through its routing and --security");
+DEFINE_string(security, "none",
+              "--nodes=endpoint: packet protection, keys derived from --seed: none "
+              "(plaintext, CRC32C), psk (pre-shared key, Noise NNpsk0) or keys (static "
+              "X25519 keys, Noise IK); every packet sealed with AES-256-GCM or "
+              "ChaCha20-Poly1305");
 DECLARE_string(profile);
 
 namespace longhaul {
@@ -77,7 +87,8 @@ void PrintHelp() {
                "usage: longhaul-sim --link=SPEC [--workload=bulk --bytes=SIZE |\n"
                "         --workload=messages --message_size=SIZE --messages=N [--load=F]]\n"
                "         [transport flags] [--seed=N] [--connections=N --stagger=DURATION]\n"
-               "         [--link_schedule=...] [--max_virtual_time=D] [--payload=off] [--json]\n\n"
+               "         [--link_schedule=...] [--max_virtual_time=D] [--payload=off] [--json]\n"
+               "         [--nodes=endpoint [--security=none|psk|keys]]\n\n"
                "Sizes take units (4096, 64KiB, 1MB, 20GiB), durations too (300us, 58ms, 2s),\n"
                "rates bits/s (800mbit, 100gbit). Exit status: 0 delivered intact, 1 not\n"
                "(bound hit, data lost or corrupted), 2 bad flags. docs/simulator.md has the\n"
@@ -117,6 +128,32 @@ nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
 // after each change (the time the transport is given to follow it); a run without a
 // schedule is one phase from this many round trips after the start.
 constexpr double kPhaseSettleRtts = 5;
+
+nlohmann::json EndpointSideJson(const sim::EndpointSideStats& s) {
+  nlohmann::json j;
+  j["packets_sealed"] = s.packets_sealed;
+  j["packets_opened"] = s.packets_opened;
+  j["auth_failures"] = s.auth_failures;
+  j["replays"] = s.replays;
+  j["hellos_received"] = s.hellos_received;
+  j["retries_sent"] = s.retries_sent;
+  j["connections_accepted"] = s.connections_accepted;
+  j["handshake_errors"] = s.handshake_errors;
+  j["undecodable"] = s.undecodable;
+  j["unknown_connection"] = s.unknown_connection;
+  return j;
+}
+
+// Endpoint nodes only (connection nodes keep the JSON they always had): the mode, the
+// handshake times and the endpoints' figures.
+void AddEndpointJson(const sim::ScenarioResult& r, nlohmann::json* j) {
+  (*j)["nodes"] = sim::NodeKindName(r.nodes);
+  (*j)["security"] = sim::EndpointSecurityName(r.security);
+  (*j)["handshake_s"] = r.handshake_max_s;
+  (*j)["handshake_mean_s"] = r.handshake_mean_s;
+  (*j)["client_endpoint"] = EndpointSideJson(r.client_total);
+  (*j)["server_endpoint"] = EndpointSideJson(r.server_total);
+}
 
 nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r) {
   nlohmann::json j;
@@ -167,6 +204,7 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
     j["mct_p999_s"] = r.mct.p999_s;
     j["mct_max_s"] = r.mct.max_s;
   }
+  if (opt.nodes == sim::NodeKind::kEndpoint) AddEndpointJson(r, &j);
   j["link_forward"] = LinkCountersJson(r.forward);
   j["link_reverse"] = LinkCountersJson(r.reverse);
   j["sender_stats"] = ConnectionStatsToJson(r.sender_total);
@@ -237,6 +275,10 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
       cj["delivered_intact"] = c.delivered_intact;
       cj["packets_lost"] = c.sender.packets_lost;
       cj["packets_retransmitted"] = c.sender.packets_retransmitted;
+      if (opt.nodes == sim::NodeKind::kEndpoint) {
+        cj["connected"] = c.connected;
+        cj["handshake_s"] = c.handshake_s;
+      }
       if (!c.error.empty()) cj["error"] = c.error;
       conns.push_back(cj);
     }
@@ -255,7 +297,11 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
   if (!FLAGS_reverse_link.empty()) std::cout << "reverse   " << FLAGS_reverse_link << "\n";
   std::cout << "workload  " << sim::WorkloadName(opt.workload) << ", "
             << opt.connections << " connection(s), seed " << opt.seed
-            << (opt.payload ? "" : ", payload off") << "\n";
+            << (opt.payload ? "" : ", payload off");
+  if (opt.nodes == sim::NodeKind::kEndpoint) {
+    std::cout << ", endpoint nodes, security " << sim::EndpointSecurityName(opt.security);
+  }
+  std::cout << "\n";
   std::cout << "transport segment " << opt.sender_config.segment << ", window "
             << FormatByteCount(opt.sender_config.window) << ", cc "
             << CongestionControlName(opt.sender_config.cc) << " rate "
@@ -275,6 +321,15 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
         "(%d messages)\n",
         r.mct.ideal_s * 1e3, r.mct.mean_s * 1e3, r.mct.p50_s * 1e3, r.mct.p99_s * 1e3,
         r.mct.p999_s * 1e3, r.mct.max_s * 1e3, r.mct.count);
+  }
+  if (opt.nodes == sim::NodeKind::kEndpoint) {
+    std::cout << absl::StrFormat(
+        "endpoints handshake %.3f ms (mean %.3f ms); packets sealed %d, opened %d, "
+        "auth failures %d\n",
+        r.handshake_max_s * 1e3, r.handshake_mean_s * 1e3,
+        r.client_total.packets_sealed + r.server_total.packets_sealed,
+        r.client_total.packets_opened + r.server_total.packets_opened,
+        r.client_total.auth_failures + r.server_total.auth_failures);
   }
   std::cout << absl::StrFormat(
       "packets   sent %d, lost %d, retransmitted %d, fec recovered %d\n", r.packets_sent,
@@ -377,6 +432,25 @@ int Main(int argc, char** argv) {
     kUsage.Fail(absl::StrCat("--payload: unknown '", FLAGS_payload, "' (on, off)"));
   }
   opt.payload = FLAGS_payload == "on";
+  if (FLAGS_nodes == "connection") {
+    opt.nodes = sim::NodeKind::kConnection;
+  } else if (FLAGS_nodes == "endpoint") {
+    opt.nodes = sim::NodeKind::kEndpoint;
+  } else {
+    kUsage.Fail(absl::StrCat("--nodes: unknown '", FLAGS_nodes, "' (connection, endpoint)"));
+  }
+  if (FLAGS_security == "none") {
+    opt.security = sim::EndpointSecurity::kNone;
+  } else if (FLAGS_security == "psk") {
+    opt.security = sim::EndpointSecurity::kPsk;
+  } else if (FLAGS_security == "keys") {
+    opt.security = sim::EndpointSecurity::kStaticKeys;
+  } else {
+    kUsage.Fail(absl::StrCat("--security: unknown '", FLAGS_security, "' (none, psk, keys)"));
+  }
+  if (opt.security != sim::EndpointSecurity::kNone && opt.nodes != sim::NodeKind::kEndpoint) {
+    kUsage.Fail("--security needs --nodes=endpoint (bare connections are not sealed)");
+  }
   if (opt.sample_interval < Duration::Zero()) kUsage.Fail("--sample_interval must be >= 0");
   if (opt.workload == sim::Workload::kBulk && opt.bytes == 0) kUsage.Fail("--bytes must be > 0");
   if (opt.chunk == 0) kUsage.Fail("--chunk must be > 0");
@@ -436,6 +510,10 @@ int Main(int argc, char** argv) {
     w["max_wall_time_s"] = opt.max_wall_time.seconds();
     w["sample_interval_s"] = opt.sample_interval.seconds();
     w["payload"] = opt.payload ? "on" : "off";
+    if (opt.nodes == sim::NodeKind::kEndpoint) {
+      w["nodes"] = sim::NodeKindName(opt.nodes);
+      w["security"] = sim::EndpointSecurityName(opt.security);
+    }
     j["scenario"] = w;
     j["result"] = ResultJson(opt, *r);
     std::cout << j.dump(2) << "\n";

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "transport/base/status.h"
 
 namespace longhaul::sim {
 namespace {
@@ -79,11 +80,9 @@ std::vector<std::string> ListNamedLinks(absl::Span<const std::string> search_dir
 
 absl::StatusOr<NamedLink> ReadNamedLink(absl::string_view name,
                                         absl::Span<const std::string> search_dirs) {
-  absl::StatusOr<std::string> path = FindNamedLink(std::string(name), search_dirs);
-  if (!path.ok()) return path.status();
-  absl::StatusOr<std::string> text = ReadFile(*path);
-  if (!text.ok()) return text.status();
-  return NamedLink{*std::move(text), *std::move(path)};
+  LH_ASSIGN_OR_RETURN(std::string path, FindNamedLink(std::string(name), search_dirs));
+  LH_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return NamedLink{std::move(text), std::move(path)};
 }
 
 LinkResolver LinkFileResolver(std::vector<std::string> search_dirs) {

@@ -2,69 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
-
-#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/base/percentile.h"
 #include "transport/base/rng.h"
+#include "transport/base/status.h"
 #include "transport/core/connection.h"
-#include "transport/wire/packet.h"
+#include "transport/sim/scenario_apps.h"
+#include "transport/sim/scenario_endpoint.h"
 
 namespace longhaul::sim {
 namespace {
 
-// Message bytes are pattern_[shift + offset]: one random buffer, a different shift per
-// (pair, message). 2^20 shifts, none a multiple of a typical segment by construction of
-// the hash, so a piece landing at the wrong offset or in the wrong message mismatches.
-constexpr int kShiftBits = 20;
-constexpr ByteCount kShiftSpan = ByteCount{1} << kShiftBits;
-constexpr size_t kHugePage = size_t{2} << 20;
+using internal::App;
+using internal::HugeBuffer;
+using internal::MakePattern;
+using internal::PairState;
+using internal::ReceiverApp;
+using internal::ScenarioSide;
+using internal::SenderApp;
 
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using HugeBuffer = std::unique_ptr<uint8_t, FreeDeleter>;
-
-// Memory advised to use transparent huge pages (cheap first touch for big buffers).
-HugeBuffer AllocHuge(size_t bytes) {
-  bytes = std::max<size_t>((bytes + kHugePage - 1) & ~(kHugePage - 1), kHugePage);
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, bytes));
-  CHECK(p != nullptr) << "out of memory for " << bytes << " bytes";
-  madvise(p, bytes, MADV_HUGEPAGE);
-  return HugeBuffer(p);
-}
-
-uint64_t Shift(int pair, uint64_t k) {
-  uint64_t x = (k + 1) * 0x9E3779B97F4A7C15ULL ^ (static_cast<uint64_t>(pair) + 1) * 0xD1B54A32D192ED03ULL;
-  x ^= x >> 29;
-  x *= 0xBF58476D1CE4E5B9ULL;
-  return x >> (64 - kShiftBits);
-}
-
-// Shared between the two apps of a pair.
-struct PairState {
-  int index = 0;
-  Time start;
-  uint64_t total_messages = 0;
-  std::vector<ByteCount> sizes;        // per message (bulk: last may be short)
-  std::vector<uint64_t> sent_ids;      // Connection's id for message k
-  std::vector<Time> submit_times;      // messages workload
-  std::vector<double> mct_s;           // messages workload
-  std::vector<DeliveryRecord> deliveries;
-  ConnectionResult result;
-  bool finished = false;               // complete or failed
-  int* finished_pairs = nullptr;       // scenario-wide count of finished pairs
-};
-
-void MarkFinished(PairState* pair) {
-  if (pair->finished) return;
-  pair->finished = true;
-  ++*pair->finished_pairs;
-}
+// Handshake datagrams (a Hello is padded to 1200 bytes) must fit the simulator's buffers
+// whatever the segment.
+constexpr size_t kMinEndpointDatagram = 2048;
 
 MessageTimes Percentiles(std::vector<double> v) {
   MessageTimes t;
@@ -81,22 +43,16 @@ MessageTimes Percentiles(std::vector<double> v) {
   return t;
 }
 
-class App {
- public:
-  virtual ~App() = default;
-  virtual Time NextWake() const = 0;
-  virtual void OnWake(Time now, Connection& conn) = 0;
-  virtual void OnEvent(Time now, Connection& conn, Event& ev) = 0;
-};
-
 // A Connection plus its application, seen by the simulator as one node.
-class ConnectionNode final : public SimNode {
+class ConnectionNode final : public SimNode, public ScenarioSide {
  public:
   ConnectionNode(const TransportConfig& config, ConnectionIds ids, uint64_t seed, App* app,
                  PairState* pair, bool is_sender)
       : conn_(config, ids, seed, Time::Zero()), app_(app), pair_(pair), sender_(is_sender) {}
 
   Connection& conn() { return conn_; }
+  SimNode* node() override { return this; }
+  const Connection* connection() const override { return &conn_; }
 
   void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) override {
     conn_.OnDatagram(now, d, ecn);
@@ -133,200 +89,6 @@ class ConnectionNode final : public SimNode {
   bool sender_;
 };
 
-void Fail(PairState* pair, std::string why) {
-  if (pair->result.error.empty()) pair->result.error = std::move(why);
-  MarkFinished(pair);
-}
-
-class SenderApp final : public App {
- public:
-  SenderApp(const ScenarioOptions& opt, PairState* pair, const uint8_t* pattern,
-            Duration interval)
-      : opt_(opt), pair_(pair), pattern_(pattern), interval_(interval) {
-    // A greedy bulk sender: send completions arrive in order, so a message waiting for a
-    // repair holds back the completion of everything after it for one or more round
-    // trips. Keep far more than the window submitted (the buffers are views of one shared
-    // pattern, so this costs no memory) so the sender never runs dry behind a repair.
-    target_outstanding_ = std::max<ByteCount>(8 * opt.sender_config.window, 4 * opt.chunk);
-  }
-
-  Time NextWake() const override {
-    if (!started_) return pair_->start;
-    if (opt_.workload == Workload::kMessages && next_ < pair_->total_messages) {
-      return SubmitTime(next_);
-    }
-    return Time::Infinite();
-  }
-
-  void OnWake(Time now, Connection& conn) override {
-    started_ = true;
-    if (opt_.workload == Workload::kBulk) {
-      Fill(now, conn);
-      return;
-    }
-    while (next_ < pair_->total_messages && SubmitTime(next_) <= now) {
-      pair_->submit_times[next_] = SubmitTime(next_);
-      Submit(conn, next_);
-      ++next_;
-    }
-  }
-
-  void OnEvent(Time now, Connection& conn, Event& ev) override {
-    if (ev.type == Event::Type::kSendComplete) {
-      outstanding_ -= std::min(outstanding_, ev.size);
-      // A cancelled send means the connection is closing: its kClosed event says why.
-      if (opt_.workload == Workload::kBulk && !conn.closed()) Fill(now, conn);
-    } else if (ev.type == Event::Type::kClosed && !pair_->finished) {
-      Fail(pair_, absl::StrCat("sender closed: ", ev.status.ToString()));
-    }
-  }
-
- private:
-  Time SubmitTime(uint64_t k) const {
-    return pair_->start + Duration::Nanoseconds(static_cast<int64_t>(
-                              std::llround(static_cast<double>(interval_.ns()) * k)));
-  }
-  void Fill(Time now, Connection& conn) {
-    while (next_ < pair_->total_messages && outstanding_ < target_outstanding_) {
-      Submit(conn, next_);
-      ++next_;
-    }
-  }
-  void Submit(Connection& conn, uint64_t k) {
-    const ByteCount size = pair_->sizes[k];
-    SendBuffer b;
-    b.data = pattern_ + Shift(pair_->index, k);
-    b.size = size;
-    absl::StatusOr<uint64_t> id = conn.Send(std::move(b), k);
-    if (!id.ok()) {
-      Fail(pair_, absl::StrCat("Send(message ", k, ") failed: ", id.status().ToString()));
-      next_ = pair_->total_messages;
-      return;
-    }
-    pair_->sent_ids[k] = *id;
-    outstanding_ += size;
-  }
-
-  const ScenarioOptions& opt_;
-  PairState* pair_;
-  const uint8_t* pattern_;
-  Duration interval_;
-  bool started_ = false;
-  uint64_t next_ = 0;
-  ByteCount outstanding_ = 0;
-  ByteCount target_outstanding_ = 0;
-};
-
-class ReceiverApp final : public App {
- public:
-  ReceiverApp(const ScenarioOptions& opt, PairState* pair, const uint8_t* pattern)
-      : pair_(pair), pattern_(pattern), workload_(opt.workload), payload_(opt.payload) {
-    ByteCount max_size = pair->sizes.empty() ? 0 : pair->sizes[0];
-    buffer_size_ = std::max<ByteCount>(max_size, 1);
-    // A few buffers posted ahead, recycled in turn, keep the working set small and warm
-    // in cache while data arrives in order; messages that arrive further ahead (behind
-    // a loss) land in transport-owned memory, which is verified and handed back too.
-    pool_limit_ = std::min<uint64_t>(std::max<uint64_t>(opt.posted_receives, 1),
-                                     pair->total_messages);
-  }
-
-  // Posts the initial buffers (before any data can arrive).
-  void Start(Connection& conn) {
-    while (posted_ < pair_->total_messages && buffers_.size() < pool_limit_) {
-      buffers_.push_back(AllocHuge(buffer_size_));
-      Post(conn, buffers_.size() - 1);
-    }
-  }
-
-  Time NextWake() const override { return Time::Infinite(); }
-  void OnWake(Time, Connection&) override {}
-
-  void OnEvent(Time now, Connection& conn, Event& ev) override {
-    if (ev.type == Event::Type::kClosed) {
-      if (!pair_->finished) Fail(pair_, absl::StrCat("receiver closed: ", ev.status.ToString()));
-      return;
-    }
-    if (ev.type != Event::Type::kReceiveComplete) return;
-    Verify(now, ev);
-    if (ev.owned) {
-      conn.ReturnBuffer(std::move(ev.owned));
-    } else if (ev.tag > 0 && ev.tag <= buffers_.size() && posted_ < pair_->total_messages) {
-      Post(conn, ev.tag - 1);
-    }
-  }
-
- private:
-  void Post(Connection& conn, size_t i) {
-    absl::Status s = conn.PostReceive(buffers_[i].get(), buffer_size_, i + 1);
-    if (!s.ok()) {
-      Fail(pair_, absl::StrCat("PostReceive failed: ", s.ToString()));
-      return;
-    }
-    ++posted_;
-  }
-
-  void Verify(Time now, const Event& ev) {
-    ConnectionResult& r = pair_->result;
-    const uint64_t k = received_++;
-    if (pair_->finished) return;
-    if (k >= pair_->total_messages) {
-      Fail(pair_, absl::StrCat("extra message delivered (id ", ev.message_id, ")"));
-      return;
-    }
-    if (!ev.status.ok()) {
-      Fail(pair_, absl::StrCat("message ", k, " completed with ", ev.status.ToString()));
-      return;
-    }
-    if (ev.message_id != pair_->sent_ids[k]) {
-      Fail(pair_, absl::StrCat("message ", k, " out of order: got id ", ev.message_id,
-                               ", expected ", pair_->sent_ids[k]));
-      return;
-    }
-    if (ev.size != pair_->sizes[k]) {
-      Fail(pair_, absl::StrCat("message ", k, " has ", ev.size, " bytes, expected ",
-                               pair_->sizes[k]));
-      return;
-    }
-    const uint8_t* expected = pattern_ + Shift(pair_->index, k);
-    if (payload_ && ev.size > 0 &&
-        (ev.data == nullptr || std::memcmp(ev.data, expected, ev.size) != 0)) {
-      Fail(pair_, absl::StrCat("message ", k, " payload mismatch"));
-      return;
-    }
-    if (!payload_ && ev.stamp_digest != wire::MessageStampDigest(expected, ev.size)) {
-      Fail(pair_, absl::StrCat("message ", k, " stamp digest mismatch (payload-free run)"));
-      return;
-    }
-    r.bytes_delivered += ev.size;
-    ++r.messages_delivered;
-    r.last_delivery = now;
-    DeliveryRecord d;
-    d.connection = pair_->index;
-    d.index = k;
-    d.size = ev.size;
-    d.done_s = now.seconds();
-    if (workload_ == Workload::kMessages) {
-      pair_->mct_s.push_back((now - pair_->submit_times[k]).seconds());
-      d.submit_s = pair_->submit_times[k].seconds();
-    }
-    pair_->deliveries.push_back(d);
-    if (r.messages_delivered == pair_->total_messages) {
-      r.complete = true;
-      MarkFinished(pair_);
-    }
-  }
-
-  PairState* pair_;
-  const uint8_t* pattern_;
-  Workload workload_;
-  bool payload_;
-  ByteCount buffer_size_ = 0;
-  uint64_t pool_limit_ = 0;
-  uint64_t posted_ = 0;
-  uint64_t received_ = 0;
-  std::vector<HugeBuffer> buffers_;
-};
-
 // RunScenario's steps.
 
 absl::Status CheckOptions(const ScenarioOptions& opt) {
@@ -352,10 +114,21 @@ absl::Status CheckOptions(const ScenarioOptions& opt) {
       return absl::InvalidArgumentError("message_size must be <= 4GiB");
     }
   }
-  absl::StatusOr<std::vector<LinkSpec>> steps = ResolveLinkSchedule(opt.link, opt.schedule);
-  if (!steps.ok()) return steps.status();
-  steps->push_back(opt.link);
-  for (const LinkSpec& spec : *steps) {
+  if (opt.nodes == NodeKind::kConnection && opt.security != EndpointSecurity::kNone) {
+    return absl::InvalidArgumentError(
+        "packet protection needs endpoint nodes (bare connections are not sealed)");
+  }
+  if (opt.nodes == NodeKind::kEndpoint && !opt.payload) {
+    return absl::InvalidArgumentError(
+        "endpoint nodes carry whole payloads: payload-free runs use connection nodes");
+  }
+  if (opt.nodes == NodeKind::kEndpoint &&
+      (opt.sender_config.flows != 1 || opt.receiver_config.flows != 1)) {
+    return absl::InvalidArgumentError("endpoint nodes run one flow per connection (flows=1)");
+  }
+  LH_ASSIGN_OR_RETURN(std::vector<LinkSpec> steps, ResolveLinkSchedule(opt.link, opt.schedule));
+  steps.push_back(opt.link);
+  for (const LinkSpec& spec : steps) {
     if (absl::StatusOr<LinkSpec> r = ApplyLinkOverrides(spec, opt.reverse); !r.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("reverse link: ", r.status().message()));
     }
@@ -394,19 +167,6 @@ std::vector<std::unique_ptr<PairState>> PlanPairs(const ScenarioOptions& opt, in
   return pairs;
 }
 
-// The shared read-only pattern all messages are views into.
-HugeBuffer MakePattern(uint64_t seed, ByteCount max_message) {
-  HugeBuffer pattern = AllocHuge(max_message + kShiftSpan);
-  Rng rng(seed ^ 0x9a77e2);
-  uint64_t* w = reinterpret_cast<uint64_t*>(pattern.get());
-  const size_t words = (max_message + kShiftSpan) / 8;
-  for (size_t i = 0; i < words; ++i) w[i] = rng.Next();
-  for (size_t i = words * 8; i < max_message + kShiftSpan; ++i) {
-    pattern.get()[i] = static_cast<uint8_t>(rng.Next());
-  }
-  return pattern;
-}
-
 // Open-loop interval per connection: the aggregate offered load is `load` x rate (zero
 // for bulk).
 Duration MessageInterval(const ScenarioOptions& opt) {
@@ -427,43 +187,60 @@ SimulatorOptions MakeSimulatorOptions(const ScenarioOptions& opt) {
   sim_opt.seed = opt.seed;
   sim_opt.max_datagram =
       std::max(opt.sender_config.MaxDatagramSize(), opt.receiver_config.MaxDatagramSize());
+  if (opt.nodes == NodeKind::kEndpoint) {
+    sim_opt.max_datagram = std::max(sim_opt.max_datagram, kMinEndpointDatagram);
+  }
   // Payload-free datagrams are mostly headers and stamps: carry them in small slots.
   if (!opt.payload) sim_opt.small_datagram = 256;
   sim_opt.wall_seconds = opt.wall_seconds;
   return sim_opt;
 }
 
-// The apps and endpoints of every pair: nodes[2i] is pair i's sender, nodes[2i + 1] its
+// The apps and nodes of every pair: nodes[2i] is pair i's sender, nodes[2i + 1] its
 // receiver.
 struct Topology {
   std::vector<std::unique_ptr<SenderApp>> senders;
   std::vector<std::unique_ptr<ReceiverApp>> receivers;
-  std::vector<std::unique_ptr<ConnectionNode>> nodes;
+  std::vector<std::unique_ptr<ScenarioSide>> nodes;
 };
 
-// Builds every pair's apps and endpoints and adds them to the simulator.
-void BuildTopology(const ScenarioOptions& opt, const std::vector<std::unique_ptr<PairState>>& pairs,
-                   const uint8_t* pattern, Duration interval, Simulator* sim, Topology* t) {
+// Builds every pair's apps and nodes (bare connections or endpoints) and adds them to the
+// simulator. Errors: the endpoints' (security settings, listen).
+absl::Status BuildTopology(const ScenarioOptions& opt,
+                           const std::vector<std::unique_ptr<PairState>>& pairs,
+                           const uint8_t* pattern, Duration interval, Simulator* sim,
+                           Topology* t) {
   Rng seeds(opt.seed);
   for (int i = 0; i < opt.connections; ++i) {
     PairState* p = pairs[i].get();
     t->senders.push_back(std::make_unique<SenderApp>(opt, p, pattern, interval));
     t->receivers.push_back(std::make_unique<ReceiverApp>(opt, p, pattern));
-    ConnectionIds left_ids, right_ids;
-    left_ids.local = 2 * static_cast<uint64_t>(i) + 1;
-    left_ids.peer = 2 * static_cast<uint64_t>(i) + 2;
-    left_ids.peer_recv_window = opt.receiver_config.recv_window;
-    right_ids.local = left_ids.peer;
-    right_ids.peer = left_ids.local;
-    right_ids.peer_recv_window = opt.sender_config.recv_window;
     const uint64_t left_seed = seeds.Next(), right_seed = seeds.Next();
-    t->nodes.push_back(std::make_unique<ConnectionNode>(opt.sender_config, left_ids, left_seed,
-                                                      t->senders.back().get(), p, true));
-    t->nodes.push_back(std::make_unique<ConnectionNode>(opt.receiver_config, right_ids, right_seed,
-                                                      t->receivers.back().get(), p, false));
-    t->receivers.back()->Start(t->nodes.back()->conn());
-    sim->AddPair(t->nodes[2 * i].get(), t->nodes[2 * i + 1].get());
+    if (opt.nodes == NodeKind::kEndpoint) {
+      LH_ASSIGN_OR_RETURN(internal::EndpointPair ep,
+                          internal::MakeEndpointPair(opt, p, t->senders.back().get(),
+                                                     t->receivers.back().get(), left_seed,
+                                                     right_seed));
+      t->nodes.push_back(std::move(ep.client));
+      t->nodes.push_back(std::move(ep.server));
+    } else {
+      ConnectionIds left_ids, right_ids;
+      left_ids.local = 2 * static_cast<uint64_t>(i) + 1;
+      left_ids.peer = 2 * static_cast<uint64_t>(i) + 2;
+      left_ids.peer_recv_window = opt.receiver_config.recv_window;
+      right_ids.local = left_ids.peer;
+      right_ids.peer = left_ids.local;
+      right_ids.peer_recv_window = opt.sender_config.recv_window;
+      t->nodes.push_back(std::make_unique<ConnectionNode>(
+          opt.sender_config, left_ids, left_seed, t->senders.back().get(), p, true));
+      auto right = std::make_unique<ConnectionNode>(opt.receiver_config, right_ids, right_seed,
+                                                    t->receivers.back().get(), p, false);
+      t->receivers.back()->Start(right->conn());
+      t->nodes.push_back(std::move(right));
+    }
+    sim->AddPair(t->nodes[2 * i]->node(), t->nodes[2 * i + 1]->node());
   }
+  return absl::OkStatus();
 }
 
 // The time series: sampled at the first event at or after each interval boundary (events
@@ -505,23 +282,29 @@ class SeriesSampler {
     x.ce_marked = lc.ce_marked - link_prev_.ce_marked;
     link_prev_ = lc;
     for (size_t i = 0; i < prev_.size(); ++i) {
-      x.connections.push_back(SampleConnection(secs, t.nodes[2 * i]->conn(),
-                                               t.nodes[2 * i + 1]->conn(), &prev_[i]));
+      x.connections.push_back(SampleConnection(secs, t.nodes[2 * i]->connection(),
+                                               t.nodes[2 * i + 1]->connection(), &prev_[i]));
       x.goodput_bps += x.connections.back().goodput_bps;
     }
     series_.push_back(std::move(x));
   }
 
-  static ConnectionSample SampleConnection(double secs, const Connection& snd,
-                                           const Connection& rcv, Prev* prev) {
-    const ConnectionStats& ss = snd.stats();
-    const ConnectionStats& rs = rcv.stats();
+  // A connection that does not exist yet (endpoint nodes during the handshake) has
+  // zero counters and an empty state.
+  static ConnectionSample SampleConnection(double secs, const Connection* snd,
+                                           const Connection* rcv, Prev* prev) {
     ConnectionSample c;
+    if (snd == nullptr || rcv == nullptr) {
+      c.goodput_bps = 0;
+      return c;
+    }
+    const ConnectionStats& ss = snd->stats();
+    const ConnectionStats& rs = rcv->stats();
     c.goodput_bps = static_cast<double>(rs.data_bytes_received - prev->delivered) * 8 / secs;
     c.packets_sent = ss.packets_sent - prev->sent;
     c.packets_lost = ss.packets_lost - prev->lost;
     *prev = {rs.data_bytes_received, ss.packets_sent, ss.packets_lost};
-    const ConnectionDebugState d = snd.debug_state();
+    const ConnectionDebugState d = snd->debug_state();
     c.cc_mode = d.cc_mode;
     c.cc_bandwidth_bps = d.cc_bandwidth_estimate.bps();
     c.pacing_rate_bps = d.pacing_rate.bps();
@@ -556,18 +339,52 @@ void SummarizeRun(const ScenarioOptions& opt, const Simulator& sim, StopReason r
   r->trace_hash = sim.trace_hash();
 }
 
-// Pair i's connection result, from its workload's record and its endpoints' statistics.
-const ConnectionResult& FinishConnection(PairState* p, Connection& snd, Connection& rcv) {
+// Pair i's connection result, from its workload's record and its nodes' statistics (a
+// connection that never existed, after a failed handshake, has none).
+const ConnectionResult& FinishConnection(PairState* p, const ScenarioSide& snd,
+                                         const ScenarioSide& rcv) {
   ConnectionResult& c = p->result;
-  c.sender = snd.stats();
-  c.sender_state = snd.debug_state();
-  c.receiver = rcv.stats();
+  if (snd.connection() != nullptr) {
+    c.sender = snd.connection()->stats();
+    c.sender_state = snd.connection()->debug_state();
+  }
+  if (rcv.connection() != nullptr) c.receiver = rcv.connection()->stats();
+  c.client = snd.endpoint_stats();
+  c.server = rcv.endpoint_stats();
   c.delivered_intact = c.complete && c.error.empty();
   if (!c.first_send.IsInfinite() && c.last_delivery > c.first_send) {
     c.goodput_bps = static_cast<double>(c.bytes_delivered) * 8 /
                     (c.last_delivery - c.first_send).seconds();
   }
   return c;
+}
+
+void AddEndpointStats(EndpointSideStats* a, const EndpointSideStats& b) {
+  a->packets_sealed += b.packets_sealed;
+  a->packets_opened += b.packets_opened;
+  a->auth_failures += b.auth_failures;
+  a->replays += b.replays;
+  a->hellos_received += b.hellos_received;
+  a->retries_sent += b.retries_sent;
+  a->connections_accepted += b.connections_accepted;
+  a->handshake_errors += b.handshake_errors;
+  a->undecodable += b.undecodable;
+  a->unknown_connection += b.unknown_connection;
+}
+
+// Endpoint nodes: the handshakes' times and the endpoints' figures, summed.
+void AggregateEndpoints(ScenarioResult* r) {
+  double sum = 0;
+  int connected = 0;
+  for (const ConnectionResult& c : r->connections) {
+    AddEndpointStats(&r->client_total, c.client);
+    AddEndpointStats(&r->server_total, c.server);
+    if (!c.connected) continue;
+    ++connected;
+    sum += c.handshake_s;
+    r->handshake_max_s = std::max(r->handshake_max_s, c.handshake_s);
+  }
+  r->handshake_mean_s = connected > 0 ? sum / connected : 0;
 }
 
 // The connections' results and their totals, fairness, deliveries and message times.
@@ -581,8 +398,7 @@ void AggregateConnections(const ScenarioOptions& opt,
   std::vector<double> mct;
   for (int i = 0; i < opt.connections; ++i) {
     PairState* p = pairs[i].get();
-    const ConnectionResult& c =
-        FinishConnection(p, t.nodes[2 * i]->conn(), t.nodes[2 * i + 1]->conn());
+    const ConnectionResult& c = FinishConnection(p, *t.nodes[2 * i], *t.nodes[2 * i + 1]);
     r->completed &= c.complete;
     r->delivered_intact &= c.delivered_intact;
     if (r->error.empty() && !c.error.empty()) {
@@ -620,6 +436,22 @@ void AggregateConnections(const ScenarioOptions& opt,
 
 const char* WorkloadName(Workload w) {
   return w == Workload::kBulk ? "bulk" : "messages";
+}
+
+const char* NodeKindName(NodeKind k) {
+  return k == NodeKind::kConnection ? "connection" : "endpoint";
+}
+
+const char* EndpointSecurityName(EndpointSecurity s) {
+  switch (s) {
+    case EndpointSecurity::kNone:
+      return "none";
+    case EndpointSecurity::kPsk:
+      return "psk";
+    case EndpointSecurity::kStaticKeys:
+      return "keys";
+  }
+  return "?";
 }
 
 double JainFairness(const std::vector<double>& rates) {
@@ -663,15 +495,19 @@ void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
 absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
   ScenarioOptions opt = given;
   opt.sender_config.elide_payload = opt.receiver_config.elide_payload = !given.payload;
-  if (absl::Status s = CheckOptions(opt); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckOptions(opt));
 
   int finished = 0;
   ByteCount max_message = 0;
   std::vector<std::unique_ptr<PairState>> pairs = PlanPairs(opt, &finished, &max_message);
   HugeBuffer pattern = MakePattern(opt.seed, max_message);
   Simulator sim(MakeSimulatorOptions(opt));
+  ScenarioResult r;
   Topology topology;
-  BuildTopology(opt, pairs, pattern.get(), MessageInterval(opt), &sim, &topology);
+  LH_RETURN_IF_ERROR(
+      BuildTopology(opt, pairs, pattern.get(), MessageInterval(opt), &sim, &topology));
+  r.nodes = opt.nodes;
+  r.security = opt.security;
 
   SeriesSampler sampler(opt.sample_interval, opt.connections);
   auto done = [&] {
@@ -686,9 +522,9 @@ absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {
   const double wall_s = opt.wall_seconds ? opt.wall_seconds() - wall_start : 0;
   const double cpu_s = opt.cpu_seconds ? opt.cpu_seconds() - cpu_start : 0;
 
-  ScenarioResult r;
   SummarizeRun(opt, sim, reason, wall_s, cpu_s, &r);
   AggregateConnections(opt, pairs, topology, &r);
+  if (opt.nodes == NodeKind::kEndpoint) AggregateEndpoints(&r);
   r.sample_interval_s = opt.sample_interval.seconds();
   r.series = sampler.TakeSeries();
   return r;
@@ -725,14 +561,14 @@ WindowSummary SummarizeWindow(const ScenarioResult& result, double from_s, doubl
 absl::StatusOr<std::vector<PhaseSummary>> SummarizePhases(const ScenarioOptions& options,
                                                           const ScenarioResult& result,
                                                           double settle_rtts) {
-  absl::StatusOr<std::vector<LinkSpec>> specs = ResolveLinkSchedule(options.link, options.schedule);
-  if (!specs.ok()) return specs.status();
+  LH_ASSIGN_OR_RETURN(std::vector<LinkSpec> specs,
+                      ResolveLinkSchedule(options.link, options.schedule));
   std::vector<PhaseSummary> phases;
   std::vector<double> starts = {0};
   std::vector<LinkSpec> links = {options.link};
   for (size_t i = 0; i < options.schedule.steps.size(); ++i) {
     starts.push_back(options.schedule.steps[i].at.seconds());
-    links.push_back((*specs)[i]);
+    links.push_back(specs[i]);
   }
   const double last = result.deliveries.empty() ? 0 : result.deliveries.back().done_s;
   for (size_t i = 0; i < starts.size(); ++i) {

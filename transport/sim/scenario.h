@@ -2,6 +2,15 @@
 // workload, payload verification and a result summary. Shared by longhaul-sim and the
 // sim-tier tests so both measure the same thing.
 //
+// Nodes (ScenarioOptions::nodes): by default each side is a bare Connection whose ids
+// and windows are set up front (no handshake, CRC32C packets). With NodeKind::kEndpoint
+// each side is a whole endpoint::SansIoEndpoint instead (scenario_endpoint.h): the left
+// one connects at the pair's start (Hello, Retry, Accept, Confirm over the simulated
+// link, so handshake loss and RTT count), the right one listens and accepts, and the data
+// then flows through the endpoint's routing and, with EndpointSecurity other than kNone,
+// its packet protection (AEAD), under keys derived from the seed. Every pair has its own
+// two endpoints; the workload starts when the client is connected.
+//
 // Pair i is a sender (left, its data flows forward over the bottleneck) and a receiver
 // (right); pair i starts its workload at i x stagger. Workloads:
 //   bulk      the sender streams `bytes` as consecutive messages of `chunk` bytes, keeping
@@ -44,6 +53,17 @@ namespace longhaul::sim {
 enum class Workload { kBulk, kMessages };
 const char* WorkloadName(Workload w);
 
+// What each side of a pair is (see above).
+enum class NodeKind { kConnection, kEndpoint };
+const char* NodeKindName(NodeKind k);  // "connection", "endpoint"
+
+// Packet protection of endpoint nodes, keys derived deterministically from the seed:
+//   kNone        plaintext packets with a CRC32C (SecurityConfig::Insecure)
+//   kPsk         a pre-shared key (Noise NNpsk0)
+//   kStaticKeys  both sides' X25519 static keys (Noise IK)
+enum class EndpointSecurity { kNone, kPsk, kStaticKeys };
+const char* EndpointSecurityName(EndpointSecurity s);  // "none", "psk", "keys"
+
 struct ScenarioOptions {
   LinkSpec link;
   LinkSchedule schedule;
@@ -79,6 +99,27 @@ struct ScenarioOptions {
   // message's stamp digest instead of every byte. Same protocol behaviour, a fraction of
   // the memory traffic.
   bool payload = true;
+  // Bare connections (the default) or whole endpoints; endpoints need payload = true and
+  // one flow (TransportConfig::flows = 1). InvalidArgument otherwise, and for a security
+  // other than kNone with connection nodes.
+  NodeKind nodes = NodeKind::kConnection;
+  EndpointSecurity security = EndpointSecurity::kNone;
+};
+
+// One endpoint's figures (endpoint nodes; all zero with connection nodes).
+struct EndpointSideStats {
+  // Packet protection of its connection (zero without protection).
+  uint64_t packets_sealed = 0;
+  uint64_t packets_opened = 0;
+  uint64_t auth_failures = 0;  // sealed packets that did not open (tampered, forged)
+  uint64_t replays = 0;
+  // The endpoint's handshake and routing counters (EndpointCounters).
+  uint64_t hellos_received = 0;
+  uint64_t retries_sent = 0;
+  uint64_t connections_accepted = 0;
+  uint64_t handshake_errors = 0;
+  uint64_t undecodable = 0;  // corrupted or foreign datagrams
+  uint64_t unknown_connection = 0;
 };
 
 // One connection during one interval of the time series.
@@ -151,6 +192,13 @@ struct ConnectionResult {
   ConnectionStats receiver;
   ConnectionDebugState sender_state;  // the sender's state when the run stopped
   std::string error;                // first problem seen (verification, close status)
+  // Endpoint nodes: whether the client's handshake completed, and the virtual time from
+  // its Connect (at `start`) to kConnected; `first_send` is then its first datagram
+  // after the handshake, so goodput is the data phase's, comparable with connection nodes.
+  bool connected = false;
+  double handshake_s = 0;
+  EndpointSideStats client;          // the sender's endpoint
+  EndpointSideStats server;          // the receiver's
 };
 
 struct ScenarioResult {
@@ -185,6 +233,14 @@ struct ScenarioResult {
   SimulatorCounters sim;
   uint64_t trace_hash = 0;
   std::string error;                // first connection error, if any
+  NodeKind nodes = NodeKind::kConnection;  // as run
+  EndpointSecurity security = EndpointSecurity::kNone;
+  // Endpoint nodes: the longest and the mean handshake of the connected connections
+  // (virtual seconds from Connect to kConnected), and the endpoints' figures summed.
+  double handshake_max_s = 0;
+  double handshake_mean_s = 0;
+  EndpointSideStats client_total;
+  EndpointSideStats server_total;
 };
 
 // Runs one scenario. InvalidArgument for bad options (config, sizes, counts); otherwise
