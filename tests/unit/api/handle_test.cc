@@ -29,20 +29,25 @@ EndpointOptions Insecure() {
   return eo;
 }
 
-Pair Connect() {
+// A server and a client endpoint, both with `cfg`, and the connection between them (its
+// handles null, with a test failure, when it could not be made).
+Pair Connect(const TransportConfig& cfg = testing::LoopbackTestConfig()) {
   Pair p;
   p.server = *Endpoint::Create(Insecure());
   ListenOptions lo;
-  lo.config = testing::LoopbackTestConfig();
+  lo.config = cfg;
   absl::StatusOr<uint16_t> port = p.server->Listen("127.0.0.1", 0, lo);
   EXPECT_TRUE(port.ok());
+  if (!port.ok()) return p;
   p.client = *Endpoint::Create(Insecure());
   ConnectOptions co;
-  co.config = testing::LoopbackTestConfig();
+  co.config = cfg;
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = p.client->Connect("127.0.0.1", *port, co);
   EXPECT_TRUE(c.ok()) << c.status();
+  if (!c.ok()) return p;
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = p.server->Accept(kWait);
   EXPECT_TRUE(s.ok());
+  if (!s.ok()) return p;
   p.c = *c;
   p.s = *s;
   return p;
@@ -131,23 +136,10 @@ TEST(ConnectionHandle, CallbackSetLaterReceivesQueuedEventsFirstInOrder) {
 // its queue, so the sender stops within one recv_window, and everything arrives intact
 // once the application reads again.
 TEST(ConnectionHandle, AReceiverThatStopsReadingStallsItsSenderUntilItReadsAgain) {
-  Pair p;
   TransportConfig cfg = testing::LoopbackTestConfig();
   cfg.recv_window = 1 << 20;
-  p.server = *Endpoint::Create(Insecure());
-  ListenOptions lo;
-  lo.config = cfg;
-  absl::StatusOr<uint16_t> port = p.server->Listen("127.0.0.1", 0, lo);
-  ASSERT_TRUE(port.ok());
-  p.client = *Endpoint::Create(Insecure());
-  ConnectOptions co;
-  co.config = cfg;
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = p.client->Connect("127.0.0.1", *port, co);
-  ASSERT_TRUE(c.ok()) << c.status();
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = p.server->Accept(kWait);
-  ASSERT_TRUE(s.ok());
-  p.c = *c;
-  p.s = *s;
+  Pair p = Connect(cfg);
+  ASSERT_TRUE(p.c && p.s);
 
   constexpr size_t kMessage = 256 << 10, kCount = 64;  // 16 MiB: 16 windows
   std::vector<uint8_t> data(kMessage * kCount);

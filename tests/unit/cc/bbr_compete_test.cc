@@ -7,14 +7,9 @@
 #include "transport/core/cc/bbr.h"
 #include "transport/core/config.h"
 
-namespace longhaul {
+// In the helpers' namespace (bbr_driver.h): BbrConfig, Driver, FillPipe, kRtt.
+namespace longhaul::bbr_testing {
 namespace {
-
-using bbr_testing::BbrConfig;
-using bbr_testing::Driver;
-using bbr_testing::FillPipe;
-using bbr_testing::FillPipeThenQueue;
-using bbr_testing::kRtt;
 
 // One round trip of `rate` whose RTT samples alternate between `low` and `high`: a queue
 // that other traffic keeps and moves (it probes) within the round.
@@ -87,8 +82,7 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
 TEST(BbrTest, AQueueThatEmptiesBetweenNewcomersIsNotACompetitor) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  FillTenGbps(&d, &bbr);
   for (int newcomer = 0; newcomer < 6; ++newcomer) {
     for (int i = 0; i < 30; ++i) {
       MovingQueueRound(&d, Bandwidth::Gbps(5), kRtt.Scaled(1.5), kRtt.Scaled(1.6));
@@ -208,8 +202,7 @@ INSTANTIATE_TEST_SUITE_P(CompeteOffOrYield, YieldTest, ::testing::Bool(),
 TEST(BbrTest, APathRttStepIsTakenAsTheMinRttAfterTwoFlatDrains) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   const double bw_before = bbr.bandwidth().bps();
   const Duration new_rtt = kRtt.Scaled(1.5);
   int rounds = 0;
@@ -257,8 +250,7 @@ TEST(BbrTest, APathRttThatGivesWayToTheOldOneWasACompetitor) {
 TEST(BbrTest, ARouteChangeThatHoldsIsNoCompetitor) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   const Duration path = kRtt.Scaled(1.5);
   for (int i = 0; i < 30 && bbr.path_rtt_changes() == 0; ++i) d.Round(link, path);
   ASSERT_EQ(bbr.path_rtt_changes(), 1u);
@@ -275,8 +267,7 @@ TEST(BbrTest, YieldModeNeverTakesAFlatQueueForThePathRtt) {
   c.cc_yield = true;
   BbrController bbr(c);
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   for (int i = 0; i < 60; ++i) d.Round(link, kRtt.Scaled(1.5));
   EXPECT_EQ(bbr.path_rtt_changes(), 0u);
   EXPECT_EQ(bbr.min_rtt(), kRtt);
@@ -297,4 +288,4 @@ TEST(BbrTest, AGrowingQueueIsNotTakenForThePathRtt) {
 }
 
 }  // namespace
-}  // namespace longhaul
+}  // namespace longhaul::bbr_testing

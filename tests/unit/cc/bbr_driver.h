@@ -97,6 +97,13 @@ inline void FillPipe(Driver* d, BbrController* bbr, Bandwidth rate, int rounds =
   for (int i = 0; i < rounds; ++i) d->Round(rate, kRtt);
 }
 
+// FillPipe on the 10 Gbit/s link most tests use; returns its rate.
+inline Bandwidth FillTenGbps(Driver* d, BbrController* bbr) {
+  const Bandwidth link = Bandwidth::Gbps(10);
+  FillPipe(d, bbr, link);
+  return link;
+}
+
 // A full pipe, then another flow's queue: this flow's share of it stays in flight (1.3
 // BDP of the link) in the rounds that follow.
 inline void FillPipeThenQueue(Driver* d, BbrController* bbr, Bandwidth link) {

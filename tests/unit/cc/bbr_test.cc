@@ -10,14 +10,9 @@
 #include "transport/core/loss/rtt_estimator.h"
 #include "tests/unit/cc/bbr_driver.h"
 
-namespace longhaul {
+// In the helpers' namespace (bbr_driver.h): BbrConfig, Driver, FillPipe, kRtt.
+namespace longhaul::bbr_testing {
 namespace {
-
-using bbr_testing::BbrConfig;
-using bbr_testing::Driver;
-using bbr_testing::FillPipe;
-using bbr_testing::FillPipeThenQueue;
-using bbr_testing::kRtt;
 
 TEST(BbrTest, StartsInStartupWithTheInitialWindow) {
   TransportConfig c = BbrConfig();
@@ -84,8 +79,7 @@ TEST(BbrTest, DrainThenProbeBwWithTheModelsBdpAndTwiceItAsWindow) {
   TransportConfig c = BbrConfig();
   BbrController bbr(c);
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   EXPECT_EQ(bbr.mode(), BbrController::Mode::kProbeBw);
   EXPECT_EQ(bbr.min_rtt(), kRtt);
   const ByteCount bdp = link.BytesIn(kRtt);  // 72.5 MB
@@ -120,8 +114,7 @@ TEST(BbrTest, PacingRateIsCappedByConfigRate) {
 TEST(BbrTest, ProbeBwCyclesThroughDownCruiseAndUp) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   bool seen_up = false, seen_down = false, seen_cruise = false;
   for (int i = 0; i < 40; ++i) {
     // In flight follows the gain: above the BDP while probing, below it otherwise.
@@ -172,8 +165,7 @@ TEST(BbrTest, AppLimitedSamplesDoNotLowerTheModel) {
 TEST(BbrTest, RandomLossWithoutQueueIsNotCongestion) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   const ByteCount packet = 8192;
   const uint64_t per_round = link.BytesIn(kRtt) / packet;  // ~8850 packets
   for (int i = 0; i < 30; ++i) {
@@ -193,8 +185,7 @@ TEST(BbrTest, LossWithQueueingDelayIsCongestion) {
   p.probe_bw.cruise_rounds_min = p.probe_bw.cruise_rounds_max = 20;
   BbrController bbr(BbrConfig(), 1, p);
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   for (int i = 0; i < 20 && bbr.phase() != BbrController::Phase::kCruise; ++i) d.Round(link, kRtt);
   ASSERT_EQ(bbr.phase(), BbrController::Phase::kCruise);
   // The link drops to 5 Gbit/s: the queue grows, then overflows.
@@ -216,8 +207,7 @@ TEST(BbrTest, LossRateAboveTheThresholdIsCongestionWithoutQueue) {
   c.cc_loss_threshold = 0.02;
   BbrController bbr(c);
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   const uint64_t per_round = link.BytesIn(kRtt) / 8192;
   d.Round(link, kRtt);
   d.Loss(per_round / 20, 8192, kRtt);  // 5% in one round, no queueing delay
@@ -258,8 +248,7 @@ TEST(BbrTest, StartupIgnoresQueueLossesButEndsOnAHighLossRate) {
 TEST(BbrTest, AStandingQueueReanchorsTheModelAndDrainsDeep) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   // Another flow took 40% of the link; this flow's packets now wait in a queue of half an
   // RTT through whole rounds, without loss. In flight holds its share of that queue.
   d.set_in_flight(static_cast<ByteCount>(1.3 * static_cast<double>(link.BytesIn(kRtt))));
@@ -320,8 +309,7 @@ TEST(BbrTest, RateMinIsTheBandwidthFromTheStartAndAFloor) {
 TEST(BbrTest, EcnMarksCutInProportionToAlpha) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   EXPECT_EQ(bbr.ecn_reductions(), 0u);
   // Cruise rounds where 10% of the ECN-capable packets come back CE-marked.
   for (int i = 0; i < 40 && bbr.phase() != BbrController::Phase::kCruise; ++i) {
@@ -355,8 +343,7 @@ TEST(BbrTest, ProbeRttAfterTenSecondsHoldsHalfTheBdp) {
   TransportConfig c = BbrConfig();
   BbrController bbr(c);
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
-  FillPipe(&d, &bbr, link);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   // Ten seconds of rounds whose RTT never gets back to the minimum.
   int rounds = 0;
   while (bbr.mode() != BbrController::Mode::kProbeRtt && rounds < 400) {
@@ -466,4 +453,4 @@ TEST(BbrTest, LossThresholdIsValidated) {
 }
 
 }  // namespace
-}  // namespace longhaul
+}  // namespace longhaul::bbr_testing

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -32,42 +34,48 @@ TEST(WindowedFilterTest, MaxKeepsTheBestSampleForAWindow) {
   EXPECT_EQ(f.Get(), 50);
 }
 
+// Feeds `samples` (value, time) to `f` in order; after each one with an expectation,
+// checks the estimate.
+struct Sample {
+  int64_t value;
+  int64_t t;
+  std::optional<int64_t> want;  // the estimate after this sample; nullopt: not checked
+};
+template <typename T, typename Better>
+void ExpectEstimates(WindowedFilter<T, Better>& f, std::initializer_list<Sample> samples) {
+  for (const Sample& s : samples) {
+    f.Update(static_cast<T>(s.value), s.t);
+    if (s.want) {
+      EXPECT_EQ(f.Get(), *s.want) << "after " << s.value << " at " << s.t;
+    }
+  }
+}
+
 TEST(WindowedFilterTest, ANewBestReplacesEverything) {
   MaxFilter<int> f(10);
-  f.Update(10, 0);
-  f.Update(30, 1);
-  EXPECT_EQ(f.Get(), 30);
-  f.Update(20, 2);
-  EXPECT_EQ(f.Get(), 30);
+  ExpectEstimates(f, {{10, 0, {}}, {30, 1, 30}, {20, 2, 30}});
 }
 
 TEST(WindowedFilterTest, FallsBackToTheSecondBestWhenTheBestExpires) {
   MaxFilter<int> f(8);
-  f.Update(100, 0);
-  f.Update(80, 3);  // second best, in a later sub-window
-  f.Update(60, 6);
-  f.Update(10, 9);  // the 100 is 9 > 8 rounds old
-  EXPECT_EQ(f.Get(), 80);
-  f.Update(10, 12);  // the 80 is 9 rounds old
-  EXPECT_EQ(f.Get(), 60);
+  ExpectEstimates(f, {{100, 0, {}},
+                      {80, 3, {}},  // second best, in a later sub-window
+                      {60, 6, {}},
+                      {10, 9, 80},    // the 100 is 9 > 8 rounds old
+                      {10, 12, 60}}); // the 80 is 9 rounds old
 }
 
 TEST(WindowedFilterTest, NothingInTheWindowRestartsFromTheSample) {
   MaxFilter<int> f(5);
-  f.Update(100, 0);
-  f.Update(7, 100);
-  EXPECT_EQ(f.Get(), 7);
+  ExpectEstimates(f, {{100, 0, {}}, {7, 100, 7}});
 }
 
 TEST(WindowedFilterTest, MinFilterTracksTheMinimum) {
   MinFilter<int64_t> f(1000);
-  f.Update(58, 0);
-  f.Update(70, 100);
-  EXPECT_EQ(f.Get(), 58);
-  f.Update(57, 200);
-  EXPECT_EQ(f.Get(), 57);
-  f.Update(90, 1300);  // the 57 expired; 90 is all that is inside the window
-  EXPECT_EQ(f.Get(), 90);
+  ExpectEstimates(f, {{58, 0, {}},
+                      {70, 100, 58},
+                      {57, 200, 57},
+                      {90, 1300, 90}});  // the 57 expired; 90 is all that is inside the window
 }
 
 TEST(WindowedFilterTest, ResetForgetsEarlierSamples) {
@@ -75,8 +83,7 @@ TEST(WindowedFilterTest, ResetForgetsEarlierSamples) {
   f.Update(100, 0);
   f.Reset(40, 1);
   EXPECT_EQ(f.Get(), 40);
-  f.Update(30, 2);
-  EXPECT_EQ(f.Get(), 40);
+  ExpectEstimates(f, {{30, 2, 40}});
 }
 
 // Against the exact windowed maximum on random data: the estimate is never above the

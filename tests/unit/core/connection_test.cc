@@ -2,6 +2,7 @@
 #include "transport/core/connection.h"
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -28,16 +29,12 @@ size_t Count(const std::vector<Event>& ev, Event::Type t) {
   return n;
 }
 
-struct Transfer {
-  std::vector<std::vector<uint8_t>> messages;
-};
-
 // Sends `sizes` from a to b (owned receive memory) and checks every byte and the order.
-void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration limit,
-                   Transfer* t) {
+void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration limit) {
+  std::vector<std::vector<uint8_t>> messages;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    t->messages.push_back(Pattern(sizes[i], i + 7));
-    auto& m = t->messages.back();
+    messages.push_back(Pattern(sizes[i], i + 7));
+    auto& m = messages.back();
     auto id = p.a().Send(SendBuffer{m.data(), m.size()}, 100 + i);
     ASSERT_TRUE(id.ok());
     EXPECT_EQ(*id, i);
@@ -58,7 +55,7 @@ void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration
     ASSERT_EQ(e.size, sizes[r]);
     if (e.size > 0) {
       ASSERT_NE(e.data, nullptr);
-      EXPECT_EQ(0, std::memcmp(e.data, t->messages[r].data(), e.size)) << "message " << r;
+      EXPECT_EQ(0, std::memcmp(e.data, messages[r].data(), e.size)) << "message " << r;
     }
     ++r;
   }
@@ -71,10 +68,52 @@ void SendAndVerify(ConnectionPair& p, const std::vector<size_t>& sizes, Duration
   }
 }
 
+// Filters a's data packets (originals and repairs alike, numbered from 0 in the order they
+// leave a): `verdict(i, v)` decides the i-th; every other datagram passes untouched.
+void FilterDataPackets(ConnectionPair& p,
+                       std::function<void(uint64_t, FilterVerdict&)> verdict) {
+  p.set_filter([seen = uint64_t{0}, verdict = std::move(verdict)](
+                   int dir, uint64_t, const std::vector<uint8_t>& d) mutable {
+    FilterVerdict v;
+    if (dir == 0 && IsDataPacket(d)) verdict(seen++, v);
+    return v;
+  });
+}
+
+// Drops a's data packets whose index (as in FilterDataPackets) satisfies `drop`.
+void DropDataPackets(ConnectionPair& p, std::function<bool(uint64_t)> drop) {
+  FilterDataPackets(p, [drop = std::move(drop)](uint64_t i, FilterVerdict& v) { v.drop = drop(i); });
+}
+
+// Holds back a's data packets whose index satisfies `hold` by `delay`.
+void DelayDataPackets(ConnectionPair& p, std::function<bool(uint64_t)> hold, Duration delay) {
+  FilterDataPackets(p, [hold = std::move(hold), delay](uint64_t i, FilterVerdict& v) {
+    if (hold(i)) v.extra_delay = delay;
+  });
+}
+
+// Drops each datagram travelling in `dir` (0: a to b, 1: b to a, -1: both) with probability
+// `loss`, drawn from Rng(seed).
+void DropRandomly(ConnectionPair& p, int dir, double loss, uint64_t seed) {
+  p.set_filter([dir, loss, rng = Rng(seed)](int d, uint64_t, const std::vector<uint8_t>&) mutable {
+    FilterVerdict v;
+    v.drop = (dir < 0 || d == dir) && rng.Bernoulli(loss);
+    return v;
+  });
+}
+
+// Drops every datagram travelling in `dir` (-1: both directions).
+void DropAll(ConnectionPair& p, int dir) {
+  p.set_filter([dir](int d, uint64_t, const std::vector<uint8_t>&) {
+    FilterVerdict v;
+    v.drop = dir < 0 || d == dir;
+    return v;
+  });
+}
+
 TEST(ConnectionTest, DeliversMessagesOfManySizesInOrder) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  Transfer t;
-  SendAndVerify(p, {1, 0, 999, 1000, 1001, 5000, 0, 123457, 3}, Duration::Seconds(5), &t);
+  SendAndVerify(p, {1, 0, 999, 1000, 1001, 5000, 0, 123457, 3}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().packets_lost, 0u);
   EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
   EXPECT_EQ(p.b().stats().duplicate_data_bytes, 0u);
@@ -82,22 +121,15 @@ TEST(ConnectionTest, DeliversMessagesOfManySizesInOrder) {
 
 TEST(ConnectionTest, SmallMessagesShareAPacket) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  Transfer t;
   std::vector<size_t> sizes(50, 10);
-  SendAndVerify(p, sizes, Duration::Seconds(5), &t);
+  SendAndVerify(p, sizes, Duration::Seconds(5));
   EXPECT_LT(p.a().stats().data_packets_sent, 5u);
 }
 
 TEST(ConnectionTest, RepairsADroppedPacketBySelectiveRepeat) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  uint64_t data_seen = 0;
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d) && data_seen++ == 20) v.drop = true;
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {200000}, Duration::Seconds(5), &t);
+  DropDataPackets(p, [](uint64_t i) { return i == 20; });
+  SendAndVerify(p, {200000}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().packets_lost, 1u);
   EXPECT_EQ(p.a().stats().packets_retransmitted, 1u);
   EXPECT_EQ(p.a().stats().spurious_losses, 0u);
@@ -107,18 +139,9 @@ TEST(ConnectionTest, RepairsADroppedPacketBySelectiveRepeat) {
 
 TEST(ConnectionTest, TailLossIsRepairedByProbeTimeout) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  uint64_t data_seen = 0;
   // 10 data packets; drop the last two first transmissions.
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      if (i == 8 || i == 9) v.drop = true;
-    }
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {10000}, Duration::Seconds(10), &t);
+  DropDataPackets(p, [](uint64_t i) { return i == 8 || i == 9; });
+  SendAndVerify(p, {10000}, Duration::Seconds(10));
   EXPECT_GE(p.a().stats().pto_count, 1u);
   EXPECT_GE(p.a().stats().packets_retransmitted, 2u);
 }
@@ -127,18 +150,9 @@ TEST(ConnectionTest, TailProtectionRepairsTailLossWithoutProbeTimeout) {
   TransportConfig c = PipeTestConfig();
   c.tail_protect = true;
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      if (i == 8 || i == 9) v.drop = true;  // the last two originals
-    }
-    return v;
-  });
-  Transfer t;
+  DropDataPackets(p, [](uint64_t i) { return i == 8 || i == 9; });  // the last two originals
   const Time start = p.now();
-  SendAndVerify(p, {10000}, Duration::Seconds(10), &t);
+  SendAndVerify(p, {10000}, Duration::Seconds(10));
   EXPECT_EQ(p.a().stats().pto_count, 0u);
   EXPECT_GE(p.a().stats().tail_protect_packets, 2u);
   // Done within about one RTT (20 ms) plus serialisation, not RTT + probe timeout.
@@ -182,8 +196,7 @@ TEST(ConnectionTest, TailProtectionCopiesOnlyRecentPacketsOnce) {
   TransportConfig c = PipeTestConfig();
   c.tail_protect = true;
   ConnectionPair p(c, c);
-  Transfer t;
-  SendAndVerify(p, {1000000}, Duration::Seconds(10), &t);
+  SendAndVerify(p, {1000000}, Duration::Seconds(10));
   // 1000 packets take 8 ms at 1 Gbit/s; the RTT is 20 ms, so all are recent, but none is
   // copied twice and copies only fill idle time after the last original.
   EXPECT_LE(p.a().stats().tail_protect_packets, 1000u);
@@ -203,18 +216,9 @@ TransportConfig FecConfig(uint32_t k, uint32_t m, uint32_t d) {
 TEST(ConnectionTest, FecRebuildsLostPacketsWithoutRetransmission) {
   TransportConfig c = FecConfig(8, 2, 1);
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
   // Lose one or two packets in several blocks (each block: 8 data + 2 repair packets).
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      v.drop = i == 3 || i == 17 || i == 18 || i == 40;
-    }
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {200000, 5, 0}, Duration::Seconds(5), &t);
+  DropDataPackets(p, [](uint64_t i) { return i == 3 || i == 17 || i == 18 || i == 40; });
+  SendAndVerify(p, {200000, 5, 0}, Duration::Seconds(5));
   EXPECT_EQ(p.b().stats().fec_recovered_packets, 4u);
   EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
   EXPECT_EQ(p.a().stats().packets_lost, 0u);  // rebuilt packets are acknowledged
@@ -225,18 +229,9 @@ TEST(ConnectionTest, FecRebuildsLostPacketsWithoutRetransmission) {
 TEST(ConnectionTest, FecBlockWithTooManyLossesFallsBackToSelectiveRepeat) {
   TransportConfig c = FecConfig(8, 2, 1);
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
   // Three losses in the first block (m = 2): unrecoverable; exactly those are resent.
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      v.drop = i == 1 || i == 2 || i == 5;
-    }
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {100000}, Duration::Seconds(5), &t);
+  DropDataPackets(p, [](uint64_t i) { return i == 1 || i == 2 || i == 5; });
+  SendAndVerify(p, {100000}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().packets_retransmitted, 3u);
   EXPECT_EQ(p.b().stats().fec_recovered_packets, 0u);
   // The receiver gives the block up once it is several RTTs old (keepalives keep the
@@ -249,17 +244,8 @@ TEST(ConnectionTest, FecInterleavingSpreadsABurst) {
   // A burst of 6 consecutive packets: with depth 4 each block loses at most 2 (= m).
   TransportConfig c = FecConfig(8, 2, 4);
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      v.drop = i >= 10 && i < 16;
-    }
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {300000}, Duration::Seconds(5), &t);
+  DropDataPackets(p, [](uint64_t i) { return i >= 10 && i < 16; });
+  SendAndVerify(p, {300000}, Duration::Seconds(5));
   EXPECT_EQ(p.b().stats().fec_recovered_packets, 6u);
   EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
 }
@@ -269,12 +255,7 @@ TEST(ConnectionTest, FecShortensTheLastBlockOfAMessage) {
   // once; losing one packet is repaired by FEC, not by a timeout.
   TransportConfig c = FecConfig(32, 2, 1);
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) v.drop = data_seen++ == 2;
-    return v;
-  });
+  DropDataPackets(p, [](uint64_t i) { return i == 2; });
   auto m = Pattern(2500, 1);
   ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 0).ok());
   // Received within the one-way delay (10 ms) plus a little: no repair round trip.
@@ -322,12 +303,7 @@ TEST(ConnectionTest, FecAutoTurnsOffOnACleanLinkAndOnUnderLoss) {
   }
   {
     ConnectionPair p(c, c);
-    Rng rng(11);
-    p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
-      FilterVerdict v;
-      v.drop = dir == 0 && rng.Bernoulli(0.01);
-      return v;
-    });
+    DropRandomly(p, /*dir=*/0, 0.01, /*seed=*/11);
     SendRounds(p, 60, 500000);
     EXPECT_GT(p.a().debug_state().fec_m, 0u) << "FEC should be on at 1% loss";
     EXPECT_NEAR(p.a().debug_state().peer_loss_rate, 0.01, 0.006);
@@ -354,8 +330,7 @@ TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
     if (shrunk && data_seen > 7) largest = std::max(largest, d.size());
     return v;
   });
-  Transfer t;
-  SendAndVerify(p, {300000}, Duration::Seconds(5), &t);
+  SendAndVerify(p, {300000}, Duration::Seconds(5));
   EXPECT_EQ(p.a().segment(), TransportConfig::SegmentForMtu(1500));
   EXPECT_GT(largest, 0u);
   EXPECT_LE(largest + 28, 1500u);
@@ -363,31 +338,17 @@ TEST(ConnectionTest, SegmentsFollowASmallerPathMtu) {
 
 TEST(ConnectionTest, LostRetransmissionIsRepairedAgain) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  uint64_t data_seen = 0;
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d)) {
-      uint64_t i = data_seen++;
-      if (i == 5 || i == 200) v.drop = true;  // 200: the first repair of packet 5
-    }
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {400000}, Duration::Seconds(10), &t);
+  // 200: the first repair of packet 5.
+  DropDataPackets(p, [](uint64_t i) { return i == 5 || i == 200; });
+  SendAndVerify(p, {400000}, Duration::Seconds(10));
   EXPECT_GE(p.a().stats().packets_retransmitted, 2u);
 }
 
 TEST(ConnectionTest, SmallReorderingIsNotLoss) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  uint64_t data_seen = 0;
   // Hold every 50th data packet back by 5 packet times (well inside the thresholds).
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d) && data_seen++ % 50 == 25) v.extra_delay = Duration::Microseconds(40);
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  DelayDataPackets(p, [](uint64_t i) { return i % 50 == 25; }, Duration::Microseconds(40));
+  SendAndVerify(p, {1000000}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().packets_lost, 0u);
   EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
 }
@@ -396,15 +357,9 @@ TEST(ConnectionTest, DeepReorderingWidensTheThreshold) {
   TransportConfig c = PipeTestConfig();
   c.reorder_packets = 4;
   ConnectionPair p(c, c);
-  uint64_t data_seen = 0;
   // Delay one packet by 100 packet times (0.8 ms): declared lost, then acknowledged.
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>& d) {
-    FilterVerdict v;
-    if (dir == 0 && IsDataPacket(d) && data_seen++ == 30) v.extra_delay = Duration::Microseconds(800);
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  DelayDataPackets(p, [](uint64_t i) { return i == 30; }, Duration::Microseconds(800));
+  SendAndVerify(p, {1000000}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().spurious_losses, 1u);
   EXPECT_GT(p.a().debug_state().reorder_packets, 4u);
 }
@@ -450,8 +405,7 @@ TEST(ConnectionTest, CorruptionIsDetectedAndRepaired) {
     if (dir == 0 && i % 37 == 3) v.corrupt = true;
     return v;
   });
-  Transfer t;
-  SendAndVerify(p, {300000, 7, 0, 50000}, Duration::Seconds(10), &t);
+  SendAndVerify(p, {300000, 7, 0, 50000}, Duration::Seconds(10));
   EXPECT_GT(p.b().stats().checksum_failures, 0u);
   EXPECT_GT(p.a().stats().packets_retransmitted, 0u);
 }
@@ -463,21 +417,14 @@ TEST(ConnectionTest, DuplicatesAreIgnored) {
     v.duplicate = i % 3 == 0;
     return v;
   });
-  Transfer t;
-  SendAndVerify(p, {100000, 0, 1}, Duration::Seconds(5), &t);
+  SendAndVerify(p, {100000, 0, 1}, Duration::Seconds(5));
   EXPECT_EQ(p.a().stats().packets_retransmitted, 0u);
 }
 
 TEST(ConnectionTest, HeavyRandomLossStillDeliversIntact) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  Rng rng(99);
-  p.set_filter([&](int, uint64_t, const std::vector<uint8_t>&) {
-    FilterVerdict v;
-    v.drop = rng.Bernoulli(0.05);  // both directions, ACKs included
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {2000000, 1, 0, 77777, 300}, Duration::Seconds(30), &t);
+  DropRandomly(p, /*dir=*/-1, 0.05, /*seed=*/99);  // both directions, ACKs included
+  SendAndVerify(p, {2000000, 1, 0, 77777, 300}, Duration::Seconds(30));
   EXPECT_GT(p.a().stats().packets_lost, 50u);
 }
 
@@ -509,14 +456,8 @@ TEST(ConnectionTest, FlowControlBoundsTheReceiverAndStillCompletes) {
   TransportConfig c = PipeTestConfig();
   c.recv_window = 20000;
   ConnectionPair p(c, c);
-  Rng rng(5);
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
-    FilterVerdict v;
-    v.drop = dir == 0 && rng.Bernoulli(0.02);
-    return v;
-  });
-  Transfer t;
-  SendAndVerify(p, {300000, 5, 40000}, Duration::Seconds(60), &t);
+  DropRandomly(p, /*dir=*/0, 0.02, /*seed=*/5);
+  SendAndVerify(p, {300000, 5, 40000}, Duration::Seconds(60));
   EXPECT_GT(p.a().stats().flow_control_blocked, 0u);
 }
 
@@ -597,9 +538,8 @@ TEST(ConnectionTest, PacingSpreadsPacketsAtTheRate) {
   TransportConfig c = PipeTestConfig();
   c.rate = Bandwidth::Mbps(100);
   ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(1), Bandwidth()});
-  Transfer t;
   const Time start = p.now();
-  SendAndVerify(p, {1000000}, Duration::Seconds(5), &t);
+  SendAndVerify(p, {1000000}, Duration::Seconds(5));
   // 1 MB plus headers at 100 Mbit/s takes at least 80 ms; with no pacing it would take ~1 ms.
   Duration took = p.now() - start;
   EXPECT_GE(took, Duration::Milliseconds(80));
@@ -611,9 +551,8 @@ TEST(ConnectionTest, WindowLimitsThroughputToWindowOverRtt) {
   c.rate = Bandwidth::Gbps(10);
   c.window = 64 * 1024;
   ConnectionPair p(c, c, PipeOptions{Duration::Milliseconds(25), Bandwidth()});
-  Transfer t;
   const Time start = p.now();
-  SendAndVerify(p, {4 << 20}, Duration::Seconds(60), &t);
+  SendAndVerify(p, {4 << 20}, Duration::Seconds(60));
   double secs = (p.now() - start).seconds();
   double gbps = (4 << 20) * 8 / secs / 1e9;
   double expected = 64.0 * 1024 * 8 / 0.050 / 1e9;  // window / RTT
@@ -629,16 +568,14 @@ TEST(ConnectionTest, BytesInFlightNeverExceedTheWindow) {
     if (dir == 0) max_seen = std::max(max_seen, p.a().debug_state().bytes_in_flight);
     return FilterVerdict{};
   });
-  Transfer t;
-  SendAndVerify(p, {3000000}, Duration::Seconds(30), &t);
+  SendAndVerify(p, {3000000}, Duration::Seconds(30));
   EXPECT_LE(max_seen, c.window);
   EXPECT_GT(max_seen, c.window / 2);
 }
 
 TEST(ConnectionTest, CleanCloseReachesThePeer) {
   ConnectionPair p(PipeTestConfig(), PipeTestConfig());
-  Transfer t;
-  SendAndVerify(p, {5000}, Duration::Seconds(5), &t);
+  SendAndVerify(p, {5000}, Duration::Seconds(5));
   p.a().Close(CloseCode::kNoError, "done");
   ASSERT_TRUE(p.RunUntil([&] { return p.a().closed() && p.b().closed(); }, Duration::Seconds(5)));
   ASSERT_EQ(p.b_events().back().type, Event::Type::kClosed);
@@ -651,11 +588,7 @@ TEST(ConnectionTest, VanishedPeerIsReportedAfterIdleTimeout) {
   c.idle_timeout = Duration::Seconds(2);
   c.keepalive = Duration::Milliseconds(500);
   ConnectionPair p(c, c);
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
-    FilterVerdict v;
-    v.drop = dir == 1;  // b never answers
-    return v;
-  });
+  DropAll(p, /*dir=*/1);  // b never answers
   auto m = Pattern(50000, 1);
   ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 9).ok());
   ASSERT_TRUE(p.RunUntil([&] { return p.a().closed(); }, Duration::Seconds(10)));
@@ -672,11 +605,7 @@ TEST(ConnectionTest, CloseHandsBackPendingSendsAndPostedReceivesWithTheirTags) {
   TransportConfig c = PipeTestConfig();
   c.idle_timeout = Duration::Seconds(1);
   ConnectionPair p(c, c);
-  p.set_filter([&](int dir, uint64_t, const std::vector<uint8_t>&) {
-    FilterVerdict v;
-    v.drop = true;  // nothing gets through
-    return v;
-  });
+  DropAll(p, /*dir=*/-1);  // nothing gets through
   auto m = Pattern(5000, 1);
   ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), m.size()}, 77).ok());
   ASSERT_TRUE(p.a().Send(SendBuffer{m.data(), 10}, 78).ok());
@@ -698,13 +627,22 @@ TEST(ConnectionTest, CloseHandsBackPendingSendsAndPostedReceivesWithTheirTags) {
   EXPECT_EQ(ev[3].type, Event::Type::kClosed);
 }
 
+// Hands `conn` (a PipeTestConfig connection) one 1-RTT packet, number 0, carrying what
+// `frames` writes, at t = 5 ns; expects it to answer with a CLOSE and be closed.
+void DeliverFramesAndExpectClose(Connection& conn,
+                                 const std::function<void(wire::PacketWriter&)>& frames) {
+  const size_t size = PipeTestConfig().MaxDatagramSize();
+  conn.OnDatagram(Time::FromNanoseconds(5),
+                  testing::BuildPacket(wire::PacketHeader{wire::PacketType::kOneRtt, 0, 1, 0},
+                                       frames, size));
+  std::vector<uint8_t> out(size);
+  EXPECT_GT(conn.PollTransmit(Time::FromNanoseconds(6), out.data(), out.size()), 0u);  // CLOSE
+  EXPECT_TRUE(conn.closed());
+}
+
 TEST(ConnectionTest, AnnouncedHugeMessageWithoutAPostedBufferClosesCleanly) {
   // A peer announcing a 16 TiB message must not make the receiver allocate it.
-  TransportConfig c = PipeTestConfig();
-  Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
-  std::vector<uint8_t> buf(c.MaxDatagramSize());
-  wire::PacketWriter w(buf.data(), buf.size());
-  w.WriteHeader(wire::PacketHeader{wire::PacketType::kOneRtt, 0, 1, 0});
+  Connection conn(PipeTestConfig(), ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
   uint8_t payload[16] = {};
   wire::DataFrame d;
   d.message_id = 0;
@@ -712,12 +650,9 @@ TEST(ConnectionTest, AnnouncedHugeMessageWithoutAPostedBufferClosesCleanly) {
   d.offset = 0;
   d.length = sizeof(payload);
   d.payload = payload;
-  ASSERT_NE(w.WriteData(d), nullptr);
-  size_t n = w.Finish();
-  conn.OnDatagram(Time::FromNanoseconds(5), std::span<const uint8_t>(buf.data(), n));
-  std::vector<uint8_t> out(c.MaxDatagramSize());
-  EXPECT_GT(conn.PollTransmit(Time::FromNanoseconds(6), out.data(), out.size()), 0u);  // CLOSE
-  EXPECT_TRUE(conn.closed());
+  DeliverFramesAndExpectClose(conn, [&](wire::PacketWriter& w) {
+    ASSERT_NE(w.WriteData(d), nullptr);
+  });
   Event e;
   bool saw_close = false;
   while (conn.PollEvent(&e)) {
@@ -747,21 +682,14 @@ TEST(ConnectionTest, GarbageDatagramsAreCountedAndIgnored) {
 }
 
 TEST(ConnectionTest, AckForAnUnsentPacketIsAProtocolViolation) {
-  TransportConfig c = PipeTestConfig();
-  Connection conn(c, ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
-  std::vector<uint8_t> buf(c.MaxDatagramSize());
-  wire::PacketWriter w(buf.data(), buf.size());
-  w.WriteHeader(wire::PacketHeader{wire::PacketType::kOneRtt, 0, 1, 0});
+  Connection conn(PipeTestConfig(), ConnectionIds{1, 2}, 1, Time::FromNanoseconds(1));
   wire::AckFrame ack;
   ack.largest = 1000;
   std::vector<wire::AckRange> ranges{{1000, 1000}};
-  ASSERT_EQ(w.WriteAck(ack, ranges, 8), 1u);
-  size_t n = w.Finish();
-  conn.OnDatagram(Time::FromNanoseconds(5), std::span<const uint8_t>(buf.data(), n));
   // The connection sends a CLOSE and reports the error.
-  std::vector<uint8_t> out(c.MaxDatagramSize());
-  EXPECT_GT(conn.PollTransmit(Time::FromNanoseconds(6), out.data(), out.size()), 0u);
-  EXPECT_TRUE(conn.closed());
+  DeliverFramesAndExpectClose(conn, [&](wire::PacketWriter& w) {
+    ASSERT_EQ(w.WriteAck(ack, ranges, 8), 1u);
+  });
   Event e;
   ASSERT_TRUE(conn.PollEvent(&e));
   EXPECT_EQ(e.type, Event::Type::kClosed);

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "transport/net/control_messages.h"
@@ -43,6 +44,31 @@ struct BoundSocket {
   }
   int fd = -1;
   SocketAddress addr;
+};
+
+// One datagram received with recvmsg into `size` bytes, with room for 128 bytes of control
+// messages; msg() is the header recvmsg filled.
+class ReceivedDatagram {
+ public:
+  explicit ReceivedDatagram(size_t size) : data_(size) {
+    iov_ = {data_.data(), data_.size()};
+    h_.msg_iov = &iov_;
+    h_.msg_iovlen = 1;
+    h_.msg_control = control_;
+    h_.msg_controllen = sizeof(control_);
+  }
+  ReceivedDatagram(const ReceivedDatagram&) = delete;
+  ReceivedDatagram& operator=(const ReceivedDatagram&) = delete;
+
+  // recvmsg on `fd`: its result.
+  ssize_t Receive(int fd) { return recvmsg(fd, &h_, 0); }
+  const msghdr& msg() const { return h_; }
+
+ private:
+  std::vector<char> data_;
+  alignas(cmsghdr) uint8_t control_[128];
+  iovec iov_{};
+  msghdr h_{};
 };
 
 TEST(SocketSetupTest, OpensNonBlockingCloseOnExecSockets) {
@@ -157,15 +183,9 @@ TEST(SocketSetupTest, EcnTosAndArrivalTimeReachTheReceiver) {
     h.msg_controllen = WriteTosControl(AF_INET, tos, control);
     ASSERT_EQ(sendmsg(tx.fd, &h, 0), 100) << std::strerror(errno);
     ASSERT_TRUE(Readable(rx.fd));
-    char got[200];
-    iovec riov{got, sizeof(got)};
-    alignas(cmsghdr) uint8_t rcontrol[128];
-    msghdr r{};
-    r.msg_iov = &riov;
-    r.msg_iovlen = 1;
-    r.msg_control = rcontrol;
-    r.msg_controllen = sizeof(rcontrol);
-    ASSERT_EQ(recvmsg(rx.fd, &r, 0), 100);
+    ReceivedDatagram got(200);
+    ASSERT_EQ(got.Receive(rx.fd), 100);
+    const msghdr& r = got.msg();
     const ReceivedControl c = ParseReceivedControl(r);
     EXPECT_EQ(c.tos, tos);
     EXPECT_EQ(ReceivedTos(r), tos);
@@ -185,15 +205,9 @@ TEST(SocketSetupTest, WithoutTheOptionsNothingIsAttached) {
   ASSERT_TRUE(ConnectSocket(tx.fd, rx.addr).ok());
   ASSERT_EQ(send(tx.fd, "abc", 3, 0), 3);
   ASSERT_TRUE(Readable(rx.fd));
-  char got[8];
-  iovec iov{got, sizeof(got)};
-  alignas(cmsghdr) uint8_t control[128];
-  msghdr r{};
-  r.msg_iov = &iov;
-  r.msg_iovlen = 1;
-  r.msg_control = control;
-  r.msg_controllen = sizeof(control);
-  ASSERT_EQ(recvmsg(rx.fd, &r, 0), 3);
+  ReceivedDatagram got(8);
+  ASSERT_EQ(got.Receive(rx.fd), 3);
+  const msghdr& r = got.msg();
   EXPECT_EQ(r.msg_controllen, 0u);
   const ReceivedControl c = ParseReceivedControl(r);
   EXPECT_EQ(c.realtime_ns, -1);
@@ -221,15 +235,9 @@ TEST(SocketSetupTest, DropsAreCountedWhereTheyHappen) {
   }
   ASSERT_EQ(send(tx.fd, payload.data(), payload.size(), 0), 1000);
   ASSERT_TRUE(Readable(rx.fd));
-  iovec iov{got, sizeof(got)};
-  alignas(cmsghdr) uint8_t control[128];
-  msghdr r{};
-  r.msg_iov = &iov;
-  r.msg_iovlen = 1;
-  r.msg_control = control;
-  r.msg_controllen = sizeof(control);
-  ASSERT_EQ(recvmsg(rx.fd, &r, 0), 1000);
-  const ReceivedControl c = ParseReceivedControl(r);
+  ReceivedDatagram last(sizeof(got));
+  ASSERT_EQ(last.Receive(rx.fd), 1000);
+  const ReceivedControl c = ParseReceivedControl(last.msg());
   ASSERT_TRUE(c.has_drop_counter);
   EXPECT_EQ(c.drop_counter, drops);
 }
