@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 
 #include "tools/common/tool_flags.h"
+#include "transport/base/parse.h"
+#include "transport/base/status.h"
 
 DEFINE_bool(server, false, "run as the receiving server");
 DEFINE_string(client, "", "run as the sending client of the server at this IPv4 address");
@@ -37,13 +39,15 @@ const char* tool_name = "longhaul-peer";  // ParsePeerFlags sets it
 
 }  // namespace
 
-void ParsePeerFlags(int argc, char** argv, const char* tool, const char* usage) {
+void ParsePeerFlags(int argc, char** argv, const char* tool, const PeerUsage& usage) {
   tool_name = tool;
   const std::vector<std::string> dirs = {"tools/bench/peers/"};
   ToolFlagOptions options;
   options.dirs = dirs;
   InitTool(argc, argv, options, tool, [&] {
-    std::cout << usage << "\n\nflags:\n";
+    std::cout << usage.what << "\n  " << tool << " --server [--bind=ADDR] [--port=" << usage.port
+              << "] [--one_off]\n  " << tool << " --client=HOST [--port=" << usage.port << "] "
+              << usage.client_flags << " --workload=...\n\nflags:\n";
     PrintToolFlags(std::cout, dirs);
   });
   if (FLAGS_server == !FLAGS_client.empty()) {
@@ -106,6 +110,33 @@ int PrintServerTest(const absl::StatusOr<nlohmann::json>& result) {
     status = 0;
   }
   std::cout << ev.dump() << std::endl;
+  return status;
+}
+
+absl::StatusOr<ServerFlags> ServerFlagsFromCommandLine(int port) {
+  LH_ASSIGN_OR_RETURN(const sockaddr_in at, Ipv4(FLAGS_bind, port, "--bind"));
+  absl::StatusOr<Duration> accept_timeout = ParseDuration(FLAGS_accept_timeout);
+  if (!accept_timeout.ok()) return absl::InvalidArgumentError(accept_timeout.status().message());
+  return ServerFlags{at, *accept_timeout};
+}
+
+int ServeClients(Duration accept_timeout, const AcceptClient& accept) {
+  int status = 0;
+  while (true) {
+    absl::StatusOr<std::unique_ptr<ByteStream>> client = accept(accept_timeout);
+    if (!client.ok()) {
+      if (absl::IsDeadlineExceeded(client.status())) {
+        std::cerr << tool_name << ": no client within " << FLAGS_accept_timeout << std::endl;
+      }
+      status = 1;
+      break;
+    }
+    if (*client == nullptr) continue;
+    absl::StatusOr<nlohmann::json> r = RunServer(**client, 3600);
+    client->reset();
+    status = PrintServerTest(r);
+    if (FLAGS_one_off) break;
+  }
   return status;
 }
 

@@ -27,6 +27,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 
-DEFINE_int32(port, 5302, "TCP port to listen on / connect to");
+constexpr int kDefaultPort = 5302;
+DEFINE_int32(port, kDefaultPort, "TCP port to listen on / connect to");
 DEFINE_string(cc, "", "TCP congestion control of the socket (bbr, cubic, ...); empty: default");
 DEFINE_bool(nodelay, true, "TCP_NODELAY (a message's tail is not held back by Nagle)");
 DEFINE_string(connect_timeout, "10s", "client: give up connecting after this long");
@@ -86,8 +88,7 @@ class TcpStream : public ByteStream {
 
   nlohmann::json Stats() override {
     tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return nlohmann::json();
+    if (!Info(&ti)) return nlohmann::json();
     nlohmann::json j = {
         {"total_retrans", ti.tcpi_total_retrans}, {"rtt_ms", ti.tcpi_rtt / 1000.0},
         {"rttvar_ms", ti.tcpi_rttvar / 1000.0}, {"min_rtt_ms", ti.tcpi_min_rtt / 1000.0},
@@ -106,20 +107,17 @@ class TcpStream : public ByteStream {
 
   int64_t Retransmissions() override {
     tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return -1;
+    if (!Info(&ti)) return -1;
     return ti.tcpi_total_retrans;
   }
   double MinRttSeconds() override {
     tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+    if (!Info(&ti)) return 0;
     return ti.tcpi_min_rtt * 1e-6;
   }
   int64_t PayloadPerPacket() override {
     tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 1448;
+    if (!Info(&ti)) return 1448;
     return ti.tcpi_snd_mss;
   }
   int64_t UnackedBytes() override {
@@ -128,13 +126,18 @@ class TcpStream : public ByteStream {
   }
   int64_t HeaderBytesPerPacket() override {
     tcp_info ti{};
-    socklen_t len = sizeof(ti);
-    if (getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 52;
+    if (!Info(&ti)) return 52;
     // IP + TCP headers and options: the path MTU less the payload of a full segment.
     return ti.tcpi_pmtu > ti.tcpi_snd_mss ? ti.tcpi_pmtu - ti.tcpi_snd_mss : 52;
   }
 
  private:
+  // The kernel's TCP_INFO for the socket into *ti; false when it gave none.
+  bool Info(tcp_info* ti) const {
+    socklen_t len = sizeof(*ti);
+    return getsockopt(fd_, IPPROTO_TCP, TCP_INFO, ti, &len) == 0;
+  }
+
   int fd_;
 };
 
@@ -195,14 +198,13 @@ int RunClientMain(const WorkloadOptions& base) {
 }
 
 int RunServerMain() {
-  absl::StatusOr<sockaddr_in> at = Ipv4(FLAGS_bind, FLAGS_port, "--bind");
-  if (!at.ok()) return Fail(at.status(), false);
-  absl::StatusOr<Duration> acc = ParseDuration(FLAGS_accept_timeout);
-  if (!acc.ok()) return Fail(absl::InvalidArgumentError(acc.status().message()), false);
+  absl::StatusOr<ServerFlags> f = ServerFlagsFromCommandLine(FLAGS_port);
+  if (!f.ok()) return Fail(f.status(), false);
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(lfd, reinterpret_cast<const sockaddr*>(&*at), sizeof(*at)) != 0 || listen(lfd, 4) != 0) {
+  if (bind(lfd, reinterpret_cast<const sockaddr*>(&f->at), sizeof(f->at)) != 0 ||
+      listen(lfd, 4) != 0) {
     const int e = errno;
     close(lfd);
     return Fail(absl::UnavailableError(absl::StrCat("listen on ", FLAGS_bind, ":", FLAGS_port,
@@ -210,29 +212,20 @@ int RunServerMain() {
                 false);
   }
   std::cout << nlohmann::json({{"event", "listening"}, {"port", FLAGS_port}}).dump() << std::endl;
-  int status = 0;
-  while (true) {
-    pollfd p{lfd, POLLIN, 0};
-    const int ms = static_cast<int>(acc->ns() / 1'000'000);
-    const int n = poll(&p, 1, ms);
-    if (n == 0) {
-      std::cerr << "longhaul-tcp-peer: no client within " << FLAGS_accept_timeout << std::endl;
-      status = 1;
-      break;
-    }
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      status = 1;
-      break;
-    }
-    int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    (void)SetCc(fd);
-    TcpStream stream(fd);
-    absl::StatusOr<nlohmann::json> r = RunServer(stream, 3600);
-    status = PrintServerTest(r);
-    if (FLAGS_one_off) break;
-  }
+  const int status = ServeClients(
+      f->accept_timeout, [&](Duration timeout) -> absl::StatusOr<std::unique_ptr<ByteStream>> {
+        pollfd p{lfd, POLLIN, 0};
+        const int n = poll(&p, 1, static_cast<int>(timeout.ns() / 1'000'000));
+        if (n == 0) return absl::DeadlineExceededError("no client");
+        if (n < 0) {
+          if (errno == EINTR) return nullptr;
+          return absl::UnavailableError(absl::StrCat("poll: ", strerror(errno)));
+        }
+        int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return nullptr;
+        (void)SetCc(fd);
+        return std::make_unique<TcpStream>(fd);
+      });
   close(lfd);
   return status;
 }
@@ -243,9 +236,8 @@ int RunServerMain() {
 int main(int argc, char** argv) {
   using namespace longhaul::bench;
   ParsePeerFlags(argc, argv, "longhaul-tcp-peer",
-                 "longhaul-perf's workloads over one TCP connection (docs/comparison.md)\n"
-                 "  longhaul-tcp-peer --server [--bind=ADDR] [--port=5302] [--one_off]\n"
-                 "  longhaul-tcp-peer --client=HOST [--port=5302] [--cc=bbr|cubic] --workload=...");
+                 {"longhaul-perf's workloads over one TCP connection (docs/comparison.md)",
+                  kDefaultPort, "[--cc=bbr|cubic]"});
   if (FLAGS_server) return RunServerMain();
   absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
   if (!o.ok()) return Fail(o.status(), FLAGS_json);

@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,7 +36,8 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 
-DEFINE_int32(port, 5303, "UDP port of the UDT server");
+constexpr int kDefaultPort = 5303;
+DEFINE_int32(port, kDefaultPort, "UDP port of the UDT server");
 DEFINE_int32(mss, 9000, "UDT_MSS: IP packet size of UDT's data packets (the link's MTU)");
 DEFINE_string(rtt, "58ms", "the link's round-trip time (sizes the window and buffers)");
 DEFINE_string(buffer, "0", "UDT_SNDBUF/UDT_RCVBUF (0: max(256MiB, 8 x BDP))");
@@ -254,14 +257,12 @@ int RunClientMain(WorkloadOptions o, const Sizes& sizes) {
 }
 
 int RunServerMain(const Sizes& sizes) {
-  absl::StatusOr<sockaddr_in> at = Ipv4(FLAGS_bind, FLAGS_port, "--bind");
-  if (!at.ok()) return Fail(at.status(), false);
-  absl::StatusOr<Duration> acc = ParseDuration(FLAGS_accept_timeout);
-  if (!acc.ok()) return Fail(absl::InvalidArgumentError(acc.status().message()), false);
+  absl::StatusOr<ServerFlags> f = ServerFlagsFromCommandLine(FLAGS_port);
+  if (!f.ok()) return Fail(f.status(), false);
   UDTSOCKET l = UDT::socket(AF_INET, SOCK_STREAM, 0);
   absl::StatusOr<nlohmann::json> opts = Configure(l, sizes);  // accepted sockets inherit them
   if (!opts.ok()) return Fail(opts.status(), false);
-  if (UDT::bind(l, reinterpret_cast<const sockaddr*>(&*at), sizeof(*at)) == UDT::ERROR ||
+  if (UDT::bind(l, reinterpret_cast<const sockaddr*>(&f->at), sizeof(f->at)) == UDT::ERROR ||
       UDT::listen(l, 4) == UDT::ERROR) {
     const std::string e = UdtError();
     UDT::close(l);
@@ -278,32 +279,22 @@ int RunServerMain(const Sizes& sizes) {
   std::cout << nlohmann::json({{"event", "listening"}, {"port", FLAGS_port}, {"options", *opts}})
                    .dump()
             << std::endl;
-  int status = 0;
-  while (true) {
-    std::set<UDTSOCKET> readable;
-    const int64_t ms = acc->ns() / 1'000'000;
-    int n = UDT::epoll_wait(eid, &readable, nullptr, ms);
-    if (n <= 0 || readable.empty()) {
-      std::cerr << "longhaul-udt-peer: no client within " << FLAGS_accept_timeout << std::endl;
-      status = 1;
-      break;
-    }
-    sockaddr_in peer{};
-    int len = sizeof(peer);
-    UDTSOCKET u = UDT::accept(l, reinterpret_cast<sockaddr*>(&peer), &len);
-    if (u == UDT::INVALID_SOCK) continue;
-    bool yes = true;
-    UDT::setsockopt(u, 0, UDT_RCVSYN, &yes, sizeof(yes));
-    UDT::setsockopt(u, 0, UDT_SNDSYN, &yes, sizeof(yes));
-    absl::StatusOr<nlohmann::json> r;
-    {
-      UdtStream stream(u);
-      stream.set_options(*opts);
-      r = RunServer(stream, 3600);
-    }
-    status = PrintServerTest(r);
-    if (FLAGS_one_off) break;
-  }
+  const int status = ServeClients(
+      f->accept_timeout, [&](Duration timeout) -> absl::StatusOr<std::unique_ptr<ByteStream>> {
+        std::set<UDTSOCKET> readable;
+        const int n = UDT::epoll_wait(eid, &readable, nullptr, timeout.ns() / 1'000'000);
+        if (n <= 0 || readable.empty()) return absl::DeadlineExceededError("no client");
+        sockaddr_in peer{};
+        int len = sizeof(peer);
+        UDTSOCKET u = UDT::accept(l, reinterpret_cast<sockaddr*>(&peer), &len);
+        if (u == UDT::INVALID_SOCK) return nullptr;
+        bool yes = true;
+        UDT::setsockopt(u, 0, UDT_RCVSYN, &yes, sizeof(yes));
+        UDT::setsockopt(u, 0, UDT_SNDSYN, &yes, sizeof(yes));
+        auto stream = std::make_unique<UdtStream>(u);
+        stream->set_options(*opts);
+        return stream;
+      });
   UDT::epoll_release(eid);
   UDT::close(l);
   return status;
@@ -315,9 +306,8 @@ int RunServerMain(const Sizes& sizes) {
 int main(int argc, char** argv) {
   using namespace longhaul::bench;
   ParsePeerFlags(argc, argv, "longhaul-udt-peer",
-                 "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)\n"
-                 "  longhaul-udt-peer --server [--bind=ADDR] [--port=5303] [--one_off]\n"
-                 "  longhaul-udt-peer --client=HOST [--port=5303] [--rate=R --rtt=T] --workload=...");
+                 {"a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)",
+                  kDefaultPort, "[--rate=R --rtt=T]"});
   absl::StatusOr<Sizes> sizes = ChooseSizes();
   if (!sizes.ok()) return Fail(sizes.status(), FLAGS_json && !FLAGS_server);
   absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
