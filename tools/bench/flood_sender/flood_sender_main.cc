@@ -37,6 +37,7 @@
 #include "gflags/gflags.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
+#include "transport/base/status.h"
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/sans_io_endpoint.h"
 
@@ -109,10 +110,9 @@ absl::StatusOr<std::vector<std::vector<uint8_t>>> MakeInitials(int n, uint32_t t
     std::ifstream f(FLAGS_psk_file);
     std::string hex;
     f >> hex;
-    absl::StatusOr<crypto::Key32> k = crypto::Key32FromHex(hex);
-    if (!k.ok()) return k.status();
+    LH_ASSIGN_OR_RETURN(const crypto::Key32 k, crypto::Key32FromHex(hex));
     cfg.security = endpoint::SecurityConfig{};
-    cfg.security.psk = *k;
+    cfg.security.psk = k;
   }
   endpoint::SansIoEndpoint ep(cfg);
   uint8_t addr[6] = {uint8_t(target_ip >> 24), uint8_t(target_ip >> 16),  uint8_t(target_ip >> 8),
@@ -123,9 +123,8 @@ absl::StatusOr<std::vector<std::vector<uint8_t>>> MakeInitials(int n, uint32_t t
   const Time now = Time::FromNanoseconds(1'000'000'000);
   for (int i = 0; i < n; ++i) {
     endpoint::ConnectConfig cc;
-    absl::StatusOr<endpoint::ConnectionId> id =
-        ep.Connect(now, server, {static_cast<endpoint::LocalId>(i + 1)}, cc);
-    if (!id.ok()) return id.status();
+    LH_RETURN_IF_ERROR(
+        ep.Connect(now, server, {static_cast<endpoint::LocalId>(i + 1)}, cc).status());
     endpoint::Transmit tx;
     while (size_t len = ep.PollTransmit(now, buf.data(), buf.size(), &tx)) {
       out.emplace_back(buf.begin(), buf.begin() + len);

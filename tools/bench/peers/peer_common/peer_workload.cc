@@ -16,6 +16,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/percentile.h"
+#include "transport/base/status.h"
 
 namespace longhaul::bench {
 namespace {
@@ -62,11 +63,8 @@ const uint8_t* ZeroPayload(uint64_t size) {
 
 absl::Status SendFrame(ByteStream& s, uint64_t total, int64_t submit_ns) {
   FrameHeader h{total, submit_ns};
-  if (absl::Status st = s.SendAll(reinterpret_cast<const uint8_t*>(&h), sizeof(h),
-                                     total > kFrameHeaderBytes);
-      !st.ok()) {
-    return st;
-  }
+  LH_RETURN_IF_ERROR(
+      s.SendAll(reinterpret_cast<const uint8_t*>(&h), sizeof(h), total > kFrameHeaderBytes));
   if (total <= kFrameHeaderBytes) return absl::OkStatus();
   return s.SendAll(ZeroPayload(total - kFrameHeaderBytes), total - kFrameHeaderBytes, false);
 }
@@ -374,18 +372,12 @@ absl::StatusOr<nlohmann::json> RunClient(ByteStream& s, const WorkloadOptions& o
 
   // The receiver's result.
   uint32_t len = 0;
-  if (absl::Status e = RecvExact(s, reinterpret_cast<uint8_t*>(&len), sizeof(len), "result");
-      !e.ok()) {
-    return e;
-  }
+  LH_RETURN_IF_ERROR(RecvExact(s, reinterpret_cast<uint8_t*>(&len), sizeof(len), "result"));
   if (len == 0 || len > kMaxResultBytes) {
     return absl::DataLossError(absl::StrCat("the receiver's result has a bad length ", len));
   }
   std::string text(len, '\0');
-  if (absl::Status e = RecvExact(s, reinterpret_cast<uint8_t*>(text.data()), len, "result");
-      !e.ok()) {
-    return e;
-  }
+  LH_RETURN_IF_ERROR(RecvExact(s, reinterpret_cast<uint8_t*>(text.data()), len, "result"));
   nlohmann::json r = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!r.is_object()) return absl::DataLossError("the receiver's result is not JSON");
   if (r.contains("error")) {
@@ -446,18 +438,12 @@ absl::StatusOr<nlohmann::json> RunServer(ByteStream& s, double deadline_s) {
   auto answer = [&](const nlohmann::json& j) -> absl::Status {
     const std::string text = j.dump();
     const uint32_t len = static_cast<uint32_t>(text.size());
-    if (absl::Status st = s.SendAll(reinterpret_cast<const uint8_t*>(&len), sizeof(len), true);
-        !st.ok()) {
-      return st;
-    }
+    LH_RETURN_IF_ERROR(s.SendAll(reinterpret_cast<const uint8_t*>(&len), sizeof(len), true));
     return s.SendAll(reinterpret_cast<const uint8_t*>(text.data()), text.size(), false);
   };
 
   Hello h{};
-  if (absl::Status st = RecvExact(s, reinterpret_cast<uint8_t*>(&h), sizeof(h), "test request");
-      !st.ok()) {
-    return st;
-  }
+  LH_RETURN_IF_ERROR(RecvExact(s, reinterpret_cast<uint8_t*>(&h), sizeof(h), "test request"));
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError("the client's first bytes are not a test request of this peer");
   }
