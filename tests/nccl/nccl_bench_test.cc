@@ -40,29 +40,40 @@ void CheckResult(const std::string& out, int status, int sizes) {
   }
 }
 
-TEST(NcclBench, TwoRanksOnLoopbackVerifyEverySize) {
+// Runs ENV longhaul-nccl-bench ARGS, checks its JSON result (CheckResult with `sizes`) and
+// returns it parsed (discarded when it does not parse).
+nlohmann::json RunVerifiedBench(const std::string& env, const std::string& args, int sizes) {
   int status = 0;
-  std::string out = RunCommand(std::string("NCCL_LONGHAUL_INSECURE=1 ") + LONGHAUL_NCCL_BENCH +
-                                   " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=8"
-                                   " --slice_bytes=256KiB --iters=2 --timeout=120s --json",
-                               &status);
+  std::string out = RunCommand(env + LONGHAUL_NCCL_BENCH + args, &status);
+  CheckResult(out, status, sizes);
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+// Runs ENV longhaul-nccl-bench ARGS (stderr with stdout): it fails, saying `text`.
+void ExpectClearError(const std::string& env, const std::string& args, const std::string& text) {
+  int status = 0;
+  std::string out = RunCommand(env + LONGHAUL_NCCL_BENCH + args + " 2>&1", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find(text), std::string::npos) << out;
+}
+
+TEST(NcclBench, TwoRanksOnLoopbackVerifyEverySize) {
   // 4, 32, 256, 2K, 16K, 128K and 1M bytes: one float (empty chunks: zero-byte messages)
   // up to several slices per chunk.
-  CheckResult(out, status, 7);
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  nlohmann::json j = RunVerifiedBench("NCCL_LONGHAUL_INSECURE=1 ",
+                                      " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=8"
+                                      " --slice_bytes=256KiB --iters=2 --timeout=120s --json",
+                                      7);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["security"], "as the environment sets it");
 }
 
 TEST(NcclBench, TwoRanksWithAPreSharedKey) {
-  int status = 0;
-  std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                                   " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=32"
-                                   " --slice_bytes=256KiB --iters=2 --timeout=120s --json"
-                                   " --security=psk",
-                               &status);
-  CheckResult(out, status, 5);  // 4, 128, 4K, 128K and 4M bytes
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  nlohmann::json j = RunVerifiedBench("",
+                                      " --ranks=2 --min_bytes=4 --max_bytes=4MiB --step_factor=32"
+                                      " --slice_bytes=256KiB --iters=2 --timeout=120s --json"
+                                      " --security=psk",
+                                      5);  // 4, 128, 4K, 128K and 4M bytes
   ASSERT_TRUE(j.is_object());
   EXPECT_NE(j["security"].get<std::string>().find("pre-shared key"), std::string::npos);
   bool psk_set = false;
@@ -73,31 +84,20 @@ TEST(NcclBench, TwoRanksWithAPreSharedKey) {
 }
 
 TEST(NcclBench, NoChoiceOfKeysIsAClearError) {
-  int status = 0;
-  std::string out = RunCommand(std::string("env -u NCCL_LONGHAUL_INSECURE ") + LONGHAUL_NCCL_BENCH +
-                                   " --ranks=2 --timeout=60s 2>&1",
-                               &status);
-  EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("no keys: give --security=psk"), std::string::npos) << out;
-  out = RunCommand(std::string("NCCL_LONGHAUL_INSECURE=1 ") + LONGHAUL_NCCL_BENCH +
-                       " --ranks=2 --timeout=60s --security=psk 2>&1",
-                   &status);
-  EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("--security=psk and NCCL_LONGHAUL_INSECURE are both given"), std::string::npos)
-      << out;
+  ExpectClearError("env -u NCCL_LONGHAUL_INSECURE ", " --ranks=2 --timeout=60s",
+                   "no keys: give --security=psk");
+  ExpectClearError("NCCL_LONGHAUL_INSECURE=1 ", " --ranks=2 --timeout=60s --security=psk",
+                   "--security=psk and NCCL_LONGHAUL_INSECURE are both given");
 }
 
 TEST(NcclBench, FourRanksInTwoDataCentresThroughTheEmulator) {
-  int status = 0;
-  std::string out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                                   " --ranks=4 --link=rate=500mbit,rtt=10ms,loss=1e-3"
-                                   " --emu=" LONGHAUL_EMU_BIN
-                                   " --min_bytes=1KiB --max_bytes=1MiB --step_factor=32"
-                                   " --slice_bytes=128KiB --iters=2 --timeout=180s --json"
-                                   " --security=keys",
-                               &status);
-  CheckResult(out, status, 3);
-  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  nlohmann::json j = RunVerifiedBench("",
+                                      " --ranks=4 --link=rate=500mbit,rtt=10ms,loss=1e-3"
+                                      " --emu=" LONGHAUL_EMU_BIN
+                                      " --min_bytes=1KiB --max_bytes=1MiB --step_factor=32"
+                                      " --slice_bytes=128KiB --iters=2 --timeout=180s --json"
+                                      " --security=keys",
+                                      3);
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["emulated_edges"].size(), 2u);  // 1->2 and 3->0
   // Static keys: each rank its own pair; the listeners' keys travelled in the handles the
@@ -106,23 +106,13 @@ TEST(NcclBench, FourRanksInTwoDataCentresThroughTheEmulator) {
 }
 
 TEST(NcclBench, MissingEmulatorIsAClearError) {
-  int status = 0;
-  std::string out =
-      RunCommand(std::string(LONGHAUL_NCCL_BENCH) +
-                     " --ranks=2 --link=rate=1gbit,rtt=1ms --emu=/nonexistent/longhaul-emu"
-                     " --json 2>&1",
-                 &status);
-  EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("longhaul-emu not found"), std::string::npos) << out;
+  ExpectClearError("",
+                   " --ranks=2 --link=rate=1gbit,rtt=1ms --emu=/nonexistent/longhaul-emu --json",
+                   "longhaul-emu not found");
 }
 
 TEST(NcclBench, MissingPluginIsAClearError) {
-  int status = 0;
-  std::string out = RunCommand(
-      std::string(LONGHAUL_NCCL_BENCH) + " --ranks=2 --plugin=/nonexistent/libnccl-net-x.so 2>&1",
-      &status);
-  EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("plugin not usable"), std::string::npos) << out;
+  ExpectClearError("", " --ranks=2 --plugin=/nonexistent/libnccl-net-x.so", "plugin not usable");
 }
 
 }  // namespace

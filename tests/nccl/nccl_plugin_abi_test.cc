@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,81 +50,86 @@ TEST_F(PluginTest, ExportsEveryVersionWithTheMandatorySlots) {
   EXPECT_EQ(dlsym(plugin_.library, "ncclNetPlugin_v13"), nullptr);
 }
 
+// getProperties(0) of a plugin table `net` into a Props followed by 32 guard bytes, all 0xab
+// before the call: the call succeeds and leaves the guard untouched (it fills exactly its
+// version's layout). nullopt when the table is missing or the call fails.
+template <typename Props, typename Net>
+std::optional<Props> GuardedProperties(const Net* net) {
+  EXPECT_NE(net, nullptr);
+  if (net == nullptr) return std::nullopt;
+  struct {
+    Props p;
+    uint8_t guard[32];
+  } guarded;
+  memset(&guarded, 0xab, sizeof(guarded));
+  const ncclResult_t r = net->getProperties(0, &guarded.p);
+  EXPECT_EQ(r, ncclSuccess);
+  if (r != ncclSuccess) return std::nullopt;
+  for (uint8_t g : guarded.guard) EXPECT_EQ(g, 0xab);
+  return guarded.p;
+}
+
 TEST_F(PluginTest, PropertiesOfEveryVersionFillTheirLayoutExactly) {
   setenv("NCCL_LONGHAUL_RATE", "2gbit", 1);
   setenv("NCCL_LONGHAUL_INITIAL_RTT", "58ms", 1);
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   // v12: 128 bytes, then guard bytes that must stay untouched.
-  struct {
-    ncclNetProperties_v12_t p;
-    uint8_t guard[32];
-  } v12;
-  memset(&v12, 0xab, sizeof(v12));
-  ASSERT_EQ(net_->getProperties(0, &v12.p), ncclSuccess);
-  EXPECT_STREQ(v12.p.name, "lo");
-  EXPECT_EQ(v12.p.pciPath, nullptr);  // loopback is virtual
-  EXPECT_EQ(v12.p.ptrSupport, LH_NCCL_PTR_HOST);
-  EXPECT_EQ(v12.p.speed, 2000);
-  EXPECT_FLOAT_EQ(v12.p.latency, 29000.0f);
-  EXPECT_EQ(v12.p.maxRecvs, 1) << "NCCL must not group receives (net_plugin.h)";
-  EXPECT_GT(v12.p.maxComms, 0);
-  EXPECT_EQ(v12.p.netDeviceType, NCCL_NET_DEVICE_HOST);
-  EXPECT_EQ(v12.p.netDeviceVersion, 0);
-  EXPECT_EQ(v12.p.vProps.ndevs, 1);
-  EXPECT_EQ(v12.p.vProps.devs[0], 0);
-  EXPECT_EQ(v12.p.maxP2pBytes, size_t{1} << 30);
-  EXPECT_GT(v12.p.maxCollBytes, 0u);
-  EXPECT_EQ(v12.p.maxMultiRequestSize, 1);
-  EXPECT_EQ(v12.p.railId, -1);
-  EXPECT_EQ(v12.p.planeId, -1);
-  for (uint8_t g : v12.guard) EXPECT_EQ(g, 0xab);
+  std::optional<ncclNetProperties_v12_t> v12 = GuardedProperties<ncclNetProperties_v12_t>(net_);
+  ASSERT_TRUE(v12);
+  EXPECT_STREQ(v12->name, "lo");
+  EXPECT_EQ(v12->pciPath, nullptr);  // loopback is virtual
+  EXPECT_EQ(v12->ptrSupport, LH_NCCL_PTR_HOST);
+  EXPECT_EQ(v12->speed, 2000);
+  EXPECT_FLOAT_EQ(v12->latency, 29000.0f);
+  EXPECT_EQ(v12->maxRecvs, 1) << "NCCL must not group receives (net_plugin.h)";
+  EXPECT_GT(v12->maxComms, 0);
+  EXPECT_EQ(v12->netDeviceType, NCCL_NET_DEVICE_HOST);
+  EXPECT_EQ(v12->netDeviceVersion, 0);
+  EXPECT_EQ(v12->vProps.ndevs, 1);
+  EXPECT_EQ(v12->vProps.devs[0], 0);
+  EXPECT_EQ(v12->maxP2pBytes, size_t{1} << 30);
+  EXPECT_GT(v12->maxCollBytes, 0u);
+  EXPECT_EQ(v12->maxMultiRequestSize, 1);
+  EXPECT_EQ(v12->railId, -1);
+  EXPECT_EQ(v12->planeId, -1);
 
-  auto* v11 = static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11"));
-  struct {
-    ncclNetProperties_v11_t p;
-    uint8_t guard[32];
-  } p11;
-  memset(&p11, 0xab, sizeof(p11));
-  ASSERT_EQ(v11->getProperties(0, &p11.p), ncclSuccess);
-  EXPECT_EQ(p11.p.speed, 2000);
-  EXPECT_EQ(p11.p.maxP2pBytes, size_t{1} << 30);
-  EXPECT_EQ(p11.p.maxMultiRequestSize, 1);
-  for (uint8_t g : p11.guard) EXPECT_EQ(g, 0xab);
+  std::optional<ncclNetProperties_v11_t> p11 = GuardedProperties<ncclNetProperties_v11_t>(
+      static_cast<const ncclNet_v11_t*>(dlsym(plugin_.library, "ncclNetPlugin_v11")));
+  ASSERT_TRUE(p11);
+  EXPECT_EQ(p11->speed, 2000);
+  EXPECT_EQ(p11->maxP2pBytes, size_t{1} << 30);
+  EXPECT_EQ(p11->maxMultiRequestSize, 1);
 
-  auto* v9 = static_cast<const ncclNet_v9_t*>(dlsym(plugin_.library, "ncclNetPlugin_v9"));
-  struct {
-    ncclNetProperties_v9_t p;
-    uint8_t guard[32];
-  } p9;
-  memset(&p9, 0xab, sizeof(p9));
-  ASSERT_EQ(v9->getProperties(0, &p9.p), ncclSuccess);
-  EXPECT_EQ(p9.p.maxRecvs, 1);
-  EXPECT_EQ(p9.p.maxCollBytes, size_t{1} << 30);
-  for (uint8_t g : p9.guard) EXPECT_EQ(g, 0xab);
+  std::optional<ncclNetProperties_v9_t> p9 = GuardedProperties<ncclNetProperties_v9_t>(
+      static_cast<const ncclNet_v9_t*>(dlsym(plugin_.library, "ncclNetPlugin_v9")));
+  ASSERT_TRUE(p9);
+  EXPECT_EQ(p9->maxRecvs, 1);
+  EXPECT_EQ(p9->maxCollBytes, size_t{1} << 30);
 
-  auto* v8 = static_cast<const ncclNet_v8_t*>(dlsym(plugin_.library, "ncclNetPlugin_v8"));
-  struct {
-    ncclNetProperties_v8_t p;
-    uint8_t guard[32];
-  } p8;
-  memset(&p8, 0xab, sizeof(p8));
-  ASSERT_EQ(v8->getProperties(0, &p8.p), ncclSuccess);
-  EXPECT_EQ(p8.p.speed, 2000);
-  EXPECT_EQ(p8.p.netDeviceVersion, 0);
-  EXPECT_EQ(p8.p.maxRecvs, 1);
-  for (uint8_t g : p8.guard) EXPECT_EQ(g, 0xab);
+  std::optional<ncclNetProperties_v8_t> p8 = GuardedProperties<ncclNetProperties_v8_t>(
+      static_cast<const ncclNet_v8_t*>(dlsym(plugin_.library, "ncclNetPlugin_v8")));
+  ASSERT_TRUE(p8);
+  EXPECT_EQ(p8->speed, 2000);
+  EXPECT_EQ(p8->netDeviceVersion, 0);
+  EXPECT_EQ(p8->maxRecvs, 1);
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+}
+
+// Listens on `ctx` (the listen comm in *listen) and decodes the handle it gave; an error
+// status when the listen failed.
+absl::StatusOr<PluginHandle> ListenHandle(const ncclNet_v12_t* net, void* ctx, void** listen) {
+  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  if (net->listen(ctx, 0, handle, listen) != ncclSuccess) {
+    return absl::InternalError("listen failed");
+  }
+  return DecodeHandle(handle);
 }
 
 TEST_F(PluginTest, HandleCarriesAddressPortAndCredit) {
   setenv("NCCL_LONGHAUL_CREDIT", "3MiB", 1);
-  void* ctx = nullptr;
-  Init(&ctx);
-  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  void* ctx = Init();
   void* listen = nullptr;
-  ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
-  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
+  absl::StatusOr<PluginHandle> h = ListenHandle(net_, ctx, &listen);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(h->address, "127.0.0.1");
   EXPECT_NE(h->port, 0);
@@ -224,14 +230,10 @@ TEST_F(PluginTest, AdvertisedAddressPutsARelayInFrontOfTheListener) {
   LoopbackRelay relay(listen_port);
   setenv("NCCL_LONGHAUL_PORT", std::to_string(listen_port).c_str(), 1);
   setenv("NCCL_LONGHAUL_ADVERTISE", ("127.0.0.1:" + std::to_string(relay.port())).c_str(), 1);
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
-  char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   void* listen = nullptr;
-  ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
-  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
+  absl::StatusOr<PluginHandle> h = ListenHandle(net_, ctx, &listen);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(h->address, "127.0.0.1");
   EXPECT_EQ(h->port, relay.port());
@@ -243,8 +245,7 @@ TEST_F(PluginTest, AdvertisedAddressPutsARelayInFrontOfTheListener) {
   EXPECT_EQ(WaitDone(net_, s, nullptr), ncclSuccess);
   EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
   EXPECT_EQ(in, out);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
   EXPECT_GT(relay.forward(), 100) << "the handshake and the data crossed the relay";
   EXPECT_GT(relay.reverse(), 0) << "and the acknowledgements came back through it";
 }
@@ -254,14 +255,12 @@ TEST_F(PluginTest, AdvertisedAddressPutsARelayInFrontOfTheListener) {
 TEST_F(PluginTest, BadProfileKeyFailsInitNamingTheVariable) {
   setenv("NCCL_LONGHAUL_FEC", "bogus", 1);
   void* ctx = nullptr;
-  ncclNetCommConfig_v12_t config{-1};
-  EXPECT_EQ(net_->init(&ctx, 1, &config, TestLogger, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(InitResult(&ctx, 1), ncclInvalidUsage);
   EXPECT_TRUE(WarnedAbout("NCCL_LONGHAUL_FEC=bogus"));
 }
 
 TEST_F(PluginTest, BadDeviceBadHandleAndBadObjects) {
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   ncclNetProperties_v12_t props;
   EXPECT_EQ(net_->getProperties(1, &props), ncclInternalError);
   EXPECT_EQ(net_->getProperties(-1, &props), ncclInternalError);
@@ -296,10 +295,8 @@ TEST_F(PluginTest, BadDeviceBadHandleAndBadObjects) {
 }
 
 TEST_F(PluginTest, TooManyRequestsAndBadRegistration) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   void* mh = nullptr;
   char buf[64] = {};
   EXPECT_EQ(net_->regMr(c.send, buf, sizeof(buf), LH_NCCL_PTR_CUDA, &mh), ncclInternalError);
@@ -334,15 +331,12 @@ TEST_F(PluginTest, TooManyRequestsAndBadRegistration) {
   EXPECT_EQ(net_->irecv(c.recv, 9, d9, s9, t9, nullptr, nullptr, &extra), ncclInternalError);
   for (void* r : sends) EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
   for (void* r : recvs) EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, SendLargerThanPostedReceiveIsInvalidUsageAndTheCommGoesOn) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   std::vector<uint8_t> big(2000), small(1000), next(16), got(64);
   Fill(&big, 1);
   Fill(&next, 2);
@@ -359,15 +353,13 @@ TEST_F(PluginTest, SendLargerThanPostedReceiveIsInvalidUsageAndTheCommGoesOn) {
   ASSERT_EQ(WaitDone(net_, r, &size), ncclSuccess);
   EXPECT_EQ(size, 16);
   EXPECT_EQ(memcmp(got.data(), next.data(), 16), 0);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, InterfaceListMatchingNothingFailsInitListingInterfaces) {
   setenv("NCCL_LONGHAUL_IFNAME", "=no-such-if0", 1);
   void* ctx = nullptr;
-  ncclNetCommConfig_v12_t config{-1};
-  EXPECT_EQ(net_->init(&ctx, 1, &config, TestLogger, nullptr), ncclInvalidUsage);
+  EXPECT_EQ(InitResult(&ctx, 1), ncclInvalidUsage);
   EXPECT_TRUE(WarnedAbout("NCCL_LONGHAUL_IFNAME==no-such-if0 matches no interface"));
   EXPECT_TRUE(WarnedAbout("lo (127.0.0.1)"));
   setenv("NCCL_LONGHAUL_IFNAME", "lo", 1);

@@ -74,8 +74,7 @@ std::vector<char> WithListenId(const char* handle, uint64_t id) {
 using ::longhaul::testing::Pattern;
 
 TEST_F(PluginTest, ListenIdsAreRandomSixtyFourBitsAndNeverSequential) {
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   std::vector<uint64_t> ids;
   std::vector<void*> listens;
   uint64_t instance = 0;
@@ -109,8 +108,7 @@ TEST_F(PluginTest, ListenIdsAreRandomSixtyFourBitsAndNeverSequential) {
 }
 
 TEST_F(PluginTest, OpensBeyondTheBoundAndForUnknownIdsAreRefusedAndCounted) {
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
   void* listen = nullptr;
   ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
@@ -179,8 +177,7 @@ TEST_F(PluginTest, OpensBeyondTheBoundAndForUnknownIdsAreRefusedAndCounted) {
 // the same connection goes on.
 TEST_F(PluginTest, ASenderBeyondItsCreditEndsTheCommWithAnError) {
   setenv("NCCL_LONGHAUL_CREDIT", "64KiB", 1);
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
   Comms c;
   ASSERT_EQ(net_->listen(ctx, 0, handle, &c.listen), ncclSuccess);
@@ -235,8 +232,7 @@ TEST_F(PluginTest, ASenderBeyondItsCreditEndsTheCommWithAnError) {
   EXPECT_EQ(size, 5000);
   EXPECT_EQ(got, out);
   Close(ctx, &other);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 // ---- a third rank ----

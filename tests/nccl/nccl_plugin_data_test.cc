@@ -16,10 +16,8 @@ namespace longhaul::nccl::plugin_test {
 // Sends up to NCCL_LONGHAUL_COPY_MAX (1 MiB) are copied and complete at once; larger
 // ones go in place and complete when acknowledged: the matrix covers both.
 void PluginTest::MessageMatrix() {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   const size_t kSizes[] = {0, 1, 7, 4096, 8191, 65537, 1 << 20, (16 << 20) + 3, 64 << 20};
   const size_t kSlack[] = {0, 1, 4096};
   uint32_t seed = 10;
@@ -43,8 +41,7 @@ void PluginTest::MessageMatrix() {
       for (size_t i = send_size; i < in.size(); ++i) ASSERT_EQ(in[i], 0xee) << i;
     }
   }
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 namespace {
@@ -52,8 +49,7 @@ namespace {
 // ---- semantics ----
 
 TEST_F(PluginTest, ConnectAndAcceptAreRetriedUntilReady) {
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
   void* listen = nullptr;
   ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
@@ -67,31 +63,11 @@ TEST_F(PluginTest, ConnectAndAcceptAreRetriedUntilReady) {
   EXPECT_EQ(send, nullptr);
   Comms c;
   c.listen = listen;
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  while ((c.send == nullptr || c.recv == nullptr) && Clock::now() < deadline) {
-    if (!c.send) {
-      ASSERT_EQ(net_->connect(ctx, 0, handle, &c.send, nullptr), ncclSuccess);
-    }
-    if (!c.recv) {
-      ASSERT_EQ(net_->accept(listen, &c.recv, nullptr), ncclSuccess);
-    }
-  }
-  ASSERT_NE(c.send, nullptr);
-  ASSERT_NE(c.recv, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ConnectTo(ctx, handle, listen, &c));
   // A second comm on the same listen comm (a listen comm may accept more than once),
   // multiplexed on the same connection.
   Comms c2;
-  const auto deadline2 = Clock::now() + std::chrono::seconds(20);
-  while ((c2.send == nullptr || c2.recv == nullptr) && Clock::now() < deadline2) {
-    if (!c2.send) {
-      ASSERT_EQ(net_->connect(ctx, 0, handle, &c2.send, nullptr), ncclSuccess);
-    }
-    if (!c2.recv) {
-      ASSERT_EQ(net_->accept(listen, &c2.recv, nullptr), ncclSuccess);
-    }
-  }
-  ASSERT_NE(c2.send, nullptr);
-  ASSERT_NE(c2.recv, nullptr);
+  ASSERT_NO_FATAL_FAILURE(ConnectTo(ctx, handle, listen, &c2));
   // Messages of each comm reach that comm's receiver.
   uint32_t a = 0xaaaa, b = 0xbbbb, ga = 0, gb = 0;
   void* rb = Recv(c2.recv, &gb, 4, 0);
@@ -103,8 +79,7 @@ TEST_F(PluginTest, ConnectAndAcceptAreRetriedUntilReady) {
   EXPECT_EQ(ga, 0xaaaau);
   EXPECT_EQ(gb, 0xbbbbu);
   Close(ctx, &c2);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, MessageMatrixZeroTo64MiB) { MessageMatrix(); }
@@ -120,10 +95,8 @@ TEST_F(PluginTest, MessageMatrixEverySendCopied) {
 }
 
 TEST_F(PluginTest, DataArrivingBeforeItsReceiveIsBuffered) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   // Sends first (eager, no receive posted), receives later.
   std::vector<std::vector<uint8_t>> out(8, std::vector<uint8_t>(100000));
   std::vector<void*> sends;
@@ -140,16 +113,13 @@ TEST_F(PluginTest, DataArrivingBeforeItsReceiveIsBuffered) {
     EXPECT_EQ(size, 100000);
     EXPECT_EQ(memcmp(in.data(), out[i].data(), out[i].size()), 0) << i;
   }
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, CreditBoundsUnreceivedDataWithNullRequests) {
   setenv("NCCL_LONGHAUL_CREDIT", "1MiB", 1);
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   std::vector<uint8_t> chunk(256 << 10);
   Fill(&chunk, 5);
   // Without receives, at most 1 MiB (the credit) is accepted; then isend says "not now".
@@ -180,15 +150,12 @@ TEST_F(PluginTest, CreditBoundsUnreceivedDataWithNullRequests) {
     EXPECT_EQ(size, static_cast<int>(chunk.size()));
     EXPECT_EQ(memcmp(in.data(), chunk.data(), chunk.size()), 0);
   }
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, GroupedReceiveMatchesByTagAndReportsEachSize) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   constexpr int kN = 4;
   std::vector<std::vector<uint8_t>> in(kN, std::vector<uint8_t>(4096, 0));
   void* data[kN];
@@ -218,15 +185,12 @@ TEST_F(PluginTest, GroupedReceiveMatchesByTagAndReportsEachSize) {
     EXPECT_EQ(got[i], 100 * (i + 1)) << i;
     EXPECT_EQ(memcmp(in[i].data(), out[i].data(), out[i].size()), 0) << i;
   }
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, ThirtyTwoInFlightTestedInAnyOrder) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   constexpr int kN = LH_NCCL_NET_MAX_REQUESTS;
   std::vector<std::vector<uint8_t>> in(kN, std::vector<uint8_t>(5200)),
       out(kN, std::vector<uint8_t>(5000));
@@ -245,8 +209,7 @@ TEST_F(PluginTest, ThirtyTwoInFlightTestedInAnyOrder) {
     EXPECT_EQ(size, 5000);
   }
   for (int i = 0; i < kN; ++i) EXPECT_EQ(memcmp(in[i].data(), out[i].data(), 5000), 0) << i;
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 // The pattern of NCCL's net proxy (src/transport/net.cc, sendProxyProgress and
@@ -258,10 +221,8 @@ TEST_F(PluginTest, ThirtyTwoInFlightTestedInAnyOrder) {
 // tag, retried while the request is NULL; only the oldest request of each side tested,
 // in order. Every step's bytes are checked.
 TEST_F(PluginTest, NcclProxyStepPatternEightStepsOldestFirst) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   constexpr int kSteps = 8;                 // NCCL_STEPS
   constexpr size_t kStepBytes = 512 << 10;  // NCCL_BUFFSIZE (4 MiB) / NCCL_STEPS
   constexpr int kTotal = 96;                // steps of the whole operation
@@ -362,16 +323,14 @@ TEST_F(PluginTest, NcclProxyStepPatternEightStepsOldestFirst) {
   EXPECT_EQ(sent_done, kTotal);
   EXPECT_EQ(net_->deregMr(c.send, send_mh), ncclSuccess);
   EXPECT_EQ(net_->deregMr(c.recv, recv_mh), ncclSuccess);
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 // NCCL's threads at once: four comms on one connection, each driven by its own thread
 // (sends and receives of varied sizes, up to 8 in flight, verified), while another thread
 // calls getProperties and regMr/deregMr as NCCL's service thread does.
 TEST_F(PluginTest, CommsDrivenFromSeveralThreadsShareOneConnection) {
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   constexpr int kComms = 4;
   std::vector<Comms> comms(kComms);
   for (Comms& c : comms) Connect(ctx, &c);

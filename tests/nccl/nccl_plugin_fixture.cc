@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -115,6 +116,17 @@ int BeginRank(const ncclNet_v12_t* net, int fd, uint64_t comm_id, Rank* r) {
   if (write(fd, mine, sizeof(mine)) != sizeof(mine)) return 12;
   if (read(fd, r->peer, sizeof(r->peer)) != sizeof(r->peer)) return 13;
   return 0;
+}
+
+int ConnectRank(const ncclNet_v12_t* net, const Rank& r, void** send, void** recv) {
+  char peer[LH_NCCL_NET_HANDLE_MAXSIZE];
+  memcpy(peer, r.peer, sizeof(peer));
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while ((!*send || !*recv) && Clock::now() < deadline) {
+    if (!*send && net->connect(r.ctx, 0, peer, send, nullptr) != ncclSuccess) return 14;
+    if (!*recv && net->accept(r.listen, recv, nullptr) != ncclSuccess) return 15;
+  }
+  return *send && *recv ? 0 : 16;
 }
 
 pid_t ForkChild(const std::function<int(int fd)>& child, int* fd) {

@@ -64,6 +64,11 @@ struct Rank {
 // handle, 13 receiving the other's.
 int BeginRank(const ncclNet_v12_t* net, int fd, uint64_t comm_id, Rank* r);
 
+// Connects a begun rank to the other (connect to its handle, accept on the own listen
+// comm), retried until both comms are non-NULL, for 20 s at most. Returns 0 when both are
+// up, 14 when a connect failed, 15 when an accept failed, 16 when the time ran out.
+int ConnectRank(const ncclNet_v12_t* net, const Rank& r, void** send, void** recv);
+
 // Forks a child that runs `child(fd)` on its end of a new socketpair (SOCK_SEQPACKET) and
 // exits with what it returns. Returns the child's pid (-1 on failure) and the parent's
 // end of the socketpair in *fd.
@@ -116,6 +121,17 @@ class PluginTest : public ::testing::Test {
     unsetenv("NCCL_LONGHAUL_PSK_FILE");
   }
 
+  // init (comm id `comm_id`) into *ctx; returns what it returned.
+  ncclResult_t InitResult(void** ctx, uint64_t comm_id) {
+    ncclNetCommConfig_v12_t config{-1};
+    return net_->init(ctx, comm_id, &config, TestLogger, nullptr);
+  }
+  // Init into a fresh context and returns it.
+  void* Init() {
+    void* ctx = nullptr;
+    Init(&ctx);
+    return ctx;
+  }
   void Init(void** ctx) {
     ncclNetCommConfig_v12_t config{-1};
     ASSERT_EQ(net_->init(ctx, 42, &config, TestLogger, nullptr), ncclSuccess);
@@ -136,18 +152,29 @@ class PluginTest : public ::testing::Test {
     ASSERT_EQ(net_->listen(ctx, 0, handle, &c->listen), ncclSuccess);
     ASSERT_NE(c->listen, nullptr);
     ncclNetDeviceHandle_v12_t* dev_handle = nullptr;
+    ConnectTo(ctx, handle, c->listen, c, &dev_handle);
+  }
+  // Connect to `handle` and accept on `listen` (c->listen is left as it is), retried until
+  // both are non-NULL (bounded); `dev_handle` is what connect and accept are given.
+  void ConnectTo(void* ctx, char* handle, void* listen, Comms* c,
+                 ncclNetDeviceHandle_v12_t** dev_handle = nullptr) {
     const auto deadline = Clock::now() + std::chrono::seconds(20);
     while ((c->send == nullptr || c->recv == nullptr) && Clock::now() < deadline) {
       if (c->send == nullptr) {
-        ASSERT_EQ(net_->connect(ctx, 0, handle, &c->send, &dev_handle), ncclSuccess);
+        ASSERT_EQ(net_->connect(ctx, 0, handle, &c->send, dev_handle), ncclSuccess);
         if (c->send == nullptr) ++c->connect_nulls;
       }
       if (c->recv == nullptr) {
-        ASSERT_EQ(net_->accept(c->listen, &c->recv, &dev_handle), ncclSuccess);
+        ASSERT_EQ(net_->accept(listen, &c->recv, dev_handle), ncclSuccess);
       }
     }
     ASSERT_NE(c->send, nullptr);
     ASSERT_NE(c->recv, nullptr);
+  }
+  Comms Connect(void* ctx) {
+    Comms c;
+    Connect(ctx, &c);
+    return c;
   }
   void Close(void* ctx, Comms* c) {
     if (c->send) {
@@ -160,6 +187,11 @@ class PluginTest : public ::testing::Test {
       EXPECT_EQ(net_->closeListen(c->listen), ncclSuccess);
     }
     *c = Comms{};
+  }
+  // Close, then finalize the context.
+  void CloseAndFinalize(void* ctx, Comms* c) {
+    Close(ctx, c);
+    EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
   }
   // isend retried while NULL (bounded).
   void* Send(void* comm, void* data, size_t size, int tag) {

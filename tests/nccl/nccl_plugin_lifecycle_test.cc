@@ -18,15 +18,12 @@ namespace longhaul::nccl::plugin_test {
 namespace {
 
 TEST_F(PluginTest, CloseWithRequestsOutstandingDoesNotHang) {
-  void* ctx = nullptr;
-  Init(&ctx);
-  Comms c;
-  Connect(ctx, &c);
+  void* ctx = Init();
+  Comms c = Connect(ctx);
   std::vector<uint8_t> big(8 << 20), in(4096);
   for (int i = 0; i < 4; ++i) Send(c.send, big.data(), big.size(), 0);
   for (int i = 0; i < 4; ++i) Recv(c.recv, in.data(), in.size(), 0);  // too small: never tested
-  Close(ctx, &c);
-  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  CloseAndFinalize(ctx, &c);
 }
 
 TEST_F(PluginTest, PerCommunicatorInitFinalizeAndUnloadLeaveNoThread) {
@@ -144,8 +141,7 @@ TEST_F(PluginTest, PeerGoneInPlaceSendFailsAndCloseReturns) {
   close(sv[1]);
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
   ASSERT_EQ(read(sv[0], handle, sizeof(handle)), static_cast<ssize_t>(sizeof(handle)));
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   void* send = nullptr;
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   while (!send && Clock::now() < deadline) {
@@ -177,16 +173,8 @@ TEST_F(PluginTest, TwoProcessesExchangeHandlesAndRing) {
   auto run_rank = [&](int fd, int rank) -> int {
     Rank me;
     if (const int failed = BeginRank(net_, fd, 7, &me); failed != 0) return failed;
-    void* const ctx = me.ctx;
-    void* const listen = me.listen;
-    char* const peer = me.peer;
     void *send = nullptr, *recv = nullptr;
-    const auto deadline = Clock::now() + std::chrono::seconds(20);
-    while ((!send || !recv) && Clock::now() < deadline) {
-      if (!send && net_->connect(ctx, 0, peer, &send, nullptr) != ncclSuccess) return 14;
-      if (!recv && net_->accept(listen, &recv, nullptr) != ncclSuccess) return 15;
-    }
-    if (!send || !recv) return 16;
+    if (const int failed = ConnectRank(net_, me, &send, &recv); failed != 0) return failed;
     constexpr int kN = LH_NCCL_NET_MAX_REQUESTS;
     std::vector<std::vector<uint8_t>> in(kN, std::vector<uint8_t>(5200)),
         out(kN, std::vector<uint8_t>(5000));
@@ -230,8 +218,8 @@ TEST_F(PluginTest, TwoProcessesExchangeHandlesAndRing) {
     // Barrier before closing so neither side closes under the other's receives.
     char b = 0;
     if (write(fd, &b, 1) != 1 || read(fd, &b, 1) != 1) return 23;
-    if (net_->closeSend(send) || net_->closeRecv(recv) || net_->closeListen(listen)) return 24;
-    if (net_->finalize(ctx) != ncclSuccess) return 25;
+    if (net_->closeSend(send) || net_->closeRecv(recv) || net_->closeListen(me.listen)) return 24;
+    if (net_->finalize(me.ctx) != ncclSuccess) return 25;
     return 0;
   };
   int fd = -1;

@@ -43,11 +43,9 @@ class SecurityTest : public KeyedPluginTest {
 
   // A connection in `ctx`, messages both ways over it, closed, and the context finalized.
   void ExchangeAndFinalize(void* ctx) {
-    Comms c;
-    Connect(ctx, &c);
+    Comms c = Connect(ctx);
     Exchange(&c);
-    Close(ctx, &c);
-    EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+    CloseAndFinalize(ctx, &c);
   }
 
   // Messages both ways over `c`, checked byte by byte.
@@ -105,8 +103,7 @@ TEST_F(SecurityTest, BadFilesAndContradictionsFailInit) {
 
 TEST_F(SecurityTest, PreSharedKeyCarriesMessages) {
   setenv("NCCL_LONGHAUL_PSK_FILE", Psk("job.psk").c_str(), 1);
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   EXPECT_TRUE(LoggedInfo("packet protection: Noise NNpsk0 (pre-shared key)"));
   ExchangeAndFinalize(ctx);
 }
@@ -116,8 +113,7 @@ TEST_F(SecurityTest, StaticKeysTravelInTheHandle) {
   setenv("NCCL_LONGHAUL_KEY", Path("r0.key").c_str(), 1);
   setenv("NCCL_LONGHAUL_PEER_KEY", Allowed("ranks.pub", {NewKey("r1"), mine}).c_str(), 1);
   setenv("NCCL_LONGHAUL_PSK_FILE", Psk("job.psk").c_str(), 1);  // IKpsk1: both must match
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   EXPECT_TRUE(LoggedInfo("packet protection: Noise IKpsk1"));
   EXPECT_TRUE(LoggedInfo("2 allowed keys"));
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
@@ -136,8 +132,7 @@ TEST_F(SecurityTest, ListenerKeysThatDoNotFitAreRefusedAtConnect) {
   setenv("NCCL_LONGHAUL_KEY", Path("r0.key").c_str(), 1);
   // This rank's own key is not allowed: its own handles name a listener it refuses.
   setenv("NCCL_LONGHAUL_PEER_KEY", Allowed("others.pub", {NewKey("r1")}).c_str(), 1);
-  void* ctx = nullptr;
-  Init(&ctx);
+  void* ctx = Init();
   char handle[LH_NCCL_NET_HANDLE_MAXSIZE];
   void* listen = nullptr;
   ASSERT_EQ(net_->listen(ctx, 0, handle, &listen), ncclSuccess);
@@ -175,14 +170,10 @@ int PairRank(const ncclNet_v12_t* net, int fd, int rank) {
   if (const int failed = BeginRank(net, fd, 9, &me); failed != 0) return failed;
   void* const ctx = me.ctx;
   void* const listen = me.listen;
-  char* const peer = me.peer;
   void *send = nullptr, *recv = nullptr;
-  const auto deadline = Clock::now() + std::chrono::seconds(20);
-  bool refused = false;
-  while ((!send || !recv) && !refused && Clock::now() < deadline) {
-    if (!send && net->connect(ctx, 0, peer, &send, nullptr) != ncclSuccess) refused = true;
-    if (!recv && net->accept(listen, &recv, nullptr) != ncclSuccess) return 15;
-  }
+  const int connected = ConnectRank(net, me, &send, &recv);
+  if (connected == 15) return 15;
+  const bool refused = connected == 14;  // the other side refused the handshake
   char b = 0;
   if (refused) {
     // Tell the other side, which waits for a connection that never comes.
