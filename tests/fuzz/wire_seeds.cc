@@ -3,11 +3,14 @@
 #include <functional>
 #include <string_view>
 
+#include "tests/support/wire_packets.h"
 #include "transport/wire/packet.h"
 #include "transport/wire/varint.h"
 
 namespace longhaul::wire::fuzz {
 namespace {
+
+using ::longhaul::testing::DataPiece;
 
 std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> b(n);
@@ -31,6 +34,19 @@ std::vector<uint8_t> Build(PacketType type, PacketNumber pn,
   return buf;
 }
 
+// A FEC repair frame of block `block_id` (k + m), repair `index`, carrying `payload`.
+FecRepairFrame Repair(uint64_t block_id, uint8_t index, uint8_t k, uint8_t m,
+                      const std::vector<uint8_t>& payload) {
+  FecRepairFrame r;
+  r.block_id = block_id;
+  r.index = index;
+  r.k = k;
+  r.m = m;
+  r.length = payload.size();
+  r.payload = payload.data();
+  return r;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::vector<uint8_t>>> WireSeedPackets() {
@@ -42,33 +58,15 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> WireSeedPackets() {
                    Build(PacketType::kOneRtt, 1, [](PacketWriter& w) { w.WritePing(); }));
 
   out.emplace_back("data_first.bin", Build(PacketType::kOneRtt, 2, [&](PacketWriter& w) {
-                     DataFrame f;
-                     f.message_id = 0;
-                     f.message_length = 100000;
-                     f.offset = 0;
-                     f.stream_base = 0;
-                     f.length = payload.size();
-                     f.payload = payload.data();
-                     w.WriteData(f);
+                     w.WriteData(DataPiece(0, 100000, 0, payload.size(), 0, payload.data()));
                    }));
 
   out.emplace_back("data_last_two_messages.bin",
                    Build(PacketType::kOneRtt, 3, [&](PacketWriter& w) {
-                     DataFrame f;
-                     f.flags = kDataFlagLast;
-                     f.message_id = 70;
-                     f.message_length = 300;
-                     f.offset = 260;
-                     f.stream_base = 1ULL << 32;
-                     f.length = small.size();
-                     f.payload = small.data();
-                     w.WriteData(f);
-                     f.message_id = 71;
-                     f.message_length = 0;
-                     f.offset = 0;
-                     f.length = 0;
-                     f.stream_base += 300;
-                     w.WriteData(f);
+                     const uint64_t base = 1ULL << 32;
+                     // Each the last piece of its message.
+                     w.WriteData(DataPiece(70, 300, 260, small.size(), base, small.data()));
+                     w.WriteData(DataPiece(71, 0, 0, 0, base + 300, small.data()));
                    }));
 
   out.emplace_back("ack_single_range.bin", Build(PacketType::kOneRtt, 4, [](PacketWriter& w) {
@@ -103,25 +101,11 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> WireSeedPackets() {
 
   out.emplace_back("fec_source_data.bin", Build(PacketType::kOneRtt, 7, [&](PacketWriter& w) {
                      w.WriteFecSource(FecSourceFrame{42, 5, 32, 8});
-                     DataFrame f;
-                     f.message_id = 9;
-                     f.message_length = 5000;
-                     f.offset = 2000;
-                     f.stream_base = 123456;
-                     f.length = small.size();
-                     f.payload = small.data();
-                     w.WriteData(f);
+                     w.WriteData(DataPiece(9, 5000, 2000, small.size(), 123456, small.data()));
                    }));
 
   out.emplace_back("fec_repair.bin", Build(PacketType::kOneRtt, 8, [&](PacketWriter& w) {
-                     FecRepairFrame r;
-                     r.block_id = 42;
-                     r.index = 2;
-                     r.k = 32;
-                     r.m = 8;
-                     r.length = payload.size();
-                     r.payload = payload.data();
-                     w.WriteFecRepair(r);
+                     w.WriteFecRepair(Repair(42, 2, 32, 8, payload));
                    }));
 
   out.emplace_back("loss_report_ack.bin", Build(PacketType::kOneRtt, 9, [](PacketWriter& w) {
@@ -152,29 +136,15 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> WireSeedPackets() {
 
   out.emplace_back("mixed.bin", Build(PacketType::kOneRtt, 1ULL << 40, [&](PacketWriter& w) {
                      w.WriteFecSource(FecSourceFrame{7, 0, 4, 2});
-                     DataFrame f;
-                     f.flags = kDataFlagLast;
-                     f.message_id = kMaxVarint;
-                     f.message_length = 100;
-                     f.offset = 0;
-                     f.stream_base = kMaxVarint - 100;
-                     f.length = 100;
-                     f.payload = payload.data();
-                     w.WriteData(f);
+                     w.WriteData(DataPiece(kMaxVarint, 100, 0, 100, kMaxVarint - 100,
+                                           payload.data()));  // the last piece
                      AckFrame a;
                      a.largest = 1ULL << 35;
                      const AckRange r[] = {{(1ULL << 35) - 5, 1ULL << 35}, {1000, 2000}};
                      w.WriteAck(a, r, 2);
                      w.WritePadding(3);
                      w.WritePing();
-                     FecRepairFrame rep;
-                     rep.block_id = 6;
-                     rep.k = 4;
-                     rep.m = 2;
-                     rep.index = 1;
-                     rep.length = small.size();
-                     rep.payload = small.data();
-                     w.WriteFecRepair(rep);
+                     w.WriteFecRepair(Repair(6, 1, 4, 2, small));
                      w.WriteLossReport(LossReportFrame{10, 1, 1});
                    }));
   return out;
