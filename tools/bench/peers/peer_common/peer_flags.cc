@@ -39,7 +39,8 @@ const char* tool_name = "longhaul-peer";  // ParsePeerFlags sets it
 
 }  // namespace
 
-void ParsePeerFlags(int argc, char** argv, const char* tool, const PeerUsage& usage) {
+void ParsePeerFlags(int argc, char** argv, const PeerUsage& usage) {
+  const char* tool = usage.tool;
   tool_name = tool;
   const std::vector<std::string> dirs = {"tools/bench/peers/"};
   ToolFlagOptions options;
@@ -53,6 +54,14 @@ void ParsePeerFlags(int argc, char** argv, const char* tool, const PeerUsage& us
   if (FLAGS_server == !FLAGS_client.empty()) {
     ToolUsage(tool).Fail("give exactly one of --server and --client=HOST");
   }
+}
+
+int ServeOrSend(const std::function<int()>& serve,
+                const std::function<int(const WorkloadOptions&)>& send) {
+  if (FLAGS_server) return serve();
+  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
+  if (!o.ok()) return Fail(o.status(), FLAGS_json);
+  return send(*o);
 }
 
 WorkloadFlags WorkloadFlagsFromCommandLine() {

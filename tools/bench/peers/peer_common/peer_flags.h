@@ -33,9 +33,11 @@ DECLARE_bool(json);
 
 namespace longhaul::bench {
 
-// What a peer's --help says above its flags: `what` it is, then the server's and the
-// client's command lines with the default --port and the peer's own `client_flags`.
+// A peer's name and what its --help says above its flags: `what` it is, then the
+// server's and the client's command lines with the default --port and the peer's own
+// `client_flags`.
 struct PeerUsage {
+  const char* tool;
   const char* what;
   int port;
   const char* client_flags;
@@ -44,8 +46,13 @@ struct PeerUsage {
 // Starts the peer through InitTool: parses the command line (flags defined under
 // tools/bench/peers/; exit 2 naming a bad flag, --help prints `usage` and the flags),
 // then glog to stderr; checks that exactly one of --server and --client was given.
-// `tool` also prefixes Fail's messages.
-void ParsePeerFlags(int argc, char** argv, const char* tool, const PeerUsage& usage);
+// `usage.tool` also prefixes Fail's messages.
+void ParsePeerFlags(int argc, char** argv, const PeerUsage& usage);
+
+// After ParsePeerFlags, what the peer does: with --server `serve()`; else the workload
+// flags, checked (a bad one: Fail), and `send(options)`. Returns their exit status.
+int ServeOrSend(const std::function<int()>& serve,
+                const std::function<int(const WorkloadOptions&)>& send);
 
 // Reports `s` on stderr (prefixed with the tool's name) and, with `json`, as
 // {"error": ...} on stdout. Returns the exit status: 2 for InvalidArgument (a bad flag or

@@ -48,6 +48,10 @@ DEFINE_string(connect_timeout, "10s", "client: give up connecting after this lon
 namespace longhaul::bench {
 namespace {
 
+constexpr PeerUsage kUsage = {
+    "longhaul-tcp-peer", "longhaul-perf's workloads over one TCP connection (docs/comparison.md)",
+    kDefaultPort, "[--cc=bbr|cubic]"};
+
 class TcpStream : public ByteStream {
  public:
   explicit TcpStream(int fd) : fd_(fd) {
@@ -230,16 +234,12 @@ int RunServerMain() {
   return status;
 }
 
+int Main(int argc, char** argv) {
+  ParsePeerFlags(argc, argv, kUsage);
+  return ServeOrSend(RunServerMain, RunClientMain);
+}
+
 }  // namespace
 }  // namespace longhaul::bench
 
-int main(int argc, char** argv) {
-  using namespace longhaul::bench;
-  ParsePeerFlags(argc, argv, "longhaul-tcp-peer",
-                 {"longhaul-perf's workloads over one TCP connection (docs/comparison.md)",
-                  kDefaultPort, "[--cc=bbr|cubic]"});
-  if (FLAGS_server) return RunServerMain();
-  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
-  if (!o.ok()) return Fail(o.status(), FLAGS_json);
-  return RunClientMain(*o);
-}
+int main(int argc, char** argv) { return longhaul::bench::Main(argc, argv); }

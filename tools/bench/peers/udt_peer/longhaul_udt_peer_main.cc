@@ -48,6 +48,9 @@ namespace {
 
 constexpr int kUdtHeaderBytes = 16;
 constexpr int kIpUdpHeaderBytes = 28;
+constexpr PeerUsage kUsage = {
+    "longhaul-udt-peer", "a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)",
+    kDefaultPort, "[--rate=R --rtt=T]"};
 
 std::string UdtError() {
   return absl::StrCat(UDT::getlasterror_desc(), " (UDT error ", UDT::getlasterror_code(), ")");
@@ -300,20 +303,19 @@ int RunServerMain(const Sizes& sizes) {
   return status;
 }
 
-}  // namespace
-}  // namespace longhaul::bench
-
-int main(int argc, char** argv) {
-  using namespace longhaul::bench;
-  ParsePeerFlags(argc, argv, "longhaul-udt-peer",
-                 {"a UDT4 peer running longhaul-perf's workloads (docs/comparison.md)",
-                  kDefaultPort, "[--rate=R --rtt=T]"});
+int Main(int argc, char** argv) {
+  ParsePeerFlags(argc, argv, kUsage);
   absl::StatusOr<Sizes> sizes = ChooseSizes();
   if (!sizes.ok()) return Fail(sizes.status(), FLAGS_json && !FLAGS_server);
-  absl::StatusOr<WorkloadOptions> o = WorkloadOptionsFromFlags(WorkloadFlagsFromCommandLine());
-  if (!FLAGS_server && !o.ok()) return Fail(o.status(), FLAGS_json);
   UDT::startup();
-  const int rc = FLAGS_server ? RunServerMain(*sizes) : RunClientMain(*o, *sizes);
+  const int rc =
+      ServeOrSend([&] { return RunServerMain(*sizes); },
+                  [&](const WorkloadOptions& o) { return RunClientMain(o, *sizes); });
   UDT::cleanup();
   return rc;
 }
+
+}  // namespace
+}  // namespace longhaul::bench
+
+int main(int argc, char** argv) { return longhaul::bench::Main(argc, argv); }
