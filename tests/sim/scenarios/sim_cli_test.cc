@@ -1,6 +1,7 @@
 // longhaul-sim from the command line: --deliveries writes one line per delivered message;
 // a path that cannot be written is refused before the run; the JSON result has the run's
-// wall and CPU time, read on the tool's clocks, which also bound it (--max_wall_time).
+// wall and CPU time, read on the tool's clocks, which also bound it (--max_wall_time);
+// --nodes=endpoint runs whole endpoints and reports the handshake and the sealing.
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -75,6 +76,46 @@ TEST(SimCliTest, MaxWallTimeStopsTheRun) {
   EXPECT_EQ(o.status, 1) << o.out;
   const nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j.at("result").at("stop_reason"), "max_wall_time");
+}
+
+TEST(SimCliTest, EndpointNodesReportTheHandshakeAndSealing) {
+  const auto o = RunSim("--bytes=8MiB --nodes=endpoint --security=keys --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j.at("scenario").at("nodes"), "endpoint");
+  EXPECT_EQ(j.at("scenario").at("security"), "keys");
+  const nlohmann::json& r = j.at("result");
+  EXPECT_EQ(r.at("nodes"), "endpoint");
+  EXPECT_EQ(r.at("security"), "keys");
+  EXPECT_TRUE(r.at("delivered_intact").get<bool>());
+  // Hello, Retry, Hello with the cookie, Accept: two 10 ms round trips.
+  EXPECT_GE(r.at("handshake_s").get<double>(), 0.020);
+  EXPECT_LT(r.at("handshake_s").get<double>(), 0.025);
+  EXPECT_GT(r.at("client_endpoint").at("packets_sealed").get<uint64_t>(), 0u);
+  EXPECT_GT(r.at("server_endpoint").at("packets_opened").get<uint64_t>(), 0u);
+  EXPECT_EQ(r.at("server_endpoint").at("connections_accepted"), 1);
+}
+
+TEST(SimCliTest, ConnectionNodesKeepTheirJson) {
+  const auto o = RunSim("--bytes=1MiB --json");
+  ASSERT_EQ(o.status, 0) << o.out;
+  const nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_FALSE(j.at("scenario").contains("nodes"));
+  EXPECT_FALSE(j.at("result").contains("handshake_s"));
+}
+
+TEST(SimCliTest, BadNodeFlagsAreUsageErrors) {
+  auto o = RunSim("--bytes=1MiB --security=psk 2>&1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.out.find("--security needs --nodes=endpoint"), std::string::npos) << o.out;
+  o = RunSim("--bytes=1MiB --nodes=socket 2>&1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.out.find("--nodes: unknown 'socket'"), std::string::npos) << o.out;
+  o = RunSim("--bytes=1MiB --nodes=endpoint --security=rot13 2>&1");
+  EXPECT_EQ(o.status, 2);
+  o = RunSim("--bytes=1MiB --nodes=endpoint --payload=off 2>&1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.out.find("endpoint nodes carry whole payloads"), std::string::npos) << o.out;
 }
 
 }  // namespace
