@@ -160,8 +160,7 @@ TEST(BridgeCliE2E, PortInUseExits1) {
 
 TEST(BridgeCliE2E, PerfClientIsRefusedByAServerBridge) {
   Target sink(TargetMode::kSink);
-  std::unique_ptr<Bridge> server =
-      StartServer({absl::StrCat("--target=127.0.0.1:", sink.port())}, /*metrics=*/true);
+  std::unique_ptr<Bridge> server = StartServerFor(sink.port());
   ASSERT_TRUE(server);
   absl::StatusOr<RunResult> perf = RunToCompletion(
       LONGHAUL_PERF_BIN,

@@ -43,70 +43,93 @@ void ExpectUploadIntact(const Upload& u, uint64_t n) {
 
 void ExpectDownloadIntact(const Download& d, uint64_t n) {
   ASSERT_TRUE(d.connected);
-  EXPECT_EQ(d.got.end, End::kEof) << EndName(d.got.end) << " errno " << d.got.err;
-  EXPECT_EQ(d.got.bytes, n);
-  EXPECT_EQ(d.got.first_bad, ~0ULL) << "wrong byte at offset " << d.got.first_bad;
+  ExpectReadIntact(d.got, n);
 }
 
-TEST(BridgeE2E, UploadsOfEverySizeArriveIntact) {
-  BridgePair p;
-  ASSERT_TRUE(p.Start(TargetMode::kSink));
-  uint64_t total = 0;
-  for (uint64_t n : kSizes) {
-    SCOPED_TRACE(absl::StrCat("upload of ", n, " bytes"));
+enum class Direction { kUpload, kDownload };
+
+// One stream of n bytes `dir` through `p` (its target a sink for an upload, a source for a
+// download) arrives intact.
+void ExpectCarriedIntact(BridgePair& p, Direction dir, uint64_t n) {
+  if (dir == Direction::kUpload) {
     ExpectUploadIntact(DoUpload(p.client->tcp_port, n), n);
+  } else {
+    ExpectDownloadIntact(DoDownload(p.client->tcp_port, n), n);
+  }
+}
+
+// One stream of each of kSizes `dir` through a fresh bridge pair, one after another, each
+// intact. The target saw each end with EOF: an upload's sink after every byte (and its
+// 16-byte reply), a download's source after the 8-byte request (the app's half-close) and
+// everything sent. The bridges counted the bytes each way, completed every stream and
+// reset none; after uploads the client also counts the streams opened, none left open and
+// one session on each side.
+void CarryEachSize(Direction dir) {
+  const bool up = dir == Direction::kUpload;
+  BridgePair p;
+  ASSERT_TRUE(p.Start(up ? TargetMode::kSink : TargetMode::kSource));
+  uint64_t total = 0;
+  for (uint64_t n : kSizes) {
+    SCOPED_TRACE(absl::StrCat(up ? "upload" : "download", " of ", n, " bytes"));
+    ExpectCarriedIntact(p, dir, n);
     total += n;
   }
-  // The sink saw each stream end with EOF (not a reset), after every byte.
   std::vector<TargetConn> seen = p.target->WaitDone(kSizes.size(), milliseconds(10000));
   ASSERT_EQ(seen.size(), kSizes.size());
   for (size_t i = 0; i < seen.size(); ++i) {
-    EXPECT_TRUE(seen[i].done);
+    if (up) {
+      EXPECT_TRUE(seen[i].done);
+    }
     EXPECT_EQ(seen[i].end, End::kEof) << i << ": " << EndName(seen[i].end);
-    EXPECT_EQ(seen[i].bytes_in, kSizes[i]);
-    EXPECT_EQ(seen[i].bytes_out, 16u);
+    EXPECT_EQ(seen[i].bytes_in, up ? kSizes[i] : 8u);
+    EXPECT_EQ(seen[i].bytes_out, up ? 16u : kSizes[i]);
   }
+  // The bridge whose application side read the bytes, and the one that wrote them out.
+  const Bridge& from_tcp = up ? *p.client : *p.server;
+  const Bridge& to_tcp = up ? *p.server : *p.client;
+  ExpectMetric(from_tcp, "longhaul_bridge_tcp_received_bytes_total", static_cast<double>(total));
+  ExpectMetric(to_tcp, "longhaul_bridge_tcp_sent_bytes_total", static_cast<double>(total));
   const double streams = static_cast<double>(kSizes.size());
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", streams);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", streams);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_opened_total", streams);
-  ExpectMetric(*p.client, "longhaul_bridge_tcp_received_bytes_total", static_cast<double>(total));
-  ExpectMetric(*p.server, "longhaul_bridge_tcp_sent_bytes_total", static_cast<double>(total));
-  ExpectMetric(*p.client, "longhaul_bridge_tcp_sent_bytes_total", 16 * streams);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_open", 0);
-  ExpectMetric(*p.client, "longhaul_bridge_sessions_open", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_sessions_open", 1);
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
+  if (up) {
+    ExpectMetric(*p.client, "longhaul_bridge_streams_opened_total", streams);
+    ExpectMetric(*p.client, "longhaul_bridge_tcp_sent_bytes_total", 16 * streams);
+    ExpectMetric(*p.client, "longhaul_bridge_streams_open", 0);
+    ExpectMetric(*p.client, "longhaul_bridge_sessions_open", 1);
+    ExpectMetric(*p.server, "longhaul_bridge_sessions_open", 1);
+  }
+  ExpectCompletedWithoutResets(*p.client, *p.server, streams);
   p.Stop();
 }
 
-TEST(BridgeE2E, DownloadsOfEverySizeArriveIntact) {
+// One stream of n bytes `dir` through a fresh bridge pair (to a sink for an upload, from
+// a source for a download) arrives intact; the target's only connection ended with EOF
+// having read (upload) or written (download) n bytes, the bridge that wrote them to TCP
+// counted them, and both bridges completed the stream without resets.
+void CarryOneStream(Direction dir, uint64_t n) {
+  const bool up = dir == Direction::kUpload;
   BridgePair p;
-  ASSERT_TRUE(p.Start(TargetMode::kSource));
-  uint64_t total = 0;
-  for (uint64_t n : kSizes) {
-    SCOPED_TRACE(absl::StrCat("download of ", n, " bytes"));
-    ExpectDownloadIntact(DoDownload(p.client->tcp_port, n), n);
-    total += n;
-  }
-  // The source read the request, then EOF (the app's half-close), and sent everything.
-  std::vector<TargetConn> seen = p.target->WaitDone(kSizes.size(), milliseconds(10000));
-  ASSERT_EQ(seen.size(), kSizes.size());
-  for (size_t i = 0; i < seen.size(); ++i) {
-    EXPECT_EQ(seen[i].end, End::kEof) << i << ": " << EndName(seen[i].end);
-    EXPECT_EQ(seen[i].bytes_in, 8u);
-    EXPECT_EQ(seen[i].bytes_out, kSizes[i]);
-  }
-  const double streams = static_cast<double>(kSizes.size());
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", streams);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", streams);
-  ExpectMetric(*p.client, "longhaul_bridge_tcp_sent_bytes_total", static_cast<double>(total));
-  ExpectMetric(*p.server, "longhaul_bridge_tcp_received_bytes_total", static_cast<double>(total));
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
+  ASSERT_TRUE(p.Start(up ? TargetMode::kSink : TargetMode::kSource));
+  ExpectCarriedIntact(p, dir, n);
+  std::optional<TargetConn> seen = WaitOnlyConnEof(*p.target);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(up ? seen->bytes_in : seen->bytes_out, n);
+  ExpectMetric(up ? *p.server : *p.client, "longhaul_bridge_tcp_sent_bytes_total",
+               static_cast<double>(n));
+  ExpectCompletedWithoutResets(*p.client, *p.server, 1);
   p.Stop();
 }
+
+// A fresh pre-shared key written to `path` by longhaul-keygen.
+void KeygenPsk(const std::string& path) {
+  absl::StatusOr<emu::testing::RunResult> gen =
+      emu::testing::RunToCompletion(LONGHAUL_KEYGEN_BIN, {"--psk=" + path}, milliseconds(20000));
+  ASSERT_TRUE(gen.ok()) << gen.status();
+  ASSERT_EQ(gen->status, 0) << gen->stderr_text;
+}
+
+TEST(BridgeE2E, UploadsOfEverySizeArriveIntact) { CarryEachSize(Direction::kUpload); }
+
+TEST(BridgeE2E, DownloadsOfEverySizeArriveIntact) { CarryEachSize(Direction::kDownload); }
 
 TEST(BridgeE2E, EmptyStreamBothWays) {
   BridgePair p;
@@ -117,45 +140,16 @@ TEST(BridgeE2E, EmptyStreamBothWays) {
   ASSERT_TRUE(x.connected);
   EXPECT_EQ(x.got.end, End::kEof) << EndName(x.got.end) << " errno " << x.got.err;
   EXPECT_EQ(x.got.bytes, 0u);
-  std::vector<TargetConn> seen = p.target->WaitDone(1, milliseconds(10000));
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].end, End::kEof);
-  EXPECT_EQ(seen[0].bytes_in, 0u);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", 1);
+  std::optional<TargetConn> seen = WaitOnlyConnEof(*p.target);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->bytes_in, 0u);
+  ExpectCompleted(*p.client, *p.server, 1);
   p.Stop();
 }
 
-TEST(BridgeE2E, OneGibibyteUpload) {
-  BridgePair p;
-  ASSERT_TRUE(p.Start(TargetMode::kSink));
-  ExpectUploadIntact(DoUpload(p.client->tcp_port, kGiB), kGiB);
-  std::vector<TargetConn> seen = p.target->WaitDone(1, milliseconds(10000));
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].end, End::kEof);
-  EXPECT_EQ(seen[0].bytes_in, kGiB);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_tcp_sent_bytes_total", static_cast<double>(kGiB));
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
-  p.Stop();
-}
+TEST(BridgeE2E, OneGibibyteUpload) { CarryOneStream(Direction::kUpload, kGiB); }
 
-TEST(BridgeE2E, OneGibibyteDownload) {
-  BridgePair p;
-  ASSERT_TRUE(p.Start(TargetMode::kSource));
-  ExpectDownloadIntact(DoDownload(p.client->tcp_port, kGiB), kGiB);
-  std::vector<TargetConn> seen = p.target->WaitDone(1, milliseconds(10000));
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].end, End::kEof);
-  EXPECT_EQ(seen[0].bytes_out, kGiB);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.client, "longhaul_bridge_tcp_sent_bytes_total", static_cast<double>(kGiB));
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
-  p.Stop();
-}
+TEST(BridgeE2E, OneGibibyteDownload) { CarryOneStream(Direction::kDownload, kGiB); }
 
 TEST(BridgeE2E, TwentyConcurrentStreamsOfDifferentSizes) {
   BridgePair p;
@@ -169,34 +163,12 @@ TEST(BridgeE2E, TwentyConcurrentStreamsOfDifferentSizes) {
         300 * kKiB, 1 * kMiB, 2 * kMiB + 3, 4 * kMiB};
     sizes.push_back(kSome[i % 10] + (i >= 10 ? 7 * i : 0));
   }
-  std::vector<Exchange> results(kStreams);
-  {
-    ThreadGroup threads;
-    for (int i = 0; i < kStreams; ++i) {
-      threads.Add(std::thread([&, i] {
-        results[i] = DoEchoExchange(p.client->tcp_port, sizes[i], milliseconds(120000));
-      }));
-    }
-    threads.JoinAll();
-  }
-  for (int i = 0; i < kStreams; ++i) {
-    SCOPED_TRACE(absl::StrCat("stream ", i, " of ", sizes[i], " bytes"));
-    ASSERT_TRUE(results[i].connected);
-    EXPECT_EQ(results[i].sent, sizes[i]);
-    EXPECT_EQ(results[i].got.end, End::kEof)
-        << EndName(results[i].got.end) << " errno " << results[i].got.err;
-    EXPECT_EQ(results[i].got.bytes, sizes[i]);
-    EXPECT_EQ(results[i].got.first_bad, ~0ULL) << "wrong byte at " << results[i].got.first_bad;
-  }
+  ExpectEchoesIntact(DoEchoExchanges(p.client->tcp_port, sizes, milliseconds(120000)), sizes);
   std::vector<TargetConn> seen = p.target->WaitDone(kStreams, milliseconds(10000));
   ASSERT_EQ(seen.size(), static_cast<size_t>(kStreams));
   for (const TargetConn& c : seen) EXPECT_EQ(c.end, End::kEof);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", kStreams);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", kStreams);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_open", 0);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_open", 0);
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
+  ExpectNoStreamsOpen(*p.client, *p.server);
+  ExpectCompletedWithoutResets(*p.client, *p.server, kStreams);
   p.Stop();
 }
 
@@ -210,17 +182,12 @@ TEST(BridgeE2E, HalfCloseCrosses) {
   ASSERT_EQ(shutdown(app.get(), SHUT_WR), 0);
   // The target answers only after it has seen EOF: the reply proves the half-close
   // crossed while the other direction stayed open.
-  ReadResult reply = ReadToEnd(app.get(), true, 0, Clock::now() + milliseconds(30000));
-  EXPECT_EQ(reply.end, End::kEof) << EndName(reply.end) << " errno " << reply.err;
-  EXPECT_EQ(reply.bytes, kRequest);
-  EXPECT_EQ(reply.first_bad, ~0ULL);
-  std::vector<TargetConn> seen = p.target->WaitDone(1, milliseconds(10000));
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].end, End::kEof);
-  EXPECT_EQ(seen[0].bytes_in, kRequest);
-  EXPECT_EQ(seen[0].bytes_out, kRequest);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", 1);
+  ExpectReadIntact(ReadToEnd(app.get(), true, 0, Clock::now() + milliseconds(30000)), kRequest);
+  std::optional<TargetConn> seen = WaitOnlyConnEof(*p.target);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->bytes_in, kRequest);
+  EXPECT_EQ(seen->bytes_out, kRequest);
+  ExpectCompleted(*p.client, *p.server, 1);
   p.Stop();
 }
 
@@ -229,34 +196,25 @@ TEST(BridgeE2E, HalfCloseCrosses) {
 TEST(BridgeE2E, TargetHalfClosesFirst) {
   BridgePair p;
   ASSERT_TRUE(p.Start(TargetMode::kSource));
-  Fd app = ConnectTcp(p.client->tcp_port);
+  Fd app = OpenDownload(p.client->tcp_port, 1000);
   ASSERT_TRUE(app.valid());
-  const uint8_t req[8] = {0, 0, 0, 0, 0, 0, 0x03, 0xE8};  // 1000 bytes
-  ASSERT_TRUE(SendAll(app.get(), req, sizeof(req)));
   ReadResult answer = ReadToEnd(app.get(), true, 0, Clock::now() + milliseconds(20000));
   ASSERT_EQ(answer.end, End::kEof) << EndName(answer.end);
   ASSERT_EQ(answer.bytes, 1000u);
   EXPECT_EQ(answer.first_bad, ~0ULL);
   ASSERT_TRUE(SendPattern(app.get(), 8 * kMiB));
   ASSERT_EQ(shutdown(app.get(), SHUT_WR), 0);
-  std::vector<TargetConn> seen = p.target->WaitDone(1, milliseconds(30000));
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].end, End::kEof) << EndName(seen[0].end) << " errno " << seen[0].err;
-  EXPECT_EQ(seen[0].bytes_in, 8 + 8 * kMiB);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 1);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_completed_total", 1);
-  ExpectNoResets(*p.client);
-  ExpectNoResets(*p.server);
+  std::optional<TargetConn> seen = WaitOnlyConnEof(*p.target, milliseconds(30000));
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->bytes_in, 8 + 8 * kMiB);
+  ExpectCompletedWithoutResets(*p.client, *p.server, 1);
   p.Stop();
 }
 
 TEST(BridgeE2E, PreSharedKey) {
   TempDir dir;
   const std::string psk = dir.path() + "/link.psk";
-  absl::StatusOr<emu::testing::RunResult> gen =
-      emu::testing::RunToCompletion(LONGHAUL_KEYGEN_BIN, {"--psk=" + psk}, milliseconds(20000));
-  ASSERT_TRUE(gen.ok()) << gen.status();
-  ASSERT_EQ(gen->status, 0) << gen->stderr_text;
+  ASSERT_NO_FATAL_FAILURE(KeygenPsk(psk));
   BridgePair p;
   ASSERT_TRUE(p.Start(TargetMode::kSink, {"--psk_file=" + psk}, {"--psk_file=" + psk}));
   std::optional<std::string> connected = p.client->WaitLine("connected to ", milliseconds(1000));
@@ -270,15 +228,10 @@ TEST(BridgeE2E, PreSharedKey) {
 TEST(BridgeE2E, ClientWithTheWrongKeyNeverConnects) {
   TempDir dir;
   const std::string a = dir.path() + "/a.psk", b = dir.path() + "/b.psk";
-  for (const std::string& f : {a, b}) {
-    absl::StatusOr<emu::testing::RunResult> gen =
-        emu::testing::RunToCompletion(LONGHAUL_KEYGEN_BIN, {"--psk=" + f}, milliseconds(20000));
-    ASSERT_TRUE(gen.ok()) << gen.status();
-    ASSERT_EQ(gen->status, 0) << gen->stderr_text;
-  }
+  for (const std::string& f : {a, b}) ASSERT_NO_FATAL_FAILURE(KeygenPsk(f));
   Target sink(TargetMode::kSink);
   std::unique_ptr<Bridge> server =
-      StartServer({"--psk_file=" + a, absl::StrCat("--target=127.0.0.1:", sink.port())});
+      StartServer({"--psk_file=" + a, TargetFlag(sink.port())});
   ASSERT_TRUE(server);
   std::unique_ptr<Bridge> client = StartClient(
       server->udp_port, {"--psk_file=" + b, "--connect_timeout=1s", "--connect_wait=2s"},
@@ -320,7 +273,7 @@ TEST(BridgeE2E, StalledReaderHoldsUpOnlyItsOwnStream) {
   const std::string client_fwd =
       dir.Write("client.fwd", absl::StrCat("src 127.0.0.1:", src_port.port(), "\n"));
   const std::vector<std::string> window = {"--stream_window=1MiB", "--memory=4MiB"};
-  std::vector<std::string> sf = {absl::StrCat("--target=127.0.0.1:", echo.port()),
+  std::vector<std::string> sf = {TargetFlag(echo.port()),
                                  "--forwards=" + server_fwd};
   sf.insert(sf.end(), window.begin(), window.end());
   std::unique_ptr<Bridge> server = StartServer(sf, /*metrics=*/true);
@@ -331,11 +284,8 @@ TEST(BridgeE2E, StalledReaderHoldsUpOnlyItsOwnStream) {
   ASSERT_TRUE(client);
 
   constexpr uint64_t kStalled = 128 * kMiB;
-  Fd stalled = ConnectTcp(src_port.port());
+  Fd stalled = OpenDownload(src_port.port(), kStalled);
   ASSERT_TRUE(stalled.valid());
-  uint8_t req[8];
-  for (int i = 0; i < 8; ++i) req[i] = static_cast<uint8_t>(kStalled >> (56 - 8 * i));
-  ASSERT_TRUE(SendAll(stalled.get(), req, sizeof(req)));
   ASSERT_EQ(shutdown(stalled.get(), SHUT_WR), 0);
   // Not read: the source fills the socket buffers and the stream's window, then waits.
   double carried = NAN;
@@ -346,9 +296,7 @@ TEST(BridgeE2E, StalledReaderHoldsUpOnlyItsOwnStream) {
 
   Exchange other = DoEchoExchange(client->tcp_port, 16 * kMiB, milliseconds(60000));
   ASSERT_TRUE(other.connected);
-  EXPECT_EQ(other.got.end, End::kEof) << EndName(other.got.end) << " errno " << other.got.err;
-  EXPECT_EQ(other.got.bytes, 16 * kMiB);
-  EXPECT_EQ(other.got.first_bad, ~0ULL);
+  ExpectReadIntact(other.got, 16 * kMiB);
   // The stalled download is still open (not reset), and far from done.
   std::vector<TargetConn> downloading = source.WaitDone(1, milliseconds(0));
   ASSERT_EQ(downloading.size(), 1u);
@@ -356,10 +304,8 @@ TEST(BridgeE2E, StalledReaderHoldsUpOnlyItsOwnStream) {
   EXPECT_LT(FetchMetrics(client->metrics_port)["longhaul_bridge_tcp_sent_bytes_total"],
             static_cast<double>(kStalled));
 
-  ReadResult got = ReadToEnd(stalled.get(), true, 0, Clock::now() + milliseconds(120000));
-  EXPECT_EQ(got.end, End::kEof) << EndName(got.end) << " errno " << got.err;
-  EXPECT_EQ(got.bytes, kStalled);
-  EXPECT_EQ(got.first_bad, ~0ULL) << "wrong byte at " << got.first_bad;
+  ExpectReadIntact(ReadToEnd(stalled.get(), true, 0, Clock::now() + milliseconds(120000)),
+                   kStalled);
   ExpectMetric(*client, "longhaul_bridge_streams_completed_total", 2);
   ExpectMetric(*client, "longhaul_bridge_protocol_errors_total", 0);
   ExpectNoResets(*client);
@@ -374,8 +320,7 @@ TEST(BridgeE2E, StalledReaderHoldsUpOnlyItsOwnStream) {
 TEST(BridgeE2E, ConcurrentStreamsOverALossyReorderingLink) {
   if (access(LONGHAUL_EMU_BIN, X_OK) != 0) GTEST_SKIP() << "no " << LONGHAUL_EMU_BIN;
   Target echo(TargetMode::kEcho);
-  std::unique_ptr<Bridge> server =
-      StartServer({absl::StrCat("--target=127.0.0.1:", echo.port())}, /*metrics=*/true);
+  std::unique_ptr<Bridge> server = StartServerFor(echo.port());
   ASSERT_TRUE(server);
   perf_testing::EmuRelay relay = perf_testing::StartEmuRelay(
       LONGHAUL_EMU_BIN, "rate=400mbit,rtt=4ms,loss=2e-2,reorder=5e-2,reorder_delay=2ms",
@@ -384,26 +329,9 @@ TEST(BridgeE2E, ConcurrentStreamsOverALossyReorderingLink) {
   std::unique_ptr<Bridge> client = StartClient(relay.port, {}, /*metrics=*/true);
   ASSERT_TRUE(client);
   constexpr int kStreams = 20;
-  std::vector<Exchange> results(kStreams);
   std::vector<uint64_t> sizes;
   for (int i = 0; i < kStreams; ++i) sizes.push_back((i % 5) * 300 * kKiB + 17 * i);
-  {
-    ThreadGroup threads;
-    for (int i = 0; i < kStreams; ++i) {
-      threads.Add(std::thread([&, i] {
-        results[i] = DoEchoExchange(client->tcp_port, sizes[i], milliseconds(120000));
-      }));
-    }
-    threads.JoinAll();
-  }
-  for (int i = 0; i < kStreams; ++i) {
-    SCOPED_TRACE(absl::StrCat("stream ", i, " of ", sizes[i], " bytes"));
-    ASSERT_TRUE(results[i].connected);
-    EXPECT_EQ(results[i].got.end, End::kEof)
-        << EndName(results[i].got.end) << " errno " << results[i].got.err;
-    EXPECT_EQ(results[i].got.bytes, sizes[i]);
-    EXPECT_EQ(results[i].got.first_bad, ~0ULL) << "wrong byte at " << results[i].got.first_bad;
-  }
+  ExpectEchoesIntact(DoEchoExchanges(client->tcp_port, sizes, milliseconds(120000)), sizes);
   // The link did lose packets (the test tested something).
   double lost = NAN;
   EXPECT_TRUE(WaitMetric(
@@ -412,12 +340,9 @@ TEST(BridgeE2E, ConcurrentStreamsOverALossyReorderingLink) {
                    "\"}"),
       [](double v) { return v > 0; }, milliseconds(5000), &lost))
       << lost;
-  ExpectMetric(*client, "longhaul_bridge_streams_completed_total", kStreams);
-  ExpectMetric(*server, "longhaul_bridge_streams_completed_total", kStreams);
   ExpectMetric(*client, "longhaul_bridge_protocol_errors_total", 0);
   ExpectMetric(*server, "longhaul_bridge_protocol_errors_total", 0);
-  ExpectNoResets(*client);
-  ExpectNoResets(*server);
+  ExpectCompletedWithoutResets(*client, *server, kStreams);
   StopBridge(*client);
   StopBridge(*server);
   relay.proc->Signal(SIGTERM);

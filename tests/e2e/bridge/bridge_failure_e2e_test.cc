@@ -64,8 +64,7 @@ TEST(BridgeFailureE2E, ApplicationResetReachesTheTarget) {
   ExpectMetric(*p.client, ResetSeries("aborted", "local"), 1);
   ExpectMetric(*p.server, ResetSeries("aborted", "peer"), 1);
   ExpectMetric(*p.client, "longhaul_bridge_streams_completed_total", 0);
-  ExpectMetric(*p.client, "longhaul_bridge_streams_open", 0);
-  ExpectMetric(*p.server, "longhaul_bridge_streams_open", 0);
+  ExpectNoStreamsOpen(*p.client, *p.server);
   p.Stop();
 }
 
@@ -124,29 +123,35 @@ TEST(BridgeFailureE2E, TargetResetReachesTheApplication) {
   p.Stop();
 }
 
-TEST(BridgeFailureE2E, TargetRefusedResetsTheApplicationPromptly) {
-  ReservedTcpPort closed;  // bound and never listening: a connection to it is refused
-  std::unique_ptr<Bridge> server =
-      StartServer({absl::StrCat("--target=127.0.0.1:", closed.port())}, /*metrics=*/true);
-  ASSERT_TRUE(server);
-  std::unique_ptr<Bridge> client = StartClient(server->udp_port, {}, /*metrics=*/true);
-  ASSERT_TRUE(client);
-  Fd app = ConnectTcp(client->tcp_port);
+// A new stream whose target the server cannot reach: the application sends 1000 bytes and
+// is reset within `within` (it does not hang), having read nothing; the client counts the
+// reset with `reason` by the peer, the server by itself, with one target connect failure.
+void ExpectTargetFailureReset(const Bridge& client, const Bridge& server, const std::string& reason,
+                              milliseconds within) {
+  Fd app = ConnectTcp(client.tcp_port);
   ASSERT_TRUE(app.valid());
   ASSERT_TRUE(SendPattern(app.get(), 1000));
-  ReadResult r = ReadToEnd(app.get(), false, 0, Clock::now() + milliseconds(10000));
+  ReadResult r = ReadToEnd(app.get(), false, 0, Clock::now() + within);
   EXPECT_NE(r.end, End::kTimeout) << "the application's connection hangs";
   EXPECT_EQ(r.end, End::kReset) << EndName(r.end) << " errno " << r.err;
   EXPECT_EQ(r.bytes, 0u);
-  ExpectMetric(*client, ResetSeries("target_refused", "peer"), 1);
-  ExpectMetric(*server, ResetSeries("target_refused", "local"), 1);
-  ExpectMetric(*server, "longhaul_bridge_target_connect_failures_total", 1);
-  ExpectMetric(*client, "longhaul_bridge_streams_open", 0);
-  ExpectMetric(*server, "longhaul_bridge_streams_open", 0);
+  ExpectMetric(client, ResetSeries(reason, "peer"), 1);
+  ExpectMetric(server, ResetSeries(reason, "local"), 1);
+  ExpectMetric(server, "longhaul_bridge_target_connect_failures_total", 1);
+}
+
+TEST(BridgeFailureE2E, TargetRefusedResetsTheApplicationPromptly) {
+  ReservedTcpPort closed;  // bound and never listening: a connection to it is refused
+  std::unique_ptr<Bridge> server = StartServerFor(closed.port());
+  ASSERT_TRUE(server);
+  std::unique_ptr<Bridge> client = StartClient(server->udp_port, {}, /*metrics=*/true);
+  ASSERT_TRUE(client);
+  ExpectTargetFailureReset(*client, *server, "target_refused", milliseconds(10000));
+  ExpectNoStreamsOpen(*client, *server);
   // The session outlives the stream: a second connection is refused the same way.
   Fd again = ConnectTcp(client->tcp_port);
   ASSERT_TRUE(again.valid());
-  r = ReadToEnd(again.get(), false, 0, Clock::now() + milliseconds(10000));
+  ReadResult r = ReadToEnd(again.get(), false, 0, Clock::now() + milliseconds(10000));
   EXPECT_EQ(r.end, End::kReset) << EndName(r.end);
   ExpectMetric(*client, ResetSeries("target_refused", "peer"), 2);
   ExpectMetric(*server, "longhaul_bridge_target_connect_failures_total", 2);
@@ -157,8 +162,7 @@ TEST(BridgeFailureE2E, TargetRefusedResetsTheApplicationPromptly) {
 
 TEST(BridgeFailureE2E, UnknownForwardIsReset) {
   Target sink(TargetMode::kSink);
-  std::unique_ptr<Bridge> server =
-      StartServer({absl::StrCat("--target=127.0.0.1:", sink.port())}, /*metrics=*/true);
+  std::unique_ptr<Bridge> server = StartServerFor(sink.port());
   ASSERT_TRUE(server);
   TempDir dir;
   ReservedTcpPort listen;
@@ -190,7 +194,7 @@ TEST(BridgeFailureE2E, UnknownForwardIsReset) {
 
 TEST(BridgeFailureE2E, PeerKilledAndRestartedWhileAStreamIsOpen) {
   Target echo(TargetMode::kEcho);
-  const std::string target = absl::StrCat("--target=127.0.0.1:", echo.port());
+  const std::string target = TargetFlag(echo.port());
   std::unique_ptr<Bridge> server = StartServer(With({target}, kQuickServer));
   ASSERT_TRUE(server);
   const int port = server->udp_port;
@@ -262,7 +266,7 @@ TEST(BridgeFailureE2E, ClientStartedBeforeTheServer) {
   EXPECT_EQ(sink.accepted(), 0u);
 
   std::unique_ptr<Bridge> server = StartServer({absl::StrCat("--listen=127.0.0.1:", port),
-                                                absl::StrCat("--target=127.0.0.1:", sink.port())});
+                                                TargetFlag(sink.port())});
   ASSERT_TRUE(server);
   ASSERT_EQ(shutdown(app.get(), SHUT_WR), 0);
   ReadResult reply = ReadToEnd(app.get(), false, 64, Clock::now() + milliseconds(30000));
@@ -329,19 +333,11 @@ TEST(BridgeFailureE2E, SigtermOnTheClientDrainsTheOpenStream) {
 
 TEST(BridgeFailureE2E, TargetThatNeverAnswersTimesOut) {
   SilentListener silent;
-  std::unique_ptr<Bridge> server = StartServer(
-      {absl::StrCat("--target=127.0.0.1:", silent.port), "--target_timeout=1s"}, /*metrics=*/true);
+  std::unique_ptr<Bridge> server = StartServerFor(silent.port, {"--target_timeout=1s"});
   ASSERT_TRUE(server);
   std::unique_ptr<Bridge> client = StartClient(server->udp_port, {}, /*metrics=*/true);
   ASSERT_TRUE(client);
-  Fd app = ConnectTcp(client->tcp_port);
-  ASSERT_TRUE(app.valid());
-  ASSERT_TRUE(SendPattern(app.get(), 1000));
-  ReadResult r = ReadToEnd(app.get(), false, 0, Clock::now() + milliseconds(15000));
-  EXPECT_EQ(r.end, End::kReset) << EndName(r.end) << " errno " << r.err;
-  ExpectMetric(*client, ResetSeries("target_unreachable", "peer"), 1);
-  ExpectMetric(*server, ResetSeries("target_unreachable", "local"), 1);
-  ExpectMetric(*server, "longhaul_bridge_target_connect_failures_total", 1);
+  ExpectTargetFailureReset(*client, *server, "target_unreachable", milliseconds(15000));
   StopBridge(*client);
   StopBridge(*server);
 }
@@ -413,11 +409,8 @@ TEST(BridgeFailureE2E, SigtermOnTheServerDrainsAnOpenDownload) {
   BridgePair p;
   ASSERT_TRUE(p.Start(TargetMode::kSource));
   constexpr uint64_t kSize = 64 * kMiB;
-  Fd app = ConnectTcp(p.client->tcp_port);
+  Fd app = OpenDownload(p.client->tcp_port, kSize);
   ASSERT_TRUE(app.valid());
-  uint8_t req[8];
-  for (int i = 0; i < 8; ++i) req[i] = static_cast<uint8_t>(kSize >> (56 - 8 * i));
-  ASSERT_TRUE(SendAll(app.get(), req, sizeof(req)));
   ASSERT_EQ(shutdown(app.get(), SHUT_WR), 0);
   std::string first;
   ASSERT_TRUE(RecvExact(app.get(), 64 * kKiB, &first));  // the stream is up
@@ -470,10 +463,8 @@ TEST(BridgeFailureE2E, SigtermOnTheClientDrainsAnUploadAfterTheTargetFinished) {
   BridgePair p;
   ASSERT_TRUE(p.Start(TargetMode::kSource));
   constexpr uint64_t kUpload = 32 * kMiB;
-  Fd app = ConnectTcp(p.client->tcp_port);
+  Fd app = OpenDownload(p.client->tcp_port, 1000);
   ASSERT_TRUE(app.valid());
-  uint8_t req[8] = {0, 0, 0, 0, 0, 0, 0x03, 0xE8};  // 1000 bytes, please
-  ASSERT_TRUE(SendAll(app.get(), req, sizeof(req)));
   // The target sends its 1000 bytes and half-closes; the application reads them and EOF.
   ReadResult answer = ReadToEnd(app.get(), true, 0, Clock::now() + milliseconds(20000));
   ASSERT_EQ(answer.end, End::kEof) << EndName(answer.end);

@@ -256,6 +256,14 @@ std::unique_ptr<Bridge> StartServer(const std::vector<std::string>& flags, bool 
                      &Bridge::udp_port);
 }
 
+std::string TargetFlag(int port) { return absl::StrCat("--target=127.0.0.1:", port); }
+
+std::unique_ptr<Bridge> StartServerFor(int target_port, const std::vector<std::string>& flags) {
+  std::vector<std::string> all = {TargetFlag(target_port)};
+  all.insert(all.end(), flags.begin(), flags.end());
+  return StartServer(all, /*metrics=*/true);
+}
+
 std::unique_ptr<Bridge> StartClient(int peer_port, const std::vector<std::string>& flags,
                                     bool metrics, bool wait_connected) {
   std::unique_ptr<Bridge> b =
@@ -479,12 +487,54 @@ Download DoDownload(int port, uint64_t n) {
   Fd fd = ConnectTcp(port);
   if (!fd.valid()) return d;
   d.connected = true;
-  uint8_t req[8];
-  PutU64(n, req);
-  if (!SendAll(fd.get(), req, sizeof(req))) return d;
+  if (!SendSourceRequest(fd.get(), n)) return d;
   shutdown(fd.get(), SHUT_WR);
   d.got = ReadToEnd(fd.get(), true);
   return d;
+}
+
+bool SendSourceRequest(int fd, uint64_t n) {
+  uint8_t req[8];
+  PutU64(n, req);
+  return SendAll(fd, req, sizeof(req));
+}
+
+Fd OpenDownload(int port, uint64_t n) {
+  int err = 0;
+  Fd fd = ConnectTcp(port, &err);
+  EXPECT_TRUE(fd.valid()) << "connect to " << port << ": errno " << err;
+  if (!fd.valid()) return fd;
+  const bool sent = SendSourceRequest(fd.get(), n);
+  EXPECT_TRUE(sent) << "sending the request for " << n << " bytes failed";
+  if (!sent) return Fd();
+  return fd;
+}
+
+std::vector<Exchange> DoEchoExchanges(int port, const std::vector<uint64_t>& sizes,
+                                      milliseconds timeout) {
+  std::vector<Exchange> results(sizes.size());
+  ThreadGroup threads;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    threads.Add(std::thread([&, i] { results[i] = DoEchoExchange(port, sizes[i], timeout); }));
+  }
+  threads.JoinAll();
+  return results;
+}
+
+void ExpectReadIntact(const ReadResult& got, uint64_t n) {
+  EXPECT_EQ(got.end, End::kEof) << EndName(got.end) << " errno " << got.err;
+  EXPECT_EQ(got.bytes, n);
+  EXPECT_EQ(got.first_bad, ~0ULL) << "wrong byte at " << got.first_bad;
+}
+
+void ExpectEchoesIntact(const std::vector<Exchange>& results, const std::vector<uint64_t>& sizes) {
+  ASSERT_EQ(results.size(), sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("stream ", i, " of ", sizes[i], " bytes"));
+    ASSERT_TRUE(results[i].connected);
+    EXPECT_EQ(results[i].sent, sizes[i]);
+    ExpectReadIntact(results[i].got, sizes[i]);
+  }
 }
 
 Exchange DoEchoExchange(int port, uint64_t n, milliseconds timeout) {
@@ -591,6 +641,30 @@ void ExpectNoResets(const Bridge& b) {
   }
 }
 
+void ExpectCompleted(const Bridge& client, const Bridge& server, double n) {
+  ExpectMetric(client, "longhaul_bridge_streams_completed_total", n);
+  ExpectMetric(server, "longhaul_bridge_streams_completed_total", n);
+}
+
+void ExpectNoStreamsOpen(const Bridge& client, const Bridge& server) {
+  ExpectMetric(client, "longhaul_bridge_streams_open", 0);
+  ExpectMetric(server, "longhaul_bridge_streams_open", 0);
+}
+
+void ExpectCompletedWithoutResets(const Bridge& client, const Bridge& server, double n) {
+  ExpectCompleted(client, server, n);
+  ExpectNoResets(client);
+  ExpectNoResets(server);
+}
+
+std::optional<TargetConn> WaitOnlyConnEof(Target& target, milliseconds timeout) {
+  std::vector<TargetConn> seen = target.WaitDone(1, timeout);
+  EXPECT_EQ(seen.size(), 1u);
+  if (seen.size() != 1) return std::nullopt;
+  EXPECT_EQ(seen[0].end, End::kEof) << EndName(seen[0].end) << " errno " << seen[0].err;
+  return seen[0];
+}
+
 // ---------------------------------------------------------------- TCP targets
 
 struct Target::Conn {
@@ -655,26 +729,27 @@ std::vector<TargetConn> Target::WaitDone(size_t n, milliseconds timeout) {
   return out;
 }
 
-bool Target::WaitBytesIn(uint64_t n, milliseconds timeout) {
+namespace {
+
+// Polls `done` every 10 ms until it holds (true) or `timeout` has passed (false).
+bool PollUntil(const std::function<bool()>& done, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  // Polls every 10 ms: bounded by the deadline.
   for (int i = 0; i < 1000000; ++i) {
-    if (bytes_in_.load() >= n) return true;
+    if (done()) return true;
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(milliseconds(10));
   }
   return false;
 }
 
+}  // namespace
+
+bool Target::WaitBytesIn(uint64_t n, milliseconds timeout) {
+  return PollUntil([&] { return bytes_in_.load() >= n; }, timeout);
+}
+
 bool Target::WaitEofs(int n, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  // Polls every 10 ms: bounded by the deadline.
-  for (int i = 0; i < 1000000; ++i) {
-    if (eofs_.load() >= n) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return false;
+  return PollUntil([&] { return eofs_.load() >= n; }, timeout);
 }
 
 void Target::Serve(std::shared_ptr<Conn> c) {

@@ -118,6 +118,10 @@ int PortAfter(const std::string& line, const std::string& prefix);
 // --insecure unless `flags` chooses keys; with `metrics`, --metrics=127.0.0.1:0. Waits
 // for the listening line (and the metrics line); nullptr with a gtest failure otherwise.
 std::unique_ptr<Bridge> StartServer(const std::vector<std::string>& flags, bool metrics = false);
+// "--target=127.0.0.1:PORT".
+std::string TargetFlag(int port);
+// StartServer with --target=127.0.0.1:TARGET_PORT, then `flags`, serving metrics.
+std::unique_ptr<Bridge> StartServerFor(int target_port, const std::vector<std::string>& flags = {});
 // `client --listen=127.0.0.1:0 --peer=127.0.0.1:PEER` plus `flags` (keys as above).
 // Waits for the default forward's line, the metrics line and, with `wait_connected`,
 // "connected to".
@@ -199,6 +203,11 @@ struct Download {
   ReadResult got;
 };
 Download DoDownload(int port, uint64_t n);
+// Sends a Source target's request for n bytes (8 bytes, big-endian).
+bool SendSourceRequest(int fd, uint64_t n);
+// Connects to `port` and sends a Source target's request for n bytes; an invalid Fd (with
+// a gtest failure) when either fails.
+Fd OpenDownload(int port, uint64_t n);
 // Through an Echo target: sends n pattern bytes while reading the echo (non-blocking,
 // one poll loop), half-closes after the last byte, reads to EOF.
 struct Exchange {
@@ -207,6 +216,13 @@ struct Exchange {
   ReadResult got;
 };
 Exchange DoEchoExchange(int port, uint64_t n, milliseconds timeout);
+// DoEchoExchange of each of `sizes`, all at once (one thread each).
+std::vector<Exchange> DoEchoExchanges(int port, const std::vector<uint64_t>& sizes,
+                                      milliseconds timeout);
+// Each exchange connected, sent its size and got it all back intact, ending with EOF.
+void ExpectEchoesIntact(const std::vector<Exchange>& results, const std::vector<uint64_t>& sizes);
+// The application's read got n pattern bytes, intact, and then EOF.
+void ExpectReadIntact(const ReadResult& got, uint64_t n);
 
 // ---------------------------------------------------------------- TCP targets
 
@@ -288,6 +304,16 @@ void ExpectMetric(const Bridge& b, const std::string& series, double want,
                   milliseconds timeout = milliseconds(10000));
 // No stream of `b` ended by a reset.
 void ExpectNoResets(const Bridge& b);
+// Both bridges count `n` completed streams (longhaul_bridge_streams_completed_total).
+void ExpectCompleted(const Bridge& client, const Bridge& server, double n);
+// Neither bridge has a stream open (longhaul_bridge_streams_open is 0 on both).
+void ExpectNoStreamsOpen(const Bridge& client, const Bridge& server);
+// ExpectCompleted, and neither bridge reset a stream.
+void ExpectCompletedWithoutResets(const Bridge& client, const Bridge& server, double n);
+// Waits (10 s at most) for `target`'s only connection to end; a gtest failure unless
+// exactly one did, and unless it ended with EOF. nullopt when there was not exactly one.
+std::optional<TargetConn> WaitOnlyConnEof(Target& target,
+                                          milliseconds timeout = milliseconds(10000));
 
 // Joins the threads it holds when it goes out of scope (also on a failed ASSERT).
 class ThreadGroup {

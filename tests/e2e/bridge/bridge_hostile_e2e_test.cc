@@ -167,7 +167,7 @@ struct HostileSetup {
         "server.fwd",
         absl::StrCat("hole 127.0.0.1:", hole.port, "\nsource 127.0.0.1:", source.port(), "\n"));
     server = StartServer({"--key=" + keys.server_key, "--peer_key=" + keys.allowed,
-                          absl::StrCat("--target=127.0.0.1:", sink.port()), "--forwards=" + fwd,
+                          TargetFlag(sink.port()), "--forwards=" + fwd,
                           absl::StrCat("--memory_per_key=", kMemoryPerKey),
                           absl::StrCat("--memory_total=", kMemoryTotal),
                           absl::StrCat("--targets_per_key=", kTargetsPerKey), "--targets_total=64",
