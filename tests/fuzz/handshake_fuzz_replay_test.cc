@@ -46,11 +46,7 @@ std::vector<Bytes> Seeds() {
   hello.security.ciphers = 3;
   hello.security.noise = Bytes(112, 0xa5);
   msgs.push_back(hello);
-  HandshakeMessage retry;
-  retry.kind = HandshakeKind::kRetry;
-  retry.client_cid = 9;
-  retry.cookie = Bytes(17, 1);
-  msgs.push_back(retry);
+  msgs.push_back({.kind = HandshakeKind::kRetry, .client_cid = 9, .cookie = Bytes(17, 1)});
   HandshakeMessage accept = hello;
   accept.kind = HandshakeKind::kAccept;
   accept.cookie.clear();
@@ -58,19 +54,12 @@ std::vector<Bytes> Seeds() {
   accept.security.noise = Bytes(48, 0x3c);
   accept.security.ciphers = 1;
   msgs.push_back(accept);
-  HandshakeMessage confirm;
-  confirm.kind = HandshakeKind::kConfirm;
-  confirm.client_cid = 9;
-  confirm.server_cid = 77;
+  HandshakeMessage confirm{.kind = HandshakeKind::kConfirm, .client_cid = 9, .server_cid = 77};
   msgs.push_back(confirm);
   confirm.security.mode = 1;
   confirm.security.noise = Bytes(16, 0x99);
   msgs.push_back(confirm);
-  HandshakeMessage reject;
-  reject.kind = HandshakeKind::kReject;
-  reject.client_cid = 9;
-  reject.reason = "server busy";
-  msgs.push_back(reject);
+  msgs.push_back({.kind = HandshakeKind::kReject, .client_cid = 9, .reason = "server busy"});
   std::vector<Bytes> out;
   for (const HandshakeMessage& m : msgs) {
     absl::StatusOr<Bytes> body = EncodeHandshakeBody(m);

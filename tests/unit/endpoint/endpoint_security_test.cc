@@ -16,19 +16,12 @@
 #include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/handshake.h"
 #include "tests/support/pattern.h"
+#include "tests/unit/endpoint/endpoint_net_test_ids.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
 
-namespace longhaul::endpoint {
+namespace longhaul::endpoint::endpoint_net_test {
 namespace {
-
-using ::longhaul::testing::EndpointNet;
-using ::longhaul::testing::NetDatagram;
-using ::longhaul::testing::NetVerdict;
-using ::testing::HasSubstr;
-
-constexpr LocalId kListen = 1;
-constexpr LocalId kClient = 10;
 
 crypto::KeyPair Pair(uint8_t v) {
   crypto::Key32 k;
@@ -669,4 +662,4 @@ TEST(SecurityConfigTest, ChoicesAreExplicitAndConsistent) {
 }
 
 }  // namespace
-}  // namespace longhaul::endpoint
+}  // namespace longhaul::endpoint::endpoint_net_test

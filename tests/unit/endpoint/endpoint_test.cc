@@ -13,19 +13,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_config.h"
+#include "tests/unit/endpoint/endpoint_net_test_ids.h"
 #include "transport/testing/endpoint_net.h"
 #include "transport/wire/packet.h"
 
-namespace longhaul::endpoint {
+namespace longhaul::endpoint::endpoint_net_test {
 namespace {
-
-using ::longhaul::testing::EndpointNet;
-using ::longhaul::testing::NetDatagram;
-using ::longhaul::testing::NetVerdict;
-using ::testing::HasSubstr;
-
-constexpr LocalId kListen = 1;
-constexpr LocalId kClient = 10;
 
 EndpointConfig Config(uint64_t seed) { return ::longhaul::testing::InsecureEndpointConfig(seed); }
 
@@ -719,4 +712,4 @@ TEST_F(EndpointTest, SameInputsSameOutputs) {
 }
 
 }  // namespace
-}  // namespace longhaul::endpoint
+}  // namespace longhaul::endpoint::endpoint_net_test

@@ -26,26 +26,16 @@ HandshakeMessage SampleHello() {
 TEST(HandshakeCodec, EveryKindRoundTrips) {
   std::vector<HandshakeMessage> msgs;
   msgs.push_back(SampleHello());
-  HandshakeMessage retry;
-  retry.kind = HandshakeKind::kRetry;
-  retry.client_cid = 42;
-  retry.cookie = std::vector<uint8_t>(kCookieSize, 0xab);
-  msgs.push_back(retry);
+  msgs.push_back({.kind = HandshakeKind::kRetry,
+                  .client_cid = 42,
+                  .cookie = std::vector<uint8_t>(kCookieSize, 0xab)});
   HandshakeMessage accept = SampleHello();
   accept.kind = HandshakeKind::kAccept;
   accept.server_cid = 0xdeadbeefcafef00dULL;
   accept.cookie.clear();
   msgs.push_back(accept);
-  HandshakeMessage confirm;
-  confirm.kind = HandshakeKind::kConfirm;
-  confirm.client_cid = 7;
-  confirm.server_cid = 9;
-  msgs.push_back(confirm);
-  HandshakeMessage reject;
-  reject.kind = HandshakeKind::kReject;
-  reject.client_cid = 7;
-  reject.reason = "server busy";
-  msgs.push_back(reject);
+  msgs.push_back({.kind = HandshakeKind::kConfirm, .client_cid = 7, .server_cid = 9});
+  msgs.push_back({.kind = HandshakeKind::kReject, .client_cid = 7, .reason = "server busy"});
   for (const HandshakeMessage& m : msgs) {
     SCOPED_TRACE(HandshakeKindName(m.kind));
     absl::StatusOr<std::vector<uint8_t>> body = EncodeHandshakeBody(m);
