@@ -52,7 +52,6 @@
 namespace longhaul {
 namespace {
 
-using emu::testing::EmuProcess;
 using emu::testing::RunResult;
 using emu::testing::RunToCompletion;
 using Json = nlohmann::json;

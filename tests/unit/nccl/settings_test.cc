@@ -270,26 +270,37 @@ TEST(NcclSettingsTest, TheRangesAreTheDocumentedOnes) {
 }
 
 TEST(NcclSettingsTest, BadValuesNameTheVariableAndTheReason) {
-  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_CREDIT=1k"}),
-            "NCCL_LONGHAUL_CREDIT=1k: expected a size in [64KiB, 64GiB]");
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_CREDIT=lots"}),
-              StartsWith("NCCL_LONGHAUL_CREDIT=lots: expected a size in [64KiB, 64GiB] ("));
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_COPY_MAX=2GiB"}),
-              StartsWith("NCCL_LONGHAUL_COPY_MAX=2GiB: expected a size in [0, 1GiB]"));
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_LINGER=soon"}),
-              StartsWith("NCCL_LONGHAUL_LINGER=soon: expected a duration in [0, 600s] ("));
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_LINGER=-1s"}),
-              StartsWith("NCCL_LONGHAUL_LINGER=-1s: expected a duration"));
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms"}),
-              StartsWith("NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms: expected a duration in [100ms, "));
-  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_SPIN=1s"}),
-              StartsWith("NCCL_LONGHAUL_SPIN=1s: expected a duration in [0, 10ms]"));
-  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=70000"}),
-            "NCCL_LONGHAUL_PORT=70000: expected a port in [0, 65535]");
-  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=http"}),
-            "NCCL_LONGHAUL_PORT=http: expected a port in [0, 65535]");
-  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_PORT=-1"}),
-            "NCCL_LONGHAUL_PORT=-1: expected a port in [0, 65535]");
+  // Each bad setting and its error: the whole of it where `whole`, else how it starts.
+  struct BadValue {
+    const char* setting;
+    const char* error;
+    bool whole;
+  };
+  const BadValue cases[] = {
+      {"NCCL_LONGHAUL_CREDIT=1k", "NCCL_LONGHAUL_CREDIT=1k: expected a size in [64KiB, 64GiB]",
+       true},
+      {"NCCL_LONGHAUL_CREDIT=lots",
+       "NCCL_LONGHAUL_CREDIT=lots: expected a size in [64KiB, 64GiB] (", false},
+      {"NCCL_LONGHAUL_COPY_MAX=2GiB", "NCCL_LONGHAUL_COPY_MAX=2GiB: expected a size in [0, 1GiB]",
+       false},
+      {"NCCL_LONGHAUL_LINGER=soon",
+       "NCCL_LONGHAUL_LINGER=soon: expected a duration in [0, 600s] (", false},
+      {"NCCL_LONGHAUL_LINGER=-1s", "NCCL_LONGHAUL_LINGER=-1s: expected a duration", false},
+      {"NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms",
+       "NCCL_LONGHAUL_CONNECT_TIMEOUT=10ms: expected a duration in [100ms, ", false},
+      {"NCCL_LONGHAUL_SPIN=1s", "NCCL_LONGHAUL_SPIN=1s: expected a duration in [0, 10ms]", false},
+      {"NCCL_LONGHAUL_PORT=70000", "NCCL_LONGHAUL_PORT=70000: expected a port in [0, 65535]",
+       true},
+      {"NCCL_LONGHAUL_PORT=http", "NCCL_LONGHAUL_PORT=http: expected a port in [0, 65535]", true},
+      {"NCCL_LONGHAUL_PORT=-1", "NCCL_LONGHAUL_PORT=-1: expected a port in [0, 65535]", true},
+  };
+  for (const BadValue& c : cases) {
+    if (c.whole) {
+      EXPECT_EQ(ReadError({c.setting}), c.error);
+    } else {
+      EXPECT_THAT(ReadError({c.setting}), StartsWith(c.error));
+    }
+  }
 }
 
 TEST(NcclSettingsTest, AdvertisedAddressesAreNumericWithAPort) {

@@ -54,6 +54,16 @@ TransportConfig ConfigFor(const sim::LinkSpec& link, const char* window, const c
   return c;
 }
 
+// A simulated transfer on `link` with `config` at both ends, bounded by the scenario's
+// wall-time limit.
+sim::ScenarioOptions ScenarioOn(const sim::LinkSpec& link, const TransportConfig& config) {
+  sim::ScenarioOptions opt;
+  opt.wall_seconds = MonotonicSeconds;  // the scenario's wall-time bound applies
+  opt.link = link;
+  opt.sender_config = opt.receiver_config = config;
+  return opt;
+}
+
 TEST(ModelTest, BulkGoodputMatchesTheSimulator) {
   const std::vector<BulkCase> cases = {
       {"rate=1gbit,rtt=58ms", "", "", true, "128MiB"},
@@ -78,11 +88,9 @@ TEST(ModelTest, BulkGoodputMatchesTheSimulator) {
                                  tc.recv_window, tc.tail_protect));
     absl::StatusOr<sim::LinkSpec> link = sim::ParseLinkSpec(tc.link, {});
     ASSERT_TRUE(link.ok()) << link.status();
-    sim::ScenarioOptions opt;
-    opt.wall_seconds = MonotonicSeconds;  // the scenario's wall-time bound applies
-    opt.link = *link;
-    opt.sender_config = opt.receiver_config = ConfigFor(
-        *link, tc.window, tc.recv_window, tc.tail_protect, tc.fec, tc.interleave, tc.fec_flush);
+    sim::ScenarioOptions opt = ScenarioOn(*link, ConfigFor(*link, tc.window, tc.recv_window,
+                                                           tc.tail_protect, tc.fec, tc.interleave,
+                                                           tc.fec_flush));
     opt.bytes = *ParseByteCount(tc.bytes);
     // The model gives the expected transfer time; one run's tail holds a repair or not,
     // so average the transfer time over a few seeds.
@@ -139,11 +147,8 @@ TEST(ModelTest, MessageCompletionTimeMatchesTheSimulator) {
                                  tc.tail_protect, tc.load));
     absl::StatusOr<sim::LinkSpec> link = sim::ParseLinkSpec(tc.link, {});
     ASSERT_TRUE(link.ok()) << link.status();
-    sim::ScenarioOptions opt;
-    opt.wall_seconds = MonotonicSeconds;
-    opt.link = *link;
-    opt.sender_config = opt.receiver_config =
-        ConfigFor(*link, "", "", tc.tail_protect, tc.fec, tc.interleave, tc.fec_flush);
+    sim::ScenarioOptions opt = ScenarioOn(
+        *link, ConfigFor(*link, "", "", tc.tail_protect, tc.fec, tc.interleave, tc.fec_flush));
     opt.workload = sim::Workload::kMessages;
     opt.message_size = *ParseByteCount(tc.message_size);
     opt.messages = 1000;

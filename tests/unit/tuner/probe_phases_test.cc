@@ -336,19 +336,18 @@ TEST(LossPhaseTest, SkippedWithoutTimeOrPackets) {
 }
 
 TEST(LossPhaseTest, TheReportGivesLossReorderAndTheResponderDrops) {
-  TrainReport r;
-  r.packets = 9900;
-  r.trace_packets = 10000;
-  r.lost = 100;
-  r.bursts = 100;
-  r.n0x = 9899;
-  r.n01 = 100;
-  r.n1x = 100;
-  r.n11 = 0;
-  r.reordered = 5;
-  r.max_extent_packets = 3;
-  r.max_late_ns = 2'000'000;
-  r.duplicates = 2;
+  TrainReport r{.packets = 9900,
+                .duplicates = 2,
+                .reordered = 5,
+                .max_extent_packets = 3,
+                .max_late_ns = 2'000'000,
+                .trace_packets = 10000,
+                .lost = 100,
+                .bursts = 100,
+                .n0x = 9899,
+                .n01 = 100,
+                .n1x = 100,
+                .n11 = 0};
   LossReading reading = ReadLossReport(r);
   EXPECT_NEAR(reading.loss.loss_rate, 0.01, 1e-9);
   EXPECT_EQ(reading.reorder.packets, 9900u);
