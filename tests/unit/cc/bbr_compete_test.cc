@@ -228,9 +228,8 @@ TEST(BbrTest, APathRttStepIsTakenAsTheMinRttAfterTwoFlatDrains) {
 TEST(BbrTest, APathRttThatGivesWayToTheOldOneWasACompetitor) {
   BbrController bbr(BbrConfig());
   Driver d(&bbr);
-  const Bandwidth link = Bandwidth::Gbps(10);
+  const Bandwidth link = FillTenGbps(&d, &bbr);
   const Bandwidth share = Bandwidth::Gbps(5);
-  FillPipe(&d, &bbr, link);
   for (int i = 0; i < 30 && bbr.path_rtt_changes() == 0; ++i) d.Round(share, kRtt.Scaled(1.5));
   ASSERT_EQ(bbr.path_rtt_changes(), 1u);
   EXPECT_EQ(bbr.min_rtt(), kRtt.Scaled(1.5));
