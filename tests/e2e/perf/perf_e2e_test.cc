@@ -211,10 +211,9 @@ TEST(PerfE2E, ServerSurvivesGarbageAndRejectsForgedCookies) {
     send(fd, d.data(), n, 0);
   }
   // A proper Hello gets a Retry, whatever came before.
-  endpoint::HandshakeMessage hello;
-  hello.kind = endpoint::HandshakeKind::kHello;
-  hello.client_cid = 99;
-  hello.params = {8192, 8270, 1 << 30, 65536, 1, 30000};
+  const endpoint::HandshakeMessage hello{.kind = endpoint::HandshakeKind::kHello,
+                                         .client_cid = 99,
+                                         .params = {8192, 8270, 1 << 30, 65536, 1, 30000}};
   absl::StatusOr<std::vector<uint8_t>> pkt = endpoint::BuildHandshakePacket(hello);
   ASSERT_TRUE(pkt.ok());
   std::optional<std::vector<uint8_t>> retry_bytes;

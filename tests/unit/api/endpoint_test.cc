@@ -365,10 +365,9 @@ TEST(Endpoint, ServerIsStatelessBeforeValidationAndDropsForgedCookies) {
   };
   const char garbage[] = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_GT(send(fd, garbage, sizeof(garbage), 0), 0);
-  endpoint::HandshakeMessage hello;
-  hello.kind = endpoint::HandshakeKind::kHello;
-  hello.client_cid = 1234;
-  hello.params = {8192, 8270, 1 << 20, 1024, 1, 1000};
+  const endpoint::HandshakeMessage hello{.kind = endpoint::HandshakeKind::kHello,
+                                         .client_cid = 1234,
+                                         .params = {8192, 8270, 1 << 20, 1024, 1, 1000}};
   absl::StatusOr<std::vector<uint8_t>> pkt = endpoint::BuildHandshakePacket(hello);
   ASSERT_TRUE(pkt.ok());
   // Short: a valid Hello cut to 1000 bytes (checksum then fails) and an unpadded one.

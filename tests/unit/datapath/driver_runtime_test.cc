@@ -142,6 +142,16 @@ std::shared_ptr<ConnectionHandle> Connected(RuntimePair& pair, ConnectOptions co
   return h.ok() ? *h : nullptr;
 }
 
+// Listens on the server (Listening()), then Connected; null, with a test failure, when the
+// listen failed.
+std::shared_ptr<ConnectionHandle> ListeningAndConnected(RuntimePair& pair,
+                                                        ConnectOptions co = Connecting()) {
+  const absl::Status listen = pair.server().Listen(kServerLocal, Listening());
+  EXPECT_TRUE(listen.ok()) << listen;
+  if (!listen.ok()) return nullptr;
+  return Connected(pair, std::move(co));
+}
+
 // The server's next accepted connection, once the pair has run until there is one; null
 // if none came.
 std::shared_ptr<ConnectionHandle> Accepted(RuntimePair& pair) {
@@ -155,8 +165,7 @@ std::shared_ptr<ConnectionHandle> Accepted(RuntimePair& pair) {
 
 TEST(DriverRuntimeTest, ConnectCompletesAndTheServerQueuesTheConnection) {
   RuntimePair pair;
-  ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
-  std::shared_ptr<ConnectionHandle> client = Connected(pair, Connecting("hello=1"));
+  std::shared_ptr<ConnectionHandle> client = ListeningAndConnected(pair, Connecting("hello=1"));
   ASSERT_NE(client, nullptr);
   EXPECT_FALSE(client->info().is_server);
   EXPECT_EQ(client->info().local_address, "local-7");
@@ -204,8 +213,7 @@ TEST(DriverRuntimeTest, ARefusingPolicyFailsTheConnect) {
 
 TEST(DriverRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
   RuntimePair pair;
-  ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
-  std::shared_ptr<ConnectionHandle> client = Connected(pair);
+  std::shared_ptr<ConnectionHandle> client = ListeningAndConnected(pair);
   ASSERT_NE(client, nullptr);
   std::shared_ptr<ConnectionHandle> server = Accepted(pair);
   ASSERT_NE(server, nullptr);
@@ -245,8 +253,7 @@ TEST(DriverRuntimeTest, AMessageGoesThroughTheHandlesAndStatsArePublished) {
 
 TEST(DriverRuntimeTest, SendsFromAnotherThreadWakeTheDriverOncePerBatch) {
   RuntimePair pair;
-  ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
-  std::shared_ptr<ConnectionHandle> client = Connected(pair);
+  std::shared_ptr<ConnectionHandle> client = ListeningAndConnected(pair);
   ASSERT_NE(client, nullptr);
   const int wakes_before = pair.client_driver().wakes;
   std::vector<uint8_t> message(3000, 0x5A);
@@ -270,8 +277,7 @@ TEST(DriverRuntimeTest, SendsFromAnotherThreadWakeTheDriverOncePerBatch) {
 
 TEST(DriverRuntimeTest, CloseEndsBothHandlesCleanly) {
   RuntimePair pair;
-  ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
-  std::shared_ptr<ConnectionHandle> client = Connected(pair);
+  std::shared_ptr<ConnectionHandle> client = ListeningAndConnected(pair);
   ASSERT_NE(client, nullptr);
   std::shared_ptr<ConnectionHandle> server = Accepted(pair);
   ASSERT_NE(server, nullptr);
@@ -286,8 +292,7 @@ TEST(DriverRuntimeTest, CloseEndsBothHandlesCleanly) {
 
 TEST(DriverRuntimeTest, ShutdownCancelsHandlesPendingConnectsAndAccept) {
   RuntimePair pair;
-  ASSERT_OK(pair.server().Listen(kServerLocal, Listening()));
-  std::shared_ptr<ConnectionHandle> client = Connected(pair);
+  std::shared_ptr<ConnectionHandle> client = ListeningAndConnected(pair);
   ASSERT_NE(client, nullptr);
   // A second handshake that never gets an answer (the server is not driven).
   auto pending = std::make_shared<ConnectWait>();

@@ -1,6 +1,7 @@
 #include "transport/emu/release_queue.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -16,6 +17,16 @@ PendingDatagram At(int64_t t, uint32_t slot) {
   return d;
 }
 
+// Pushes each (deliver_ns, slot, in_order) in turn.
+struct Pushed {
+  int64_t t;
+  uint32_t slot;
+  bool in_order;
+};
+void PushAll(ReleaseQueue& q, std::initializer_list<Pushed> datagrams) {
+  for (const Pushed& p : datagrams) q.Push(At(p.t, p.slot), p.in_order);
+}
+
 TEST(ReleaseQueueTest, EmptyHasNoDeadline) {
   ReleaseQueue q;
   PendingDatagram d;
@@ -26,9 +37,7 @@ TEST(ReleaseQueueTest, EmptyHasNoDeadline) {
 
 TEST(ReleaseQueueTest, ReleasesOnlyWhatIsDueInOrder) {
   ReleaseQueue q;
-  q.Push(At(100, 1), true);
-  q.Push(At(200, 2), true);
-  q.Push(At(300, 3), true);
+  PushAll(q, {{100, 1, true}, {200, 2, true}, {300, 3, true}});
   EXPECT_EQ(q.NextDeadline(), 100);
   PendingDatagram d;
   EXPECT_FALSE(q.PopDue(99, &d));
@@ -43,11 +52,11 @@ TEST(ReleaseQueueTest, ReleasesOnlyWhatIsDueInOrder) {
 
 TEST(ReleaseQueueTest, HeldBackDatagramsAreOvertakenAndMergedByTime) {
   ReleaseQueue q;
-  q.Push(At(100, 1), true);
-  q.Push(At(1100, 2), false);  // reordered: held back
-  q.Push(At(200, 3), true);
-  q.Push(At(250, 4), false);  // a duplicate copy
-  q.Push(At(1200, 5), true);
+  PushAll(q, {{100, 1, true},
+              {1100, 2, false},  // reordered: held back
+              {200, 3, true},
+              {250, 4, false},  // a duplicate copy
+              {1200, 5, true}});
   EXPECT_EQ(q.fifo_size(), 3u);
   EXPECT_EQ(q.heap_size(), 2u);
   std::vector<uint32_t> order;
@@ -58,10 +67,7 @@ TEST(ReleaseQueueTest, HeldBackDatagramsAreOvertakenAndMergedByTime) {
 
 TEST(ReleaseQueueTest, TiesReleaseInPushOrderAcrossFifoAndHeap) {
   ReleaseQueue q;
-  q.Push(At(100, 1), false);
-  q.Push(At(100, 2), true);
-  q.Push(At(100, 3), false);
-  q.Push(At(100, 4), true);
+  PushAll(q, {{100, 1, false}, {100, 2, true}, {100, 3, false}, {100, 4, true}});
   std::vector<uint32_t> order;
   PendingDatagram d;
   while (q.PopDue(100, &d)) order.push_back(d.slot);
@@ -70,8 +76,8 @@ TEST(ReleaseQueueTest, TiesReleaseInPushOrderAcrossFifoAndHeap) {
 
 TEST(ReleaseQueueTest, BrokenInOrderPromiseGoesToTheHeap) {
   ReleaseQueue q;
-  q.Push(At(500, 1), true);
-  q.Push(At(100, 2), true);  // earlier than the FIFO's tail
+  PushAll(q, {{500, 1, true},
+              {100, 2, true}});  // earlier than the FIFO's tail
   EXPECT_EQ(q.heap_size(), 1u);
   PendingDatagram d;
   ASSERT_TRUE(q.PopDue(1000, &d));
@@ -133,9 +139,7 @@ TEST(ReleaseQueueTest, RandomMixMatchesASortedReference) {
 
 TEST(ReleaseQueueTest, DrainReturnsEverythingInOrder) {
   ReleaseQueue q;
-  q.Push(At(300, 3), true);
-  q.Push(At(100, 1), false);
-  q.Push(At(400, 4), true);
+  PushAll(q, {{300, 3, true}, {100, 1, false}, {400, 4, true}});
   std::vector<PendingDatagram> out;
   q.Drain(&out);
   ASSERT_EQ(out.size(), 3u);
