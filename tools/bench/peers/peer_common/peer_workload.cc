@@ -136,7 +136,9 @@ std::string WorkloadName(Workload w) {
 absl::StatusOr<WorkloadOptions> WorkloadOptionsFromFlags(const WorkloadFlags& f) {
   WorkloadOptions o;
   absl::StatusOr<Workload> w = ParseWorkload(f.workload);
-  if (!w.ok()) return absl::InvalidArgumentError(absl::StrCat("--workload: ", w.status().message()));
+  if (!w.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--workload: ", w.status().message()));
+  }
   o.workload = *w;
   auto bad = [](const char* flag, const absl::Status& s) {
     return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", s.message()));

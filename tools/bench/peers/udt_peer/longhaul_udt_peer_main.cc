@@ -162,11 +162,14 @@ struct Sizes {
 
 absl::StatusOr<Sizes> ChooseSizes() {
   absl::StatusOr<Bandwidth> rate = ParseBandwidth(FLAGS_rate);
-  if (!rate.ok()) return absl::InvalidArgumentError(absl::StrCat("--rate: ", rate.status().message()));
+  if (!rate.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--rate: ", rate.status().message()));
+  }
   absl::StatusOr<Duration> rtt = ParseDuration(FLAGS_rtt);
   if (!rtt.ok()) return absl::InvalidArgumentError(absl::StrCat("--rtt: ", rtt.status().message()));
   if (FLAGS_mss < 100 || FLAGS_mss > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--mss=", FLAGS_mss, " is outside [100, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mss=", FLAGS_mss, " is outside [100, 65535]"));
   }
   const double bdp = rate->bps() / 8 * static_cast<double>(rtt->ns()) * 1e-9;
   constexpr double kIntMax = 2147483647.0;
