@@ -1,5 +1,6 @@
 #include "transport/api/endpoint.h"
 
+#include "transport/base/status.h"
 #include "transport/drivers/udp/udp_driver.h"
 #ifdef LONGHAUL_HAVE_VERBS
 #include "transport/drivers/verbs/verbs_driver.h"
@@ -11,16 +12,12 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   std::unique_ptr<Driver> driver;
   switch (options.datapath) {
     case Datapath::kUdp: {
-      absl::StatusOr<std::unique_ptr<udp::UdpDriver>> d = udp::UdpDriver::Create(options);
-      if (!d.ok()) return d.status();
-      driver = *std::move(d);
+      LH_ASSIGN_OR_RETURN(driver, udp::UdpDriver::Create(options));
       break;
     }
     case Datapath::kVerbs: {
 #ifdef LONGHAUL_HAVE_VERBS
-      absl::StatusOr<std::unique_ptr<verbs::VerbsDriver>> d = verbs::VerbsDriver::Create(options);
-      if (!d.ok()) return d.status();
-      driver = *std::move(d);
+      LH_ASSIGN_OR_RETURN(driver, verbs::VerbsDriver::Create(options));
       break;
 #else
       return absl::UnimplementedError(

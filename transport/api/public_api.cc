@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "longhaul/endpoint.h"
 #include "transport/api/endpoint.h"
+#include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
@@ -19,14 +20,13 @@ Duration ToDuration(std::chrono::nanoseconds d) { return Duration::Nanoseconds(d
 absl::StatusOr<TransportConfig> ConfigFrom(const Settings& s) {
   TransportConfig c;
   if (!s.profile_file.empty()) {
-    absl::StatusOr<LoadedProfile> p = LoadProfileFile(s.profile_file, c);
-    if (!p.ok()) return p.status();
-    if (p->security.any()) {
+    LH_ASSIGN_OR_RETURN(LoadedProfile p, LoadProfileFile(s.profile_file, c));
+    if (p.security.any()) {
       return absl::InvalidArgumentError(absl::StrCat(
           s.profile_file, " sets packet protection (key, peer_key, psk_file or insecure): give it "
                           "in EndpointOptions::security instead"));
     }
-    c = p->config;
+    c = p.config;
   }
   for (const auto& [key, value] : s.values) {
     if (absl::Status st = ApplyProfileKey(&c, key, value); !st.ok()) {
@@ -193,13 +193,11 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   names.peer_key = "security.peer_key_file";
   names.psk_file = "security.psk_file";
   names.insecure = "security.insecure";
-  absl::StatusOr<crypto::LoadedKeys> keys = crypto::LoadKeys(choice, names);
-  if (!keys.ok()) return keys.status();
-  eo.security = std::move(keys->security);
-  absl::StatusOr<std::unique_ptr<::longhaul::Endpoint>> ep = ::longhaul::Endpoint::Create(eo);
-  if (!ep.ok()) return ep.status();
+  LH_ASSIGN_OR_RETURN(crypto::LoadedKeys keys, crypto::LoadKeys(choice, names));
+  eo.security = std::move(keys.security);
+  LH_ASSIGN_OR_RETURN(std::unique_ptr<::longhaul::Endpoint> ep, ::longhaul::Endpoint::Create(eo));
   auto impl = std::make_unique<Impl>();
-  impl->endpoint = *std::move(ep);
+  impl->endpoint = std::move(ep);
   return std::unique_ptr<Endpoint>(new Endpoint(std::move(impl)));
 }
 
@@ -209,10 +207,9 @@ Endpoint::~Endpoint() { Close(); }
 
 absl::StatusOr<uint16_t> Endpoint::Listen(const std::string& address, uint16_t port,
                                           const ListenOptions& options) {
-  absl::StatusOr<TransportConfig> config = ConfigFrom(options.settings);
-  if (!config.ok()) return config.status();
+  LH_ASSIGN_OR_RETURN(TransportConfig config, ConfigFrom(options.settings));
   ::longhaul::ListenOptions lo;
-  lo.config = *std::move(config);
+  lo.config = std::move(config);
   lo.backlog = options.backlog;
   return impl_->endpoint->Listen(address, port, std::move(lo));
 }
@@ -220,25 +217,23 @@ absl::StatusOr<uint16_t> Endpoint::Listen(const std::string& address, uint16_t p
 absl::StatusOr<std::unique_ptr<Connection>> Endpoint::Connect(const std::string& host,
                                                               uint16_t port,
                                                               const ConnectOptions& options) {
-  absl::StatusOr<TransportConfig> config = ConfigFrom(options.settings);
-  if (!config.ok()) return config.status();
+  LH_ASSIGN_OR_RETURN(TransportConfig config, ConfigFrom(options.settings));
   ::longhaul::ConnectOptions co;
-  co.config = *std::move(config);
+  co.config = std::move(config);
   co.timeout = ToDuration(options.timeout);
   co.app_data = options.app_data;
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> h =
-      impl_->endpoint->Connect(host, port, std::move(co));
-  if (!h.ok()) return h.status();
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<ConnectionHandle> h,
+                      impl_->endpoint->Connect(host, port, std::move(co)));
   auto impl = std::make_unique<Connection::Impl>();
-  impl->handle = *std::move(h);
+  impl->handle = std::move(h);
   return std::unique_ptr<Connection>(new Connection(std::move(impl)));
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Endpoint::Accept(std::chrono::nanoseconds timeout) {
-  absl::StatusOr<std::shared_ptr<ConnectionHandle>> h = impl_->endpoint->Accept(ToDuration(timeout));
-  if (!h.ok()) return h.status();
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<ConnectionHandle> h,
+                      impl_->endpoint->Accept(ToDuration(timeout)));
   auto impl = std::make_unique<Connection::Impl>();
-  impl->handle = *std::move(h);
+  impl->handle = std::move(h);
   return std::unique_ptr<Connection>(new Connection(std::move(impl)));
 }
 

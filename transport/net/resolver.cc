@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::net {
 
@@ -39,9 +40,8 @@ absl::StatusOr<SocketAddress> Resolve(absl::string_view host, uint16_t port) {
 }
 
 absl::StatusOr<SocketAddress> ResolveHostPort(absl::string_view host_port) {
-  absl::StatusOr<HostPort> hp = SplitHostPort(host_port);
-  if (!hp.ok()) return hp.status();
-  return Resolve(hp->host, hp->port);
+  LH_ASSIGN_OR_RETURN(HostPort hp, SplitHostPort(host_port));
+  return Resolve(hp.host, hp.port);
 }
 
 }  // namespace longhaul::net

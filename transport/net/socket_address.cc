@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::net {
 namespace {
@@ -57,14 +58,14 @@ absl::Status Split(absl::string_view text, absl::string_view form, HostPort* out
 absl::StatusOr<HostPort> SplitHostPort(absl::string_view text) {
   HostPort hp;
   bool bracketed = false;
-  if (absl::Status s = Split(text, kHostPortForm, &hp, &bracketed); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Split(text, kHostPortForm, &hp, &bracketed));
   return hp;
 }
 
 absl::StatusOr<SocketAddress> SocketAddress::Parse(absl::string_view text) {
   HostPort hp;
   bool bracketed = false;
-  if (absl::Status s = Split(text, kNumericForm, &hp, &bracketed); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Split(text, kNumericForm, &hp, &bracketed));
   SocketAddress a;
   if (bracketed) {
     auto* s = reinterpret_cast<sockaddr_in6*>(&a.storage_);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 #include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
 #include "transport/net/gro.h"
@@ -89,22 +90,21 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Open(boost::asio::io_conte
   std::unique_ptr<UdpSocket> s(new UdpSocket(io));
   UdpSocketFlags flags;
   flags.rx_timestamps = options.rx_timestamps;
-  absl::StatusOr<int> fd = OpenUdpSocket(bind.family(), flags);
-  if (!fd.ok()) return fd.status();
+  LH_ASSIGN_OR_RETURN(int fd, OpenUdpSocket(bind.family(), flags));
   boost::system::error_code ec;
   const bool v6 = bind.family() == AF_INET6;
-  s->socket_.assign(v6 ? boost::asio::ip::udp::v6() : boost::asio::ip::udp::v4(), *fd, ec);
+  s->socket_.assign(v6 ? boost::asio::ip::udp::v6() : boost::asio::ip::udp::v4(), fd, ec);
   if (ec) {
-    close(*fd);
+    close(fd);
     return absl::InternalError(absl::StrCat("cannot hand the UDP socket to Asio: ", ec.message()));
   }
-  s->fd_ = *fd;
+  s->fd_ = fd;
   s->socket_.non_blocking(true, ec);
   if (ec)
     return absl::InternalError(absl::StrCat("cannot make the socket non-blocking: ", ec.message()));
-  if (absl::Status st = BindSocket(s->fd_, bind); !st.ok()) return st;
+  LH_RETURN_IF_ERROR(BindSocket(s->fd_, bind));
   if (connect_to.valid()) {
-    if (absl::Status st = ConnectSocket(s->fd_, connect_to); !st.ok()) return st;
+    LH_RETURN_IF_ERROR(ConnectSocket(s->fd_, connect_to));
     s->peer_ = connect_to;
   }
   if (absl::StatusOr<SocketAddress> local = LocalAddress(s->fd_); local.ok()) s->local_ = *local;

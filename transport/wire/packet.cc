@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 #include "transport/wire/crc32c.h"
 #include "transport/wire/varint.h"
 
@@ -384,12 +385,12 @@ PacketHeader DecodeHeader(const uint8_t* p) {
 }  // namespace
 
 absl::StatusOr<PacketHeader> PeekHeader(std::span<const uint8_t> d) {
-  if (absl::Status s = CheckHeader(d); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckHeader(d));
   return DecodeHeader(d.data());
 }
 
 absl::StatusOr<PacketView> ParsePacket(std::span<const uint8_t> d) {
-  if (absl::Status s = CheckHeader(d); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckHeader(d));
   if ((d[1] & ~kKeyPhaseBit) == static_cast<uint8_t>(PacketType::kSealed)) {
     return absl::InvalidArgumentError(
         "sealed packet type 4 has no checksum: the endpoint opens it (ParseOpenedPacket)");
