@@ -1,6 +1,7 @@
 #include "transport/core/config.h"
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {
@@ -31,16 +32,16 @@ ByteCount TransportConfig::SegmentForMtu(ByteCount mtu) {
 }
 
 absl::Status TransportConfig::Validate() const {
-  if (absl::Status s = Range("segment", segment, 64, kMaxSegment, " bytes"); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("segment", segment, 64, kMaxSegment, " bytes"));
   if (MaxDatagramSize() > wire::kMaxDatagramSize) {
     return absl::InvalidArgumentError("segment too large for a UDP datagram");
   }
-  if (absl::Status s = Range("window", window, 2 * segment, kMaxWindow, " bytes"); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("window", window, 2 * segment, kMaxWindow, " bytes"));
   if (absl::Status s = Range("recv_window", recv_window, 2 * segment, kMaxWindow, " bytes"); !s.ok())
     return s;
   if (absl::Status s = Range("max_inflight_messages", max_inflight_messages, 1, 1u << 24); !s.ok())
     return s;
-  if (absl::Status s = Range("flows", flows, 1, 256); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("flows", flows, 1, 256));
   if (cc == CongestionControl::kFixed && rate.IsZero()) {
     return absl::InvalidArgumentError("rate must be set (> 0) for cc=fixed");
   }
@@ -54,7 +55,7 @@ absl::Status TransportConfig::Validate() const {
     return absl::InvalidArgumentError(
         "initial_rate is outside [0, 10tbit] (the rate cc=bbr's first round trip is paced at)");
   }
-  if (absl::Status s = Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("cc_loss_threshold", cc_loss_threshold, 0.0, 1.0));
   if (!(fec_tail >= 0.5 && fec_tail < 1.0)) {
     return absl::InvalidArgumentError("fec_tail is outside [0.5, 1) (the percentile, e.g. 0.999)");
   }
@@ -64,24 +65,24 @@ absl::Status TransportConfig::Validate() const {
   if (pacing_burst < Duration::Zero() || pacing_burst > Duration::Milliseconds(100)) {
     return absl::InvalidArgumentError("pacing_burst is outside [0, 100ms]");
   }
-  if (absl::Status s = Range("reorder_packets", reorder_packets, 1, 1u << 20); !s.ok()) return s;
-  if (absl::Status s = Range("reorder_rtt_fraction", reorder_rtt_fraction, 0.0, 4.0); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("reorder_packets", reorder_packets, 1, 1u << 20));
+  LH_RETURN_IF_ERROR(Range("reorder_rtt_fraction", reorder_rtt_fraction, 0.0, 4.0));
   if (initial_rtt <= Duration::Zero() || initial_rtt > Duration::Seconds(60)) {
     return absl::InvalidArgumentError("initial_rtt is outside (0, 60s]");
   }
   if (min_pto <= Duration::Zero() || min_pto > max_pto) {
     return absl::InvalidArgumentError("min_pto must be > 0 and <= max_pto");
   }
-  if (absl::Status s = Range("ack_every", ack_every, 1, 65536); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("ack_every", ack_every, 1, 65536));
   if (max_ack_delay < Duration::Zero() || max_ack_delay > Duration::Seconds(1)) {
     return absl::InvalidArgumentError("max_ack_delay is outside [0, 1s]");
   }
-  if (absl::Status s = Range("max_ack_ranges", max_ack_ranges, 1, 4096); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Range("max_ack_ranges", max_ack_ranges, 1, 4096));
   if (fec != FecMode::kOff) {
-    if (absl::Status s = Range("fec_k", fec_k, 1, 254); !s.ok()) return s;
-    if (absl::Status s = Range("fec_m", fec_m, 1, 254); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(Range("fec_k", fec_k, 1, 254));
+    LH_RETURN_IF_ERROR(Range("fec_m", fec_m, 1, 254));
     if (fec_k + fec_m > 255) return absl::InvalidArgumentError("fec k+m must be <= 255");
-    if (absl::Status s = Range("fec_interleave", fec_interleave, 1, 1024); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(Range("fec_interleave", fec_interleave, 1, 1024));
   }
   if (fec_flush < Duration::Zero()) return absl::InvalidArgumentError("fec_flush must be >= 0");
   if (idle_timeout <= Duration::Zero()) return absl::InvalidArgumentError("idle_timeout must be > 0");

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 
 namespace longhaul::fec {
 
@@ -99,7 +100,7 @@ absl::Status BlockDecoder::AddShardParts(const ShardInfo& info,
                                          std::span<const std::span<const uint8_t>> parts) {
   size_t len = 0;
   for (const auto& part : parts) len += part.size();
-  if (absl::Status s = CheckGeometry(info, len); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckGeometry(info, len));
   m_ = info.m;
   if (!info.parity) {
     k_bound_ = std::max(k_bound_, info.k);
@@ -179,9 +180,9 @@ absl::StatusOr<std::span<const RecoveredShard>> BlockDecoder::Recover() {
   }
   CHECK_EQ(p, e) << "CanRecover() promised enough repair shards";
 
-  absl::StatusOr<std::shared_ptr<const GfTables>> tables = codec_->DecodeTables(
-      k_, std::span<const uint8_t>(lost.data(), e), std::span<const uint8_t>(rows.data(), e));
-  if (!tables.ok()) return tables.status();
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<const GfTables> tables,
+                      codec_->DecodeTables(k_, std::span<const uint8_t>(lost.data(), e),
+                                           std::span<const uint8_t>(rows.data(), e)));
   for (int i = 0; i < e; ++i) {
     outputs[i] = pool_->Acquire();
     if (outputs[i] == nullptr) {
@@ -189,8 +190,7 @@ absl::StatusOr<std::span<const RecoveredShard>> BlockDecoder::Recover() {
       return absl::ResourceExhaustedError("FEC shard pool exhausted (recovery)");
     }
   }
-  ec_encode_data(static_cast<int>(length_), k_, e, (*tables)->data(), inputs.data(),
-                 outputs.data());
+  ec_encode_data(static_cast<int>(length_), k_, e, tables->data(), inputs.data(), outputs.data());
   for (int i = 0; i < e; ++i) {
     data_[lost[i]] = outputs[i];
     data_len_[lost[i]] = static_cast<uint32_t>(length_);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 
 namespace longhaul::fec {
 
@@ -22,12 +23,10 @@ absl::Status BlockEncoder::Begin(uint64_t block_id, int k, int m) {
   if (open_) {
     return absl::FailedPreconditionError(absl::StrCat("FEC block ", block_id_, " is still open"));
   }
-  if (absl::Status s = ValidateGeometry(k, m); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateGeometry(k, m));
   // Reuse the tables when the geometry did not change (the common case).
   if (tables_ == nullptr || tables_->k != k || tables_->rows != m) {
-    absl::StatusOr<std::shared_ptr<const GfTables>> tables = codec_->EncodeTables(k, m);
-    if (!tables.ok()) return tables.status();
-    tables_ = *std::move(tables);
+    LH_ASSIGN_OR_RETURN(tables_, codec_->EncodeTables(k, m));
   }
   parity_.clear();
   parity_ptrs_.clear();

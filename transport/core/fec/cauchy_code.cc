@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 
 namespace longhaul::fec {
 namespace {
@@ -69,7 +70,7 @@ void ParityMatrix(int k, int m, uint8_t* out) {
 absl::Status DecodeMatrix(int k, std::span<const uint8_t> lost,
                           std::span<const uint8_t> parity_rows, uint8_t* out) {
   std::array<uint8_t, kMaxShards> surviving;
-  if (absl::Status s = CheckDecodeArgs(k, lost, parity_rows, surviving); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckDecodeArgs(k, lost, parity_rows, surviving));
   const int e = static_cast<int>(lost.size());
   if (e == 0) return absl::OkStatus();
   const int s = k - e;
@@ -100,7 +101,7 @@ absl::Status DecodeMatrix(int k, std::span<const uint8_t> lost,
 absl::Status DecodeMatrixByFullInversion(int k, std::span<const uint8_t> lost,
                                          std::span<const uint8_t> parity_rows, uint8_t* out) {
   std::array<uint8_t, kMaxShards> surviving;
-  if (absl::Status s = CheckDecodeArgs(k, lost, parity_rows, surviving); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckDecodeArgs(k, lost, parity_rows, surviving));
   const int e = static_cast<int>(lost.size());
   if (e == 0) return absl::OkStatus();
   const int s = k - e;

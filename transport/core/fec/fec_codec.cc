@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 
 namespace longhaul::fec {
 namespace {
@@ -36,7 +37,7 @@ size_t FecCodec::EntryBytes(const GfTables& t) {
 }
 
 absl::StatusOr<std::shared_ptr<const GfTables>> FecCodec::EncodeTables(int k, int m) {
-  if (absl::Status s = ValidateGeometry(k, m); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateGeometry(k, m));
   const EncodeKey key{k, m};
   for (auto it = encode_lru_.begin(); it != encode_lru_.end(); ++it) {
     if (it->first == key) {
@@ -62,7 +63,7 @@ absl::StatusOr<std::shared_ptr<const GfTables>> FecCodec::BuildDecodeTables(
     int k, std::span<const uint8_t> lost, std::span<const uint8_t> parity_rows) {
   const int e = static_cast<int>(lost.size());
   std::vector<uint8_t> matrix(static_cast<size_t>(e) * k);
-  if (absl::Status s = DecodeMatrix(k, lost, parity_rows, matrix.data()); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(DecodeMatrix(k, lost, parity_rows, matrix.data()));
   auto tables = std::make_shared<GfTables>();
   tables->k = k;
   tables->rows = e;
@@ -117,12 +118,12 @@ absl::StatusOr<std::shared_ptr<const GfTables>> FecCodec::DecodeTables(
   }
 
   ++stats_.decode_misses;
-  absl::StatusOr<std::shared_ptr<const GfTables>> built = BuildDecodeTables(k, lost, parity_rows);
-  if (!built.ok()) return built;
-  const size_t bytes = EntryBytes(**built);
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<const GfTables> built,
+                      BuildDecodeTables(k, lost, parity_rows));
+  const size_t bytes = EntryBytes(*built);
   if (bytes <= options_.decode_cache_bytes) {
     EvictDecodeUntilFits(bytes);
-    decode_lru_.push_front(LruEntry{key, *built});
+    decode_lru_.push_front(LruEntry{key, built});
     decode_index_.emplace(key, decode_lru_.begin());
     stats_.decode_cache_bytes += bytes;
     stats_.decode_cache_entries = decode_lru_.size();
@@ -131,7 +132,7 @@ absl::StatusOr<std::shared_ptr<const GfTables>> FecCodec::DecodeTables(
 }
 
 absl::Status FecCodec::PrecomputeSingleErasures(int k, int m) {
-  if (absl::Status s = ValidateGeometry(k, m); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateGeometry(k, m));
   size_t needed = 0;
   for (int r = 0; r < m; ++r) {
     for (int j = 0; j < k; ++j) {
@@ -158,11 +159,11 @@ absl::Status FecCodec::PrecomputeSingleErasures(int k, int m) {
       if (pinned_.contains(key)) continue;
       const uint8_t lost = key.ids[0];
       const uint8_t row = key.ids[1];
-      absl::StatusOr<std::shared_ptr<const GfTables>> built = BuildDecodeTables(
-          k, std::span<const uint8_t>(&lost, 1), std::span<const uint8_t>(&row, 1));
-      if (!built.ok()) return built.status();
-      stats_.pinned_bytes += EntryBytes(**built);
-      pinned_.emplace(key, *std::move(built));
+      LH_ASSIGN_OR_RETURN(std::shared_ptr<const GfTables> built,
+                          BuildDecodeTables(k, std::span<const uint8_t>(&lost, 1),
+                                            std::span<const uint8_t>(&row, 1)));
+      stats_.pinned_bytes += EntryBytes(*built);
+      pinned_.emplace(key, std::move(built));
     }
   }
   stats_.pinned_entries = pinned_.size();
@@ -171,18 +172,17 @@ absl::Status FecCodec::PrecomputeSingleErasures(int k, int m) {
 
 absl::Status FecCodec::Encode(int k, int m, size_t len, const uint8_t* const* data,
                               uint8_t* const* parity) {
-  if (absl::Status s = CheckLength(len); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<const GfTables>> tables = EncodeTables(k, m);
-  if (!tables.ok()) return tables.status();
-  ec_encode_data(static_cast<int>(len), k, m, (*tables)->data(), const_cast<unsigned char**>(data),
+  LH_RETURN_IF_ERROR(CheckLength(len));
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<const GfTables> tables, EncodeTables(k, m));
+  ec_encode_data(static_cast<int>(len), k, m, tables->data(), const_cast<unsigned char**>(data),
                  const_cast<unsigned char**>(parity));
   return absl::OkStatus();
 }
 
 absl::Status FecCodec::Reconstruct(int k, int m, size_t len, const uint8_t* const* shards,
                                    uint8_t* const* out) {
-  if (absl::Status s = ValidateGeometry(k, m); !s.ok()) return s;
-  if (absl::Status s = CheckLength(len); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateGeometry(k, m));
+  LH_RETURN_IF_ERROR(CheckLength(len));
   std::array<uint8_t, kMaxShards> lost;
   std::array<uint8_t, kMaxShards> rows;
   std::array<const uint8_t*, kMaxShards> inputs;
@@ -214,10 +214,10 @@ absl::Status FecCodec::Reconstruct(int k, int m, size_t len, const uint8_t* cons
     return absl::FailedPreconditionError(
         absl::StrCat(e, " of ", k, " data shards missing but only ", p, " parity shards present"));
   }
-  absl::StatusOr<std::shared_ptr<const GfTables>> tables = DecodeTables(
-      k, std::span<const uint8_t>(lost.data(), e), std::span<const uint8_t>(rows.data(), e));
-  if (!tables.ok()) return tables.status();
-  ec_encode_data(static_cast<int>(len), k, e, (*tables)->data(),
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<const GfTables> tables,
+                      DecodeTables(k, std::span<const uint8_t>(lost.data(), e),
+                                   std::span<const uint8_t>(rows.data(), e)));
+  ec_encode_data(static_cast<int>(len), k, e, tables->data(),
                  const_cast<unsigned char**>(inputs.data()), outputs.data());
   return absl::OkStatus();
 }

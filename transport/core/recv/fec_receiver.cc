@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul {
 namespace {
@@ -63,7 +64,7 @@ absl::Status FecReceiver::AfterAdd(uint64_t block_id, Block* b, absl::Status add
     ++stats_.shards_dropped;
     return absl::OkStatus();
   }
-  if (!added.ok()) return added;
+  LH_RETURN_IF_ERROR(added);
   fec::BlockDecoder& d = *b->decoder;
   if (d.CanRecover()) {
     absl::StatusOr<std::span<const fec::RecoveredShard>> rec = d.Recover();
