@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "transport/base/file_trust.h"
+#include "transport/base/status.h"
 
 namespace longhaul::crypto {
 namespace {
@@ -188,17 +189,15 @@ absl::StatusOr<Key32> ParseKeyText(absl::string_view text, absl::string_view sou
   const size_t eol = body.find_first_of("\r\n");
   if (eol != absl::string_view::npos) {
     // The first line may still be the problem (a truncated key on two lines).
-    absl::StatusOr<Key32> first =
-        ParseHexKey(absl::StripAsciiWhitespace(body.substr(0, eol)), absl::StrCat(source, ":1"),
-                    secret);
-    if (!first.ok()) return first.status();
+    LH_RETURN_IF_ERROR(ParseHexKey(absl::StripAsciiWhitespace(body.substr(0, eol)),
+                                   absl::StrCat(source, ":1"), secret)
+                           .status());
     return absl::InvalidArgumentError(
         absl::StrCat(source, ":2: more than one line (a key file holds one key on one line)"));
   }
   if (const size_t space = body.find_first_of(" \t\v\f"); space != absl::string_view::npos) {
-    absl::StatusOr<Key32> k =
-        ParseHexKey(body.substr(0, space), absl::StrCat(source, ":1"), secret);
-    if (!k.ok()) return k.status();
+    LH_RETURN_IF_ERROR(
+        ParseHexKey(body.substr(0, space), absl::StrCat(source, ":1"), secret).status());
     return absl::InvalidArgumentError(absl::StrCat(
         source, ":1: text after the key (labels belong in a list of peer keys, not here)"));
   }
@@ -218,16 +217,15 @@ absl::StatusOr<std::vector<PeerKey>> ParsePeerKeyText(absl::string_view text,
     if (line.empty()) continue;
     const size_t space = line.find_first_of(" \t\v\f");
     const absl::string_view token = line.substr(0, space);
-    absl::StatusOr<Key32> k = ParseHexKey(token, absl::StrCat(source, ":", line_number));
-    if (!k.ok()) return k.status();
+    LH_ASSIGN_OR_RETURN(Key32 k, ParseHexKey(token, absl::StrCat(source, ":", line_number)));
     for (const PeerKey& earlier : keys) {
-      if (earlier.key == *k) {
+      if (earlier.key == k) {
         return absl::InvalidArgumentError(
             absl::StrCat(source, ":", line_number, ": the key of line ", earlier.line, " again"));
       }
     }
     PeerKey p;
-    p.key = *k;
+    p.key = k;
     p.line = line_number;
     if (space != absl::string_view::npos) {
       p.label = std::string(absl::StripAsciiWhitespace(line.substr(space)));
@@ -244,6 +242,8 @@ absl::StatusOr<std::vector<PeerKey>> ParsePeerKeyText(absl::string_view text,
 }
 
 absl::StatusOr<KeyPair> ReadPrivateKeyFile(const std::string& path) {
+  // By hand, not LH_ASSIGN_OR_RETURN: moving the text out would leave a short secret's bytes
+  // in the StatusOr that WipeText never sees.
   absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/true);
   if (!text.ok()) return text.status();
   absl::StatusOr<Key32> k = ParseKeyText(*text, path, /*secret=*/true);
@@ -256,19 +256,17 @@ absl::StatusOr<KeyPair> ReadPrivateKeyFile(const std::string& path) {
 }
 
 absl::StatusOr<Key32> ReadPublicKeyFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/false);
-  if (!text.ok()) return text.status();
-  return ParseKeyText(*text, path);
+  LH_ASSIGN_OR_RETURN(std::string text, ReadKeyFileText(path, /*secret=*/false));
+  return ParseKeyText(text, path);
 }
 
 absl::StatusOr<std::vector<PeerKey>> ReadPeerKeyFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/false);
-  if (!text.ok()) return text.status();
-  return ParsePeerKeyText(*text, path);
+  LH_ASSIGN_OR_RETURN(std::string text, ReadKeyFileText(path, /*secret=*/false));
+  return ParsePeerKeyText(text, path);
 }
 
 absl::StatusOr<Key32> ReadPskFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/true);
+  absl::StatusOr<std::string> text = ReadKeyFileText(path, /*secret=*/true);  // by hand: as above
   if (!text.ok()) return text.status();
   absl::StatusOr<Key32> k = ParseKeyText(*text, path, /*secret=*/true);
   WipeText(&*text);
@@ -337,7 +335,7 @@ absl::Status SystemRandom(std::span<uint8_t> out) {
 
 absl::StatusOr<KeyPair> GenerateKeyPair() {
   Key32 seed;
-  if (absl::Status s = SystemRandom(seed); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(SystemRandom(seed));
   absl::StatusOr<KeyPair> pair = KeyPairFromPrivate(seed);
   Wipe(seed);
   return pair;
@@ -345,7 +343,7 @@ absl::StatusOr<KeyPair> GenerateKeyPair() {
 
 absl::StatusOr<Key32> GeneratePsk() {
   Key32 k;
-  if (absl::Status s = SystemRandom(k); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(SystemRandom(k));
   return k;
 }
 

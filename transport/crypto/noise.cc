@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::crypto {
 namespace {
@@ -100,9 +101,7 @@ absl::StatusOr<NoiseHandshake> NoiseHandshake::Start(NoisePattern pattern, bool 
     return absl::InvalidArgumentError(
         absl::StrCat(NoisePatternName(pattern), ": a pre-shared key is needed"));
   }
-  absl::StatusOr<KeyPair> e = KeyPairFromPrivate(ephemeral_private);
-  if (!e.ok()) return e.status();
-  hs.e_ = *e;
+  LH_ASSIGN_OR_RETURN(hs.e_, KeyPairFromPrivate(ephemeral_private));
   const bool ik = pattern != NoisePattern::kNNpsk0;
   if (ik) {
     hs.s_ = *keys.static_key;
@@ -179,9 +178,8 @@ absl::Status NoiseHandshake::DecryptAndHash(std::span<const uint8_t> ciphertext,
   out->assign(ciphertext.begin(), ciphertext.begin() + n);
   uint8_t nonce[kNonceSize];
   NoiseNonce(n_++, nonce);
-  absl::StatusOr<std::unique_ptr<Aead>> aead = Aead::Create(Cipher::kAes256Gcm, k_);
-  if (!aead.ok()) return aead.status();
-  if (!(*aead)->Open(nonce, h_, *out, ciphertext.data() + n)) {
+  LH_ASSIGN_OR_RETURN(std::unique_ptr<Aead> aead, Aead::Create(Cipher::kAes256Gcm, k_));
+  if (!aead->Open(nonce, h_, *out, ciphertext.data() + n)) {
     return Unauthenticated("a wrong key or a changed message");
   }
   MixHash(ciphertext);
@@ -207,9 +205,9 @@ absl::StatusOr<std::vector<uint8_t>> NoiseHandshake::WriteMessage1(
   MixHash(e_.public_key);
   if (psk_mode()) MixKey(e_.public_key);
   if (pattern_ != NoisePattern::kNNpsk0) {
-    if (absl::Status st = MixDh(e_.private_key, *rs_); !st.ok()) return st;   // es
+    LH_RETURN_IF_ERROR(MixDh(e_.private_key, *rs_));                           // es
     EncryptAndHash(s_.public_key, &out);                                       // s
-    if (absl::Status st = MixDh(s_.private_key, *rs_); !st.ok()) return st;   // ss
+    LH_RETURN_IF_ERROR(MixDh(s_.private_key, *rs_));                           // ss
   }
   if (pattern_ == NoisePattern::kIKpsk1) MixKeyAndHash(*psk_);  // psk
   EncryptAndHash(payload, &out);
@@ -232,7 +230,7 @@ absl::StatusOr<std::vector<uint8_t>> NoiseHandshake::ReadMessage1(
   if (psk_mode()) MixKey(re_);
   std::vector<uint8_t> payload;
   if (pattern_ != NoisePattern::kNNpsk0) {
-    if (absl::Status st = MixDh(s_.private_key, re_); !st.ok()) return st;  // es
+    LH_RETURN_IF_ERROR(MixDh(s_.private_key, re_));  // es
     std::vector<uint8_t> rs;
     if (absl::Status st = DecryptAndHash(message.subspan(at, 32 + kTagSize), &rs); !st.ok()) {
       return st;  // s
@@ -241,10 +239,10 @@ absl::StatusOr<std::vector<uint8_t>> NoiseHandshake::ReadMessage1(
     Key32 r;
     std::memcpy(r.data(), rs.data(), 32);
     rs_ = r;
-    if (absl::Status st = MixDh(s_.private_key, *rs_); !st.ok()) return st;  // ss
+    LH_RETURN_IF_ERROR(MixDh(s_.private_key, *rs_));  // ss
   }
   if (pattern_ == NoisePattern::kIKpsk1) MixKeyAndHash(*psk_);  // psk
-  if (absl::Status st = DecryptAndHash(message.subspan(at), &payload); !st.ok()) return st;
+  LH_RETURN_IF_ERROR(DecryptAndHash(message.subspan(at), &payload));
   return payload;
 }
 
@@ -255,9 +253,9 @@ absl::StatusOr<std::vector<uint8_t>> NoiseHandshake::WriteMessage2(
   std::vector<uint8_t> out(e_.public_key.begin(), e_.public_key.end());  // e
   MixHash(e_.public_key);
   if (psk_mode()) MixKey(e_.public_key);
-  if (absl::Status st = MixDh(e_.private_key, re_); !st.ok()) return st;  // ee
+  LH_RETURN_IF_ERROR(MixDh(e_.private_key, re_));  // ee
   if (pattern_ != NoisePattern::kNNpsk0) {
-    if (absl::Status st = MixDh(e_.private_key, *rs_); !st.ok()) return st;  // se
+    LH_RETURN_IF_ERROR(MixDh(e_.private_key, *rs_));  // se
   }
   EncryptAndHash(payload, &out);
   return out;
@@ -274,12 +272,12 @@ absl::StatusOr<std::vector<uint8_t>> NoiseHandshake::ReadMessage2(
   std::memcpy(re_.data(), message.data(), 32);  // e
   MixHash(re_);
   if (psk_mode()) MixKey(re_);
-  if (absl::Status st = MixDh(e_.private_key, re_); !st.ok()) return st;  // ee
+  LH_RETURN_IF_ERROR(MixDh(e_.private_key, re_));  // ee
   if (pattern_ != NoisePattern::kNNpsk0) {
-    if (absl::Status st = MixDh(s_.private_key, re_); !st.ok()) return st;  // se
+    LH_RETURN_IF_ERROR(MixDh(s_.private_key, re_));  // se
   }
   std::vector<uint8_t> payload;
-  if (absl::Status st = DecryptAndHash(message.subspan(32), &payload); !st.ok()) return st;
+  LH_RETURN_IF_ERROR(DecryptAndHash(message.subspan(32), &payload));
   return payload;
 }
 

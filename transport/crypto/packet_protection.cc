@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 
 namespace longhaul::crypto {
 namespace {
@@ -66,9 +67,9 @@ absl::StatusOr<std::unique_ptr<PacketProtector>> PacketProtector::Create(
   std::unique_ptr<PacketProtector> p(new PacketProtector(cipher, policy));
   const Key32& send0 = initiator ? split.initiator_to_responder : split.responder_to_initiator;
   const Key32& recv0 = initiator ? split.responder_to_initiator : split.initiator_to_responder;
-  if (absl::Status s = p->Derive(send0, 0, &p->send_); !s.ok()) return s;
-  if (absl::Status s = p->Derive(recv0, 0, &p->recv_current_); !s.ok()) return s;
-  if (absl::Status s = p->Next(p->recv_current_, &p->recv_next_); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(p->Derive(send0, 0, &p->send_));
+  LH_RETURN_IF_ERROR(p->Derive(recv0, 0, &p->recv_current_));
+  LH_RETURN_IF_ERROR(p->Next(p->recv_current_, &p->recv_next_));
   absl::StatusOr<std::unique_ptr<HeaderMask>> sm =
       HeaderMask::Create(cipher, HkdfExpandLabel(send0, "longhaul hp"));
   absl::StatusOr<std::unique_ptr<HeaderMask>> rm =

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/endpoint/sans_io_endpoint.h"
 #include "transport/endpoint/endpoint_state.h"
 #include "transport/endpoint/negotiation.h"
@@ -35,7 +36,7 @@ TransportConfig SealedConfig(TransportConfig c, bool sealed) {
 absl::StatusOr<ConnectionId> SansIoEndpoint::Connect(Time now, const PeerAddress& server,
                                                std::vector<LocalId> locals,
                                                ConnectConfig config) {
-  if (absl::Status s = config.config.Validate(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(config.config.Validate());
   if (config.app_data.size() > kMaxAppDataSize) {
     return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
                                                    config.app_data.size(), " bytes exceeds ",
@@ -81,13 +82,11 @@ absl::StatusOr<ConnectionId> SansIoEndpoint::Connect(Time now, const PeerAddress
     keys.static_key = config_.security.key;
     keys.remote_static = p->server_key;
     keys.psk = config_.security.psk;
-    absl::StatusOr<crypto::NoiseHandshake> noise = crypto::NoiseHandshake::Initiator(
-        static_cast<crypto::NoisePattern>(mode), keys, HelloPrologue(h), Ephemeral());
-    if (!noise.ok()) return noise.status();
-    absl::StatusOr<std::vector<uint8_t>> msg1 = noise->WriteMessage1({});
-    if (!msg1.ok()) return msg1.status();
-    h.security.noise = *std::move(msg1);
-    p->noise.emplace(*std::move(noise));
+    LH_ASSIGN_OR_RETURN(crypto::NoiseHandshake noise,
+                        crypto::NoiseHandshake::Initiator(static_cast<crypto::NoisePattern>(mode),
+                                                          keys, HelloPrologue(h), Ephemeral()));
+    LH_ASSIGN_OR_RETURN(h.security.noise, noise.WriteMessage1({}));
+    p->noise.emplace(std::move(noise));
   }
   for (LocalId l : p->locals) local_owner_[l] = p->cid;
   Pending& ref = *p;
@@ -125,18 +124,18 @@ absl::StatusOr<crypto::NoiseHandshake> SansIoEndpoint::ServerReadHello(
   crypto::NoiseKeys keys;
   keys.static_key = config_.security.key;
   keys.psk = config_.security.psk;
-  absl::StatusOr<crypto::NoiseHandshake> noise = crypto::NoiseHandshake::Responder(
-      static_cast<crypto::NoisePattern>(mine), keys, HelloPrologue(m), Ephemeral());
-  if (!noise.ok()) return noise.status();
-  if (absl::StatusOr<std::vector<uint8_t>> payload = noise->ReadMessage1(m.security.noise);
+  LH_ASSIGN_OR_RETURN(crypto::NoiseHandshake noise,
+                      crypto::NoiseHandshake::Responder(static_cast<crypto::NoisePattern>(mine),
+                                                        keys, HelloPrologue(m), Ephemeral()));
+  if (absl::StatusOr<std::vector<uint8_t>> payload = noise.ReadMessage1(m.security.noise);
       !payload.ok()) {
     ++counters_.handshake_auth_failures;
     return absl::PermissionDeniedError(
         "the handshake did not authenticate: the client holds another server key, or the "
         "pre-shared keys differ");
   }
-  if (noise->remote_static()) {
-    const crypto::Key32& k = *noise->remote_static();
+  if (noise.remote_static()) {
+    const crypto::Key32& k = *noise.remote_static();
     if (std::find(config_.security.peer_keys.begin(), config_.security.peer_keys.end(), k) ==
         config_.security.peer_keys.end()) {
       ++counters_.keys_refused;

@@ -4,6 +4,7 @@
 #include "transport/endpoint/handshake.h"
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::endpoint {
 namespace {
@@ -291,10 +292,9 @@ uint64_t HeaderCidFor(const HandshakeMessage& m) {
 }
 
 absl::StatusOr<std::vector<uint8_t>> BuildHandshakePacket(const HandshakeMessage& m) {
-  absl::StatusOr<std::vector<uint8_t>> body = EncodeHandshakeBody(m);
-  if (!body.ok()) return body.status();
+  LH_ASSIGN_OR_RETURN(std::vector<uint8_t> body, EncodeHandshakeBody(m));
   // Header + frame type + 2-byte varint length + body + checksum, padded for a Hello.
-  size_t need = wire::kPacketOverhead + 1 + 2 + body->size();
+  size_t need = wire::kPacketOverhead + 1 + 2 + body.size();
   size_t total = m.kind == HandshakeKind::kHello ? std::max(need, kMinInitialSize) : need;
   std::vector<uint8_t> out(total);
   wire::PacketWriter w(out.data(), out.size());
@@ -303,7 +303,7 @@ absl::StatusOr<std::vector<uint8_t>> BuildHandshakePacket(const HandshakeMessage
   h.connection_id = HeaderCidFor(m);
   h.packet_number = 0;
   w.WriteHeader(h);
-  if (!w.WriteHandshake(*body)) return absl::InternalError("handshake body does not fit");
+  if (!w.WriteHandshake(body)) return absl::InternalError("handshake body does not fit");
   if (w.remaining() > 0 && !w.WritePadding(w.remaining())) {
     return absl::InternalError("handshake padding does not fit");
   }
@@ -312,35 +312,31 @@ absl::StatusOr<std::vector<uint8_t>> BuildHandshakePacket(const HandshakeMessage
 }
 
 absl::StatusOr<HandshakeMessage> ParseHandshakePacket(std::span<const uint8_t> datagram) {
-  absl::StatusOr<wire::PacketView> v = wire::ParsePacket(datagram);
-  if (!v.ok()) return v.status();
-  if (v->header.type == wire::PacketType::kOneRtt) {
+  LH_ASSIGN_OR_RETURN(wire::PacketView v, wire::ParsePacket(datagram));
+  if (v.header.type == wire::PacketType::kOneRtt) {
     return absl::InvalidArgumentError("not a handshake packet (1-RTT)");
   }
-  wire::FrameReader reader(*v);
+  wire::FrameReader reader(v);
   wire::Frame f;
   bool found = false;
   HandshakeMessage m;
   while (true) {
-    absl::StatusOr<bool> more = reader.Next(&f);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
+    LH_ASSIGN_OR_RETURN(bool more, reader.Next(&f));
+    if (!more) break;
     if (f.type == wire::FrameType::kPadding) continue;
     if (f.type != wire::FrameType::kHandshake || found) {
       return absl::InvalidArgumentError(
           "handshake packet must carry exactly one HANDSHAKE frame (and PADDING)");
     }
-    absl::StatusOr<HandshakeMessage> d = DecodeHandshakeBody(f.handshake.body);
-    if (!d.ok()) return d.status();
-    m = *std::move(d);
+    LH_ASSIGN_OR_RETURN(m, DecodeHandshakeBody(f.handshake.body));
     found = true;
   }
   if (!found) return absl::InvalidArgumentError("handshake packet without a HANDSHAKE frame");
-  if (PacketTypeFor(m.kind) != v->header.type) {
+  if (PacketTypeFor(m.kind) != v.header.type) {
     return absl::InvalidArgumentError(
         absl::StrCat("handshake ", HandshakeKindName(m.kind), " in a packet of the wrong type"));
   }
-  if (m.version == kProtocolVersion && HeaderCidFor(m) != v->header.connection_id) {
+  if (m.version == kProtocolVersion && HeaderCidFor(m) != v.header.connection_id) {
     return absl::InvalidArgumentError(absl::StrCat("handshake ", HandshakeKindName(m.kind),
                                                    ": header connection id does not match"));
   }

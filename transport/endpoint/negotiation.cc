@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::endpoint {
 
@@ -33,9 +34,7 @@ absl::StatusOr<TransportConfig> NegotiateServerConfig(const TransportConfig& bas
   }
   TransportConfig config = base;
   if (policy) {
-    absl::StatusOr<TransportConfig> pc = policy(info());
-    if (!pc.ok()) return pc.status();
-    config = *pc;
+    LH_ASSIGN_OR_RETURN(config, policy(info()));
   }
   // The message limit and idle timeout are the smaller of the two sides', the flows the
   // client asked for up to our limit.
@@ -61,7 +60,7 @@ absl::StatusOr<TransportConfig> ApplyServerParams(const TransportConfig& request
   }
   config.flows = std::max<uint32_t>(1, std::min<uint32_t>(config.flows, accept.flows));
   KeepAliveWithinIdle(&config);
-  if (absl::Status v = config.Validate(); !v.ok()) return v;
+  LH_RETURN_IF_ERROR(config.Validate());
   return config;
 }
 

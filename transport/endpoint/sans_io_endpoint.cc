@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/endpoint/endpoint_state.h"
 #include "transport/endpoint/negotiation.h"
 #include "transport/wire/packet.h"
@@ -62,7 +63,7 @@ std::string SansIoEndpoint::Format(const PeerAddress& a) const {
 
 absl::Status SansIoEndpoint::Listen(LocalId local, ListenConfig config) {
   if (local == kNoLocal) return absl::InvalidArgumentError("listen: local id 0 is reserved");
-  if (absl::Status s = config.config.Validate(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(config.config.Validate());
   if (listeners_.contains(local) || local_owner_.contains(local)) {
     return absl::AlreadyExistsError(absl::StrCat("listen: local ", local, " is in use"));
   }
