@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 
 namespace longhaul::datapath {
 
@@ -57,7 +58,7 @@ absl::Status ValidateEndpointOptions(const EndpointOptions& options) {
 }
 
 absl::Status ValidateConnectOptions(const ConnectOptions& options) {
-  if (absl::Status s = options.config.Validate(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(options.config.Validate());
   if (options.app_data.size() > endpoint::kMaxAppDataSize) {
     return absl::InvalidArgumentError(absl::StrCat("connect: application data of ",
                                                    options.app_data.size(), " bytes exceeds ",
@@ -179,7 +180,7 @@ absl::Status DriverRuntime::Listen(endpoint::LocalId local, ListenOptions option
     if (policy) return policy(info);
     return base;
   };
-  if (absl::Status s = endpoint_.Listen(local, std::move(lc)); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(endpoint_.Listen(local, std::move(lc)));
   listeners_[local] = ListenerState{std::move(options.on_accept), backlog};
   return absl::OkStatus();
 }

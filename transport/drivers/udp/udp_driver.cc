@@ -39,6 +39,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
+#include "transport/base/status.h"
 #include "transport/datapath/driver_runtime.h"
 #include "transport/drivers/udp/peer_address.h"
 #include "transport/endpoint/handshake.h"
@@ -95,9 +96,8 @@ class UdpDriverImpl {
   // ---- thread-safe entry points ----
 
   absl::StatusOr<uint16_t> Listen(const std::string& address, uint16_t port, ListenOptions lo) {
-    absl::StatusOr<net::SocketAddress> bind = net::SocketAddress::FromNumeric(address, port);
-    if (!bind.ok()) return bind.status();
-    if (absl::Status s = lo.config.Validate(); !s.ok()) return s;
+    LH_ASSIGN_OR_RETURN(net::SocketAddress bind, net::SocketAddress::FromNumeric(address, port));
+    LH_RETURN_IF_ERROR(lo.config.Validate());
     absl::StatusOr<uint16_t> result = absl::CancelledError("endpoint is shut down");
     RunOnDriver([&] {
       net::SocketOptions so;
@@ -105,7 +105,7 @@ class UdpDriverImpl {
       so.gso = opt_.gso;
       so.gro = opt_.gro;
       so.rx_timestamps = static_cast<bool>(lo.on_foreign_datagram);
-      absl::StatusOr<uint32_t> id = OpenSocket(*bind, net::SocketAddress(), so);
+      absl::StatusOr<uint32_t> id = OpenSocket(bind, net::SocketAddress(), so);
       if (!id.ok()) {
         result = id.status();
         return;
@@ -127,16 +127,15 @@ class UdpDriverImpl {
     if (runtime_.OnDriverThread()) {
       return absl::FailedPreconditionError("Connect cannot be called from an event callback");
     }
-    absl::StatusOr<net::SocketAddress> server = net::Resolve(host, port);
-    if (!server.ok()) return server.status();
-    if (absl::Status s = datapath::ValidateConnectOptions(co); !s.ok()) return s;
+    LH_ASSIGN_OR_RETURN(net::SocketAddress server, net::Resolve(host, port));
+    LH_RETURN_IF_ERROR(datapath::ValidateConnectOptions(co));
     auto wait = std::make_shared<datapath::ConnectWait>();
     const Duration timeout = co.timeout;
-    const bool posted = Post([this, server = *server, co = std::move(co), wait]() mutable {
+    const bool posted = Post([this, server, co = std::move(co), wait]() mutable {
       StartConnect(server, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
-    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server->ToString());
+    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server.ToString());
   }
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout) {
@@ -282,11 +281,11 @@ class UdpDriverImpl {
 
   absl::StatusOr<uint32_t> OpenSocket(const net::SocketAddress& bind, const net::SocketAddress& connect_to,
                                       const net::SocketOptions& so) {
-    absl::StatusOr<std::unique_ptr<net::UdpSocket>> u = net::UdpSocket::Open(io_, bind, connect_to, so);
-    if (!u.ok()) return u.status();
+    LH_ASSIGN_OR_RETURN(std::unique_ptr<net::UdpSocket> u,
+                        net::UdpSocket::Open(io_, bind, connect_to, so));
     auto s = std::make_unique<Socket>();
     s->id = next_socket_id_++;
-    s->udp = *std::move(u);
+    s->udp = std::move(u);
     const net::SocketInfo& info = s->udp->info();
     last_socket_info_ = info;
     if (info.recv_buffer_capped && !warned_rmem_) {
@@ -666,7 +665,7 @@ class UdpDriverImpl {
 // ---- UdpDriver ----
 
 absl::StatusOr<std::unique_ptr<UdpDriver>> UdpDriver::Create(const EndpointOptions& options) {
-  if (absl::Status s = datapath::ValidateEndpointOptions(options); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(datapath::ValidateEndpointOptions(options));
   if (options.rx_batch == 0 || options.rx_batch > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("rx_batch=", options.rx_batch, " is outside [1, 1024]"));

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
 #include "transport/net/socket_setup.h"
@@ -157,19 +158,18 @@ absl::StatusOr<std::unique_ptr<LocatorSocket>> LocatorSocket::Open(const net::So
   net::UdpSocketFlags flags;
   flags.recv_ecn = false;
   flags.rx_timestamps = timestamps;
-  absl::StatusOr<int> fd = net::OpenUdpSocket(bind.family(), flags);
-  if (!fd.ok()) return fd.status();
-  if (absl::Status s = net::BindSocket(*fd, bind); !s.ok()) {
-    close(*fd);
+  LH_ASSIGN_OR_RETURN(int fd, net::OpenUdpSocket(bind.family(), flags));
+  if (absl::Status s = net::BindSocket(fd, bind); !s.ok()) {
+    close(fd);
     return s;
   }
-  absl::StatusOr<net::SocketAddress> local = net::LocalAddress(*fd);
+  absl::StatusOr<net::SocketAddress> local = net::LocalAddress(fd);
   if (!local.ok()) {
-    close(*fd);
+    close(fd);
     return local.status();
   }
-  net::SetSocketBuffer(*fd, net::BufferKind::kReceive, kLocatorRecvBuffer);
-  std::unique_ptr<LocatorSocket> l(new LocatorSocket(*fd, *std::move(local)));
+  net::SetSocketBuffer(fd, net::BufferKind::kReceive, kLocatorRecvBuffer);
+  std::unique_ptr<LocatorSocket> l(new LocatorSocket(fd, *std::move(local)));
   l->buf_.resize(kMaxUdpPayload + 1);
   return l;
 }

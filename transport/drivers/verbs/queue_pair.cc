@@ -4,6 +4,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/drivers/verbs/ibverbs.h"
 
 namespace longhaul::verbs {
@@ -78,7 +79,7 @@ absl::StatusOr<std::unique_ptr<UdQueuePair>> UdQueuePair::Create(
                       absl::StrCat("ibv_reg_mr of a ", q->recv_mem_.size(), "-byte receive ring"));
   }
   for (uint32_t s = 0; s < recv_depth; ++s) q->refill_.push_back(s);
-  if (absl::Status st = q->Refill(stats); !st.ok()) return st;
+  LH_RETURN_IF_ERROR(q->Refill(stats));
   return q;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "transport/base/status.h"
 #include "transport/drivers/verbs/ibverbs.h"
 
 namespace longhaul::verbs {
@@ -114,7 +115,7 @@ absl::Status VerbsError(int err, const std::string& what) {
 absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOptions& o,
                                                                uint32_t local_ipv4) {
   if (o.port == 0) return absl::InvalidArgumentError("verbs port must be >= 1");
-  if (absl::StatusOr<const IbverbsApi*> api = LoadIbverbs(); !api.ok()) return api.status();
+  LH_RETURN_IF_ERROR(LoadIbverbs().status());
   DeviceList dl;
   if (dl.list == nullptr || dl.n == 0) {
     return absl::NotFoundError(absl::StrCat(

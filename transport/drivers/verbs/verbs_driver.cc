@@ -45,6 +45,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rate_limited_log.h"
+#include "transport/base/status.h"
 #include "transport/datapath/driver_runtime.h"
 #include "transport/drivers/verbs/ibverbs.h"
 #include "transport/drivers/verbs/locator.h"
@@ -105,17 +106,16 @@ class VerbsDriverImpl {
   // ---- thread-safe entry points ----
 
   absl::StatusOr<uint16_t> Listen(const std::string& address, uint16_t port, ListenOptions lo) {
-    absl::StatusOr<net::SocketAddress> bind = net::SocketAddress::FromNumeric(address, port);
-    if (!bind.ok()) return bind.status();
-    if (bind->family() != AF_INET) {
+    LH_ASSIGN_OR_RETURN(net::SocketAddress bind, net::SocketAddress::FromNumeric(address, port));
+    if (bind.family() != AF_INET) {
       return absl::InvalidArgumentError(
           absl::StrCat("verbs: listen address ", address, " is not IPv4 (RoCE v2 over IPv4)"));
     }
-    if (absl::Status s = lo.config.Validate(); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(lo.config.Validate());
     const uint32_t ipv4 =
-        reinterpret_cast<const sockaddr_in*>(bind->sockaddr_ptr())->sin_addr.s_addr;
+        reinterpret_cast<const sockaddr_in*>(bind.sockaddr_ptr())->sin_addr.s_addr;
     absl::StatusOr<uint16_t> result = absl::CancelledError("endpoint is shut down");
-    RunOnDriver([&] { result = ListenOnDriver(*bind, ipv4, std::move(lo)); });
+    RunOnDriver([&] { result = ListenOnDriver(bind, ipv4, std::move(lo)); });
     return result;
   }
 
@@ -124,29 +124,27 @@ class VerbsDriverImpl {
     if (runtime_.OnDriverThread()) {
       return absl::FailedPreconditionError("Connect cannot be called from an event callback");
     }
-    absl::StatusOr<net::SocketAddress> server = net::Resolve(host, port);
-    if (!server.ok()) return server.status();
-    if (server->family() != AF_INET) {
+    LH_ASSIGN_OR_RETURN(net::SocketAddress server, net::Resolve(host, port));
+    if (server.family() != AF_INET) {
       return absl::InvalidArgumentError(
           absl::StrCat("verbs: ", host, " has no IPv4 address (RoCE v2 over IPv4)"));
     }
-    if (absl::Status s = datapath::ValidateConnectOptions(co); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(datapath::ValidateConnectOptions(co));
     const int64_t start = MonotonicNs();
-    absl::StatusOr<LocateAnswer> located = Locate(*server, co.timeout);
-    if (!located.ok()) return located.status();
+    LH_ASSIGN_OR_RETURN(LocateAnswer located, Locate(server, co.timeout));
     const Duration left = co.timeout - Duration::Nanoseconds(MonotonicNs() - start);
     co.timeout = std::max(left, Duration::Milliseconds(100));
-    const uint32_t ipv4 = SourceAddressTowards(*server);
+    const uint32_t ipv4 = SourceAddressTowards(server);
     absl::Status opened = absl::CancelledError("endpoint is shut down");
     RunOnDriver([&] { opened = OpenDevice(ipv4); });
     if (!opened.ok()) return opened;
     auto wait = std::make_shared<datapath::ConnectWait>();
     const Duration timeout = co.timeout;
-    const bool posted = Post([this, a = *located, co = std::move(co), wait]() mutable {
+    const bool posted = Post([this, a = located, co = std::move(co), wait]() mutable {
       StartConnect(a, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
-    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server->ToString());
+    return datapath::DriverRuntime::WaitConnect(*wait, timeout, server.ToString());
   }
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout) {
@@ -204,9 +202,7 @@ class VerbsDriverImpl {
 
   absl::Status OpenDevice(uint32_t ipv4) {
     if (dev_ != nullptr) return absl::OkStatus();
-    absl::StatusOr<std::unique_ptr<VerbsDevice>> d = VerbsDevice::Open(opt_.verbs, ipv4);
-    if (!d.ok()) return d.status();
-    std::unique_ptr<VerbsDevice> dev = *std::move(d);
+    LH_ASSIGN_OR_RETURN(std::unique_ptr<VerbsDevice> dev, VerbsDevice::Open(opt_.verbs, ipv4));
     if (dev->active_mtu() < endpoint::kMinInitialSize) {
       return absl::FailedPreconditionError(absl::StrCat(
           dev->Describe(), ": the handshake's Initial datagrams are ", endpoint::kMinInitialSize,
@@ -303,12 +299,12 @@ class VerbsDriverImpl {
                        " queue pairs): fewer flows or connections, or a smaller recv_depth"));
     }
     const uint32_t id = next_qp_id_++;
-    absl::StatusOr<std::unique_ptr<UdQueuePair>> q = UdQueuePair::Create(
-        *dev_, send_cq_, recv_cq_, id, recv_depth, send_depth, slot_size_, &counters_);
-    if (!q.ok()) return q.status();
+    LH_ASSIGN_OR_RETURN(std::unique_ptr<UdQueuePair> q,
+                        UdQueuePair::Create(*dev_, send_cq_, recv_cq_, id, recv_depth, send_depth,
+                                            slot_size_, &counters_));
     recv_cq_used_ += recv_depth;
     send_cq_used_ += send_depth;
-    qps_[id] = *std::move(q);
+    qps_[id] = std::move(q);
     return id;
   }
 
@@ -353,31 +349,28 @@ class VerbsDriverImpl {
 
   absl::StatusOr<uint16_t> ListenOnDriver(const net::SocketAddress& bind, uint32_t ipv4,
                                           ListenOptions lo) {
-    if (absl::Status s = OpenDevice(ipv4); !s.ok()) return s;
-    if (absl::Status s = FitToPort(&lo.config); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(OpenDevice(ipv4));
+    LH_RETURN_IF_ERROR(FitToPort(&lo.config));
     // The accepted connections' configuration (the policy's, from the client's settings)
     // must fit the MTU as well.
     if (lo.policy) {
       lo.policy = [this, inner = std::move(lo.policy)](
                       const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
-        absl::StatusOr<TransportConfig> c = inner(h);
-        if (!c.ok()) return c;
-        if (absl::Status s = FitToPort(&*c); !s.ok()) return s;
+        LH_ASSIGN_OR_RETURN(TransportConfig c, inner(h));
+        LH_RETURN_IF_ERROR(FitToPort(&c));
         return c;
       };
     }
-    absl::StatusOr<std::unique_ptr<LocatorSocket>> sock =
-        LocatorSocket::Open(bind, static_cast<bool>(lo.on_foreign_datagram));
-    if (!sock.ok()) return sock.status();
-    absl::StatusOr<uint32_t> id = CreateQp(lo.config);
-    if (!id.ok()) return id.status();
-    UdQueuePair& q = *qps_.at(*id);
-    q.locator = *std::move(sock);
+    LH_ASSIGN_OR_RETURN(std::unique_ptr<LocatorSocket> sock,
+                        LocatorSocket::Open(bind, static_cast<bool>(lo.on_foreign_datagram)));
+    LH_ASSIGN_OR_RETURN(uint32_t id, CreateQp(lo.config));
+    UdQueuePair& q = *qps_.at(id);
+    q.locator = std::move(sock);
     q.on_foreign = lo.on_foreign_datagram;
     const net::SocketAddress local = q.locator->local();
     const uint32_t qpn = q.qpn();
-    if (absl::Status st = runtime_.Listen(*id, std::move(lo)); !st.ok()) {
-      DestroyQp(*id);
+    if (absl::Status st = runtime_.Listen(id, std::move(lo)); !st.ok()) {
+      DestroyQp(id);
       return st;
     }
     LOG(INFO) << "verbs: listening on " << local.ToString() << " as " << dev_->Describe() << " qp "
@@ -806,13 +799,13 @@ class VerbsDriverImpl {
 // ---- VerbsDriver ----
 
 absl::StatusOr<std::unique_ptr<VerbsDriver>> VerbsDriver::Create(const EndpointOptions& options) {
-  if (absl::Status s = datapath::ValidateEndpointOptions(options); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(datapath::ValidateEndpointOptions(options));
   if (options.verbs.gid_index < -1 || options.verbs.gid_index > 255) {
     return absl::InvalidArgumentError(
         absl::StrCat("gid_index=", options.verbs.gid_index, " is outside [-1, 255]"));
   }
   auto impl = std::make_unique<VerbsDriverImpl>(options);
-  if (absl::Status s = impl->Init(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(impl->Init());
   std::unique_ptr<VerbsDriver> d(new VerbsDriver(std::move(impl)));
   d->impl_->Start();
   return d;
