@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::emu {
 namespace {
@@ -72,7 +73,7 @@ bool NetnsExists(absl::string_view name) {
 }
 
 absl::StatusOr<NetnsHandle> OpenOrCreateNetns(absl::string_view name) {
-  if (absl::Status s = ValidateNetnsName(name); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateNetnsName(name));
   NetnsHandle h;
   h.name = std::string(name);
   const std::string path = NetnsPath(name);
@@ -126,7 +127,7 @@ absl::StatusOr<NetnsHandle> OpenOrCreateNetns(absl::string_view name) {
 }
 
 absl::Status DeleteNetns(absl::string_view name) {
-  if (absl::Status s = ValidateNetnsName(name); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateNetnsName(name));
   const std::string path = NetnsPath(name);
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {

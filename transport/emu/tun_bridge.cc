@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "transport/base/status.h"
 #include "transport/emu/tun_device.h"
 #include "transport/emu/udp_relay.h"
 
@@ -34,16 +35,15 @@ TunBridge::TunBridge(const TunBridgeOptions& o, StopSignal stop)
                DeriveDirectionSeeds(o.link, o.seed).reverse_seed, PayloadKind::kIpPacket, &pool_) {}
 
 absl::StatusOr<std::unique_ptr<TunBridge>> TunBridge::Create(const TunBridgeOptions& options) {
-  if (absl::Status s = ValidateNetnsName(options.netns_a); !s.ok()) return s;
-  if (absl::Status s = ValidateNetnsName(options.netns_b); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(ValidateNetnsName(options.netns_a));
+  LH_RETURN_IF_ERROR(ValidateNetnsName(options.netns_b));
   if (options.netns_a == options.netns_b) {
     return absl::InvalidArgumentError("the two namespaces must differ");
   }
   if (options.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
-  if (absl::Status s = CheckTunModePrivileges(); !s.ok()) return s;
-  absl::StatusOr<StopSignal> stop = StopSignal::Create();
-  if (!stop.ok()) return stop.status();
-  std::unique_ptr<TunBridge> b(new TunBridge(options, *std::move(stop)));
+  LH_RETURN_IF_ERROR(CheckTunModePrivileges());
+  LH_ASSIGN_OR_RETURN(StopSignal stop, StopSignal::Create());
+  std::unique_ptr<TunBridge> b(new TunBridge(options, std::move(stop)));
   if (absl::Status s = b->Init(); !s.ok()) {
     b->Shutdown();
     return s;
@@ -185,7 +185,7 @@ absl::Status TunBridge::Run() {
   if (shut_down_) return absl::FailedPreconditionError("bridge already shut down");
   UsePreciseTimers();
   if (options_.realtime_priority > 0) {
-    if (absl::Status s = UseRealtimeScheduling(options_.realtime_priority); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(UseRealtimeScheduling(options_.realtime_priority));
   }
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   now_ns_ = Now();

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/emu/netns.h"
 
 namespace longhaul::emu {
@@ -68,7 +69,7 @@ absl::StatusOr<int> CreateTunInNetns(int netns_fd, const TunConfig& c) {
   }
   if (c.mtu < 68 || c.mtu > 65535) return absl::InvalidArgumentError("MTU must be in 68..65535");
   int tun_fd = -1;
-  absl::Status s = RunInNetns(netns_fd, [&]() -> absl::Status {
+  LH_RETURN_IF_ERROR(RunInNetns(netns_fd, [&]() -> absl::Status {
     int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return Fail("open /dev/net/tun", c.name);
     ifreq ifr{};
@@ -113,19 +114,17 @@ absl::StatusOr<int> CreateTunInNetns(int netns_fd, const TunConfig& c) {
     close(sock);
     tun_fd = fd;
     return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
+  }));
   return tun_fd;
 }
 
 absl::StatusOr<int> OpenNetDevStatsInNetns(int netns_fd) {
   int fd = -1;
-  absl::Status s = RunInNetns(netns_fd, [&]() -> absl::Status {
+  LH_RETURN_IF_ERROR(RunInNetns(netns_fd, [&]() -> absl::Status {
     fd = open("/proc/thread-self/net/dev", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return absl::InternalError(absl::StrCat("open /proc/net/dev: ", strerror(errno)));
     return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
+  }));
   return fd;
 }
 
@@ -165,11 +164,10 @@ std::optional<uint64_t> ReadDeviceTxDrops(int fd, const std::string& name) {
 
 absl::StatusOr<bool> InterfaceExistsInNetns(int netns_fd, const std::string& name) {
   bool exists = false;
-  absl::Status s = RunInNetns(netns_fd, [&]() -> absl::Status {
+  LH_RETURN_IF_ERROR(RunInNetns(netns_fd, [&]() -> absl::Status {
     exists = if_nametoindex(name.c_str()) != 0;
     return absl::OkStatus();
-  });
-  if (!s.ok()) return s;
+  }));
   return exists;
 }
 

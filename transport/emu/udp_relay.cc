@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "transport/base/rng.h"
+#include "transport/base/status.h"
 #include "transport/net/control_messages.h"
 
 namespace longhaul::emu {
@@ -99,10 +100,9 @@ absl::StatusOr<std::unique_ptr<UdpRelay>> UdpRelay::Create(const UdpRelayOptions
   }
   if (options.link.rate.IsZero()) return absl::InvalidArgumentError("link rate must be > 0");
   if (options.max_clients == 0) return absl::InvalidArgumentError("max_clients must be >= 1");
-  absl::StatusOr<StopSignal> stop = StopSignal::Create();
-  if (!stop.ok()) return stop.status();
-  std::unique_ptr<UdpRelay> r(new UdpRelay(options, *std::move(stop)));
-  if (absl::Status s = r->Init(); !s.ok()) return s;
+  LH_ASSIGN_OR_RETURN(StopSignal stop, StopSignal::Create());
+  std::unique_ptr<UdpRelay> r(new UdpRelay(options, std::move(stop)));
+  LH_RETURN_IF_ERROR(r->Init());
   return r;
 }
 
@@ -111,16 +111,12 @@ absl::Status UdpRelay::Init() {
   epoch_ns_ = MonotonicNs();
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) return absl::InternalError(absl::StrCat("epoll_create1: ", strerror(errno)));
-  absl::StatusOr<int> fd = net::OpenUdpSocket(options_.listen.family(), SocketFlags());
-  if (!fd.ok()) return fd.status();
-  listen_fd_ = *fd;
+  LH_ASSIGN_OR_RETURN(listen_fd_, net::OpenUdpSocket(options_.listen.family(), SocketFlags()));
   buffers_ = net::SetSocketBuffers(listen_fd_, options_.socket_buffer_bytes);
   if (absl::Status s = net::BindSocket(listen_fd_, options_.listen); !s.ok()) {
     return absl::UnavailableError(std::string(s.message()));
   }
-  absl::StatusOr<net::SocketAddress> bound = net::LocalAddress(listen_fd_);
-  if (!bound.ok()) return bound.status();
-  listen_addr_ = *bound;
+  LH_ASSIGN_OR_RETURN(listen_addr_, net::LocalAddress(listen_fd_));
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kTagListen;
@@ -474,7 +470,7 @@ void UdpRelay::ApplyLinkChange(int64_t now) {
 absl::Status UdpRelay::Run() {
   UsePreciseTimers();
   if (options_.realtime_priority > 0) {
-    if (absl::Status s = UseRealtimeScheduling(options_.realtime_priority); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(UseRealtimeScheduling(options_.realtime_priority));
   }
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   now_ns_ = Now();

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/nccl/comms.h"
 #include "transport/nccl/frames.h"
 #include "transport/nccl/net_plugin.h"
@@ -109,7 +110,7 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
     return absl::AbortedError(absl::StrCat("isend: the receiver refused or ended this comm: ",
                                            RejectReasonText(c->state->reject_reason.load())));
   }
-  if (absl::Status s = c->link->status(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(c->link->status());
   std::lock_guard<std::mutex> l(c->mu);
   Request* r = FreeSlot(c->requests);
   if (r == nullptr) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "transport/base/status.h"
 
 namespace longhaul::nccl {
 namespace {
@@ -112,14 +113,13 @@ absl::StatusOr<std::vector<Interface>> SelectInterfaces(const std::vector<Interf
 }
 
 absl::StatusOr<std::vector<DeviceProperties>> FindDevices(const Settings& s) {
-  absl::StatusOr<std::vector<Interface>> chosen =
-      SelectInterfaces(UpInterfaces(), s.ifname, s.ifname_variable);
-  if (!chosen.ok()) return chosen.status();
+  LH_ASSIGN_OR_RETURN(std::vector<Interface> chosen,
+                      SelectInterfaces(UpInterfaces(), s.ifname, s.ifname_variable));
   std::vector<DeviceProperties> out;
-  for (size_t d = 0; d < chosen->size(); ++d) {
+  for (size_t d = 0; d < chosen.size(); ++d) {
     DeviceProperties p;
-    p.name = (*chosen)[d].name;
-    p.address = (*chosen)[d].address;
+    p.name = chosen[d].name;
+    p.address = chosen[d].address;
     char real[PATH_MAX];
     std::string dev_link = absl::StrCat("/sys/class/net/", p.name, "/device");
     if (realpath(dev_link.c_str(), real) != nullptr) p.pci_path = real;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/nccl/comms.h"
 #include "transport/nccl/plugin_log.h"
 #include "transport/nccl/runtime.h"
@@ -74,7 +75,7 @@ absl::Status Link::SendControl(FrameKind kind, uint32_t comm, uint64_t value, ui
   std::shared_ptr<ConnectionHandle> c;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (absl::Status s = StatusLocked(); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(StatusLocked());
     c = conn_;
     ++pending_sends_;
   }
@@ -118,7 +119,7 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
   std::shared_ptr<ConnectionHandle> c;
   {
     std::lock_guard<std::mutex> l(mu_);
-    if (absl::Status s = StatusLocked(); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(StatusLocked());
     c = conn_;
     ++pending_sends_;
   }
@@ -141,7 +142,7 @@ absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t 
   // Both messages under the lock: no other comm's message may come between them, and the
   // payload's id is registered before its completion can be delivered.
   std::lock_guard<std::mutex> l(mu_);
-  if (absl::Status s = StatusLocked(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(StatusLocked());
   absl::StatusOr<uint64_t> id = conn_->Send(SendBuffer{head.get(), kFrameHeaderBytes, head}, 0);
   if (!id.ok()) {
     return absl::AbortedError(

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "longhaul/version.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/crypto/key_files.h"
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/security_config.h"
@@ -107,19 +108,14 @@ absl::Status CheckListenerKey(const Runtime& rt, const PluginHandle& h) {
 absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
   std::lock_guard<std::mutex> l(g_mu);
   if (!g_rt) {
-    absl::StatusOr<Settings> s = ReadSettingsFromEnvironment();
-    if (!s.ok()) return s.status();
-    absl::StatusOr<crypto::LoadedKeys> keys = LoadPluginKeys(*s);
-    if (!keys.ok()) return keys.status();
-    absl::StatusOr<std::vector<DeviceProperties>> devs = FindDevices(*s);
-    if (!devs.ok()) return devs.status();
+    LH_ASSIGN_OR_RETURN(Settings s, ReadSettingsFromEnvironment());
+    LH_ASSIGN_OR_RETURN(crypto::LoadedKeys keys, LoadPluginKeys(s));
+    LH_ASSIGN_OR_RETURN(std::vector<DeviceProperties> devs, FindDevices(s));
     auto rt = std::make_shared<Runtime>();
-    rt->settings = *std::move(s);
-    rt->keys = *std::move(keys);
-    rt->devices = *std::move(devs);
-    absl::StatusOr<uint64_t> instance = RandomId();
-    if (!instance.ok()) return instance.status();
-    rt->instance = *instance;
+    rt->settings = std::move(s);
+    rt->keys = std::move(keys);
+    rt->devices = std::move(devs);
+    LH_ASSIGN_OR_RETURN(rt->instance, RandomId());
     g_rt = rt;
     g_users = 0;
     std::string names;
@@ -216,8 +212,7 @@ absl::Status Listen(void* ctx, int dev, void* handle, void** listen_comm) {
     return absl::InvalidArgumentError(
         absl::StrCat("listen: device ", dev, " does not exist (", rt->devices.size(), " devices)"));
   }
-  absl::StatusOr<uint16_t> port = rt->ListenPort(dev);
-  if (!port.ok()) return port.status();
+  LH_ASSIGN_OR_RETURN(uint16_t port, rt->ListenPort(dev));
   // Bound to NCCL's communicator where the ABI gives its id (v11+: the context).
   const auto* c = static_cast<const Context*>(ctx);
   absl::StatusOr<std::shared_ptr<ListenState>> added =
@@ -228,7 +223,7 @@ absl::Status Listen(void* ctx, int dev, void* handle, void** listen_comm) {
   std::shared_ptr<ListenState> ls = *std::move(added);
   PluginHandle h;
   h.address = rt->devices[dev].address;
-  h.port = *port;
+  h.port = port;
   if (!rt->settings.advertise.empty()) {
     // A relay in front of the listener (validated when the settings were read).
     absl::StatusOr<AddressPort> a = ParseAddressPort(rt->settings.advertise);
@@ -271,30 +266,29 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
   absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
   if (!h.ok()) return absl::InvalidArgumentError(absl::StrCat("connect: ", h.status().message()));
   if (h->credit == 0) return absl::InvalidArgumentError("connect: handle grants no credit");
-  if (absl::Status s = CheckListenerKey(*rt, *h); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckListenerKey(*rt, *h));
   auto state = std::make_shared<SendState>();
   state->credit = h->credit;
-  absl::StatusOr<std::shared_ptr<Link>> link = rt->ClientLink(*h, state);
-  if (!link.ok()) return link.status();
+  LH_ASSIGN_OR_RETURN(std::shared_ptr<Link> link, rt->ClientLink(*h, state));
   if (state->id == 0) {  // not attached: the link was not ready yet
-    const Link::State st = (*link)->state();
+    const Link::State st = link->state();
     if (st == Link::State::kConnecting || st == Link::State::kReady) {
       return absl::OkStatus();  // NULL comm: NCCL calls again
     }
-    return (*link)->status();
+    return link->status();
   }
   OpenBody body;
   if (ctx != nullptr) {
     body.has_comm_id = true;
     body.comm_id = static_cast<const Context*>(ctx)->comm_id;
   }
-  if (absl::Status s = (*link)->SendOpen(state->id, h->listen_id, rt->instance, body); !s.ok()) {
-    rt->ReleaseSender(*link, state->id);
+  if (absl::Status s = link->SendOpen(state->id, h->listen_id, rt->instance, body); !s.ok()) {
+    rt->ReleaseSender(link, state->id);
     return s;
   }
   auto* sc = new SendComm;
   sc->rt = rt;
-  sc->link = *link;
+  sc->link = link;
   sc->state = state;
   for (Request& r : sc->requests) r.comm = sc;
   *send_comm = sc;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/nccl/nccl_net_abi.h"
 
 namespace longhaul::nccl {
@@ -90,11 +91,10 @@ absl::StatusOr<PluginHandle> DecodeHandle(const void* in) {
 }
 
 absl::Status RedirectHandle(void* handle, const std::string& address, uint16_t port) {
-  absl::StatusOr<PluginHandle> h = DecodeHandle(handle);
-  if (!h.ok()) return h.status();
-  h->address = address;
-  h->port = port;
-  return EncodeHandle(*h, handle);
+  LH_ASSIGN_OR_RETURN(PluginHandle h, DecodeHandle(handle));
+  h.address = address;
+  h.port = port;
+  return EncodeHandle(h, handle);
 }
 
 }  // namespace longhaul::nccl

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 #include "transport/nccl/plugin_log.h"
 
 namespace longhaul::nccl {
@@ -45,19 +46,15 @@ absl::Status Runtime::EnsureEndpointLocked() {
   eo.spin = settings.spin;
   eo.send_quantum = settings.send_quantum;
   eo.security = keys.security;  // the driver sets the entropy source
-  absl::StatusOr<Datapath> datapath =
-      ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath);
-  if (!datapath.ok()) return datapath.status();
-  eo.datapath = *datapath;
-  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
-  if (!ep.ok()) return ep.status();
-  endpoint_ = *std::move(ep);
+  LH_ASSIGN_OR_RETURN(eo.datapath,
+                      ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath));
+  LH_ASSIGN_OR_RETURN(endpoint_, Endpoint::Create(eo));
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint16_t> Runtime::ListenPort(int dev) {
   std::lock_guard<std::mutex> l(mu_);
-  if (absl::Status s = EnsureEndpointLocked(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(EnsureEndpointLocked());
   auto it = ports_.find(dev);
   if (it != ports_.end()) return it->second;
   ListenOptions lo;
@@ -106,12 +103,11 @@ absl::StatusOr<std::shared_ptr<ListenState>> Runtime::AddListen(int dev, bool ha
   // A fresh id, never 0 and never one in use (a repeat of 64 random bits is not expected;
   // the loop is bounded all the same).
   for (int attempt = 0; attempt < 8; ++attempt) {
-    absl::StatusOr<uint64_t> id = RandomId();
-    if (!id.ok()) return id.status();
-    if (*id == 0) continue;
+    LH_ASSIGN_OR_RETURN(uint64_t id, RandomId());
+    if (id == 0) continue;
     std::lock_guard<std::mutex> l(mu_);
-    if (!listens_.emplace(*id, ls).second) continue;
-    ls->id = *id;
+    if (!listens_.emplace(id, ls).second) continue;
+    ls->id = id;
     return ls;
   }
   return absl::UnavailableError("no unused random listen id in 8 draws");
@@ -165,7 +161,7 @@ void Runtime::RemoveListen(uint64_t id) {
 absl::StatusOr<std::shared_ptr<Link>> Runtime::ClientLink(
     const PluginHandle& h, const std::shared_ptr<SendState>& sender) {
   std::lock_guard<std::mutex> l(mu_);
-  if (absl::Status s = EnsureEndpointLocked(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(EnsureEndpointLocked());
   const std::string key = absl::StrCat(h.address, ":", h.port, "/", absl::Hex(h.instance));
   auto it = client_links_.find(key);
   if (it != client_links_.end()) {

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/datapath/options.h"
@@ -258,7 +259,7 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
     std::optional<std::string> v = Lookup(envp, absl::StrCat(kSettingPrefix, spec.key));
     if (!v.has_value() && spec.default_value.empty()) continue;
     const std::string value = v.has_value() ? *v : std::string(spec.default_value);
-    if (absl::Status st = ApplySetting(spec, value, &s); !st.ok()) return st;
+    LH_RETURN_IF_ERROR(ApplySetting(spec, value, &s));
     if (spec.key == "CREDIT") credit_given = v.has_value();
   }
   if (!s.profile_path.empty()) {
