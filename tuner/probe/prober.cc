@@ -14,6 +14,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/rng.h"
+#include "transport/base/status.h"
 #include "transport/net/resolver.h"
 #include "tuner/estimate/pmtu_search.h"
 #include "tuner/probe/probe_phases.h"
@@ -52,14 +53,14 @@ class Prober {
     start_ns_ = RealtimeNs();
     deadline_ns_ = start_ns_ + opt_.max_duration.ns();
     report_.responder = opt_.target;
-    if (absl::Status s = Hello(); !s.ok()) return s;
-    if (absl::Status s = RttPhase(); !s.ok()) return s;
-    if (absl::Status s = RatePhase(); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(Hello());
+    LH_RETURN_IF_ERROR(RttPhase());
+    LH_RETURN_IF_ERROR(RatePhase());
     if (opt_.pmtu && !pmtu_done_) {
       const double pace = std::max(0.5 * rate_.bps(), 1e6);
-      if (absl::Status s = PmtuPhase(pace, PhaseEnd(0.7)); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(PmtuPhase(pace, PhaseEnd(0.7)));
     }
-    if (absl::Status s = LossPhase(); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(LossPhase());
     SendMessage(Header(ProbeType::kBye, 0), 0).IgnoreError();
     Finish();
     return report_;
@@ -85,7 +86,7 @@ class Prober {
   }
 
   absl::Status SendMessage(const ProbeMessage& m, size_t pad) {
-    if (absl::Status s = probe::EncodeProbe(m, pad, &scratch_); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(probe::EncodeProbe(m, pad, &scratch_));
     absl::Status s = sock_.Send(scratch_);
     if (s.ok()) Count(scratch_.size());
     return s;
@@ -98,8 +99,7 @@ class Prober {
 
   // Reads what has arrived (waiting up to `timeout` for the first) and dispatches it.
   absl::Status Poll(Duration timeout) {
-    absl::StatusOr<size_t> n = sock_.Receive(&bufs_, probe::kMaxDatagram, &got_, timeout);
-    if (!n.ok()) return n.status();
+    LH_RETURN_IF_ERROR(sock_.Receive(&bufs_, probe::kMaxDatagram, &got_, timeout).status());
     for (size_t i = 0; i < got_.size(); ++i) {
       absl::StatusOr<ProbeMessage> m =
           probe::DecodeProbe(std::span<const uint8_t>(bufs_[i].data(), got_[i].length));
@@ -141,7 +141,7 @@ class Prober {
     while (!done()) {
       const int64_t now = RealtimeNs();
       if (now >= until_ns) break;
-      if (absl::Status s = Poll(Duration::Nanoseconds(until_ns - now)); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(Poll(Duration::Nanoseconds(until_ns - now)));
       if (!error_.empty()) return absl::UnavailableError(error_);
     }
     return absl::OkStatus();
@@ -191,9 +191,7 @@ class Prober {
     absl::Status s = RunRttPhase(phase);
     rtt_phase_ = nullptr;
     if (!s.ok()) return s;
-    absl::StatusOr<RttSummary> summary = phase.Verdict(opt_.target);
-    if (!summary.ok()) return summary.status();
-    report_.rtt_idle = *summary;
+    LH_ASSIGN_OR_RETURN(report_.rtt_idle, phase.Verdict(opt_.target));
     rtt_min_ = report_.rtt_idle.min;
     rtt_p99_ = report_.rtt_idle.p99;
     Progress(absl::StrCat("rtt ", report_.rtt_idle.ToString()));
@@ -206,8 +204,8 @@ class Prober {
       ProbeMessage m = Header(ProbeType::kEcho, next_echo_++);
       m.send_ns = static_cast<uint64_t>(RealtimeNs());
       phase.OnSent(m.header.seq);
-      if (absl::Status s = SendMessage(m, 0); !s.ok()) return s;
-      if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(SendMessage(m, 0));
+      LH_RETURN_IF_ERROR(Poll(Duration::Zero()));
     }
     const int64_t until = phase.StragglerDeadlineNs(RealtimeNs(), PhaseEnd(0.25));
     return PollUntil(until, [&] { return phase.AllAnswered(); });
@@ -249,7 +247,7 @@ class Prober {
       if (due > now + kLookaheadNs) {
         // Read replies while waiting; sleep the rest.
         if (due - now > 200000) {
-          if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+          LH_RETURN_IF_ERROR(Poll(Duration::Zero()));
         }
         const int64_t wake = due - kLookaheadNs / 2;
         SleepUntilNs(wake);
@@ -271,7 +269,7 @@ class Prober {
         m.send_ns = static_cast<uint64_t>(now);
         if (echo_every > 0 && i % echo_every == 0) m.header.flags = probe::kFlagEcho;
         pkts.emplace_back();
-        if (absl::Status s = probe::EncodeProbe(m, payload, &pkts.back()); !s.ok()) return s;
+        LH_RETURN_IF_ERROR(probe::EncodeProbe(m, payload, &pkts.back()));
         ++i;
       }
       if (pkts.empty()) break;  // byte budget
@@ -279,17 +277,16 @@ class Prober {
       size_t done = 0;
       int stuck = 0;
       while (done < views.size()) {
-        absl::StatusOr<size_t> k = sock_.SendBatch(
-            std::span<const std::span<const uint8_t>>(views.data() + done, views.size() - done));
-        if (!k.ok()) return k.status();
-        if (*k == 0) {
+        LH_ASSIGN_OR_RETURN(size_t k, sock_.SendBatch(std::span<const std::span<const uint8_t>>(
+                                          views.data() + done, views.size() - done)));
+        if (k == 0) {
           if (++stuck > 100) break;  // the socket stays full for a second: give up on these
           sock_.WaitWritable(Duration::Milliseconds(10));
           continue;
         }
-        for (size_t j = 0; j < *k; ++j) Count(views[done + j].size());
-        done += *k;
-        sent += *k;
+        for (size_t j = 0; j < k; ++j) Count(views[done + j].size());
+        done += k;
+        sent += k;
       }
       const int64_t after = RealtimeNs();
       if (*first_ns == 0) *first_ns = after;
@@ -309,7 +306,7 @@ class Prober {
       ProbeMessage m = Header(ProbeType::kReportReq, next_echo_++);
       m.train = train;
       m.packets_sent = sent;
-      if (absl::Status s = SendMessage(m, probe::kReportReqPaddedSize); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(SendMessage(m, probe::kReportReqPaddedSize));
       const int64_t until = std::min(deadline_ns_, RealtimeNs() + wait.ns());
       if (until <= RealtimeNs()) break;
       if (absl::Status s = PollUntil(until, [&] { return reports_.count(train) > 0; }); !s.ok()) {
@@ -339,18 +336,18 @@ class Prober {
         report_.notes.push_back(*stop);
         break;
       }
-      if (absl::Status s = RunTrain(phase, plan, phase_end); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(RunTrain(phase, plan, phase_end));
     }
-    absl::StatusOr<probe::RateOutcome> outcome = phase.Finish(opt_.max_duration, opt_.max_bytes);
-    if (!outcome.ok()) return outcome.status();
-    report_.rate_stop_reason = outcome->stop_reason;
-    report_.rate_saturated = outcome->saturated;
-    report_.max_delivery_bps = outcome->max_delivery_bps;
-    rate_ = outcome->rate;
-    rate_rel_error_ = outcome->rel_error;
-    report_.short_trains = outcome->short_trains;
-    report_.host_limited = outcome->host_limited;
-    for (std::string& note : outcome->notes) report_.notes.push_back(std::move(note));
+    LH_ASSIGN_OR_RETURN(probe::RateOutcome outcome,
+                        phase.Finish(opt_.max_duration, opt_.max_bytes));
+    report_.rate_stop_reason = outcome.stop_reason;
+    report_.rate_saturated = outcome.saturated;
+    report_.max_delivery_bps = outcome.max_delivery_bps;
+    rate_ = outcome.rate;
+    rate_rel_error_ = outcome.rel_error;
+    report_.short_trains = outcome.short_trains;
+    report_.host_limited = outcome.host_limited;
+    for (std::string& note : outcome.notes) report_.notes.push_back(std::move(note));
     Progress(absl::StrFormat("rate %s (%s; %d trains)", Rate(rate_.bps()), report_.rate_stop_reason,
                              report_.trains.size()));
     return absl::OkStatus();
@@ -361,16 +358,15 @@ class Prober {
     const uint32_t train = next_train_++;
     int64_t first = 0, last = 0;
     uint64_t sent = 0;
-    absl::StatusOr<Bandwidth> send_rate = SendTrain(train, plan.packets, plan.payload, plan.rate,
-                                                    false, 0, phase_end, &first, &last, &sent);
-    if (!send_rate.ok()) return send_rate.status();
-    absl::StatusOr<std::optional<probe::TrainReport>> rep = RequestReport(train, sent, plan.wait);
-    if (!rep.ok()) return rep.status();
+    LH_ASSIGN_OR_RETURN(Bandwidth send_rate, SendTrain(train, plan.packets, plan.payload, plan.rate,
+                                                       false, 0, phase_end, &first, &last, &sent));
+    LH_ASSIGN_OR_RETURN(std::optional<probe::TrainReport> rep,
+                        RequestReport(train, sent, plan.wait));
     probe::RatePhase::Verdict v{probe::RatePhase::Action::kRepeat, ""};
-    if (!rep->has_value()) {
+    if (!rep.has_value()) {
       v = phase.OnNoReport(train);
       if (v.action == probe::RatePhase::Action::kRepeat) report_.notes.push_back(v.text);
-    } else if ((*rep)->packets == 0) {
+    } else if (rep->packets == 0) {
       v = phase.OnEmptyTrain(train, plan.payload, opt_.pmtu && !pmtu_done_);
       if (v.action == probe::RatePhase::Action::kSearchPmtu) {
         Progress(v.text);
@@ -382,13 +378,13 @@ class Prober {
       if (v.action == probe::RatePhase::Action::kNextSize) Progress(v.text);
     } else {
       const TrainResult t =
-          phase.OnReport(plan, *send_rate, sent, Duration::Nanoseconds(last - first), **rep);
+          phase.OnReport(plan, send_rate, sent, Duration::Nanoseconds(last - first), *rep);
       report_.trains.push_back(t);
       report_.train_payload_bytes = plan.payload;
       Progress(absl::StrFormat("train %d: %d x %d B at %s: sent %s, delivered %s (%d/%d arrived)",
                                train, sent, plan.payload, Rate(plan.rate.bps()),
-                               Rate(t.send_rate.bps()), Rate(t.delivery_rate.bps()),
-                               (*rep)->packets, sent));
+                               Rate(t.send_rate.bps()), Rate(t.delivery_rate.bps()), rep->packets,
+                               sent));
       return absl::OkStatus();
     }
     if (v.action == probe::RatePhase::Action::kFail) return absl::UnavailableError(v.text);
@@ -427,7 +423,7 @@ class Prober {
           }
           sent[m.header.seq] = size;
           t += static_cast<int64_t>(size * 8e9 / pace_bps);
-          if (absl::Status s = Poll(Duration::Zero()); !s.ok()) return s;
+          LH_RETURN_IF_ERROR(Poll(Duration::Zero()));
         }
       }
       const int64_t until = std::min(phase_end, RealtimeNs() + RttP99().ns() * 2 +
@@ -438,7 +434,7 @@ class Prober {
         }
         return true;
       };
-      if (absl::Status s = PollUntil(until, all); !s.ok()) return s;
+      LH_RETURN_IF_ERROR(PollUntil(until, all));
       std::vector<std::pair<uint32_t, bool>> results;
       std::set<uint32_t> ok;
       for (const auto& [id, size] : sent) {
@@ -485,27 +481,26 @@ class Prober {
     const uint32_t train = next_train_++;
     int64_t first = 0, last = 0;
     uint64_t sent = 0;
-    absl::StatusOr<Bandwidth> sr =
+    LH_ASSIGN_OR_RETURN(
+        Bandwidth sr,
         SendTrain(train, plan.packets, plan.payload, Bandwidth::BitsPerSecond(plan.rate_bps), true,
-                  plan.echo_every, plan.stop_ns, &first, &last, &sent);
-    if (!sr.ok()) return sr.status();
+                  plan.echo_every, plan.stop_ns, &first, &last, &sent));
     // Let reordered stragglers land before asking (they would read as losses).
     SleepUntilNs(RealtimeNs() + Duration::Milliseconds(20).ns() +
                  (report_.rtt_idle.p99 - report_.rtt_idle.min).ns());
-    absl::StatusOr<std::optional<probe::TrainReport>> rep =
-        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(150));
-    if (!rep.ok()) return rep.status();
-    if (!rep->has_value()) {
+    LH_ASSIGN_OR_RETURN(std::optional<probe::TrainReport> rep,
+                        RequestReport(train, sent, RttP99() * 2 + Duration::Milliseconds(150)));
+    if (!rep.has_value()) {
       report_.notes.push_back("the loss-phase report did not arrive: loss unknown");
       return absl::OkStatus();
     }
-    probe::LossReading reading = probe::ReadLossReport(**rep);
+    probe::LossReading reading = probe::ReadLossReport(*rep);
     report_.loss = reading.loss;
     report_.reorder = reading.reorder;
     report_.duplicates = reading.duplicates;
     report_.responder_drops = reading.responder_drops;
     for (std::string& note : reading.notes) report_.notes.push_back(std::move(note));
-    report_.loss_phase_rate_bps = sr->bps();
+    report_.loss_phase_rate_bps = sr.bps();
     report_.loss_phase_s = (last - first) * 1e-9;
     report_.loss_phase_payload_bytes = plan.payload;
     have_loss_ = true;
@@ -600,27 +595,25 @@ absl::StatusOr<ProbeReport> RunProbe(const ProbeOptions& options) {
   if (!(options.loss_load > 0 && options.loss_load <= 1)) {
     return absl::InvalidArgumentError("loss_load must be in (0, 1]");
   }
-  absl::StatusOr<net::SocketAddress> addr = net::ResolveHostPort(options.target);
-  if (!addr.ok()) return addr.status();
-  if (addr->port() == 0) {
+  LH_ASSIGN_OR_RETURN(net::SocketAddress addr, net::ResolveHostPort(options.target));
+  if (addr.port() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad port in '", options.target, "': a probe target needs 1..65535"));
   }
-  if (addr->family() != AF_INET) {
-    return absl::InvalidArgumentError(absl::StrCat("'", options.target, "' is ", addr->ToString(),
+  if (addr.family() != AF_INET) {
+    return absl::InvalidArgumentError(absl::StrCat("'", options.target, "' is ", addr.ToString(),
                                                    ": the probe measures IPv4 paths only"));
   }
-  absl::StatusOr<probe::UdpSocket> sock = probe::UdpSocket::Connect(*addr);
-  if (!sock.ok()) return sock.status();
-  sock->SetBuffers(64 << 20);
-  Rng rng(static_cast<uint64_t>(RealtimeNs()) ^ (uint64_t{sock->LocalPort()} << 32));
+  LH_ASSIGN_OR_RETURN(probe::UdpSocket sock, probe::UdpSocket::Connect(addr));
+  sock.SetBuffers(64 << 20);
+  Rng rng(static_cast<uint64_t>(RealtimeNs()) ^ (uint64_t{sock.LocalPort()} << 32));
   uint32_t session = static_cast<uint32_t>(rng.Next());
   if (session == 0) session = 1;
   // Pacing sleeps of tens of microseconds need a small timer slack (this thread's,
   // restored afterwards).
   const int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  Prober p(options, std::move(*sock), session);
+  Prober p(options, std::move(sock), session);
   absl::StatusOr<ProbeReport> r = p.Run();
   if (old_slack > 0) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(old_slack), 0, 0, 0);
   return r;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/base/clock.h"
+#include "transport/base/status.h"
 #include "transport/net/resolver.h"
 
 namespace longhaul::tuner::probe {
@@ -223,12 +224,10 @@ void ProbeResponder::FillReport(const Train& tr, uint64_t packets_sent, TrainRep
 
 absl::StatusOr<std::unique_ptr<ProbeServer>> ProbeServer::Create(const std::string& listen,
                                                                  const ResponderOptions& options) {
-  absl::StatusOr<net::SocketAddress> addr = net::ResolveHostPort(listen);
-  if (!addr.ok()) return addr.status();
-  absl::StatusOr<UdpSocket> sock = UdpSocket::Bind(*addr);
-  if (!sock.ok()) return sock.status();
-  sock->SetBuffers(64 << 20);
-  return std::unique_ptr<ProbeServer>(new ProbeServer(std::move(*sock), options));
+  LH_ASSIGN_OR_RETURN(net::SocketAddress addr, net::ResolveHostPort(listen));
+  LH_ASSIGN_OR_RETURN(UdpSocket sock, UdpSocket::Bind(addr));
+  sock.SetBuffers(64 << 20);
+  return std::unique_ptr<ProbeServer>(new ProbeServer(std::move(sock), options));
 }
 
 absl::Status ProbeServer::Run(Duration duration) {

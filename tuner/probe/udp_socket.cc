@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "transport/base/clock.h"
+#include "transport/base/status.h"
 #include "transport/net/control_messages.h"
 #include "transport/net/errno_status.h"
 
@@ -54,18 +55,16 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& o) noexcept {
 }
 
 absl::StatusOr<UdpSocket> UdpSocket::Bind(const net::SocketAddress& addr) {
-  absl::StatusOr<int> fd = net::OpenUdpSocket(addr.family(), ProbeFlags(false));
-  if (!fd.ok()) return fd.status();
-  UdpSocket s(*fd);
-  if (absl::Status st = net::BindSocket(s.fd_, addr); !st.ok()) return st;
+  LH_ASSIGN_OR_RETURN(int fd, net::OpenUdpSocket(addr.family(), ProbeFlags(false)));
+  UdpSocket s(fd);
+  LH_RETURN_IF_ERROR(net::BindSocket(s.fd_, addr));
   return s;
 }
 
 absl::StatusOr<UdpSocket> UdpSocket::Connect(const net::SocketAddress& peer) {
-  absl::StatusOr<int> fd = net::OpenUdpSocket(peer.family(), ProbeFlags(true));
-  if (!fd.ok()) return fd.status();
-  UdpSocket s(*fd, peer);
-  if (absl::Status st = net::ConnectSocket(s.fd_, peer); !st.ok()) return st;
+  LH_ASSIGN_OR_RETURN(int fd, net::OpenUdpSocket(peer.family(), ProbeFlags(true)));
+  UdpSocket s(fd, peer);
+  LH_RETURN_IF_ERROR(net::ConnectSocket(s.fd_, peer));
   return s;
 }
 

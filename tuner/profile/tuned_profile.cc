@@ -8,6 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
 
@@ -87,15 +88,14 @@ absl::Status CheckTunedProfileComplete(absl::string_view text, absl::string_view
 absl::StatusOr<TransportConfig> ParseTunedProfile(absl::string_view text,
                                                   const TransportConfig& base,
                                                   absl::string_view source_name) {
-  if (absl::Status s = CheckTunedProfileComplete(text, source_name); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(CheckTunedProfileComplete(text, source_name));
   return ParseProfile(text, base, source_name);
 }
 
 absl::StatusOr<TransportConfig> LoadTunedProfile(const std::string& path,
                                                  const TransportConfig& base) {
-  absl::StatusOr<std::string> text = ReadProfileFile(path);
-  if (!text.ok()) return text.status();
-  return ParseTunedProfile(*text, base, path);
+  LH_ASSIGN_OR_RETURN(std::string text, ReadProfileFile(path));
+  return ParseTunedProfile(text, base, path);
 }
 
 Provenance ParseProvenance(absl::string_view text) {

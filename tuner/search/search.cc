@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/core/fec/fec_policy.h"
 #include "transport/sim/scenario.h"
 
@@ -459,7 +460,7 @@ absl::StatusOr<TuneResult> Tune(const LinkEstimate& link, const SearchOptions& o
   if (!(opt.workload.load > 0 && opt.workload.load <= 1)) {
     return absl::InvalidArgumentError("load must be in (0, 1]");
   }
-  if (absl::Status s = opt.base.Validate(); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(opt.base.Validate());
 
   TuneResult res;
   res.link = link;
