@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "transport/base/status.h"
 #include "transport/net/socket_address.h"
 
 namespace longhaul::bridge {
@@ -59,7 +60,7 @@ absl::StatusOr<std::vector<Forward>> ParseForwards(absl::string_view text,
           absl::StrCat(where, ": port 0 in '", words[1], "': give a port"));
     }
     Forward f{std::string(words[0]), hp->host, hp->port, where};
-    if (absl::Status s = AddForward(std::move(f), &out); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(AddForward(std::move(f), &out));
   }
   if (out.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": no forwards (one a line: NAME ADDRESS:PORT)"));

@@ -23,6 +23,7 @@
 #include "tools/bridge/metrics_server.h"
 #include "tools/common/security_flags.h"
 #include "transport/api/endpoint.h"
+#include "transport/base/status.h"
 
 namespace longhaul::bridge {
 
@@ -391,7 +392,7 @@ class Server {
       const uint64_t per_session =
           o_.limits.memory_per_key / std::max<uint64_t>(1, o_.limits.sessions_per_key);
       c.recv_window = std::min<ByteCount>(c.recv_window, per_session);
-      if (absl::Status v = c.Validate(); !v.ok()) return v;
+      LH_RETURN_IF_ERROR(c.Validate());
       return c;
     };
     lo.on_accept = [this, so](std::shared_ptr<ConnectionHandle> h) {

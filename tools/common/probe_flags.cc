@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 
 DEFINE_string(duration, "10s", "probe: upper bound on the whole probe");
 DEFINE_string(max_bytes, "1GiB", "probe: upper bound on the wire bytes the probe sends");
@@ -43,21 +44,12 @@ absl::StatusOr<T> Flag(absl::StatusOr<T> v, const char* name) {
 absl::StatusOr<tuner::ProbeOptions> ProbeOptionsFromFlags(const std::string& target) {
   tuner::ProbeOptions o;
   o.target = target;
-  absl::StatusOr<Duration> d = Flag(ParseDuration(FLAGS_duration), "duration");
-  if (!d.ok()) return d.status();
-  o.max_duration = *d;
-  absl::StatusOr<ByteCount> b = Flag(ParseByteCount(FLAGS_max_bytes), "max_bytes");
-  if (!b.ok()) return b.status();
-  o.max_bytes = *b;
-  absl::StatusOr<Bandwidth> r0 = Flag(ParseBandwidth(FLAGS_start_rate), "start_rate");
-  if (!r0.ok()) return r0.status();
-  o.start_rate = *r0;
-  absl::StatusOr<Bandwidth> r1 = Flag(ParseBandwidth(FLAGS_max_rate), "max_rate");
-  if (!r1.ok()) return r1.status();
-  o.max_rate = *r1;
-  absl::StatusOr<Duration> td = Flag(ParseDuration(FLAGS_train_duration), "train_duration");
-  if (!td.ok()) return td.status();
-  o.train_duration = *td;
+  LH_ASSIGN_OR_RETURN(o.max_duration, Flag(ParseDuration(FLAGS_duration), "duration"));
+  LH_ASSIGN_OR_RETURN(o.max_bytes, Flag(ParseByteCount(FLAGS_max_bytes), "max_bytes"));
+  LH_ASSIGN_OR_RETURN(o.start_rate, Flag(ParseBandwidth(FLAGS_start_rate), "start_rate"));
+  LH_ASSIGN_OR_RETURN(o.max_rate, Flag(ParseBandwidth(FLAGS_max_rate), "max_rate"));
+  LH_ASSIGN_OR_RETURN(o.train_duration,
+                      Flag(ParseDuration(FLAGS_train_duration), "train_duration"));
   if (o.max_duration <= Duration::Zero()) return absl::InvalidArgumentError("--duration must be > 0");
   if (o.max_duration > Duration::Seconds(600)) {
     return absl::InvalidArgumentError("--duration must be at most 600s");

@@ -24,6 +24,7 @@
 #include "tools/nccl_bench/process.h"
 #include "tools/nccl_bench/report.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "transport/core/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
@@ -249,9 +250,7 @@ absl::StatusOr<uint16_t> Parent::StartEmulator(const PluginHandle& target, int e
                                    "--json",
                                    absl::StrCat("--max_time=", left.count() + 30, "s"),
                                    absl::StrCat("--seed=", edge_from + 1)};
-  absl::StatusOr<pid_t> pid = Spawn(args, &e.out_fd, e.err_path);
-  if (!pid.ok()) return pid.status();
-  e.pid = *pid;
+  LH_ASSIGN_OR_RETURN(e.pid, Spawn(args, &e.out_fd, e.err_path));
   emus_.push_back(e);
   Emulator& me = emus_.back();
   // Read JSON lines until "ready".

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/status.h"
 
 namespace longhaul::nccl::bench {
 
@@ -133,7 +134,7 @@ absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
 
 absl::StatusOr<int64_t> Ring::Check(size_t count, Clock::time_point deadline) {
   std::fill(recvbuf_.begin(), recvbuf_.begin() + count, std::nanf(""));
-  if (absl::Status s = Run(count, deadline); !s.ok()) return s;
+  LH_RETURN_IF_ERROR(Run(count, deadline));
   int64_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
     float expected = 0;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tools/perf/perf_pattern.h"
+#include "transport/base/status.h"
 
 namespace longhaul::perf {
 
@@ -88,11 +89,11 @@ absl::StatusOr<TestRequest> RequestFromJson(const nlohmann::json& j, double max_
         Get(j, "message_size", &r.message_size), Get(j, "workload", &r.workload),
         Get(j, "load", &r.load), Get(j, "rate_bps", &r.rate_bps),
         Get(j, "interval_s", &r.interval_s), Get(j, "version", &r.version)}) {
-    if (!s.ok()) return s;
+    LH_RETURN_IF_ERROR(s);
   }
   // Optional: a client from before --verify sends none (and verifies).
   if (j.contains("verify")) {
-    if (absl::Status s = Get(j, "verify", &r.verify); !s.ok()) return s;
+    LH_RETURN_IF_ERROR(Get(j, "verify", &r.verify));
   }
   if (r.test_id.empty() || r.test_id.size() > 64) {
     return absl::InvalidArgumentError("test_id must have 1..64 characters");

@@ -24,6 +24,7 @@
 #include "transport/api/endpoint.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
+#include "transport/base/status.h"
 #include "transport/core/profile/profile.h"
 #include "tuner/probe/responder.h"
 
@@ -120,11 +121,10 @@ ListenOptions MakeListenOptions(const ServerOptions& o, Accepted* accepted) {
   // The client's transport settings apply to its connections (they decide how the server
   // sends in reverse tests), within the server's limits: its receive window at most.
   lo.policy = [&o](const HelloInfo& h) -> absl::StatusOr<TransportConfig> {
-    absl::StatusOr<TransportConfig> c = ParseProfile(h.app_data, o.config, "client settings");
-    if (!c.ok()) return c.status();
-    c->recv_window = std::min(c->recv_window, o.config.recv_window);
-    c->idle_timeout = std::min(c->idle_timeout, o.config.idle_timeout);
-    if (absl::Status v = c->Validate(); !v.ok()) return v;
+    LH_ASSIGN_OR_RETURN(TransportConfig c, ParseProfile(h.app_data, o.config, "client settings"));
+    c.recv_window = std::min(c.recv_window, o.config.recv_window);
+    c.idle_timeout = std::min(c.idle_timeout, o.config.idle_timeout);
+    LH_RETURN_IF_ERROR(c.Validate());
     return c;
   };
   lo.on_accept = [&o, accepted](std::shared_ptr<ConnectionHandle> h) {
