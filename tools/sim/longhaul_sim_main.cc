@@ -359,8 +359,8 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
     std::cout << absl::StrFormat("; Jain fairness %.4f\n", r.jain_fairness);
   }
   if (!r.series.empty()) {
-    std::cout << "series    t_s  goodput_gbit  queue_MB  q_drops  loss_drops  ce  | per connection: "
-                 "goodput_gbit mode bw_gbit\n";
+    std::cout << "series    t_s  goodput_gbit  queue_MB  q_drops  loss_drops  ce  | "
+                 "per connection: goodput_gbit mode bw_gbit\n";
     for (const sim::IntervalSample& x : r.series) {
       std::cout << absl::StrFormat("  %8.3f  %8.3f  %8.2f  %7d  %7d  %7d  |", x.t_s,
                                    x.goodput_bps / 1e9, x.avg_queue_bytes / 1e6, x.dropped_queue,

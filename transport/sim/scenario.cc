@@ -577,7 +577,8 @@ absl::StatusOr<std::vector<PhaseSummary>> SummarizePhases(const ScenarioOptions&
     p.start_s = starts[i];
     const double from = starts[i] + settle_rtts * links[i].rtt.seconds();
     const double to = i + 1 < starts.size() ? starts[i + 1] : last;
-    p.window = SummarizeWindow(result, from, std::max(from, to), IdealMessageTime(options, links[i]));
+    p.window =
+        SummarizeWindow(result, from, std::max(from, to), IdealMessageTime(options, links[i]));
     phases.push_back(p);
   }
   return phases;

@@ -29,10 +29,11 @@
 // max_wall_time, and reports which bound (if any) stopped it. The runner reads no clock
 // itself: the wall and CPU times it reports (wall_s, cpu_s) are read from the clocks the
 // caller passes in (the tools pass MonotonicSeconds and ProcessCpuSeconds of
-// transport/base/clock.h); without them they are 0. With sample_interval > 0 the result also has a time series: per
-// interval, each connection's delivered rate, losses and congestion-controller state, and
-// the bottleneck's mean queue (for "reaches 95% within 20 RTTs", convergence and rate-step
-// tests). Thread-safety: RunScenario is reentrant (no shared state).
+// transport/base/clock.h); without them they are 0. With sample_interval > 0 the result
+// also has a time series: per interval, each connection's delivered rate, losses and
+// congestion-controller state, and the bottleneck's mean queue (for "reaches 95% within
+// 20 RTTs", convergence and rate-step tests). Thread-safety: RunScenario is reentrant (no
+// shared state).
 #pragma once
 
 #include <cstdint>
