@@ -1,7 +1,8 @@
 // Simulator: a deterministic discrete-event simulator in virtual time that drives sans-IO
-// endpoints (a Connection through scenario.cc's ConnectionNode, or test fakes) over a
-// dumbbell: N endpoint pairs (left i <-> right i) share one bottleneck
-// LinkDirection per direction (forward = left -> right, reverse = right -> left).
+// endpoints (a Connection through scenario.cc's ConnectionNode, a whole endpoint through
+// endpoint_node.h's EndpointNode, or test fakes) over a dumbbell: N endpoint pairs
+// (left i <-> right i) share one bottleneck LinkDirection per direction (forward = left ->
+// right, reverse = right -> left).
 //
 // Driver contract, per endpoint (the same one real drivers follow): at each wake the
 // simulator delivers the due datagram (OnDatagram) or, when the endpoint's timer is due,
