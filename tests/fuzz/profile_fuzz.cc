@@ -1,4 +1,4 @@
-// Fuzz target for profile files (transport/core/profile/profile.h,
+// Fuzz target for profile files (transport/profile/profile.h,
 // profile_file.h): the text a user or the tuner writes and every tool and the
 // NCCL plugin reads. The input is the file's text; it goes through the same
 // steps as LoadProfileFile (split off the security keys, parse the rest over a
@@ -31,8 +31,8 @@
 #include "absl/strings/match.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "transport/core/config.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 
 namespace longhaul {
 namespace {

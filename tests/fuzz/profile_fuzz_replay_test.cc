@@ -14,8 +14,8 @@
 
 #include "absl/strings/match.h"
 #include "tests/fuzz/fuzz_replay.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 #include "transport/crypto/primitives.h"
 #include "transport/endpoint/security_config.h"
 

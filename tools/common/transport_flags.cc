@@ -14,8 +14,8 @@
 #include "absl/strings/numbers.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 
 namespace {
 

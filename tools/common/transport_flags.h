@@ -1,7 +1,7 @@
 // Command-line flags shared by every longhaul tool that runs a transport, defined once
 // here so that --window=1GiB or --profile=tokyo.profile mean the same in every binary:
 //
-//   --profile=FILE                     profile file (transport/core/profile/profile_file.h)
+//   --profile=FILE                     profile file (transport/profile/profile_file.h)
 //   --segment, --window, --recv_window sizes (8KiB, 1GiB)    --mtu  IP MTU, sets segment
 //   --rate (10gbit)  --rate_min  --initial_rate  --cc (fixed|bbr)  --cc_loss_threshold (0.03)
 //   --pacing_burst (100us)  --tail_protect / --notail_protect

@@ -8,8 +8,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 #include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 

@@ -26,7 +26,7 @@
 #include "transport/api/endpoint.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 
 namespace longhaul::perf {
 namespace {

@@ -25,7 +25,7 @@
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 #include "tuner/probe/responder.h"
 
 namespace longhaul::perf {

@@ -23,7 +23,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
 #include "transport/sim/link_files.h"

@@ -28,7 +28,7 @@
 #include "tools/common/transport_flags.h"
 #include "tools/common/probe_flags.h"
 #include "transport/base/parse.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 #include "transport/sim/link_files.h"
 #include "transport/sim/link_spec.h"
 #include "tuner/model/link_estimate.h"

@@ -7,8 +7,8 @@
 #include "longhaul/endpoint.h"
 #include "transport/api/endpoint.h"
 #include "transport/base/status.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
 
 namespace longhaul::api {

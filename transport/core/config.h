@@ -1,5 +1,5 @@
 // TransportConfig: every tunable of a longhaul connection, with named defaults and
-// Validate(). The tuner writes profiles (transport/core/profile.h reads them into this
+// Validate(). The tuner writes profiles (transport/profile/profile.h reads them into this
 // struct); tools fill it from flags; the core only reads it. No hidden global knobs.
 //
 // Units are in the names or the types: bytes for sizes, Duration for times, Bandwidth

@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
-#include "transport/core/profile/profile.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile.h"
+#include "transport/profile/profile_file.h"
 #include "transport/datapath/options.h"
 
 extern char** environ;

@@ -37,7 +37,7 @@
 #include "absl/types/span.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
 
 namespace longhaul::nccl {

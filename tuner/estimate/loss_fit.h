@@ -3,7 +3,7 @@
 // Gilbert fit (Gilbert 1960), the burst ratio (McGowan 2005) and a summary with a rough
 // confidence bound. Formulas: shared/reference/fec-and-tuning.md, B4.
 //
-// Conventions (Hasslinger/Hohlfeld, as in transport/core/fec/loss_model.h):
+// Conventions (Hasslinger/Hohlfeld, as in transport/fec/loss_model.h):
 //   p = P(Good -> Bad) per packet, r = P(Bad -> Good),
 //   h = P(packet received | Bad)   (0 in the 2-parameter model; Good never loses).
 // The 2-parameter model is the link model's `burst` model (docs/simulator.md): loss

@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "transport/core/fec/loss_model.h"
+#include "transport/fec/loss_model.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul::tuner {

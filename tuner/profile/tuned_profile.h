@@ -1,4 +1,4 @@
-// Tuned profiles: a TransportConfig as profile text (transport/core/profile/profile.h)
+// Tuned profiles: a TransportConfig as profile text (transport/profile/profile.h)
 // with a provenance header saying where it came from, so a profile found on a host can
 // be traced to the measurements and the command that made it:
 //
@@ -21,7 +21,7 @@
 //
 // The header is comments, so every tool reads the profile with LoadProfile as usual.
 // Pure functions on text, except LoadTunedProfile (reads a file through
-// transport/core/profile/profile_file.h); thread-safe.
+// transport/profile/profile_file.h); thread-safe.
 #pragma once
 
 #include <string>

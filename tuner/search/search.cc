@@ -17,7 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
-#include "transport/core/fec/fec_policy.h"
+#include "transport/fec/fec_policy.h"
 #include "transport/sim/scenario.h"
 
 namespace longhaul::tuner {

@@ -24,11 +24,11 @@
 #include "benchmark/benchmark.h"
 #include "tools/common/tool_flags.h"
 #include "transport/base/rng.h"
-#include "transport/core/fec/block_decoder.h"
-#include "transport/core/fec/block_encoder.h"
-#include "transport/core/fec/cauchy_code.h"
-#include "transport/core/fec/fec_codec.h"
-#include "transport/core/fec/fec_policy.h"
+#include "transport/fec/block_decoder.h"
+#include "transport/fec/block_encoder.h"
+#include "transport/fec/cauchy_code.h"
+#include "transport/fec/fec_codec.h"
+#include "transport/fec/fec_policy.h"
 
 namespace longhaul::fec {
 namespace {

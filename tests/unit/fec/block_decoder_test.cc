@@ -1,4 +1,4 @@
-#include "transport/core/fec/block_decoder.h"
+#include "transport/fec/block_decoder.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/fec_shards.h"
 #include "transport/base/rng.h"
-#include "transport/core/fec/block_encoder.h"
+#include "transport/fec/block_encoder.h"
 
 namespace longhaul::fec {
 namespace {

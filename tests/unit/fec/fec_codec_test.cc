@@ -1,4 +1,4 @@
-#include "transport/core/fec/fec_codec.h"
+#include "transport/fec/fec_codec.h"
 
 #include <cstring>
 #include <vector>

@@ -1,11 +1,11 @@
-#include "transport/core/fec/fec_policy.h"
+#include "transport/fec/fec_policy.h"
 
 #include <iterator>
 #include <set>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "transport/core/fec/loss_model.h"
+#include "transport/fec/loss_model.h"
 
 namespace longhaul::fec {
 namespace {

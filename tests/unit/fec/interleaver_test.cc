@@ -1,4 +1,4 @@
-#include "transport/core/fec/interleaver.h"
+#include "transport/fec/interleaver.h"
 
 #include <map>
 #include <set>

@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/temp_dir.h"
 #include "transport/core/config.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
 
 namespace longhaul {

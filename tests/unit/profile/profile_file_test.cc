@@ -1,6 +1,6 @@
-// Reading profile files (transport/core/profile/profile_file.h): the file edge around
+// Reading profile files (transport/profile/profile_file.h): the file edge around
 // the pure parser.
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/temp_dir.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 
 namespace longhaul {
 namespace {

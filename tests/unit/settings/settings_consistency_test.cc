@@ -21,7 +21,7 @@
 #include "tools/common/transport_flags.h"
 #include "transport/base/parse.h"
 #include "transport/core/config.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 #ifdef LONGHAUL_HAVE_NCCL_PLUGIN
 #include "transport/nccl/settings.h"
 #endif
@@ -176,11 +176,11 @@ TEST(SettingsConsistencyTest, EveryKeyIsInTheJson) {
 }
 
 TEST(SettingsConsistencyTest, EveryKeyIsInProfileHeaderComment) {
-  const std::string header = ReadSource("transport/core/profile/profile.h");
+  const std::string header = ReadSource("transport/profile/profile.h");
   const std::string comment = header.substr(0, header.find("#pragma once"));
   for (const std::string& key : ProfileKeys()) {
     EXPECT_NE(comment.find(key), std::string::npos)
-        << "transport/core/profile/profile.h's key list lacks '" << key << "'";
+        << "transport/profile/profile.h's key list lacks '" << key << "'";
   }
 }
 

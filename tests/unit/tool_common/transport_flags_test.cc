@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/temp_dir.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 
 namespace longhaul {
 namespace {

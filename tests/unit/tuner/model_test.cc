@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 #include "transport/sim/link_spec.h"
 #include "transport/sim/scenario.h"
 #include "tuner/model/link_estimate.h"

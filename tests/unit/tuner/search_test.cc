@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "transport/base/parse.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 #include "transport/sim/link_spec.h"
 #include "tuner/model/link_estimate.h"
 #include "tuner/profile/tuned_profile.h"

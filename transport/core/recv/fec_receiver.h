@@ -23,9 +23,9 @@
 #include "absl/status/status.h"
 #include "transport/base/interval_set.h"
 #include "transport/base/units.h"
-#include "transport/core/fec/block_decoder.h"
-#include "transport/core/fec/fec_codec.h"
-#include "transport/core/fec/shard_pool.h"
+#include "transport/fec/block_decoder.h"
+#include "transport/fec/fec_codec.h"
+#include "transport/fec/shard_pool.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {

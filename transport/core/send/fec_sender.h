@@ -36,11 +36,11 @@
 #include "transport/base/units.h"
 #include "transport/core/config.h"
 #include "transport/core/stats.h"
-#include "transport/core/fec/block_encoder.h"
-#include "transport/core/fec/fec_codec.h"
-#include "transport/core/fec/fec_policy.h"
-#include "transport/core/fec/interleaver.h"
-#include "transport/core/fec/shard_pool.h"
+#include "transport/fec/block_encoder.h"
+#include "transport/fec/fec_codec.h"
+#include "transport/fec/fec_policy.h"
+#include "transport/fec/interleaver.h"
+#include "transport/fec/shard_pool.h"
 #include "transport/wire/packet.h"
 
 namespace longhaul {

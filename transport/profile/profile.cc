@@ -1,4 +1,4 @@
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 
 #include <algorithm>
 #include <cmath>

@@ -31,7 +31,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/core/fec/cauchy_code.h"
+#include "transport/fec/cauchy_code.h"
 
 namespace longhaul::fec {
 

@@ -33,9 +33,9 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "transport/core/fec/cauchy_code.h"
-#include "transport/core/fec/fec_codec.h"
-#include "transport/core/fec/shard_pool.h"
+#include "transport/fec/cauchy_code.h"
+#include "transport/fec/fec_codec.h"
+#include "transport/fec/shard_pool.h"
 
 namespace longhaul::fec {
 

@@ -1,4 +1,4 @@
-#include "transport/core/fec/block_encoder.h"
+#include "transport/fec/block_encoder.h"
 
 #include <isa-l/erasure_code.h>
 

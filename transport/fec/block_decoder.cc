@@ -1,4 +1,4 @@
-#include "transport/core/fec/block_decoder.h"
+#include "transport/fec/block_decoder.h"
 
 #include <isa-l/erasure_code.h>
 

@@ -1,9 +1,9 @@
-#include "transport/core/fec/shard_pool.h"
+#include "transport/fec/shard_pool.h"
 
 #include <cstdlib>
 
 #include "glog/logging.h"
-#include "transport/core/fec/cauchy_code.h"
+#include "transport/fec/cauchy_code.h"
 
 namespace longhaul::fec {
 

@@ -1,4 +1,4 @@
-#include "transport/core/fec/loss_model.h"
+#include "transport/fec/loss_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
-#include "transport/core/fec/fec_policy.h"
+#include "transport/fec/fec_policy.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
 
-#include "transport/core/fec/cauchy_code.h"
-#include "transport/core/fec/loss_model.h"
+#include "transport/fec/cauchy_code.h"
+#include "transport/fec/loss_model.h"
 
 namespace longhaul::fec {
 namespace {

@@ -1,5 +1,5 @@
 #include "transport/base/file_trust.h"
-#include "transport/core/profile/profile_file.h"
+#include "transport/profile/profile_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
-#include "transport/core/profile/profile.h"
+#include "transport/profile/profile.h"
 
 namespace longhaul {
 

@@ -1,4 +1,4 @@
-#include "transport/core/fec/cauchy_code.h"
+#include "transport/fec/cauchy_code.h"
 
 #include <isa-l/erasure_code.h>
 
