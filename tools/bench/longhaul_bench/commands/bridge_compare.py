@@ -63,43 +63,36 @@ flags, 77 not root, or network namespaces or TUN devices unavailable.
 
 import argparse
 import datetime
-import hashlib
 import json
 import math
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 from longhaul_bench import cli, keys
-from longhaul_bench.cli import BENCH_DIR, ROOT, log
-from longhaul_bench.netns_link import (ADDR_A, ADDR_B, Emulator, HostBuffers, Interrupted,
+from longhaul_bench.cli import ROOT, log
+from longhaul_bench.commands.bridge_report import NAMES, add_ratios, cell_text, print_table, plot
+from longhaul_bench.commands.bridge_workloads import (GOODPUT_WORKLOADS, PYTHON, TUNNELS,
+                                                      WORKLOADS, Failed, expected_s,
+                                                      make_http_file, q, start_services,
+                                                      wl_http, wl_iperf, wl_latency)
+from longhaul_bench.netns_link import (ADDR_B, Emulator, HostBuffers, Interrupted,
                                        NS_SYSCTLS, Procs, acquire_lock, clean_up, emu_summary,
                                        exit_text, first_failure, install_signal_handlers,
                                        link_params, named_link_for, ns_exec, ns_sysctls,
-                                       parse_json_output, preconditions,
-                                       restore_signal_handlers, run_bounded, spec_with, tail,
-                                       wait_port)
+                                       preconditions, restore_signal_handlers, run_bounded,
+                                       spec_with, tail, wait_port)
 from longhaul_bench.procfs import cpu_times, loadavg
-from longhaul_bench.stats import jain, percentile as pctl
 from longhaul_bench.units import MIB, parse_duration, parse_loss, parse_size
 
 PEERS = ["bridge", "kcptun", "tcp_bbr", "tcp_cubic"]
-TUNNELS = ("bridge", "kcptun")
-WORKLOADS = ["iperf", "iperf_p16", "http", "latency", "streams"]
-GOODPUT_WORKLOADS = ("iperf", "iperf_p16", "streams")
-ECHO = os.path.join(BENCH_DIR, "tcp_echo.py")
-PYTHON = "/usr/bin/python3"
 
-# Ports, all inside the namespaces (198.18.0.0/15 and loopback only).
-IPERF_PORT = 5201      # iperf3 -s in B
-HTTP_PORT = 8080       # python3 -m http.server in B
-ECHO_PORT = 7007       # tcp_echo.py server in B (relays other connections to iperf3)
+# The tunnels' ports, inside the namespaces (198.18.0.0/15 and loopback only); B's
+# services' ports are in bridge_workloads.
 LOCAL_PORT = 10000     # the tunnel's TCP entry in A (127.0.0.1)
 BRIDGE_PORT = 4433     # longhaul-bridge server, UDP, B
 KCP_PORT = 29900       # kcptun-server, UDP, B
@@ -111,18 +104,6 @@ KCP_MTU = 1500
 KCP_MSS = KCP_MTU - 24 - 20 - 8
 KCP_DEFAULT_MODE = "normal"  # the mode trial: docs/bridge-compare.md section 2
 KCP_MODES = ("fast", "fast2", "fast3", "normal")
-NAMES = {"bridge": "longhaul-bridge", "kcptun": "kcptun", "tcp_bbr": "TCP BBR",
-         "tcp_cubic": "TCP CUBIC"}
-COLORS = {"bridge": "#1f77b4", "kcptun": "#ff7f0e", "tcp_bbr": "#2ca02c",
-          "tcp_cubic": "#d62728"}
-
-
-class Failed(Exception):
-    """A run did not work; the message says why."""
-
-
-def q(cmd):
-    return " ".join(shlex.quote(x) for x in cmd)
 
 
 def show_path(path):
@@ -269,14 +250,6 @@ class Run:
         return d * 8 / (b[-1]["elapsed_s"] - a[0]["elapsed_s"])
 
 
-def expected_s(ctx, workload):
-    if workload in GOODPUT_WORKLOADS:
-        return ctx.time + ctx.omit + 30
-    if workload == "http":
-        return ctx.http_limit + 30
-    return 2 * ctx.latency_bound + ctx.omit + 40
-
-
 def run_cell(ctx, loss, spec, link, peer, workload):
     """One run; returns its entry (with "error" when it did not work)."""
     entry = {"peer": peer, "workload": workload, "loss": loss}
@@ -344,29 +317,6 @@ def run_cell(ctx, loss, spec, link, peer, workload):
     return entry
 
 
-def start_services(run, workload, bound):
-    """Starts B's services for the workload; returns the port the tunnel targets."""
-    if workload in GOODPUT_WORKLOADS:
-        run.start("iperf3-server", "B", ["iperf3", "-s", "-1", "-B", ADDR_B, "-p",
-                                         str(IPERF_PORT), "-J"], bound + 20)
-        run.wait_listen("iperf3 -s", "B", "tcp", IPERF_PORT)
-        return IPERF_PORT
-    if workload == "http":
-        run.start("http-server", "B", [PYTHON, "-m", "http.server", "--bind", ADDR_B,
-                                       "--directory", run.ctx.http_dir, str(HTTP_PORT)],
-                  bound + 20)
-        run.wait_listen("the web server", "B", "tcp", HTTP_PORT)
-        return HTTP_PORT
-    run.start("iperf3-server", "B", ["iperf3", "-s", "-1", "-B", ADDR_B, "-p",
-                                     str(IPERF_PORT), "-J"], bound + 20)
-    run.start("echo-server", "B", [PYTHON, ECHO, "server", "--listen=%s:%d" % (ADDR_B, ECHO_PORT),
-                                   "--relay=%s:%d" % (ADDR_B, IPERF_PORT),
-                                   "--max_time=%d" % int(bound + 20)], bound + 30)
-    run.wait_listen("iperf3 -s", "B", "tcp", IPERF_PORT)
-    run.wait_listen("the echo server", "B", "tcp", ECHO_PORT)
-    return ECHO_PORT
-
-
 def start_tunnel(run, peer, target, bound):
     """Starts the peer's tunnel (if any); returns where A's clients connect."""
     ctx = run.ctx
@@ -417,422 +367,35 @@ def scrape_metrics(run):
         path = os.path.join(run.dir, "metrics-%s.txt" % side)
         with open(path, "w") as f:
             f.write(r.stdout)
-        samples = {}
-        for line in r.stdout.splitlines():
-            if not line or line.startswith("#"):
-                continue
-            name, _, value = line.rpartition(" ")
-            try:
-                samples[name] = float(value)
-            except ValueError:
-                continue
-            if len(samples) >= 500:
-                break
-        out[side] = {"file": path, "samples": samples}
+        out[side] = {"file": path, "samples": parse_metrics(r.stdout)}
     return out
 
 
-# ---------------------------------------------------------------------------------------
-# Workloads.
+def parse_metrics(text, limit=500):
+    """The samples of a Prometheus text page, {name with labels: value}, at most `limit`."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        try:
+            samples[name] = float(value)
+        except ValueError:
+            continue
+        if len(samples) >= limit:
+            break
+    return samples
 
-def iperf_client(run, host, port, parallel, time_s, omit_s):
-    cmd = ["iperf3", "-c", host, "-p", str(port), "-t", "%g" % time_s, "-O", "%g" % omit_s,
-           "-J"]
-    if parallel > 1:
-        cmd += ["-P", str(parallel)]
-    if run.peer not in TUNNELS:
-        cmd += ["-B", ADDR_A, "-C", run.cc]
-    return cmd
-
-
-def wl_iperf(run, host, port, parallel):
-    ctx = run.ctx
-    cmd = iperf_client(run, host, port, parallel, ctx.time, ctx.omit)
-    r = run.run("iperf3-client", "A", cmd, ctx.time + ctx.omit + 30)
-    j = parse_json_output(r.stdout)
-    if j is None:
-        raise Failed("iperf3 client (%s): %s" % (exit_text(r.returncode), first_failure(r.stderr)))
-    if j.get("error"):
-        raise Failed("iperf3: %s" % j["error"])
-    end = j.get("end", {})
-    recv = end.get("sum_received", {})
-    bps = recv.get("bits_per_second")
-    if not bps:
-        raise Failed("iperf3 reported no bytes received (%s)" % exit_text(r.returncode))
-    e = {"goodput_bps": bps, "goodput_pct": 100.0 * bps / run.link["rate_bps"],
-         "bytes_received": recv.get("bytes"), "receiver_seconds": recv.get("seconds"),
-         "streams": len(end.get("streams", []))}
-    per = [s.get("receiver", {}).get("bits_per_second", 0) for s in end.get("streams", [])]
-    if parallel > 1:
-        if len(per) != parallel:
-            raise Failed("iperf3 reported %d of %d streams" % (len(per), parallel))
-        e["jain"] = jain(per)
-        v = sorted(per)
-        e["per_stream_bps"] = {"min": v[0], "p50": pctl(v, 0.5), "max": v[-1]}
-        e["per_stream_bps_all"] = [round(x) for x in per]
-    if run.peer not in TUNNELS:
-        e["retransmissions"] = end.get("sum_sent", {}).get("retransmits")
-        e["congestion"] = end.get("sender_tcp_congestion")
-    return e
-
-
-def wl_http(run, host, port):
-    ctx = run.ctx
-    url = "http://%s:%d/%s" % (host, port, ctx.http_name)
-    limit = ctx.http_limit
-    cmd = ["curl", "-sS", "--max-time", "%g" % limit, "-o", "-", "-w",
-           "%{stderr}CURLW %{http_code} %{size_download} %{time_connect} "
-           "%{time_starttransfer} %{time_total}\\n", url]
-    run.commands.append({"role": "curl", "command": q(ns_exec("A", cmd)) +
-                         "   (stdout read and hashed with sha256 by bridge-compare)"})
-    err_path = os.path.join(run.dir, "curl.err")
-    err = open(err_path, "w")
-    full = ns_exec(run.a, ["timeout", "-k", "5", str(int(limit + 20))] + cmd)
-    p = ctx.procs.popen(full, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
-    watchdog = threading.Timer(limit + 40, lambda: ctx.procs.kill(p, signal.SIGKILL, 5))
-    watchdog.daemon = True
-    watchdog.start()
-    h = hashlib.sha256()
-    n = 0
-    t0 = time.monotonic()
-    samples = [(0.0, 0)]
-    try:
-        while True:
-            chunk = p.stdout.read1(1 << 20)
-            if not chunk:
-                break
-            h.update(chunk)
-            n += len(chunk)
-            t = time.monotonic() - t0
-            if t - samples[-1][0] >= 0.2:
-                samples.append((t, n))
-        p.wait(timeout=60)
-    finally:
-        watchdog.cancel()
-        ctx.procs.kill(p)
-        err.close()
-    elapsed = time.monotonic() - t0
-    samples.append((elapsed, n))
-    rc = p.returncode
-    curlw = None
-    with open(err_path) as f:
-        for line in f:
-            if line.startswith("CURLW "):
-                curlw = line.split()[1:]
-    e = {"bytes": ctx.http_bytes, "bytes_received": n, "limit_s": limit, "curl_exit": rc}
-    if curlw and len(curlw) == 5:
-        e["http_code"] = int(curlw[0])
-        e["curl_time_connect_s"] = float(curlw[2])
-        e["curl_time_starttransfer_s"] = float(curlw[3])
-        e["curl_time_total_s"] = float(curlw[4])
-    total_s = e.get("curl_time_total_s") or elapsed
-    if n == ctx.http_bytes and rc == 0:
-        if e.get("http_code") != 200:
-            raise Failed("HTTP status %s" % e.get("http_code"))
-        e["sha256"] = h.hexdigest()
-        e["sha256_ok"] = e["sha256"] == ctx.http_sha256
-        if not e["sha256_ok"]:
-            raise Failed("the fetched file's sha256 %s differs from the source's %s" % (
-                e["sha256"], ctx.http_sha256))
-        e["completed"] = True
-        e["projected"] = False
-        e["completion_s"] = total_s
-        e["goodput_bps"] = n * 8 / total_s
-    else:
-        timed_out = rc == 28 or (rc == 124 and elapsed >= limit)
-        if not timed_out or n == 0:
-            raise Failed("curl %s after %d of %d bytes: %s" % (
-                "exit %s" % rc, n, ctx.http_bytes, first_failure(
-                    "\n".join(l for l in open(err_path) if not l.startswith("CURLW")))))
-        # Bounded by --http_limit: check the prefix, project the rest.
-        e["completed"] = False
-        e["projected"] = True
-        e["sha256_prefix_ok"] = sha256_prefix(ctx.http_path, n) == h.hexdigest()
-        if not e["sha256_prefix_ok"]:
-            raise Failed("the first %d fetched bytes differ from the source's" % n)
-        t_end = min(total_s, elapsed)
-        half = [s for s in samples if s[0] <= t_end / 2]
-        t1, n1 = half[-1] if half else samples[0]
-        late = (n - n1) / max(1e-9, t_end - t1)
-        e["measured_s"] = t_end
-        e["goodput_bps"] = n * 8 / t_end
-        e["late_rate_bps"] = late * 8
-        e["projected_completion_s"] = (t_end + (ctx.http_bytes - n) / late) if late > 0 \
-            else None
-        e["projection_rule"] = ("limit + (size - bytes) / rate over the second half of the "
-                                "bounded fetch")
-    e["goodput_pct"] = 100.0 * e["goodput_bps"] / run.link["rate_bps"]
-    return e
-
-
-def sha256_prefix(path, n):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        left = n
-        while left > 0:
-            b = f.read(min(left, 4 * MIB))
-            if not b:
-                break
-            h.update(b)
-            left -= len(b)
-    return h.hexdigest()
-
-
-def echo_client(run, host, port):
-    ctx = run.ctx
-    cmd = [PYTHON, ECHO, "client", "--connect=%s:%d" % (host, port),
-           "--rounds=%d" % ctx.latency_rounds, "--request=%d" % ctx.latency_request,
-           "--response=%d" % ctx.latency_response, "--max_time=%g" % ctx.latency_bound]
-    if run.peer not in TUNNELS:
-        cmd.append("--cc=" + run.cc)
-    return cmd
-
-
-def echo_result(r, what):
-    j = parse_json_output(r.stdout)
-    if j is None:
-        raise Failed("%s: echo client %s: %s" % (what, exit_text(r.returncode),
-                                                 first_failure(r.stderr)))
-    if j.get("error") or not j.get("rtt_ms"):
-        raise Failed("%s: %s after %s rounds" % (what, j.get("error", "no rounds"),
-                                                 j.get("rounds")))
-    return j
-
-
-def wl_latency(run, host, port):
-    ctx = run.ctx
-    e = {}
-    r = run.run("echo-alone", "A", echo_client(run, host, port), ctx.latency_bound + 10)
-    e["alone"] = echo_result(r, "alone")
-    time.sleep(1.0)
-    # Loaded: a bulk stream A -> B through the same path (the echo server relays it to
-    # iperf3), given --omit seconds to fill the link first.
-    bulk_t = ctx.omit + ctx.latency_bound + 10
-    bulk_cmd = iperf_client(run, host, port, 1, bulk_t, 0)
-    bulk = run.start("bulk-iperf3-client", "A", bulk_cmd, bulk_t + 20)
-    end = time.monotonic() + ctx.omit
-    while time.monotonic() < end and bulk.poll() is None:
-        time.sleep(0.1)
-    if bulk.poll() is not None:
-        raise Failed("the bulk stream ended before the loaded test: %s" % (
-            tail(run.dir, "bulk-iperf3-client.err") if bulk.returncode else
-            tail(run.dir, "bulk-iperf3-client.out")))
-    t0 = time.monotonic()
-    r = run.run("echo-loaded", "A", echo_client(run, host, port), ctx.latency_bound + 10)
-    t1 = time.monotonic()
-    bulk_alive = bulk.poll() is None
-    run.stop(bulk)
-    e["loaded"] = echo_result(r, "loaded")
-    if not bulk_alive:
-        raise Failed("the bulk stream ended during the loaded test: " +
-                     tail(run.dir, "bulk-iperf3-client.out"))
-    rate = run.link_rate(t0, t1)
-    e["loaded"]["link_bps_during"] = rate
-    e["loaded"]["link_pct_during"] = 100.0 * rate / run.link["rate_bps"] if rate else None
-    e["loaded"]["bulk_command"] = q(ns_exec("A", bulk_cmd))
-    return e
 
 
 # ---------------------------------------------------------------------------------------
-# Results: ratios, table, plot.
-
-def http_time(entry):
-    """(seconds, projected?) of an http entry, or (None, None)."""
-    if not entry or entry.get("error"):
-        return None, None
-    if entry.get("completed"):
-        return entry.get("completion_s"), False
-    return entry.get("projected_completion_s"), True
-
-
-def add_ratios(result):
-    out = {}
-    for loss, byp in result["cells"].items():
-        r = {}
-        b = byp.get("bridge", {})
-        for w in GOODPUT_WORKLOADS:
-            bv = b.get(w, {}).get("goodput_bps") if not b.get(w, {}).get("error") else None
-            for p in ("kcptun", "tcp_cubic", "tcp_bbr"):
-                pe = byp.get(p, {}).get(w, {})
-                pv = pe.get("goodput_bps") if not pe.get("error") else None
-                if bv and pv:
-                    r["%s_bridge_over_%s" % (w, p)] = bv / pv
-        bt, bproj = http_time(b.get("http"))
-        for p in ("kcptun", "tcp_cubic", "tcp_bbr"):
-            pt, pproj = http_time(byp.get(p, {}).get("http"))
-            if bt and pt:
-                r["http_time_bridge_over_%s" % p] = bt / pt
-                r["http_time_bridge_over_%s_projected" % p] = bool(bproj or pproj)
-        bl = b.get("latency", {})
-        for p in ("kcptun", "tcp_cubic", "tcp_bbr"):
-            pl = byp.get(p, {}).get("latency", {})
-            for phase in ("alone", "loaded"):
-                try:
-                    r["latency_%s_p99_bridge_over_%s" % (phase, p)] = (
-                        bl[phase]["rtt_ms"]["p99"] / pl[phase]["rtt_ms"]["p99"])
-                except (KeyError, TypeError, ZeroDivisionError):
-                    pass
-        out[loss] = r
-    result["ratios"] = out
-
-
-def cell_text(e, w):
-    if e is None:
-        return "-"
-    if e.get("error"):
-        return "FAILED"
-    if w in GOODPUT_WORKLOADS:
-        s = "%.1f (%.0f%%)" % (e["goodput_bps"] / 1e6, e["goodput_pct"])
-        if e.get("jain") is not None:
-            s += " J=%.3f" % e["jain"]
-        return s
-    if w == "http":
-        if e.get("completed"):
-            return "%.1f s (%.0f Mb/s)" % (e["completion_s"], e["goodput_bps"] / 1e6)
-        pj = e.get("projected_completion_s")
-        return "PROJ %s (%.1f Mb/s)" % ("%.0f s" % pj if pj else "never", e["goodput_bps"] / 1e6)
-    a, l = e["alone"]["rtt_ms"], e["loaded"]["rtt_ms"]
-    return "%.1f/%.1f | %.1f/%.1f" % (a["p50"], a["p99"], l["p50"], l["p99"])
-
-
-def print_table(result):
-    ws = result["workloads"]
-    heads = {"iperf": "iperf Mbit/s (%link)", "iperf_p16": "iperf -P16 Mbit/s",
-             "streams": "streams -P%d Mbit/s" % result["settings"]["streams"],
-             "http": "http %s" % result["settings"]["http_bytes_text"],
-             "latency": "rtt ms p50/p99 alone | loaded"}
-    widths = {"iperf": 19, "iperf_p16": 19, "streams": 27, "http": 24, "latency": 30}
-    print("bridge-compare: link %s with loss %s; iperf %g s after %g s omitted; http %s "
-          "(limit %g s); latency %d rounds of %d B / %d B" % (
-              ",".join("%s=%s" % kv for kv in result["link_params"]["keys"].items()
-                       if kv[0] != "loss"), ",".join(result["losses"]),
-              result["settings"]["time_s"],
-              result["settings"]["omit_s"], result["settings"]["http_bytes_text"],
-              result["settings"]["http_limit_s"], result["settings"]["latency_rounds"],
-              result["settings"]["latency_request"], result["settings"]["latency_response"]))
-    print("%-6s %-10s " % ("loss", "peer") + " ".join("%-*s" % (widths[w], heads[w])
-                                                     for w in ws) + " load")
-    for loss in result["losses"]:
-        for p in result["peers"]:
-            row = result["cells"].get(loss, {}).get(p, {})
-            loads = [e["load_avg"]["before"][0] for e in row.values() if e.get("load_avg")]
-            print("%-6s %-10s " % (loss, p) + " ".join(
-                "%-*s" % (widths[w], cell_text(row.get(w), w)) for w in ws) +
-                (" %.2f" % max(loads) if loads else " -"))
-    print("(PROJ: the fetch hit --http_limit; projected completion = limit + (size - bytes) "
-          "/ rate over the second half of the fetch)")
-    print("\nratios (goodput: bridge / peer, higher is better for the bridge; http: bridge "
-          "time / peer time, lower is better; * = a projected time is involved):")
-    for loss in result["losses"]:
-        r = result["ratios"].get(loss, {})
-        parts = []
-        for k, v in r.items():
-            if k.endswith("_projected"):
-                continue
-            star = "*" if r.get(k + "_projected") else ""
-            parts.append("%s %.3f%s" % (k, v, star))
-        print("  loss %s: %s" % (loss, ", ".join(parts) if parts else
-                                 "n/a (the bridge or every other peer failed or did not run)"))
-    failures = result.get("failures", [])
-    if failures:
-        print("\nfailed runs:")
-        for f in failures:
-            print("  " + f)
-    print("\nruns (commands, emulator counters, load average):")
-    for loss in result["losses"]:
-        for p in result["peers"]:
-            for w, e in result["cells"].get(loss, {}).get(p, {}).items():
-                print("- loss %s, %s, %s: %s" % (loss, p, w, "ERROR " + e["error"]
-                                                 if e.get("error") else "ok"))
-                if e.get("emulator_command"):
-                    print("    emulator: " + e["emulator_command"])
-                for c in e.get("commands", []):
-                    print("    %s: %s" % (c["role"], c["command"]))
-                if w == "latency" and e.get("loaded", {}).get("link_pct_during") is not None:
-                    print("    link during the loaded test: %.0f%% (emulator, A -> B)" %
-                          e["loaded"]["link_pct_during"])
-                emu = e.get("emulator")
-                if emu:
-                    f, rv = emu.get("forward", {}), emu.get("reverse", {})
-                    print("    emulator: fwd %s pkts delivered, %s lost, %s queue drops; rev %s "
-                          "delivered, %s lost, %s queue drops; own drops %s; cpu %s" % (
-                              f.get("delivered"), f.get("dropped_loss"), f.get("dropped_queue"),
-                              rv.get("delivered"), rv.get("dropped_loss"),
-                              rv.get("dropped_queue"), emu.get("own_drops"),
-                              emu.get("cpu_fraction")))
-                if e.get("load_avg"):
-                    print("    load average before %s after %s, host cpu busy %s" % (
-                        e["load_avg"]["before"], e["load_avg"]["after"], e.get("host_cpu_busy")))
-
-
-def plot(result, path):
-    """Grouped bars: goodput per peer per loss, one panel per goodput workload (http as
-    bytes / time, hatched where the fetch was bounded)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    panels = [w for w in result["workloads"] if w in GOODPUT_WORKLOADS or w == "http"]
-    if not panels:
-        return
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
-    losses, peers = result["losses"], result["peers"]
-    width = 0.8 / max(1, len(peers))
-    rate = result["link_params"]["rate_bps"]
-    for ax, w in zip(axes[0], panels):
-        for i, p in enumerate(peers):
-            xs, ys, hatch = [], [], []
-            for j, loss in enumerate(losses):
-                e = result["cells"].get(loss, {}).get(p, {}).get(w)
-                if e and not e.get("error") and e.get("goodput_bps"):
-                    xs.append(j + (i - (len(peers) - 1) / 2) * width)
-                    ys.append(e["goodput_bps"] / 1e6)
-                    hatch.append("//" if e.get("projected") else "")
-            bars = ax.bar(xs, ys, width, label=NAMES.get(p, p), color=COLORS.get(p))
-            for b, h in zip(bars, hatch):
-                b.set_hatch(h)
-        ax.axhline(rate / 1e6, color="grey", lw=0.8, ls=":")
-        ax.set_xticks(range(len(losses)))
-        ax.set_xticklabels(["loss %s" % l for l in losses])
-        ax.set_ylabel("goodput (Mbit/s)")
-        ax.set_title({"iperf": "iperf3, 1 stream", "iperf_p16": "iperf3 -P 16",
-                      "streams": "iperf3 -P %d" % result["settings"]["streams"],
-                      "http": "HTTP fetch (hatched: bounded)"}[w], fontsize=10)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(peers), fontsize=8,
-               frameon=False)
-    fig.suptitle("bridge-compare: %s, loss per group (dotted: the link rate)" % ",".join(
-        "%s=%s" % kv for kv in result["link_params"]["keys"].items() if kv[0] != "loss"),
-        fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path)
-
-
-# ---------------------------------------------------------------------------------------
+# The command: its flags and their checks, the set-up, the runs, the output.
 
 class Ctx:
     pass
 
 
-def make_http_file(ctx, log):
-    """A file of random bytes for the web server, and its sha256."""
-    os.makedirs(ctx.http_dir, exist_ok=True)
-    free = shutil.disk_usage(ctx.http_dir).free
-    if free < ctx.http_bytes + 256 * MIB:
-        raise OSError("%s has %d MiB free, the HTTP file needs %d MiB" % (
-            ctx.http_dir, free // MIB, ctx.http_bytes // MIB))
-    log("writing the %d-byte HTTP file %s" % (ctx.http_bytes, ctx.http_path))
-    h = hashlib.sha256()
-    with open(ctx.http_path, "wb") as f:
-        left = ctx.http_bytes
-        while left > 0:
-            b = os.urandom(min(left, 4 * MIB))
-            f.write(b)
-            h.update(b)
-            left -= len(b)
-    return h.hexdigest()
-
-
-def main():
+def make_parser():
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -880,64 +443,85 @@ def main():
     ap.add_argument("--tune_budget", default="30s", help="longhaul-tune --check_budget")
     ap.add_argument("--lock_wait", type=float, default=1800,
                     help="seconds to wait for another comparison run to finish")
-    args = ap.parse_args()
+    return ap
 
-    ctx = Ctx()
-    ctx.args = args
-    try:
-        base = link_params(args.link)
-        if not base["rate_bps"]:
-            raise ValueError("--link needs a rate (rate=1gbit,...)")
-        losses = [x.strip() for x in args.losses.split(",") if x.strip()]
-        if not losses:
-            raise ValueError("--losses is empty")
-        for x in losses:
-            parse_loss(x)
-        if len(set(losses)) != len(losses):
-            raise ValueError("--losses repeats a value")
-        ctx.time = parse_duration(args.time)
-        ctx.omit = parse_duration(args.omit)
-        ctx.http_bytes = parse_size(args.http_bytes)
-        ctx.http_limit = parse_duration(args.http_limit)
-        ds, ps = (int(v) for v in args.kcptun_fec.split(","))
-    except (ValueError, KeyError) as e:
-        ap.error(str(e))
+
+def parse_losses(text):
+    """The loss grid of --losses: a list of the values as given (each a loss)."""
+    losses = [x.strip() for x in text.split(",") if x.strip()]
+    if not losses:
+        raise ValueError("--losses is empty")
+    for x in losses:
+        parse_loss(x)
+    if len(set(losses)) != len(losses):
+        raise ValueError("--losses repeats a value")
+    return losses
+
+
+def pick(text, known, flag, what):
+    """The names of a comma-separated flag, each one of `known`."""
+    names = [x for x in text.split(",") if x]
+    for x in names:
+        if x not in known:
+            raise ValueError("%s: unknown %s '%s' (%s)" % (flag, what, x, ",".join(known)))
+    return names
+
+
+def check_args(args, ctx):
+    """Checks the flags; keeps the link, the grid and the parsed values in ctx, and
+    --kcptun_fec as (data, parity). Raises ValueError (or KeyError) with what ap.error says."""
+    ctx.base = link_params(args.link)
+    if not ctx.base["rate_bps"]:
+        raise ValueError("--link needs a rate (rate=1gbit,...)")
+    ctx.losses = parse_losses(args.losses)
+    ctx.time = parse_duration(args.time)
+    ctx.omit = parse_duration(args.omit)
+    ctx.http_bytes = parse_size(args.http_bytes)
+    ctx.http_limit = parse_duration(args.http_limit)
+    ds, ps = (int(v) for v in args.kcptun_fec.split(","))
     if not (0 < ctx.time <= 3600) or not (0 <= ctx.omit <= 600):
-        ap.error("--time must be in (0, 3600] s, --omit in [0, 600] s")
+        raise ValueError("--time must be in (0, 3600] s, --omit in [0, 600] s")
     if not (0 < ctx.http_bytes <= 1 << 40) or not (0 < ctx.http_limit <= 7200):
-        ap.error("--http_bytes must be positive (at most 1TiB), --http_limit in (0, 7200] s")
+        raise ValueError("--http_bytes must be positive (at most 1TiB), --http_limit in "
+                         "(0, 7200] s")
     if not (1 <= args.latency_rounds <= 100000):
-        ap.error("--latency_rounds must be 1..100000")
+        raise ValueError("--latency_rounds must be 1..100000")
     if not (8 <= args.latency_request <= MIB and 8 <= args.latency_response <= MIB):
-        ap.error("--latency_request/--latency_response must be 8 B..1 MiB")
+        raise ValueError("--latency_request/--latency_response must be 8 B..1 MiB")
     if not (2 <= args.streams <= 128):
-        ap.error("--streams must be 2..128 (iperf3 -P)")
+        raise ValueError("--streams must be 2..128 (iperf3 -P)")
     if not (ds > 0 and ps > 0):
-        ap.error("--kcptun_fec: FEC stays on: give DATA,PARITY both > 0")
+        raise ValueError("--kcptun_fec: FEC stays on: give DATA,PARITY both > 0")
     if args.kcptun_window < 0:
-        ap.error("--kcptun_window must be >= 0")
+        raise ValueError("--kcptun_window must be >= 0")
     args.kcptun_fec = (ds, ps)
-    peers = [p for p in args.peers.split(",") if p]
-    workloads = [w for w in args.workloads.split(",") if w]
-    for p in peers:
-        if p not in PEERS:
-            ap.error("--peers: unknown peer '%s' (%s)" % (p, ",".join(PEERS)))
-    for w in workloads:
-        if w not in WORKLOADS:
-            ap.error("--workloads: unknown workload '%s' (%s)" % (w, ",".join(WORKLOADS)))
-    if not peers or not workloads or len(set(peers)) != len(peers) or \
-            len(set(workloads)) != len(workloads):
-        ap.error("--peers and --workloads must be non-empty, without repeats")
+    ctx.peers = pick(args.peers, PEERS, "--peers", "peer")
+    ctx.workloads = pick(args.workloads, WORKLOADS, "--workloads", "workload")
+    if not ctx.peers or not ctx.workloads or len(set(ctx.peers)) != len(ctx.peers) or \
+            len(set(ctx.workloads)) != len(ctx.workloads):
+        raise ValueError("--peers and --workloads must be non-empty, without repeats")
     if args.bridge_profile not in ("auto", "none") and not os.path.exists(args.bridge_profile):
-        ap.error("--bridge_profile=%s does not exist" % args.bridge_profile)
+        raise ValueError("--bridge_profile=%s does not exist" % args.bridge_profile)
+
+
+def latency_bound_s(rounds, rtt_s):
+    """The echo test's time limit: a round trip is at least the link's RTT; this allows a
+    loaded queue and a slow peer."""
+    return max(30.0, rounds * (10 * rtt_s + 0.01) + 10)
+
+
+def keep_settings(args, ctx):
+    """The settings the runs read, from the checked flags."""
     ctx.bridge_extra = shlex.split(args.bridge_flags)
     ctx.latency_rounds = args.latency_rounds
     ctx.latency_request, ctx.latency_response = args.latency_request, args.latency_response
-    # A round trip is at least the link's RTT; allow a loaded queue and a slow peer.
-    ctx.latency_bound = max(30.0, args.latency_rounds * (10 * base["rtt_s"] + 0.01) + 10)
+    ctx.latency_bound = latency_bound_s(args.latency_rounds, ctx.base["rtt_s"])
     ctx.streams = args.streams
-    specs = {x: spec_with(args.link, loss=x) for x in losses}
+    ctx.specs = {x: spec_with(args.link, loss=x) for x in ctx.losses}
 
+
+def preflight(args, ctx):
+    """The binaries and what the host must have; an exit status when it cannot run."""
     ctx.bins = {n: os.path.join(args.build_dir, "bin", n) for n in (
         "longhaul-bridge", "longhaul-emu", "longhaul-keygen", "longhaul-tune")}
     env_problems, missing = preconditions(("ip", "ss", "iperf3", "curl", "timeout"))
@@ -954,14 +538,11 @@ def main():
         problems.append("%s not found (Debian python3)" % PYTHON)
     if problems:
         return cli.cannot_run(problems, args.json)
+    return None
 
-    lock = acquire_lock(args.lock_wait, log)
-    if lock is None:
-        log("another comparison held the lock for %g s; giving up" % args.lock_wait)
-        if args.json:
-            print(json.dumps({"error": "another comparison run is in progress"}))
-        return 1
 
+def set_up(args, ctx):
+    """The output folder, the namespaces' tag, the processes and the HTTP file's path."""
     ctx.out_dir = os.path.abspath(args.out_dir or tempfile.mkdtemp(prefix="bridge-compare-"))
     os.makedirs(ctx.out_dir, exist_ok=True)
     ctx.tag = "lhbc%d" % os.getpid()
@@ -971,15 +552,20 @@ def main():
     ctx.http_path = os.path.join(ctx.http_dir, ctx.http_name)
     ctx.bridge_profiles = {}
     ctx.bridge_sec, ctx.bridge_security_error = [], None
-    result = {
+
+
+def new_result(args, ctx):
+    """The result object before the runs: the link, the grid, the settings, the machine."""
+    base = ctx.base
+    return {
         "tool": "bridge-compare",
         "link": args.link,
         "link_params": {"rate_bps": base["rate_bps"], "rtt_s": base["rtt_s"], "mtu": base["mtu"],
                         "keys": base["keys"]},
-        "losses": losses,
-        "specs": specs,
-        "peers": peers,
-        "workloads": workloads,
+        "losses": ctx.losses,
+        "specs": ctx.specs,
+        "peers": ctx.peers,
+        "workloads": ctx.workloads,
         "settings": {"time_s": ctx.time, "omit_s": ctx.omit, "http_bytes": ctx.http_bytes,
                      "http_bytes_text": args.http_bytes, "http_limit_s": ctx.http_limit,
                      "latency_rounds": ctx.latency_rounds,
@@ -996,97 +582,109 @@ def main():
         "cells": {},
         "failures": [],
     }
-    old_handlers = install_signal_handlers()
-    host = HostBuffers()
-    failed = False
-    try:
-        if "bridge" in peers:
-            ps_ = {"binary": ctx.bins["longhaul-bridge"], "security": args.security,
-                   "extra_flags": ctx.bridge_extra, "profiles": {}}
-            if args.security == "psk":
-                try:
-                    ctx.bridge_sec = bridge_security(args, ctx.bins, ctx.out_dir)
-                except (OSError, subprocess.SubprocessError) as e:
-                    ctx.bridge_security_error = "cannot write a pre-shared key with %s: %s" % (
-                        show_path(ctx.bins["longhaul-keygen"]), e)
-            else:
-                ctx.bridge_sec = ["--insecure"]
-            if os.access(ctx.bins["longhaul-bridge"], os.X_OK):
-                for loss, spec in specs.items():
-                    flags, note = bridge_profile(args, spec, ctx.bins, ctx.out_dir,
-                                                 ctx.bridge_profiles)
-                    ps_["profiles"][loss] = {"flags": flags, "source": note}
-            else:
-                for spec in specs.values():
-                    ctx.bridge_profiles[spec] = ([], "not run")
-            result["peer_settings"]["bridge"] = ps_
-        if "kcptun" in peers:
-            ks = kcptun_settings(args, base)
-            try:
-                ks["package_version"] = subprocess.run(
-                    ["dpkg-query", "-W", "-f=${Version}", "kcptun"], capture_output=True,
-                    text=True, timeout=10).stdout.strip() or None
-            except (OSError, subprocess.SubprocessError):
-                ks["package_version"] = None
-            result["peer_settings"]["kcptun"] = ks
-        for p in ("tcp_bbr", "tcp_cubic"):
-            if p in peers:
-                result["peer_settings"][p] = {
-                    "congestion_control": p[4:],
-                    "how": "iperf3 -C %s; net.ipv4.tcp_congestion_control=%s in both "
-                           "namespaces (curl, the web server, the echo test)" % (p[4:], p[4:])}
-        if "http" in workloads:
-            try:
-                ctx.http_sha256 = make_http_file(ctx, log)
-                result["http_file"] = {"path": ctx.http_path, "bytes": ctx.http_bytes,
-                                       "sha256": ctx.http_sha256,
-                                       "server": "%s -m http.server (Debian python3)" % PYTHON}
-            except OSError as e:
-                raise Failed("cannot write the HTTP file: %s" % e)
-        result["host_sysctls"] = host.raise_limits()
-        # The namespaces' default congestion control (curl and the web server have no
-        # per-socket setting) must be in the host's allowed list.
-        ccs = sorted({p[4:] for p in peers if p.startswith("tcp_")} |
-                     ({"cubic"} if set(peers) & set(TUNNELS) else set()))
-        result["host_sysctls"]["tcp_allowed_congestion_control"] = \
-            host.allow_congestion_control(ccs)
-        result["host_sysctls"]["restored_to"] = dict(host.saved)
-        first = True
-        for loss in losses:
-            spec = specs[loss]
-            link = link_params(spec)
-            result["cells"][loss] = {}
-            for peer in peers:
-                result["cells"][loss][peer] = {}
-                for w in workloads:
-                    if not first:
-                        time.sleep(args.settle)
-                    first = False
-                    log("loss %s, %s, %s ..." % (loss, peer, w))
-                    e = run_cell(ctx, loss, spec, link, peer, w)
-                    result["cells"][loss][peer][w] = e
-                    if e.get("error"):
-                        failed = True
-                        result["failures"].append("loss %s, %s, %s: %s" % (loss, peer, w,
-                                                                           e["error"]))
-                        log("  FAILED: " + e["error"])
-                    else:
-                        log("  " + cell_text(e, w))
-    except (Interrupted, Failed) as e:
-        log(str(e) + "; cleaning up")
-        result["error"] = str(e)
-        result["failures"].append(str(e))
-        failed = True
-    finally:
-        clean_up(ctx.procs, [ctx.tag + "-a", ctx.tag + "-b"], host, log)
-        if os.path.exists(ctx.http_path) and not args.keep_http_file:
-            try:
-                os.remove(ctx.http_path)
-            except OSError:
-                pass
-        restore_signal_handlers(old_handlers)
 
-    result["machine"]["load_avg_end"] = loadavg()
+
+def bridge_settings(args, ctx):
+    """The bridge's key (psk) and profile per loss, kept in ctx; its peer settings."""
+    ps_ = {"binary": ctx.bins["longhaul-bridge"], "security": args.security,
+           "extra_flags": ctx.bridge_extra, "profiles": {}}
+    if args.security == "psk":
+        try:
+            ctx.bridge_sec = bridge_security(args, ctx.bins, ctx.out_dir)
+        except (OSError, subprocess.SubprocessError) as e:
+            ctx.bridge_security_error = "cannot write a pre-shared key with %s: %s" % (
+                show_path(ctx.bins["longhaul-keygen"]), e)
+    else:
+        ctx.bridge_sec = ["--insecure"]
+    if os.access(ctx.bins["longhaul-bridge"], os.X_OK):
+        for loss, spec in ctx.specs.items():
+            flags, note = bridge_profile(args, spec, ctx.bins, ctx.out_dir, ctx.bridge_profiles)
+            ps_["profiles"][loss] = {"flags": flags, "source": note}
+    else:
+        for spec in ctx.specs.values():
+            ctx.bridge_profiles[spec] = ([], "not run")
+    return ps_
+
+
+def tcp_settings(peer):
+    """A direct TCP peer's settings: its congestion control and how it is set."""
+    return {"congestion_control": peer[4:],
+            "how": "iperf3 -C %s; net.ipv4.tcp_congestion_control=%s in both "
+                   "namespaces (curl, the web server, the echo test)" % (peer[4:], peer[4:])}
+
+
+def peer_settings(args, ctx, result):
+    """Each peer's settings into result["peer_settings"] (the bridge's also into ctx)."""
+    peers = ctx.peers
+    if "bridge" in peers:
+        result["peer_settings"]["bridge"] = bridge_settings(args, ctx)
+    if "kcptun" in peers:
+        ks = kcptun_settings(args, ctx.base)
+        try:
+            ks["package_version"] = subprocess.run(
+                ["dpkg-query", "-W", "-f=${Version}", "kcptun"], capture_output=True,
+                text=True, timeout=10).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            ks["package_version"] = None
+        result["peer_settings"]["kcptun"] = ks
+    for p in ("tcp_bbr", "tcp_cubic"):
+        if p in peers:
+            result["peer_settings"][p] = tcp_settings(p)
+
+
+def namespace_ccs(peers):
+    """The congestion controls the namespaces' default is set to: each direct TCP peer's,
+    and cubic for the tunnels' local legs."""
+    return sorted({p[4:] for p in peers if p.startswith("tcp_")} |
+                  ({"cubic"} if set(peers) & set(TUNNELS) else set()))
+
+
+def prepare_host(ctx, result, host):
+    """The HTTP file (when the http workload runs) and the host's sysctls, raised."""
+    if "http" in ctx.workloads:
+        try:
+            ctx.http_sha256 = make_http_file(ctx, log)
+            result["http_file"] = {"path": ctx.http_path, "bytes": ctx.http_bytes,
+                                   "sha256": ctx.http_sha256,
+                                   "server": "%s -m http.server (Debian python3)" % PYTHON}
+        except OSError as e:
+            raise Failed("cannot write the HTTP file: %s" % e)
+    result["host_sysctls"] = host.raise_limits()
+    # The namespaces' default congestion control (curl and the web server have no
+    # per-socket setting) must be in the host's allowed list.
+    result["host_sysctls"]["tcp_allowed_congestion_control"] = \
+        host.allow_congestion_control(namespace_ccs(ctx.peers))
+    result["host_sysctls"]["restored_to"] = dict(host.saved)
+
+
+def plan_cells(losses, peers, workloads):
+    """The runs in order: (loss, peer, workload), the workloads innermost."""
+    return [(loss, peer, w) for loss in losses for peer in peers for w in workloads]
+
+
+def run_cells(args, ctx, result):
+    """Every run of the grid, with --settle seconds between runs; True when one failed."""
+    failed = False
+    for i, (loss, peer, w) in enumerate(plan_cells(ctx.losses, ctx.peers, ctx.workloads)):
+        spec = ctx.specs[loss]
+        cells = result["cells"].setdefault(loss, {}).setdefault(peer, {})
+        if i > 0:
+            time.sleep(args.settle)
+        log("loss %s, %s, %s ..." % (loss, peer, w))
+        e = run_cell(ctx, loss, spec, link_params(spec), peer, w)
+        cells[w] = e
+        if e.get("error"):
+            failed = True
+            result["failures"].append("loss %s, %s, %s: %s" % (loss, peer, w, e["error"]))
+            log("  FAILED: " + e["error"])
+        else:
+            log("  " + cell_text(e, w))
+    return failed
+
+
+def write_output(args, ctx, result, failed):
+    """bridge-compare.json in the output folder, the plot, the table or JSON; the exit
+    status."""
     add_ratios(result)
     with open(os.path.join(ctx.out_dir, "bridge-compare.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -1102,6 +700,51 @@ def main():
     if failed:
         log("%d run(s) failed: %s" % (len(result["failures"]), "; ".join(result["failures"])))
     return 1 if failed else 0
+
+
+def main():
+    ap = make_parser()
+    args = ap.parse_args()
+    ctx = Ctx()
+    ctx.args = args
+    try:
+        check_args(args, ctx)
+    except (ValueError, KeyError) as e:
+        ap.error(str(e))
+    keep_settings(args, ctx)
+    status = preflight(args, ctx)
+    if status is not None:
+        return status
+    lock = acquire_lock(args.lock_wait, log)  # held until main returns
+    if lock is None:
+        log("another comparison held the lock for %g s; giving up" % args.lock_wait)
+        if args.json:
+            print(json.dumps({"error": "another comparison run is in progress"}))
+        return 1
+    set_up(args, ctx)
+    result = new_result(args, ctx)
+    old_handlers = install_signal_handlers()
+    host = HostBuffers()
+    failed = False
+    try:
+        peer_settings(args, ctx, result)
+        prepare_host(ctx, result, host)
+        failed = run_cells(args, ctx, result)
+    except (Interrupted, Failed) as e:
+        log(str(e) + "; cleaning up")
+        result["error"] = str(e)
+        result["failures"].append(str(e))
+        failed = True
+    finally:
+        clean_up(ctx.procs, [ctx.tag + "-a", ctx.tag + "-b"], host, log)
+        if os.path.exists(ctx.http_path) and not args.keep_http_file:
+            try:
+                os.remove(ctx.http_path)
+            except OSError:
+                pass
+        restore_signal_handlers(old_handlers)
+    result["machine"]["load_avg_end"] = loadavg()
+    return write_output(args, ctx, result, failed)
 
 
 def entry():
