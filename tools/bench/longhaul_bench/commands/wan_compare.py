@@ -273,7 +273,7 @@ class Workload:
     pass
 
 
-def main():
+def make_parser():
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -324,8 +324,11 @@ def main():
     ap.add_argument("--tune_budget", default="30s", help="longhaul-tune --check_budget")
     ap.add_argument("--lock_wait", type=float, default=1800,
                     help="seconds to wait for another wan-compare run to finish")
-    args = ap.parse_args()
+    return ap
 
+
+def workload_from_args(ap, args):
+    """The workload and the link from the flags (ap.error on a bad one)."""
     w = Workload()
     w.workload = args.workload
     try:
@@ -334,7 +337,6 @@ def main():
         w.message_size = parse_size(args.message_size)
         w.bytes = parse_size(args.bytes)
         link = link_params(args.link)
-        keys = link["keys"]
     except (ValueError, KeyError) as e:
         ap.error(str(e))
     if not link["rate_bps"]:
@@ -345,10 +347,21 @@ def main():
     if w.messages <= 0 or w.time <= 0 or w.bytes <= 0 or not (64 <= w.message_size <= 64 * MIB):
         ap.error("--messages, --time and --bytes must be positive, --message_size 64B..64MiB")
     if args.longhaul_flags == "auto":
-        burst_ms = min(20.0, max(1.0, link["rtt_s"] * 1e3 / 4))
-        w.longhaul_flags = ["--pacing_burst=%gms" % round(burst_ms, 1)]
+        w.longhaul_flags = [auto_pacing_burst(link["rtt_s"])]
     else:
         w.longhaul_flags = shlex.split(args.longhaul_flags)
+    return w, link
+
+
+def auto_pacing_burst(rtt_s):
+    """--longhaul_flags=auto: --pacing_burst=min(20ms, max(1ms, RTT/4))."""
+    burst_ms = min(20.0, max(1.0, rtt_s * 1e3 / 4))
+    return "--pacing_burst=%gms" % round(burst_ms, 1)
+
+
+def peers_from_args(ap, args, w):
+    """The peers in the order they run: --peers, each --longhaul_variant right after
+    longhaul (kept in w.variants: name -> extra flags)."""
     peers = [p for p in args.peers.split(",") if p]
     for p in peers:
         if p not in PEERS + OPTIONAL_PEERS:
@@ -365,43 +378,31 @@ def main():
     if w.variants:
         at = peers.index("longhaul") + 1 if "longhaul" in peers else 0
         peers[at:at] = list(w.variants)
-    w.rate_bps = link["rate_bps"]
+    return peers
 
+
+def preflight(args):
+    """The binaries, and an exit status when a precondition is missing (each named)."""
     bins = {n: os.path.join(args.build_dir, "bin", n) for n in (
         "longhaul-perf", "longhaul-emu", "longhaul-tune", "longhaul-tcp-peer",
         "longhaul-udt-peer", "longhaul-keygen")}
-    # Preconditions, each named.
     env_problems, missing = preconditions(("ip", "ss", "iperf3", "timeout"))
     problems = env_problems + missing
     if not os.access(bins["longhaul-emu"], os.X_OK):
         problems.append("%s is missing (build longhaul-emu, or give --build_dir)" %
                         bins["longhaul-emu"])
     if problems:
-        return cli.cannot_run(problems, args.json)
+        return bins, cli.cannot_run(problems, args.json)
+    return bins, None
 
-    # One run at a time: runs share the host-wide socket-buffer sysctls (a second run would
-    # restore them under the first) and the CPU.
-    lock = acquire_lock(args.lock_wait, log)
-    if lock is None:
-        log("another wan-compare run held %s for %g s; giving up" % (LOCK_PATH, args.lock_wait))
-        if args.json:
-            print(json.dumps({"error": "another wan-compare run is in progress"}))
-        return 1
 
-    out_dir = args.out_dir or tempfile.mkdtemp(prefix="wan-compare-")
-    os.makedirs(out_dir, exist_ok=True)
-    try:
-        w.server_security, w.client_security = security_flags(args.security, bins, out_dir)
-    except (OSError, subprocess.SubprocessError) as e:
-        log("cannot write longhaul's keys with %s: %s" % (bins["longhaul-keygen"], e))
-        if args.json:
-            print(json.dumps({"error": "longhaul-keygen failed: %s" % e}))
-        return 1
-    procs = Procs()
+def new_result(args, w, link, out_dir):
+    """The result object before the runs: the link, the workload, the settings, the
+    machine."""
     result = {
         "link": args.link,
         "link_params": {"rate_bps": link["rate_bps"], "rtt_s": link["rtt_s"], "mtu": link["mtu"],
-                        "keys": keys},
+                        "keys": link["keys"]},
         "workload": {"name": w.workload},
         "command": " ".join(shlex.quote(a) for a in ["tools/bench/wan-compare"] + sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -423,37 +424,36 @@ def main():
                                   messages=w.messages)
     else:
         result["workload"].update(bytes=w.bytes)
+    return result
 
-    old_handlers = install_signal_handlers()
-    host = HostBuffers()
+
+def run_peers(args, w, link, bins, procs, host, peers, out_dir, result):
+    """longhaul's profile, the host's limits raised, then each peer in turn (--settle
+    seconds apart); True when one failed."""
     failed = False
-    try:
-        # longhaul's profile.
-        profile, profile_note = choose_profile(args, w, link, bins, out_dir)
-        result["longhaul_profile"] = {"path": profile, "source": profile_note}
+    # longhaul's profile.
+    profile, profile_note = choose_profile(args, w, link, bins, out_dir)
+    result["longhaul_profile"] = {"path": profile, "source": profile_note}
 
-        # Host-wide socket-buffer limits, restored in `finally`.
-        result["host_sysctls"] = host.raise_limits()
+    # Host-wide socket-buffer limits, restored by the caller.
+    result["host_sysctls"] = host.raise_limits()
 
-        tag = "lhwc%d" % os.getpid()
-        for i, peer in enumerate(peers):
-            if i > 0:
-                time.sleep(args.settle)
-            wait_for_load(args)
-            entry = run_peer(peer, procs, bins, w, link, profile, args, tag, out_dir)
-            result["results"][peer] = entry
-            if entry.get("error"):
-                failed = True
-            log("%-12s %s" % (peer, one_line(entry, w)))
-    except Interrupted as e:
-        log(str(e) + "; cleaning up")
-        result["error"] = str(e)
-        failed = True
-    finally:
-        clean_up(procs, ["lhwc%d-%s" % (os.getpid(), x) for x in ("a", "b")], host, log)
-        restore_signal_handlers(old_handlers)
+    tag = "lhwc%d" % os.getpid()
+    for i, peer in enumerate(peers):
+        if i > 0:
+            time.sleep(args.settle)
+        wait_for_load(args)
+        entry = run_peer(peer, procs, bins, w, link, profile, args, tag, out_dir)
+        result["results"][peer] = entry
+        if entry.get("error"):
+            failed = True
+        log("%-12s %s" % (peer, one_line(entry, w)))
+    return failed
 
-    result["machine"]["load_avg_end"] = loadavg()
+
+def write_output(args, w, result, out_dir, failed):
+    """wan-compare.json in the output folder, the plot, the table or JSON; the exit
+    status."""
     add_ratios(result, w)
     with open(os.path.join(out_dir, "wan-compare.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -468,6 +468,53 @@ def main():
     else:
         print_table(result, w)
     return 1 if failed else 0
+
+
+def main():
+    ap = make_parser()
+    args = ap.parse_args()
+    w, link = workload_from_args(ap, args)
+    peers = peers_from_args(ap, args, w)
+    w.rate_bps = link["rate_bps"]
+    bins, status = preflight(args)
+    if status is not None:
+        return status
+
+    # One run at a time: runs share the host-wide socket-buffer sysctls (a second run would
+    # restore them under the first) and the CPU.
+    lock = acquire_lock(args.lock_wait, log)  # held until main returns
+    if lock is None:
+        log("another wan-compare run held %s for %g s; giving up" % (LOCK_PATH, args.lock_wait))
+        if args.json:
+            print(json.dumps({"error": "another wan-compare run is in progress"}))
+        return 1
+
+    out_dir = args.out_dir or tempfile.mkdtemp(prefix="wan-compare-")
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        w.server_security, w.client_security = security_flags(args.security, bins, out_dir)
+    except (OSError, subprocess.SubprocessError) as e:
+        log("cannot write longhaul's keys with %s: %s" % (bins["longhaul-keygen"], e))
+        if args.json:
+            print(json.dumps({"error": "longhaul-keygen failed: %s" % e}))
+        return 1
+    procs = Procs()
+    result = new_result(args, w, link, out_dir)
+    old_handlers = install_signal_handlers()
+    host = HostBuffers()
+    failed = False
+    try:
+        failed = run_peers(args, w, link, bins, procs, host, peers, out_dir, result)
+    except Interrupted as e:
+        log(str(e) + "; cleaning up")
+        result["error"] = str(e)
+        failed = True
+    finally:
+        clean_up(procs, ["lhwc%d-%s" % (os.getpid(), x) for x in ("a", "b")], host, log)
+        restore_signal_handlers(old_handlers)
+
+    result["machine"]["load_avg_end"] = loadavg()
+    return write_output(args, w, result, out_dir, failed)
 
 
 def choose_profile(args, w, link, bins, out_dir):
