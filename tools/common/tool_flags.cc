@@ -101,6 +101,13 @@ void InitTool(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
   InitToolLogging(argv[0]);
 }
 
+void InitTool(int argc, char** argv, const std::vector<std::string>& dirs, const ToolUsage& usage,
+              const std::function<void()>& print_help) {
+  ToolFlagOptions o;
+  o.dirs = dirs;
+  InitTool(argc, argv, o, usage.tool(), print_help);
+}
+
 void InitTool(int* argc, char*** argv, const char* usage) {
   const std::string program = std::filesystem::path((*argv)[0]).filename().string();
   ExitIfVersionRequested(*argc, *argv, program.c_str());

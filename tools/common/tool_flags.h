@@ -84,6 +84,10 @@ void ParseToolFlagsOrExit(int argc, char** argv, const ToolFlagOptions& o, const
 // (exit status 2 on a bad command line, --help and --version exit 0).
 void InitTool(int argc, char** argv, const ToolFlagOptions& o, const char* tool,
               const std::function<void()>& print_help);
+// The same for a tool whose flags are all defined in `dirs`, with no short forms and no -v:
+// ToolFlagOptions{.dirs = dirs} and usage.tool().
+void InitTool(int argc, char** argv, const std::vector<std::string>& dirs, const ToolUsage& usage,
+              const std::function<void()>& print_help);
 // With gflags' parser: sets the usage text and parses the flags (removing them from
 // argv); --version prints the version line (named after argv[0]'s file name) and exits 0.
 void InitTool(int* argc, char*** argv, const char* usage);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/json_fields.h"
 #include "tools/common/tool_flags.h"
 #include "absl/strings/numbers.h"
 #include "transport/base/parse.h"
@@ -201,6 +202,23 @@ absl::StatusOr<TransportConfig> TransportConfigFromFlags() {
   return config;
 }
 
+namespace {
+
+// A profile value of kind kInteger or kNumber as a number: the profile's canonical text
+// always parses.
+uint64_t ProfileInteger(const std::string& key, const std::string& value) {
+  uint64_t v = 0;
+  CHECK(absl::SimpleAtoi(value, &v)) << key << "=" << value;
+  return v;
+}
+double ProfileNumber(const std::string& key, const std::string& value) {
+  double v = 0;
+  CHECK(absl::SimpleAtod(value, &v)) << key << "=" << value;
+  return v;
+}
+
+}  // namespace
+
 nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   nlohmann::json j = nlohmann::json::object();
   // Every key from the profile's list, typed by its kind; values with units keep their
@@ -209,36 +227,27 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
   for (const auto& [key, value] : ProfileKeyValues(config)) {
     const std::optional<ProfileValueKind> kind = ProfileKeyKind(key);
     CHECK(kind.has_value()) << key;
+    j[key] = value;  // the kinds without a unit replace the text with their typed value
     switch (*kind) {
-      case ProfileValueKind::kInteger: {
-        uint64_t v = 0;
-        CHECK(absl::SimpleAtoi(value, &v)) << key << "=" << value;
-        j[key] = v;
+      case ProfileValueKind::kInteger:
+        j[key] = ProfileInteger(key, value);
         break;
-      }
       case ProfileValueKind::kBool:
         j[key] = value == "true";
         break;
-      case ProfileValueKind::kNumber: {
-        double v = 0;
-        CHECK(absl::SimpleAtod(value, &v)) << key << "=" << value;
-        j[key] = v;
+      case ProfileValueKind::kNumber:
+        j[key] = ProfileNumber(key, value);
         break;
-      }
       case ProfileValueKind::kSize:
-        j[key] = value;
         j[key + "_bytes"] = ParseByteCount(value).value();
         break;
       case ProfileValueKind::kRate:
-        j[key] = value;
         j[key + "_bps"] = ParseBandwidth(value).value().bps();
         break;
       case ProfileValueKind::kDuration:
-        j[key] = value;
         j[key + "_ns"] = ParseDuration(value).value().ns();
         break;
       case ProfileValueKind::kChoice:
-        j[key] = value;
         break;
     }
   }
@@ -248,32 +257,13 @@ nlohmann::json TransportConfigToJson(const TransportConfig& config) {
 
 nlohmann::json ConnectionStatsToJson(const ConnectionStats& s) {
   nlohmann::json j;
-  j["packets_sent"] = s.packets_sent;
-  j["data_packets_sent"] = s.data_packets_sent;
-  j["packets_retransmitted"] = s.packets_retransmitted;
-  j["packets_lost"] = s.packets_lost;
-  j["tail_protect_packets"] = s.tail_protect_packets;
-  j["spurious_losses"] = s.spurious_losses;
-  j["pto_count"] = s.pto_count;
-  j["bytes_sent"] = s.bytes_sent;
-  j["data_bytes_sent"] = s.data_bytes_sent;
-  j["data_bytes_retransmitted"] = s.data_bytes_retransmitted;
-  j["messages_sent"] = s.messages_sent;
-  j["acks_received"] = s.acks_received;
-  j["flow_control_blocked"] = s.flow_control_blocked;
-  j["packets_received"] = s.packets_received;
-  j["bytes_received"] = s.bytes_received;
-  j["data_bytes_received"] = s.data_bytes_received;
-  j["duplicate_data_bytes"] = s.duplicate_data_bytes;
-  j["messages_received"] = s.messages_received;
-  j["acks_sent"] = s.acks_sent;
-  j["checksum_failures"] = s.checksum_failures;
-  j["malformed_packets"] = s.malformed_packets;
-  j["ecn_ce_received"] = s.ecn_ce_received;
-  j["fec_repair_packets_sent"] = s.fec_repair_packets_sent;
-  j["fec_overhead_bytes"] = s.fec_overhead_bytes;
-  j["fec_recovered_packets"] = s.fec_recovered_packets;
-  j["fec_blocks_unrecoverable"] = s.fec_blocks_unrecoverable;
+  LONGHAUL_JSON_SET_FIELDS(
+      j, s, packets_sent, data_packets_sent, packets_retransmitted, packets_lost,
+      tail_protect_packets, spurious_losses, pto_count, bytes_sent, data_bytes_sent,
+      data_bytes_retransmitted, messages_sent, acks_received, flow_control_blocked,
+      packets_received, bytes_received, data_bytes_received, duplicate_data_bytes,
+      messages_received, acks_sent, checksum_failures, malformed_packets, ecn_ce_received,
+      fec_repair_packets_sent, fec_overhead_bytes, fec_recovered_packets, fec_blocks_unrecoverable);
   return j;
 }
 

@@ -1,42 +1,15 @@
 #include "tools/emu/emu_json.h"
 
 #include "absl/strings/str_format.h"
+#include "tools/common/json_fields.h"
+#include "tools/common/link_json.h"
 
 namespace longhaul::emu {
 
-nlohmann::json LinkCountersToJson(const sim::LinkCounters& c) {
-  nlohmann::json j;
-  j["offered"] = c.offered;
-  j["offered_bytes"] = c.offered_bytes;
-  j["delivered"] = c.delivered;
-  j["delivered_bytes"] = c.delivered_bytes;
-  j["dropped_loss"] = c.dropped_loss;
-  j["dropped_queue"] = c.dropped_queue;
-  j["dropped_too_big"] = c.dropped_too_big;
-  j["loss_bursts"] = c.loss_bursts;
-  j["reordered"] = c.reordered;
-  j["duplicated"] = c.duplicated;
-  j["corrupted"] = c.corrupted;
-  j["ce_marked"] = c.ce_marked;
-  j["max_queue_bytes"] = c.max_queue_bytes;
-  j["avg_queue_bytes"] = c.avg_queue_bytes;
-  j["busy_s"] = c.busy_time.seconds();
-  return j;
-}
-
 nlohmann::json EmuCountersToJson(const EmuCounters& c) {
   nlohmann::json j;
-  j["received"] = c.received;
-  j["received_bytes"] = c.received_bytes;
-  j["released"] = c.released;
-  j["released_bytes"] = c.released_bytes;
-  j["buffer_full"] = c.buffer_full;
-  j["dup_lost"] = c.dup_lost;
-  j["truncated"] = c.truncated;
-  j["send_errors"] = c.send_errors;
-  j["rx_overflow"] = c.rx_overflow;
-  j["evicted"] = c.evicted;
-  j["no_flow"] = c.no_flow;
+  LONGHAUL_JSON_SET_FIELDS(j, c, received, received_bytes, released, released_bytes, buffer_full,
+                           dup_lost, truncated, send_errors, rx_overflow, evicted, no_flow);
   j["own_drops"] = c.OwnDrops();
   return j;
 }

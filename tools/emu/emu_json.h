@@ -10,7 +10,6 @@
 
 namespace longhaul::emu {
 
-nlohmann::json LinkCountersToJson(const sim::LinkCounters& c);
 nlohmann::json EmuCountersToJson(const EmuCounters& c);
 // {"elapsed_s":..,"forward":{"model":{..},"emulator":{..},"pending":..},"reverse":..,
 //  "own_drops":N, ...}

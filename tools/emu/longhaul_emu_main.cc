@@ -109,13 +109,6 @@ void PrintHelp() {
   std::cout << "\n" << sim::LinkSpecHelp();
 }
 
-// --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
-void ParseFlags(int argc, char** argv) {
-  ToolFlagOptions o;
-  o.dirs = kFlagDirs;
-  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
-}
-
 void OnSignal(int) {
   if (g_stop_fd >= 0) {
     const uint64_t one = 1;
@@ -391,7 +384,8 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
 
 int Main(int argc, char** argv) {
   BlockStopSignals();
-  ParseFlags(argc, argv);
+  // --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
+  InitTool(argc, argv, kFlagDirs, kUsage, PrintHelp);
   if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=ts-1g)");
   const sim::LinkSpec link = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
   if (!FLAGS_link_schedule.empty()) {

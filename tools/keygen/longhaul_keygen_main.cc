@@ -116,9 +116,7 @@ int PrintPublic(const std::string& path) {
 }
 
 int Main(int argc, char** argv) {
-  ToolFlagOptions o;
-  o.dirs = kFlagDirs;
-  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
+  InitTool(argc, argv, kFlagDirs, kUsage, PrintHelp);
   const int modes = !FLAGS_out.empty() + !FLAGS_psk.empty() + !FLAGS_public_from.empty();
   if (modes != 1) {
     kUsage.Fail("give exactly one of --out=PREFIX, --psk=FILE and --public_from=KEYFILE");

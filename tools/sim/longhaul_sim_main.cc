@@ -21,6 +21,8 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/json_fields.h"
+#include "tools/common/link_json.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "transport/profile/profile_file.h"
@@ -97,33 +99,6 @@ void PrintHelp() {
   std::cout << "\n" << sim::LinkSpecHelp();
 }
 
-// --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
-void ParseFlags(int argc, char** argv) {
-  ToolFlagOptions o;
-  o.dirs = kFlagDirs;
-  InitTool(argc, argv, o, kUsage.tool(), PrintHelp);
-}
-
-nlohmann::json LinkCountersJson(const sim::LinkCounters& c) {
-  nlohmann::json j;
-  j["offered"] = c.offered;
-  j["offered_bytes"] = c.offered_bytes;
-  j["delivered"] = c.delivered;
-  j["delivered_bytes"] = c.delivered_bytes;
-  j["dropped_loss"] = c.dropped_loss;
-  j["dropped_queue"] = c.dropped_queue;
-  j["dropped_too_big"] = c.dropped_too_big;
-  j["loss_bursts"] = c.loss_bursts;
-  j["reordered"] = c.reordered;
-  j["duplicated"] = c.duplicated;
-  j["corrupted"] = c.corrupted;
-  j["ce_marked"] = c.ce_marked;
-  j["max_queue_bytes"] = c.max_queue_bytes;
-  j["avg_queue_bytes"] = c.avg_queue_bytes;
-  j["busy_s"] = c.busy_time.seconds();
-  return j;
-}
-
 // Phases of a link schedule are summarised from this many of the new link's round trips
 // after each change (the time the transport is given to follow it); a run without a
 // schedule is one phase from this many round trips after the start.
@@ -131,16 +106,9 @@ constexpr double kPhaseSettleRtts = 5;
 
 nlohmann::json EndpointSideJson(const sim::EndpointSideStats& s) {
   nlohmann::json j;
-  j["packets_sealed"] = s.packets_sealed;
-  j["packets_opened"] = s.packets_opened;
-  j["auth_failures"] = s.auth_failures;
-  j["replays"] = s.replays;
-  j["hellos_received"] = s.hellos_received;
-  j["retries_sent"] = s.retries_sent;
-  j["connections_accepted"] = s.connections_accepted;
-  j["handshake_errors"] = s.handshake_errors;
-  j["undecodable"] = s.undecodable;
-  j["unknown_connection"] = s.unknown_connection;
+  LONGHAUL_JSON_SET_FIELDS(j, s, packets_sealed, packets_opened, auth_failures, replays,
+                           hellos_received, retries_sent, connections_accepted, handshake_errors,
+                           undecodable, unknown_connection);
   return j;
 }
 
@@ -205,8 +173,8 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
     j["mct_max_s"] = r.mct.max_s;
   }
   if (opt.nodes == sim::NodeKind::kEndpoint) AddEndpointJson(r, &j);
-  j["link_forward"] = LinkCountersJson(r.forward);
-  j["link_reverse"] = LinkCountersJson(r.reverse);
+  j["link_forward"] = LinkCountersToJson(r.forward);
+  j["link_reverse"] = LinkCountersToJson(r.reverse);
   j["sender_stats"] = ConnectionStatsToJson(r.sender_total);
   j["receiver_stats"] = ConnectionStatsToJson(r.receiver_total);
   if (!r.series.empty()) {
@@ -378,7 +346,8 @@ void PrintSummary(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r)
 }
 
 int Main(int argc, char** argv) {
-  ParseFlags(argc, argv);
+  // --name=value, --name value, --[no]bool; exit status 2 and a message naming the flag.
+  InitTool(argc, argv, kFlagDirs, kUsage, PrintHelp);
   if (FLAGS_link.empty()) kUsage.Fail("--link is required (e.g. --link=tokyo-singapore)");
   sim::ScenarioOptions opt;
   opt.link = kUsage.Or(sim::LoadLinkSpec(FLAGS_link), "link");
