@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 from longhaul_bench import cli
 from longhaul_bench.cli import log
@@ -215,130 +216,178 @@ def intervals(j):
     return out
 
 
-def run(a, procs):
+def start_link(a, procs):
+    """The keys, the blackout schedule, the server and the emulator in front of it; the
+    run's state (a namespace), or None when something did not start (said on stderr)."""
     bindir = os.path.join(a.build_dir, "bin")
     perf, emu = os.path.join(bindir, "longhaul-perf"), os.path.join(bindir, "longhaul-emu")
     for b in (perf, emu):
         if not os.access(b, os.X_OK):
             log("%s is not built (cmake --build %s --target longhaul-perf longhaul-emu)" %
                 (b, a.build_dir))
-            return None, 1
-    out_dir = a.out_dir or tempfile.mkdtemp(prefix="soak.")
+            return None
+    st = types.SimpleNamespace(perf=perf, dur=a.duration_s, bound=a.duration_s + 120)
+    st.out_dir = out_dir = a.out_dir or tempfile.mkdtemp(prefix="soak.")
     os.makedirs(out_dir, exist_ok=True)
-    dur = a.duration_s
-    keys = ["--insecure"]
+    st.keys = ["--insecure"]
     if a.security == "psk":
         psk = os.path.join(out_dir, "soak.psk")
         fd = os.open(psk, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.write(fd, (secrets.token_hex(32) + "\n").encode())
         os.close(fd)
-        keys = ["--psk_file=" + psk]
+        st.keys = ["--psk_file=" + psk]
     link_keys = dict(kv.split("=", 1) for kv in a.link.split(","))
-    sched, windows = blackout_schedule(link_keys.get("loss", "0"), dur, a.blackout_every_s,
-                                       a.blackout_len_s)
-    bound = dur + 120
-    srv_cmd = [perf, "--server", "--bind=127.0.0.1", "--port=0", "--json",
-               "--max_test_duration=%ds" % (dur + 120)] + keys
-    srv, srv_ev, ev = start_json(procs, srv_cmd, out_dir, "server", "listening")
+    st.sched, st.windows = blackout_schedule(link_keys.get("loss", "0"), st.dur,
+                                             a.blackout_every_s, a.blackout_len_s)
+    st.srv_cmd = [perf, "--server", "--bind=127.0.0.1", "--port=0", "--json",
+                  "--max_test_duration=%ds" % (st.dur + 120)] + st.keys
+    st.srv, st.srv_ev, ev = start_json(procs, st.srv_cmd, out_dir, "server", "listening")
     if not ev:
-        return None, 1
-    emu_cmd = [emu, "--link=" + a.link, "--listen=127.0.0.1:0",
-               "--forward=127.0.0.1:%d" % ev["port"], "--json", "--stats_interval=5s",
-               "--seed=%d" % a.seed, "--max_time=%ds" % bound]
-    if sched:
-        emu_cmd.append("--link_schedule=" + sched)
-    em, em_ev, ready = start_json(procs, emu_cmd, out_dir, "emulator", "ready", log_name="emu")
-    if not ready:
-        return None, 1
-    t0 = time.monotonic()  # the schedule's clock starts with the emulator (close enough)
-    common = ["--client=127.0.0.1", "--port=%d" % ready["listen_port"], "--json",
-              "--time=%ds" % dur, "--timeout=%ds" % (dur + 90), "--interval=%g" % a.sample_s,
-              "--connect_timeout=10s"] + keys
-    bulk_cmd = [perf] + common + ["--rate=" + a.bulk_rate, "--message_size=1MiB"]
-    msg_cmd = [perf] + common + ["--workload=messages", "--rate=" + a.msg_rate,
-                                 "--load=%g" % a.load, "--message_size=" + a.message_size]
-    outs = {}
-    clients = {}
-    for name, cmd in (("bulk_client", bulk_cmd), ("msg_client", msg_cmd)):
-        outs[name] = open(os.path.join(out_dir, name + ".json"), "w+")
-        clients[name] = procs.popen(cmd, stdout=outs[name],
-                                    stderr=open(os.path.join(out_dir, name + ".log"), "w"))
-    pids = {"server": srv.pid, "bulk_client": clients["bulk_client"].pid,
-            "msg_client": clients["msg_client"].pid, "emulator": em.pid}
+        return None
+    st.emu_cmd = [emu, "--link=" + a.link, "--listen=127.0.0.1:0",
+                  "--forward=127.0.0.1:%d" % ev["port"], "--json", "--stats_interval=5s",
+                  "--seed=%d" % a.seed, "--max_time=%ds" % st.bound]
+    if st.sched:
+        st.emu_cmd.append("--link_schedule=" + st.sched)
+    st.em, st.em_ev, st.ready = start_json(procs, st.emu_cmd, out_dir, "emulator", "ready",
+                                           log_name="emu")
+    if not st.ready:
+        return None
+    st.t0 = time.monotonic()  # the schedule's clock starts with the emulator (close enough)
+    return st
+
+
+def client_cmds(a, st):
+    """The bulk and the messages client's commands, through the emulator."""
+    common = ["--client=127.0.0.1", "--port=%d" % st.ready["listen_port"], "--json",
+              "--time=%ds" % st.dur, "--timeout=%ds" % (st.dur + 90),
+              "--interval=%g" % a.sample_s, "--connect_timeout=10s"] + st.keys
+    bulk_cmd = [st.perf] + common + ["--rate=" + a.bulk_rate, "--message_size=1MiB"]
+    msg_cmd = [st.perf] + common + ["--workload=messages", "--rate=" + a.msg_rate,
+                                    "--load=%g" % a.load, "--message_size=" + a.message_size]
+    return bulk_cmd, msg_cmd
+
+
+def start_clients(a, procs, st):
+    """Both clients, their outputs in the output folder; every process's pid in st.pids."""
+    st.bulk_cmd, st.msg_cmd = client_cmds(a, st)
+    st.outs, st.clients = {}, {}
+    for name, cmd in (("bulk_client", st.bulk_cmd), ("msg_client", st.msg_cmd)):
+        st.outs[name] = open(os.path.join(st.out_dir, name + ".json"), "w+")
+        st.clients[name] = procs.popen(cmd, stdout=st.outs[name],
+                                       stderr=open(os.path.join(st.out_dir, name + ".log"), "w"))
+    st.pids = {"server": st.srv.pid, "bulk_client": st.clients["bulk_client"].pid,
+               "msg_client": st.clients["msg_client"].pid, "emulator": st.em.pid}
     log("running %s: server pid %d, emulator pid %d (port %d), clients %d / %d; logs in %s" %
-        (a.duration_text, srv.pid, em.pid, ready["listen_port"], pids["bulk_client"],
-         pids["msg_client"], out_dir))
+        (a.duration_text, st.srv.pid, st.em.pid, st.ready["listen_port"],
+         st.pids["bulk_client"], st.pids["msg_client"], st.out_dir))
+
+
+def sample_until_done(a, st):
+    """Every process's RSS and the load every --sample seconds until both clients ended
+    (or the bound); a note on stderr each minute."""
     samples = []
     next_t = 0.0
     next_note = 60.0
-    hard_end = t0 + bound
+    hard_end = st.t0 + st.bound
     while time.monotonic() < hard_end:
-        now = time.monotonic() - t0
+        now = time.monotonic() - st.t0
         if now >= next_t:
             samples.append({"t": round(now, 2), "rss_kib": {n: rss_kib(p) for n, p in
-                                                            pids.items()},
+                                                            st.pids.items()},
                             "load": loadavg()[0]})
             next_t += a.sample_s
-        if all(c.poll() is not None for c in clients.values()):
+        if all(c.poll() is not None for c in st.clients.values()):
             break
         if now >= next_note:
             s = samples[-1]["rss_kib"]
             log("%4.0fs RSS MiB: %s" % (now, ", ".join(
                 "%s %.1f" % (n, v / 1024) for n, v in s.items() if v)))
             next_note += 60
-        time.sleep(min(0.5, max(0.01, next_t - (time.monotonic() - t0))))
+        time.sleep(min(0.5, max(0.01, next_t - (time.monotonic() - st.t0))))
+    return samples
+
+
+def stop(procs, st, samples):
+    """Stops the clients (if still running), waits for the server's test lines, takes a
+    last sample of the server and the emulator and stops them; (the clients' exit
+    statuses, the emulator's final line or None)."""
     rcs = {}
-    for name, c in clients.items():
+    for name, c in st.clients.items():
         if c.poll() is None:
             log("%s still running at the bound: killed" % name)
             procs.kill(c)
         rcs[name] = c.returncode
     # The server prints a test line once the streams of each test have ended.
     tests_end = time.monotonic() + 15
-    while len(srv_ev.all("test")) < 2 and time.monotonic() < tests_end:
+    while len(st.srv_ev.all("test")) < 2 and time.monotonic() < tests_end:
         time.sleep(0.1)
-    samples.append({"t": round(time.monotonic() - t0, 2),
-                    "rss_kib": {n: rss_kib(pids[n]) for n in ("server", "emulator")},
+    samples.append({"t": round(time.monotonic() - st.t0, 2),
+                    "rss_kib": {n: rss_kib(st.pids[n]) for n in ("server", "emulator")},
                     "load": loadavg()[0]})
-    procs.kill(em)
-    final = em_ev.wait("final", 5)
-    procs.kill(srv)
-    problems, numbers, ends = [], {}, {}
-    parsed = {}
-    for name in clients:
-        outs[name].seek(0)
-        j = parse_json_output(outs[name].read())
+    procs.kill(st.em)
+    final = st.em_ev.wait("final", 5)
+    procs.kill(st.srv)
+    return rcs, final
+
+
+def client_results(st, rcs):
+    """(problems, numbers per client, parsed JSON per client) of the clients' outputs."""
+    problems, numbers, parsed = [], {}, {}
+    for name in st.clients:
+        st.outs[name].seek(0)
+        j = parse_json_output(st.outs[name].read())
         parsed[name] = j
         p, nums = client_check(name, rcs[name], j)
         problems += p
         numbers[name] = nums
-        if isinstance(j, dict):
-            ends[name] = j.get("end", {}).get("longhaul", {}).get("integrity")
-    tests = srv_ev.all("test")
+    return problems, numbers, parsed
+
+
+def server_problems(tests):
+    """What is wrong with the server's finished-test lines (two, each intact)."""
+    problems = []
     if len(tests) != 2:
         problems.append("the server reported %d finished tests, expected 2" % len(tests))
     for t in tests:
         if not t.get("intact"):
             problems.append("server: test %s not intact: %s" % (t.get("test_id"),
                                                                t.get("errors")))
-    rss_ok, rss = rss_verdict(samples, list(pids), a.warmup_s, a.rss_growth, dur)
+    return problems
+
+
+def emulator_info(final):
+    """The emulator's own drops and its model's counters each way, from its final line."""
+    if not final:
+        return {}
+    return {"own_drops": final.get("own_drops"),
+            "forward": final.get("forward", {}).get("model"),
+            "reverse": final.get("reverse", {}).get("model")}
+
+
+def run(a, procs):
+    st = start_link(a, procs)
+    if st is None:
+        return None, 1
+    start_clients(a, procs, st)
+    samples = sample_until_done(a, st)
+    rcs, final = stop(procs, st, samples)
+    problems, numbers, parsed = client_results(st, rcs)
+    tests = st.srv_ev.all("test")
+    problems += server_problems(tests)
+    rss_ok, rss = rss_verdict(samples, list(st.pids), a.warmup_s, a.rss_growth, st.dur)
     if not rss_ok:
         problems.append("RSS grew more than %g%% after %gs (or was not sampled)" %
                         (a.rss_growth * 100, a.warmup_s))
-    emu_info = {}
-    if final:
-        emu_info = {"own_drops": final.get("own_drops"),
-                    "forward": final.get("forward", {}).get("model"),
-                    "reverse": final.get("reverse", {}).get("model")}
-    doc = {"what": "tools/bench/soak", "duration_s": dur, "duration_text": a.duration_text,
-           "link": a.link, "link_schedule": sched, "blackouts": windows,
+    doc = {"what": "tools/bench/soak", "duration_s": st.dur, "duration_text": a.duration_text,
+           "link": a.link, "link_schedule": st.sched, "blackouts": st.windows,
            "blackout_every_s": a.blackout_every_s, "blackout_len_s": a.blackout_len_s,
            "sample_s": a.sample_s, "warmup_s": a.warmup_s, "rss_growth_bound": a.rss_growth,
-           "security": a.security, "commands": {"server": srv_cmd, "emulator": emu_cmd,
-                                                "bulk_client": bulk_cmd,
-                                                "msg_client": msg_cmd},
-           "processes": list(pids), "samples": samples, "clients": numbers,
-           "server_tests": tests, "emulator": emu_info, "rss": rss,
+           "security": a.security, "commands": {"server": st.srv_cmd, "emulator": st.emu_cmd,
+                                                "bulk_client": st.bulk_cmd,
+                                                "msg_client": st.msg_cmd},
+           "processes": list(st.pids), "samples": samples, "clients": numbers,
+           "server_tests": tests, "emulator": emulator_info(final), "rss": rss,
            "bulk_intervals": intervals(parsed.get("bulk_client")),
            "msg_intervals": intervals(parsed.get("msg_client")),
            "load_avg_end": loadavg(),
