@@ -112,7 +112,7 @@ class Run:
                        self.args.emu_realtime, bound + 60, self.path("emu.log"))
         e = self.entry
         e["emulator_command"] = " ".join(emu.cmd)
-        servers, clients, files = [], [], []
+        servers, files = [], []
         try:
             if emu.wait_event("ready", 30) is None:
                 e["error"] = "the emulator did not start: " + tail(self.out_dir,
@@ -122,61 +122,9 @@ class Run:
             if err:
                 e["error"] = err
                 return e
-
-            def start(ns, cmd, stem, limit):
-                out = open(self.path(stem + ".out"), "w")
-                err = open(self.path(stem + ".err"), "w")
-                files.extend([out, err])
-                full = ns_exec(ns, ["timeout", "-k", "5", str(limit)] + cmd)
-                return self.procs.popen(full, stdout=out, stderr=err)
-
-            iperf_server = ["iperf3", "-s", "-1", "-B", ADDR_B, "-p", str(IPERF_PORT), "-J",
-                            "-i", "1"]
-            servers.append(start(b, iperf_server, "iperf3.server", bound + 30))
-            waits = [("tcp", IPERF_PORT)]
-            first_tcp = self.args.first.startswith("tcp_")
-            if with_longhaul and first_tcp:
-                servers.append(start(b, ["iperf3", "-s", "-1", "-B", ADDR_B, "-p",
-                                         str(FIRST_TCP_PORT), "-J", "-i", "1"],
-                                     "first.server", bound + 30))
-                waits.append(("tcp", FIRST_TCP_PORT))
-            elif with_longhaul:
-                perf_server = [self.bins["longhaul-perf"], "--server", "--bind=" + ADDR_B,
-                               "--port=%d" % PERF_PORT, "--one_off", "--json", "--insecure"]
-                servers.append(start(b, perf_server, "perf.server", bound + 30))
-                waits.append(("udp", PERF_PORT))
-            for proto, port in waits:
-                if not wait_port(b, proto, port, 15):
-                    e["error"] = "a server did not listen on %s/%d within 15 s" % (proto, port)
-                    return e
-            iperf_client = ["iperf3", "-c", ADDR_B, "-B", ADDR_A, "-p", str(IPERF_PORT),
-                            "-t", "%g" % t, "-P", str(tcp_flows), "-C", tcp_cc, "-i", "1", "-J"]
-            perf_client = [self.bins["longhaul-perf"], "--client=" + ADDR_B,
-                           "--port=%d" % PERF_PORT, "--time=%g" % t, "--interval=1", "--json",
-                           "--insecure", "--mtu=%d" % mtu] + self.args.lh_flags
-            e["tcp_command"] = " ".join(shlex.quote(x) for x in ns_exec("A", iperf_client))
-            launched = {}
-            m0 = time.monotonic()
-            if with_longhaul:
-                if first_tcp:
-                    perf_client = ["iperf3", "-c", ADDR_B, "-B", ADDR_A, "-p",
-                                   str(FIRST_TCP_PORT), "-t", "%g" % t, "-C",
-                                   self.args.first[4:], "-i", "1", "-J"]
-                e["longhaul_command"] = " ".join(shlex.quote(x)
-                                                 for x in ns_exec("A", perf_client))
-                clients.append(("perf", start(a, perf_client, "perf.client", bound)))
-                launched["perf"] = time.monotonic() - m0
-            clients.append(("iperf3", start(a, iperf_client, "iperf3.client", bound)))
-            launched["iperf3"] = time.monotonic() - m0
-            e["launch_offsets_s"] = launched
-            for kind, p in clients:
-                try:
-                    rc = p.wait(timeout=bound + 20)
-                except subprocess.TimeoutExpired:
-                    rc = -1
-                if rc != 0:
-                    e["error"] = "%s client failed (exit %s): %s" % (
-                        kind, rc, tail(self.out_dir, "%s.%s.client.err" % (self.name, kind)))
+            if not self.start_servers(b, bound, with_longhaul, servers, files):
+                return e
+            launched = self.run_clients(a, bound, tcp_cc, tcp_flows, with_longhaul, mtu, files)
             for p in servers:
                 try:
                     p.wait(timeout=15)
@@ -192,9 +140,83 @@ class Run:
                 e["emulator"] = emu_summary(final, cpu)
         if "error" in e:
             return e
+        self.read_series(int(t), launched, with_longhaul)
+        return e
+
+    def start(self, ns, cmd, stem, limit, files):
+        """Starts `cmd` in namespace `ns`, bounded by `timeout`; its output in stem.out/.err
+        (the files kept in `files` to close)."""
+        out = open(self.path(stem + ".out"), "w")
+        err = open(self.path(stem + ".err"), "w")
+        files.extend([out, err])
+        full = ns_exec(ns, ["timeout", "-k", "5", str(limit)] + cmd)
+        return self.procs.popen(full, stdout=out, stderr=err)
+
+    def start_servers(self, b, bound, with_longhaul, servers, files):
+        """B's servers: iperf3 for the TCP flows and the first flow's (longhaul-perf or
+        iperf3); False (with the entry's error) when one did not listen."""
+        iperf_server = ["iperf3", "-s", "-1", "-B", ADDR_B, "-p", str(IPERF_PORT), "-J",
+                        "-i", "1"]
+        servers.append(self.start(b, iperf_server, "iperf3.server", bound + 30, files))
+        waits = [("tcp", IPERF_PORT)]
+        first_tcp = self.args.first.startswith("tcp_")
+        if with_longhaul and first_tcp:
+            servers.append(self.start(b, ["iperf3", "-s", "-1", "-B", ADDR_B, "-p",
+                                          str(FIRST_TCP_PORT), "-J", "-i", "1"],
+                                      "first.server", bound + 30, files))
+            waits.append(("tcp", FIRST_TCP_PORT))
+        elif with_longhaul:
+            perf_server = [self.bins["longhaul-perf"], "--server", "--bind=" + ADDR_B,
+                           "--port=%d" % PERF_PORT, "--one_off", "--json", "--insecure"]
+            servers.append(self.start(b, perf_server, "perf.server", bound + 30, files))
+            waits.append(("udp", PERF_PORT))
+        for proto, port in waits:
+            if not wait_port(b, proto, port, 15):
+                self.entry["error"] = "a server did not listen on %s/%d within 15 s" % (
+                    proto, port)
+                return False
+        return True
+
+    def run_clients(self, a, bound, tcp_cc, tcp_flows, with_longhaul, mtu, files):
+        """A's clients, the first flow's then the TCP flows', to their end; the seconds
+        after the first launch at which each started."""
+        e, t = self.entry, self.args.time
+        iperf_client = ["iperf3", "-c", ADDR_B, "-B", ADDR_A, "-p", str(IPERF_PORT),
+                        "-t", "%g" % t, "-P", str(tcp_flows), "-C", tcp_cc, "-i", "1", "-J"]
+        perf_client = [self.bins["longhaul-perf"], "--client=" + ADDR_B,
+                       "--port=%d" % PERF_PORT, "--time=%g" % t, "--interval=1", "--json",
+                       "--insecure", "--mtu=%d" % mtu] + self.args.lh_flags
+        e["tcp_command"] = " ".join(shlex.quote(x) for x in ns_exec("A", iperf_client))
+        clients, launched = [], {}
+        m0 = time.monotonic()
+        if with_longhaul:
+            if self.args.first.startswith("tcp_"):
+                perf_client = ["iperf3", "-c", ADDR_B, "-B", ADDR_A, "-p",
+                               str(FIRST_TCP_PORT), "-t", "%g" % t, "-C",
+                               self.args.first[4:], "-i", "1", "-J"]
+            e["longhaul_command"] = " ".join(shlex.quote(x)
+                                             for x in ns_exec("A", perf_client))
+            clients.append(("perf", self.start(a, perf_client, "perf.client", bound, files)))
+            launched["perf"] = time.monotonic() - m0
+        clients.append(("iperf3", self.start(a, iperf_client, "iperf3.client", bound, files)))
+        launched["iperf3"] = time.monotonic() - m0
+        e["launch_offsets_s"] = launched
+        for kind, p in clients:
+            try:
+                rc = p.wait(timeout=bound + 20)
+            except subprocess.TimeoutExpired:
+                rc = -1
+            if rc != 0:
+                e["error"] = "%s client failed (exit %s): %s" % (
+                    kind, rc, tail(self.out_dir, "%s.%s.client.err" % (self.name, kind)))
+        return launched
+
+    def read_series(self, length, launched, with_longhaul):
+        """The per-second goodput series (and longhaul's integrity and losses, the TCP
+        retransmissions) from the outputs, into the entry."""
+        e = self.entry
         with open(self.path("iperf3.server.out")) as f:
             tcp_j = parse_json_output(f.read())
-        length = int(t)
         # The server's clock starts at its test start, about the client's launch plus the
         # connection set-up: placed at the client's launch.
         e["tcp_series"] = per_second(iperf_intervals(tcp_j, launched["iperf3"]), length)
@@ -216,7 +238,6 @@ class Run:
             tcp_client = parse_json_output(f.read())
         e["tcp_retransmits"] = (tcp_client or {}).get("end", {}).get("sum_sent", {}).get(
             "retransmits")
-        return e
 
 
 def summarize(case, together, alone, warmup, length):
@@ -297,7 +318,7 @@ def plot(result, path):
     fig.savefig(path)
 
 
-def main():
+def make_parser():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[1:]))
@@ -320,40 +341,51 @@ def main():
                     help="longhaul-emu --realtime priority (0: off)")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds of quiet between runs")
     ap.add_argument("--lock_wait", type=float, default=1800)
-    args = ap.parse_args()
+    return ap
+
+
+def parse_losses(text):
+    """The losses of --losses, as given, each in [0, 1)."""
+    losses = [x for x in text.split(",") if x]
+    for x in losses:
+        if not 0 <= float(x) < 1:
+            raise ValueError("loss %s is outside [0, 1)" % x)
+    return losses
+
+
+def parse_cases(text):
+    """[(congestion control, TCP flows)] of --cases (bbr1, cubic4, ...)."""
+    cases = []
+    for c in [x for x in text.split(",") if x]:
+        cc, n = c.rstrip("0123456789"), c[len(c.rstrip("0123456789")):]
+        if cc not in ("bbr", "cubic", "reno") or not n or not 1 <= int(n) <= 16:
+            raise ValueError("--cases: '%s' is not CCn (bbr, cubic or reno; 1..16 flows)" % c)
+        cases.append((cc, int(n)))
+    return cases
+
+
+def check_args(ap, args):
+    """(link, losses, cases) of the flags; --time and --warmup parsed into args (ap.error on
+    a bad flag)."""
     try:
         args.time = parse_duration(args.time)
         args.warmup = parse_duration(args.warmup)
         link = link_params(args.link)
-        losses = [x for x in args.losses.split(",") if x]
-        for x in losses:
-            if not 0 <= float(x) < 1:
-                raise ValueError("loss %s is outside [0, 1)" % x)
+        losses = parse_losses(args.losses)
     except (ValueError, KeyError) as e:
         ap.error(str(e))
     if not (5 + WINDOW_S <= args.time <= 600) or not (0 <= args.warmup <= args.time - WINDOW_S):
         ap.error("--time must be in [%d, 600] s and --warmup in [0, time - %d]" %
                  (5 + WINDOW_S, WINDOW_S))
-    cases = []
-    for c in [x for x in args.cases.split(",") if x]:
-        cc, n = c.rstrip("0123456789"), c[len(c.rstrip("0123456789")):]
-        if cc not in ("bbr", "cubic", "reno") or not n or not 1 <= int(n) <= 16:
-            ap.error("--cases: '%s' is not CCn (bbr, cubic or reno; 1..16 flows)" % c)
-        cases.append((cc, int(n)))
-    args.lh_flags = shlex.split(args.longhaul_flags)
-    bins = {n: os.path.join(args.build_dir, "bin", n) for n in ("longhaul-perf", "longhaul-emu")}
-    env_problems, missing = preconditions(("ip", "ss", "iperf3", "timeout"))
-    problems = env_problems + missing + ["%s is missing (build it, or give --build_dir)" % b
-                                         for b in bins.values() if not os.access(b, os.X_OK)]
-    if problems:
-        return cli.cannot_run(problems, args.json)
-    lock = acquire_lock(args.lock_wait, log)
-    if lock is None:
-        log("another comparison run held %s for %g s; giving up" % (LOCK_PATH, args.lock_wait))
-        return 1
-    out_dir = args.out_dir or tempfile.mkdtemp(prefix="coexist-")
-    os.makedirs(out_dir, exist_ok=True)
-    result = {
+    try:
+        cases = parse_cases(args.cases)
+    except ValueError as e:
+        ap.error(str(e))
+    return link, losses, cases
+
+
+def new_result(args, out_dir):
+    return {
         "link": args.link, "time_s": args.time, "warmup_s": args.warmup,
         "command": " ".join(shlex.quote(a) for a in ["tools/bench/coexist"] + sys.argv[1:]),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -363,6 +395,77 @@ def main():
         "out_dir": out_dir,
         "cases": [],
     }
+
+
+def run_case(args, bins, spec, mtu, loss, cc, n, out_dir, procs, tag, pause):
+    """One case: the TCP flows with the first flow (together), then without it (alone,
+    unless --no_baseline), each after pause(); its summary, or its "error"."""
+    name = "%s%d-loss%s" % (cc, n, loss)
+    case = {"case": "%s%d" % (cc, n), "tcp_cc": cc, "tcp_flows": n, "loss": loss}
+    runs = [("together", True)] + ([] if args.no_baseline else [("alone", False)])
+    got = {}
+    for label, with_lh in runs:
+        pause()
+        r = Run(args, bins, spec, "%s.%s" % (name, label), out_dir, procs, tag)
+        got[label] = r.go(cc, n, with_lh, mtu)
+        case[label] = {k: v for k, v in got[label].items() if not k.endswith("_series")}
+        if got[label].get("error"):
+            case["error"] = "%s: %s" % (label, got[label]["error"])
+            break
+    if "error" not in case:
+        summarize(case, got["together"], got.get("alone"), args.warmup, int(args.time))
+    return case
+
+
+def case_line(case, loss):
+    """One case's summary line (stderr)."""
+    return "%-7s loss %-5s longhaul %s TCP %s (alone %s) Mbit/s, share %s [%s, %s]%s" % (
+        case["case"], loss, fmt_bps(case.get("longhaul_bps")), fmt_bps(case.get("tcp_bps")),
+        fmt_bps(case.get("tcp_alone_bps")), fmt_share(case.get("share_mean")),
+        fmt_share(case.get("share_5s_min")), fmt_share(case.get("share_5s_max")),
+        "  " + case["error"] if "error" in case else "")
+
+
+def run_cases(args, bins, link, losses, cases, out_dir, procs, tag, result):
+    """Every case at every loss, --settle seconds between runs; True when one failed."""
+    failed = False
+    started = []
+
+    def pause():
+        if started:
+            time.sleep(args.settle)
+        started.append(True)
+
+    for loss in losses:
+        spec = spec_with(args.link, loss=loss) if float(loss) else args.link
+        for cc, n in cases:
+            case = run_case(args, bins, spec, link["mtu"], loss, cc, n, out_dir, procs, tag,
+                            pause)
+            if "error" in case:
+                failed = True
+            result["cases"].append(case)
+            log(case_line(case, loss))
+    return failed
+
+
+def main():
+    ap = make_parser()
+    args = ap.parse_args()
+    link, losses, cases = check_args(ap, args)
+    args.lh_flags = shlex.split(args.longhaul_flags)
+    bins = {n: os.path.join(args.build_dir, "bin", n) for n in ("longhaul-perf", "longhaul-emu")}
+    env_problems, missing = preconditions(("ip", "ss", "iperf3", "timeout"))
+    problems = env_problems + missing + ["%s is missing (build it, or give --build_dir)" % b
+                                         for b in bins.values() if not os.access(b, os.X_OK)]
+    if problems:
+        return cli.cannot_run(problems, args.json)
+    lock = acquire_lock(args.lock_wait, log)  # held until main returns
+    if lock is None:
+        log("another comparison run held %s for %g s; giving up" % (LOCK_PATH, args.lock_wait))
+        return 1
+    out_dir = args.out_dir or tempfile.mkdtemp(prefix="coexist-")
+    os.makedirs(out_dir, exist_ok=True)
+    result = new_result(args, out_dir)
     procs = Procs()
     old_handlers = install_signal_handlers()
     host = HostBuffers()
@@ -370,36 +473,7 @@ def main():
     tag = "lhco%d" % os.getpid()
     try:
         result["host_sysctls"] = host.raise_limits()
-        first = True
-        for loss in losses:
-            spec = spec_with(args.link, loss=loss) if float(loss) else args.link
-            for cc, n in cases:
-                name = "%s%d-loss%s" % (cc, n, loss)
-                case = {"case": "%s%d" % (cc, n), "tcp_cc": cc, "tcp_flows": n, "loss": loss}
-                runs = [("together", True)] + ([] if args.no_baseline else [("alone", False)])
-                got = {}
-                for label, with_lh in runs:
-                    if not first:
-                        time.sleep(args.settle)
-                    first = False
-                    r = Run(args, bins, spec, "%s.%s" % (name, label), out_dir, procs, tag)
-                    got[label] = r.go(cc, n, with_lh, link["mtu"])
-                    case[label] = {k: v for k, v in got[label].items()
-                                   if not k.endswith("_series")}
-                    if got[label].get("error"):
-                        case["error"] = "%s: %s" % (label, got[label]["error"])
-                        failed = True
-                        break
-                if "error" not in case:
-                    summarize(case, got["together"], got.get("alone"), args.warmup,
-                              int(args.time))
-                result["cases"].append(case)
-                log("%-7s loss %-5s longhaul %s TCP %s (alone %s) Mbit/s, share %s [%s, %s]%s"
-                    % (case["case"], loss, fmt_bps(case.get("longhaul_bps")),
-                       fmt_bps(case.get("tcp_bps")), fmt_bps(case.get("tcp_alone_bps")),
-                       fmt_share(case.get("share_mean")), fmt_share(case.get("share_5s_min")),
-                       fmt_share(case.get("share_5s_max")),
-                       "  " + case["error"] if "error" in case else ""))
+        failed = run_cases(args, bins, link, losses, cases, out_dir, procs, tag, result)
     except Interrupted as e:
         log(str(e) + "; cleaning up")
         result["error"] = str(e)
