@@ -138,7 +138,7 @@ def partial(rec):
     return rec.get("goodput_bps", 0.0)
 
 
-def main():
+def make_parser():
     ap = cli.parser(__doc__)
     cli.add_build_dir(ap, default="build", help="build directory (bin/longhaul-sim ...)")
     ap.add_argument("--specs", default="", help="1-based spec numbers, e.g. 1,5,9 (default all)")
@@ -151,6 +151,112 @@ def main():
     ap.add_argument("--json", default="", help="write every run (commands, results) here")
     ap.add_argument("--reuse", default="", help="take grid runs from an earlier --json file")
     ap.add_argument("--verbose", action="store_true")
+    return ap
+
+
+def fec_flush_us(fec, depth, seg, rate):
+    """--fec_flush for a FEC grid point: give FEC a fair chance, let a group of D x k
+    packets fill before the flush deadline closes it short (as longhaul-tune does)."""
+    k = int(fec.split(",")[0])
+    fill_s = 1.25 * depth * k * (seg + 106) * 8 / rate
+    return max(1000, int(math.ceil(fill_s * 1e6 / 100) * 100))
+
+
+def grid_plan(spec, mtus, quick):
+    """The grid's simulator runs of one spec, in order: [(flags, label)] over MTU x window
+    x FEC x interleave (--quick: the largest MTU, windows 1 and 2 BDP, FEC off and 32,4)."""
+    keys = spec_keys(spec)
+    link_mtu = int(keys.get("mtu", 9000))
+    rate = parse_rate(keys["rate"])
+    bdp = bdp_bytes(spec)
+    windows = sorted({MIB} | {max(MIB, int(math.ceil(m * bdp / MIB)) * MIB)
+                              for m in WINDOW_BDP_MULTIPLES})
+    fec_grid = FEC_GRID
+    if quick:
+        mtus = [max(m for m in mtus if m <= link_mtu)]
+        windows = sorted({max(MIB, int(math.ceil(m * bdp / MIB)) * MIB) for m in (1, 2)})
+        fec_grid = [("off", 1), ("32,4", 1)]
+    plan = []
+    for mtu in [m for m in mtus if m <= link_mtu]:
+        seg = segment_for_mtu(mtu)
+        for w in windows:
+            for fec, depth in fec_grid:
+                flags = ["--mtu=%d" % mtu, "--window=" + fmt_size(w), "--fec=" + fec,
+                         "--fec_interleave=%d" % depth]
+                if fec != "off":
+                    flags.append("--fec_flush=%dus" % fec_flush_us(fec, depth, seg, rate))
+                plan.append((flags, "mtu=%d window=%s fec=%s/%d" % (mtu, fmt_size(w), fec,
+                                                                    depth)))
+    return plan
+
+
+def grid_best(runner, spec, nbytes, plan):
+    """Runs the plan (until --max-minutes); its best run (intact, highest goodput)."""
+    best = None
+    for flags, label in plan:
+        if runner.out_of_time():
+            break
+        rec = runner.sim(spec, nbytes, flags, label)
+        if best is None or good(rec) > good(best):
+            best = rec
+    return best
+
+
+def verdict(g_best, g_tuned, g_seed, rtt):
+    """(tuned / best, tuned / seed, pass): tuned >= 95 % of the grid's best, and >= 5 x the
+    seed recipe where RTT >= 50 ms."""
+    ratio_best = g_tuned / g_best if g_best else 0
+    ratio_seed = g_tuned / g_seed if g_seed else float("inf")
+    return ratio_best, ratio_seed, ratio_best >= 0.95 and (rtt < 0.05 or ratio_seed >= 5)
+
+
+def spec_row(runner, spec, nbytes, best, prof, seed_profile):
+    """The tuned profile's and the seed recipe's runs of one spec against the grid's best:
+    the table's row (its verdict also on stderr)."""
+    try:
+        t = runner.tune(spec, prof)
+        tuned_label = t["chosen"]["label"]
+    except Exception as e:  # report and go on with the next spec
+        print("tune-grid: %s" % e, file=sys.stderr)
+        t, tuned_label = None, "tune failed"
+    tuned = runner.sim(spec, nbytes, ["--profile=" + prof], "tuned: " + tuned_label) if t else {}
+    seed = runner.sim(spec, nbytes, ["--profile=" + seed_profile], "seed recipe")
+    rtt = parse_duration(spec_keys(spec).get("rtt", "0"))
+    g_best, g_tuned, g_seed = good(best or {}), good(tuned), good(seed) or partial(seed)
+    seed_note = "" if seed.get("intact") else " (partial: %s)" % seed.get("stop", "failed")
+    ratio_best, ratio_seed, ok = verdict(g_best, g_tuned, g_seed, rtt)
+    print("tune-grid:   best %.4g, tuned %.4g (%.1f%%), seed %.4g Gbit/s (x%.1f) %s" %
+          (g_best / 1e9, g_tuned / 1e9, 100 * ratio_best, g_seed / 1e9, ratio_seed,
+           "PASS" if ok else "FAIL"), file=sys.stderr)
+    return {
+        "spec": spec, "bytes": fmt_size(nbytes), "best": (best or {}).get("label", "-"),
+        "best_gbps": g_best / 1e9, "tuned": tuned_label, "tuned_gbps": g_tuned / 1e9,
+        "tuned_vs_best": ratio_best, "seed_gbps": g_seed / 1e9, "seed_note": seed_note,
+        "tuned_vs_seed": ratio_seed,
+        "pass": ok, "grid_runs": sum(1 for r in runner.runs if r["spec"] == spec) - 2,
+    }
+
+
+def markdown_table(rows):
+    """The rows as the Markdown table of docs/tuning.md."""
+    lines = ["| # | link spec | bytes/run | grid runs | grid best (config) | grid best Gbit/s "
+             "| tuned (longhaul-tune choice) | tuned Gbit/s | tuned / best | seed recipe Gbit/s "
+             "| tuned / seed | pass |",
+             "|---:|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|"]
+    for i, r in enumerate(rows, 1):
+        lines.append("| %d | `%s` | %s | %d | %s | %.4g | %s | %.4g | %.1f %% | %.4g%s | %s | "
+                     "%s |" % (
+                         i, r["spec"], r["bytes"], r["grid_runs"], r["best"], r["best_gbps"],
+                         r["tuned"], r["tuned_gbps"], 100 * r["tuned_vs_best"], r["seed_gbps"],
+                         r.get("seed_note", ""),
+                         ("x%.1f" % r["tuned_vs_seed"]) if math.isfinite(r["tuned_vs_seed"])
+                         else "-",
+                         "yes" if r["pass"] else "**no**"))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = make_parser()
     args = ap.parse_args()
 
     seed_profile = os.path.join(cli.ROOT, "profiles", "seed-recipe.profile")
@@ -165,74 +271,11 @@ def main():
             print("tune-grid: --max-minutes reached; stopping", file=sys.stderr)
             break
         print("tune-grid: %s (%s per run)" % (spec, fmt_size(nbytes)), file=sys.stderr)
-        keys = spec_keys(spec)
-        link_mtu = int(keys.get("mtu", 9000))
-        rate = parse_rate(keys["rate"])
-        bdp = bdp_bytes(spec)
-        windows = sorted({MIB} | {max(MIB, int(math.ceil(m * bdp / MIB)) * MIB)
-                                  for m in WINDOW_BDP_MULTIPLES})
-        fec_grid = FEC_GRID
-        if args.quick:
-            mtus = [max(m for m in mtus if m <= link_mtu)]
-            windows = sorted({max(MIB, int(math.ceil(m * bdp / MIB)) * MIB) for m in (1, 2)})
-            fec_grid = [("off", 1), ("32,4", 1)]
-        best = None
-        for mtu in [m for m in mtus if m <= link_mtu]:
-            seg = segment_for_mtu(mtu)
-            for w in windows:
-                for fec, depth in fec_grid:
-                    if runner.out_of_time():
-                        break
-                    flags = ["--mtu=%d" % mtu, "--window=" + fmt_size(w), "--fec=" + fec,
-                             "--fec_interleave=%d" % depth]
-                    if fec != "off":
-                        # Give FEC a fair chance: let a group of D x k packets fill before
-                        # the flush deadline closes it short (as longhaul-tune does).
-                        k = int(fec.split(",")[0])
-                        fill_s = 1.25 * depth * k * (seg + 106) * 8 / rate
-                        flush_us = max(1000, int(math.ceil(fill_s * 1e6 / 100) * 100))
-                        flags.append("--fec_flush=%dus" % flush_us)
-                    label = "mtu=%d window=%s fec=%s/%d" % (mtu, fmt_size(w), fec, depth)
-                    rec = runner.sim(spec, nbytes, flags, label)
-                    if best is None or good(rec) > good(best):
-                        best = rec
+        best = grid_best(runner, spec, nbytes, grid_plan(spec, mtus, args.quick))
         prof = os.path.join(tmp, "tuned-%d.profile" % len(rows))
-        try:
-            t = runner.tune(spec, prof)
-            tuned_label = t["chosen"]["label"]
-        except Exception as e:  # report and go on with the next spec
-            print("tune-grid: %s" % e, file=sys.stderr)
-            t, tuned_label = None, "tune failed"
-        tuned = runner.sim(spec, nbytes, ["--profile=" + prof], "tuned: " + tuned_label) if t else {}
-        seed = runner.sim(spec, nbytes, ["--profile=" + seed_profile], "seed recipe")
-        rtt = parse_duration(keys.get("rtt", "0"))
-        g_best, g_tuned, g_seed = good(best or {}), good(tuned), good(seed) or partial(seed)
-        seed_note = "" if seed.get("intact") else " (partial: %s)" % seed.get("stop", "failed")
-        ratio_best = g_tuned / g_best if g_best else 0
-        ratio_seed = g_tuned / g_seed if g_seed else float("inf")
-        ok = ratio_best >= 0.95 and (rtt < 0.05 or ratio_seed >= 5)
-        rows.append({
-            "spec": spec, "bytes": fmt_size(nbytes), "best": (best or {}).get("label", "-"),
-            "best_gbps": g_best / 1e9, "tuned": tuned_label, "tuned_gbps": g_tuned / 1e9,
-            "tuned_vs_best": ratio_best, "seed_gbps": g_seed / 1e9, "seed_note": seed_note,
-            "tuned_vs_seed": ratio_seed,
-            "pass": ok, "grid_runs": sum(1 for r in runner.runs if r["spec"] == spec) - 2,
-        })
-        print("tune-grid:   best %.4g, tuned %.4g (%.1f%%), seed %.4g Gbit/s (x%.1f) %s" %
-              (g_best / 1e9, g_tuned / 1e9, 100 * ratio_best, g_seed / 1e9, ratio_seed,
-               "PASS" if ok else "FAIL"), file=sys.stderr)
+        rows.append(spec_row(runner, spec, nbytes, best, prof, seed_profile))
 
-    lines = ["| # | link spec | bytes/run | grid runs | grid best (config) | grid best Gbit/s "
-             "| tuned (longhaul-tune choice) | tuned Gbit/s | tuned / best | seed recipe Gbit/s "
-             "| tuned / seed | pass |",
-             "|---:|---|---:|---:|---|---:|---|---:|---:|---:|---:|---|"]
-    for i, r in enumerate(rows, 1):
-        lines.append("| %d | `%s` | %s | %d | %s | %.4g | %s | %.4g | %.1f %% | %.4g%s | %s | %s |" % (
-            i, r["spec"], r["bytes"], r["grid_runs"], r["best"], r["best_gbps"], r["tuned"],
-            r["tuned_gbps"], 100 * r["tuned_vs_best"], r["seed_gbps"], r.get("seed_note", ""),
-            ("x%.1f" % r["tuned_vs_seed"]) if math.isfinite(r["tuned_vs_seed"]) else "-",
-            "yes" if r["pass"] else "**no**"))
-    table = "\n".join(lines) + "\n"
+    table = markdown_table(rows)
     print(table)
     if args.out:
         with open(args.out, "w") as f:
