@@ -79,6 +79,18 @@ class Runner {
   Runner(const BridgeOptions& o, const char* mode) : o_(o), mode_(mode), signals_(io_, SIGINT, SIGTERM),
                                                       drain_timer_(io_) {}
 
+  // Ignores SIGPIPE (a TCP peer may close while a write is under way) and creates the
+  // longhaul endpoint; on failure prints the error and returns null.
+  std::unique_ptr<Endpoint> StartEndpoint() {
+    std::signal(SIGPIPE, SIG_IGN);
+    absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o_.endpoint);
+    if (!ep.ok()) {
+      std::cerr << "longhaul-bridge: error - " << ep.status().message() << std::endl;
+      return nullptr;
+    }
+    return *std::move(ep);
+  }
+
   bool StartMetrics(std::function<std::vector<SessionSnapshot>()> sessions) {
     if (o_.metrics_host.empty()) return true;
     auto m = MetricsServer::Start(io_, o_.metrics_host, o_.metrics_port,
@@ -149,13 +161,8 @@ class Client {
         wait_timer_(r_.io_) {}
 
   int Run() {
-    std::signal(SIGPIPE, SIG_IGN);
-    absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o_.endpoint);
-    if (!ep.ok()) {
-      std::cerr << "longhaul-bridge: error - " << ep.status().message() << std::endl;
-      return 1;
-    }
-    ep_ = *std::move(ep);
+    ep_ = r_.StartEndpoint();
+    if (ep_ == nullptr) return 1;
     for (const Forward& f : o_.forwards) {
       absl::StatusOr<std::unique_ptr<tcp::acceptor>> a = ListenTcp(r_.io_, f);
       if (!a.ok()) {
@@ -361,13 +368,8 @@ class Server {
   explicit Server(const BridgeOptions& o) : o_(o), r_(o, "server"), budgets_(o.limits) {}
 
   int Run() {
-    std::signal(SIGPIPE, SIG_IGN);
-    absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(o_.endpoint);
-    if (!ep.ok()) {
-      std::cerr << "longhaul-bridge: error - " << ep.status().message() << std::endl;
-      return 1;
-    }
-    ep_ = *std::move(ep);
+    ep_ = r_.StartEndpoint();
+    if (ep_ == nullptr) return 1;
     SessionOptions so = o_.session;
     so.is_client = false;
     so.find_forward = [this](const std::string& name) -> const Forward* {

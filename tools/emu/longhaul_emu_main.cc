@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -197,6 +198,51 @@ std::vector<Duration> ParseRebindTimes(const std::string& text) {
   return times;
 }
 
+// The first keys of a JSON line about the run: the event, the mode, the link and the seed.
+nlohmann::json EventJson(const char* event, bool udp_mode, const sim::LinkSpec& link) {
+  nlohmann::json j;
+  j["event"] = event;
+  j["mode"] = udp_mode ? "udp" : "tun";
+  j["link"] = nlohmann::json::parse(link.ToJson());
+  j["seed"] = FLAGS_seed;
+  return j;
+}
+
+// The on_stats callback of either mode: a line on stderr with the rates since the
+// previous call and, with --json, a "stats" JSON line on stdout.
+std::function<void(const emu::EmuStats&)> StatsPrinter(const sim::LinkSpec& link, size_t overhead,
+                                                       bool udp_mode) {
+  return [link, overhead, udp_mode, prev = emu::EmuStats{}](const emu::EmuStats& s) mutable {
+    WritePeriodic(2, emu::EmuStatsLine(s, prev, link, overhead) + "\n");
+    if (FLAGS_json) {
+      nlohmann::json j = emu::EmuStatsToJson(s, udp_mode);
+      j["event"] = "stats";
+      std::cout.flush();
+      WritePeriodic(1, j.dump() + "\n");
+    }
+    prev = s;
+  };
+}
+
+// The end of a run in either mode: with --json the "final" line (the totals, the keys of
+// `extra` and the error if any); then the exit status, 1 after the error on stderr.
+int FinishRun(const absl::Status& run, const emu::EmuStats& s, const sim::LinkSpec& link,
+              bool udp_mode, const nlohmann::json& extra) {
+  if (FLAGS_json) {
+    nlohmann::json j = emu::EmuStatsToJson(s, udp_mode);
+    j.update(EventJson("final", udp_mode, link));
+    j.update(extra);
+    j["stats_lines_skipped"] = g_lines_skipped;
+    if (!run.ok()) j["error"] = std::string(run.message());
+    PrintJsonLine(j);
+  }
+  if (!run.ok()) {
+    std::cerr << "longhaul-emu: " << run.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time, ByteCount buffer,
            ByteCount socket_buffer) {
   emu::UdpRelayOptions o;
@@ -217,18 +263,8 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.rebind_times = g_rebind_times;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
-  emu::EmuStats prev;
   const size_t overhead = link.overhead;
-  o.on_stats = [&](const emu::EmuStats& s) {
-    WritePeriodic(2, emu::EmuStatsLine(s, prev, link, overhead) + "\n");
-    if (FLAGS_json) {
-      nlohmann::json j = emu::EmuStatsToJson(s, true);
-      j["event"] = "stats";
-      std::cout.flush();
-      WritePeriodic(1, j.dump() + "\n");
-    }
-    prev = s;
-  };
+  o.on_stats = StatsPrinter(link, overhead, /*udp_mode=*/true);
   absl::StatusOr<std::unique_ptr<emu::UdpRelay>> relay = emu::UdpRelay::Create(o);
   if (!relay.ok()) {
     if (absl::IsInvalidArgument(relay.status())) kUsage.Fail(relay.status().message());
@@ -253,36 +289,18 @@ int RunUdp(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
     return 1;
   }
   if (FLAGS_json) {
-    nlohmann::json j;
-    j["event"] = "ready";
-    j["mode"] = "udp";
+    nlohmann::json j = EventJson("ready", /*udp_mode=*/true, link);
     j["listen"] = listen;
     j["listen_port"] = (*relay)->listen_address().port();
     j["forward"] = o.forward.ToString();
-    j["link"] = nlohmann::json::parse(link.ToJson());
     if (!FLAGS_link_schedule.empty()) j["link_schedule"] = FLAGS_link_schedule;
     if (!FLAGS_rebind_at.empty()) j["rebind_at"] = FLAGS_rebind_at;
-    j["seed"] = FLAGS_seed;
     PrintJsonLine(j);
   }
   absl::Status run = (*relay)->Run();
   const emu::EmuStats s = (*relay)->Stats();
   std::cerr << emu::EmuStatsLine(s, emu::EmuStats{}, link, overhead) << " (totals)\n";
-  if (FLAGS_json) {
-    nlohmann::json j = emu::EmuStatsToJson(s, true);
-    j["event"] = "final";
-    j["mode"] = "udp";
-    j["stats_lines_skipped"] = g_lines_skipped;
-    j["link"] = nlohmann::json::parse(link.ToJson());
-    j["seed"] = FLAGS_seed;
-    if (!run.ok()) j["error"] = std::string(run.message());
-    PrintJsonLine(j);
-  }
-  if (!run.ok()) {
-    std::cerr << "longhaul-emu: " << run.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return FinishRun(run, s, link, /*udp_mode=*/true, nlohmann::json::object());
 }
 
 int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time,
@@ -311,19 +329,9 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
   o.buffer_bytes = buffer;
   o.stats_interval = stats_interval;
   o.max_time = max_time;
-  emu::EmuStats prev;
   // In TUN mode the model's byte counts are IP packets, so only extra framing is added.
   const size_t overhead = emu::EmuDirection::ModelSpec(link, emu::PayloadKind::kIpPacket).overhead;
-  o.on_stats = [&](const emu::EmuStats& s) {
-    WritePeriodic(2, emu::EmuStatsLine(s, prev, link, overhead) + "\n");
-    if (FLAGS_json) {
-      nlohmann::json j = emu::EmuStatsToJson(s, false);
-      j["event"] = "stats";
-      std::cout.flush();
-      WritePeriodic(1, j.dump() + "\n");
-    }
-    prev = s;
-  };
+  o.on_stats = StatsPrinter(link, overhead, /*udp_mode=*/false);
   absl::StatusOr<std::unique_ptr<emu::TunBridge>> bridge = emu::TunBridge::Create(o);
   if (!bridge.ok()) {
     if (absl::IsInvalidArgument(bridge.status())) {
@@ -341,18 +349,14 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
       made((*bridge)->created_b()), o.address_b, o.prefix_len, o.tun_name, link.mtu,
       link.ToString(), FLAGS_seed);
   if (FLAGS_json) {
-    nlohmann::json j;
-    j["event"] = "ready";
-    j["mode"] = "tun";
+    nlohmann::json j = EventJson("ready", /*udp_mode=*/false, link);
     j["netns"] = {
         {{"name", o.netns_a}, {"created", (*bridge)->created_a()}, {"address", o.address_a}},
         {{"name", o.netns_b}, {"created", (*bridge)->created_b()}, {"address", o.address_b}}};
     j["prefix_len"] = o.prefix_len;
     j["device"] = o.tun_name;
     j["mtu"] = link.mtu;
-    j["link"] = nlohmann::json::parse(link.ToJson());
     if (!FLAGS_link_schedule.empty()) j["link_schedule"] = FLAGS_link_schedule;
-    j["seed"] = FLAGS_seed;
     PrintJsonLine(j);
   }
   absl::Status run = (*bridge)->Run();
@@ -364,22 +368,7 @@ int RunTun(const sim::LinkSpec& link, Duration stats_interval, Duration max_time
                     ? ""
                     : absl::StrCat("; namespaces deleted: ", absl::StrJoin(deleted, ", ")))
             << "\n";
-  if (FLAGS_json) {
-    nlohmann::json j = emu::EmuStatsToJson(s, false);
-    j["event"] = "final";
-    j["mode"] = "tun";
-    j["stats_lines_skipped"] = g_lines_skipped;
-    j["link"] = nlohmann::json::parse(link.ToJson());
-    j["seed"] = FLAGS_seed;
-    j["netns_deleted"] = deleted;
-    if (!run.ok()) j["error"] = std::string(run.message());
-    PrintJsonLine(j);
-  }
-  if (!run.ok()) {
-    std::cerr << "longhaul-emu: " << run.message() << "\n";
-    return 1;
-  }
-  return 0;
+  return FinishRun(run, s, link, /*udp_mode=*/false, {{"netns_deleted", deleted}});
 }
 
 int Main(int argc, char** argv) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "tools/common/json_fields.h"
 #include "tools/perf/perf_pattern.h"
 #include "transport/base/status.h"
 
@@ -36,19 +37,8 @@ absl::StatusOr<nlohmann::json> DecodeControl(const uint8_t* data, size_t size) {
 nlohmann::json RequestToJson(const TestRequest& r) {
   nlohmann::json j;
   j["type"] = "request";
-  j["test_id"] = r.test_id;
-  j["stream"] = r.stream;
-  j["streams"] = r.streams;
-  j["reverse"] = r.reverse;
-  j["time_s"] = r.time_s;
-  j["bytes"] = r.bytes;
-  j["message_size"] = r.message_size;
-  j["workload"] = r.workload;
-  j["load"] = r.load;
-  j["rate_bps"] = r.rate_bps;
-  j["interval_s"] = r.interval_s;
-  j["version"] = r.version;
-  j["verify"] = r.verify;
+  LONGHAUL_JSON_SET_FIELDS(j, r, test_id, stream, streams, reverse, time_s, bytes, message_size,
+                           workload, load, rate_bps, interval_s, version, verify);
   return j;
 }
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/json_fields.h"
 #include "tools/common/security_flags.h"
 #include "tools/perf/perf_format.h"
 #include "tools/perf/perf_stream.h"
@@ -96,12 +97,7 @@ PerfStream::Options AcceptedStreamOptions(const ServerOptions& o, const Connecti
       nlohmann::json j;
       j["event"] = "accepted";
       j["peer"] = peer;
-      j["test_id"] = r.test_id;
-      j["stream"] = r.stream;
-      j["streams"] = r.streams;
-      j["reverse"] = r.reverse;
-      j["workload"] = r.workload;
-      j["verify"] = r.verify;
+      LONGHAUL_JSON_SET_FIELDS(j, r, test_id, stream, streams, reverse, workload, verify);
       j["security"] = security;
       Print(j.dump());
       return;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
+#include "tools/common/json_fields.h"
 #include "tools/common/transport_flags.h"
 #include "transport/base/clock.h"
 #include "transport/base/parse.h"
@@ -62,11 +63,7 @@ MctSummary Summarize(std::vector<double> s) {
 nlohmann::json MctToJson(const MctSummary& m) {
   nlohmann::json j;
   j["messages"] = m.count;
-  j["mct_mean_s"] = m.mean_s;
-  j["mct_p50_s"] = m.p50_s;
-  j["mct_p99_s"] = m.p99_s;
-  j["mct_p999_s"] = m.p999_s;
-  j["mct_max_s"] = m.max_s;
+  SetMctPercentiles(j, m);
   return j;
 }
 

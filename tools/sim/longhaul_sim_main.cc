@@ -166,11 +166,7 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
   if (r.has_message_times) {
     j["messages_delivered"] = r.mct.count;
     j["mct_ideal_s"] = r.mct.ideal_s;
-    j["mct_mean_s"] = r.mct.mean_s;
-    j["mct_p50_s"] = r.mct.p50_s;
-    j["mct_p99_s"] = r.mct.p99_s;
-    j["mct_p999_s"] = r.mct.p999_s;
-    j["mct_max_s"] = r.mct.max_s;
+    SetMctPercentiles(j, r.mct);
   }
   if (opt.nodes == sim::NodeKind::kEndpoint) AddEndpointJson(r, &j);
   j["link_forward"] = LinkCountersToJson(r.forward);

@@ -128,25 +128,37 @@ print("late_us mean %.0f p50 %.0f p90 %.0f p99 %.0f max %.0f over_1ms %.3f" % (
 """
 
 
+def run_with_hogs(tb, hogs, cmd, timeout):
+    """Runs `cmd` on guest b with `hogs` busy processes on the host meanwhile; returns its
+    exit status, its output, the wall seconds and the host's CPU counters before and after."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(hogs)]
+    try:
+        hb = host_cpu(tb)
+        t0 = time.monotonic()
+        rc, out = tb.run("b", cmd, timeout)
+        wall = time.monotonic() - t0
+        ha = host_cpu(tb)
+    finally:
+        for h in procs:
+            h.send_signal(signal.SIGKILL)
+            h.wait()
+    return rc, out, wall, hb, ha
+
+
+def host_others(hb, ha, wall):
+    """Host CPU (cores) spent outside the two guests' qemu processes over `wall` seconds."""
+    return ((ha["host.busy"] - hb["host.busy"]) - (ha["a"] - hb["a"])
+            - (ha["b"] - hb["b"])) / wall
+
+
 def timer_run(tb, r):
     """The guest's wake-up lateness, with `hogs` busy processes on the host meanwhile."""
     with open(os.path.join(tb.work_dir, "timer_probe.py"), "w") as f:
         f.write(TIMER_PROBE)
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(r["hogs"])]
-    try:
-        hb = host_cpu(tb)
-        t0 = time.monotonic()
-        rc, out = tb.run("b", "python3 /testbed/timer_probe.py", 120)
-        wall = time.monotonic() - t0
-        ha = host_cpu(tb)
-    finally:
-        for h in hogs:
-            h.send_signal(signal.SIGKILL)
-            h.wait()
+    rc, out, wall, hb, ha = run_with_hogs(tb, r["hogs"], "python3 /testbed/timer_probe.py", 120)
     res = {"run": r, "rc": rc, "timer": out.strip(), "wall_s": wall}
-    res["host_others"] = ((ha["host.busy"] - hb["host.busy"]) - (ha["a"] - hb["a"])
-                          - (ha["b"] - hb["b"])) / wall
+    res["host_others"] = host_others(hb, ha, wall)
     return res
 
 
@@ -168,20 +180,10 @@ def one_run(tb, perf, args, r):
            % log, 40)
     before = {g: counters(tb, g) for g in lt.GUESTS}
     qb = qdisc(tb, "b")
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-            for _ in range(r["hogs"])]
-    try:
-        hb = host_cpu(tb)
-        t0 = time.monotonic()
-        rc, out = tb.run("b", "%s --client=%s %s %s --time=%d --rate=%gmbit --interval=1 --json %s"
-                         % (perf, SERVER, dp, args.keys.flags(args.security, "client"),
-                            args.seconds, pace, r["extra"]), args.seconds + 120)
-        wall = time.monotonic() - t0
-        ha = host_cpu(tb)
-    finally:
-        for h in hogs:
-            h.send_signal(signal.SIGKILL)
-            h.wait()
+    rc, out, wall, hb, ha = run_with_hogs(
+        tb, r["hogs"], "%s --client=%s %s %s --time=%d --rate=%gmbit --interval=1 --json %s"
+        % (perf, SERVER, dp, args.keys.flags(args.security, "client"), args.seconds, pace,
+           r["extra"]), args.seconds + 120)
     qa = qdisc(tb, "b")
     after = {g: counters(tb, g) for g in lt.GUESTS}
     if tb.wait("a", pid, 30) is None:
@@ -234,8 +236,7 @@ def one_run(tb, perf, args, r):
     hw = ha["host.total"] - hb["host.total"]
     res["host_cpu"] = {k: (ha[k] - hb[k]) / wall for k in ("a", "b")}
     res["host_busy_share"] = (ha["host.busy"] - hb["host.busy"]) / hw if hw else None
-    res["host_others"] = ((ha["host.busy"] - hb["host.busy"]) - (ha["a"] - hb["a"])
-                          - (ha["b"] - hb["b"])) / wall
+    res["host_others"] = host_others(hb, ha, wall)
     res["intervals_mbit"] = [round(i["sum"]["bits_per_second"] / 1e6, 1)
                              for i in j.get("intervals", [])]
     return res

@@ -24,6 +24,7 @@
 #include "longhaul/version.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/json_fields.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/common/probe_flags.h"
@@ -104,29 +105,15 @@ nlohmann::json EstimateJson(const tuner::LinkEstimate& e) {
 
 nlohmann::json PredictionJson(const tuner::Prediction& p, tuner::Objective o) {
   nlohmann::json j;
-  j["goodput_bps"] = p.goodput_bps;
-  j["steady_goodput_bps"] = p.steady_goodput_bps;
-  j["limit"] = p.limit;
-  j["header_efficiency"] = p.header_efficiency;
-  j["fec_overhead"] = p.fec_overhead;
-  j["retransmitted"] = p.retransmitted;
-  j["loss"] = p.loss;
-  j["residual_loss"] = p.residual_loss;
-  j["block_failure"] = p.block_failure;
-  j["rtt_effective_s"] = p.rtt_effective_s;
-  j["repair_s"] = p.repair_s;
-  j["tail_s"] = p.tail_s;
+  LONGHAUL_JSON_SET_FIELDS(j, p, goodput_bps, steady_goodput_bps, limit, header_efficiency,
+                           fec_overhead, retransmitted, loss, residual_loss, block_failure,
+                           rtt_effective_s, repair_s, tail_s);
   j["window_needed_bytes"] = p.window_needed;
   j["recv_window_needed_bytes"] = p.recv_window_needed;
   if (p.transfer_s > 0) j["transfer_s"] = p.transfer_s;
   if (o == tuner::Objective::kMct) {
-    j["stable"] = p.stable;
-    j["mct_ideal_s"] = p.mct_ideal_s;
-    j["mct_base_s"] = p.mct_base_s;
-    j["mct_mean_s"] = p.mct_mean_s;
-    j["mct_p50_s"] = p.mct_p50_s;
-    j["mct_p99_s"] = p.mct_p99_s;
-    j["p_message_repair"] = p.p_message_repair;
+    LONGHAUL_JSON_SET_FIELDS(j, p, stable, mct_ideal_s, mct_base_s, mct_mean_s, mct_p50_s,
+                             mct_p99_s, p_message_repair);
   }
   return j;
 }
