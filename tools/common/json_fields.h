@@ -14,11 +14,11 @@
 #include "nlohmann/json.hpp"
 
 // j[#m] = s.m for every member m listed; `j` is a nlohmann::json, `s` any struct.
-#define LONGHAUL_JSON_SET_FIELDS(j, s, ...)                                     \
-  do {                                                                          \
-    nlohmann::json& nlohmann_json_j = (j);                                      \
-    const auto& nlohmann_json_t = (s);                                          \
-    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))    \
+#define LONGHAUL_JSON_SET_FIELDS(j, s, ...)                                  \
+  do {                                                                       \
+    nlohmann::json& nlohmann_json_j = (j);                                   \
+    const auto& nlohmann_json_t = (s);                                       \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__)) \
   } while (false)
 
 namespace longhaul {

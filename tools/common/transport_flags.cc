@@ -6,13 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "tools/common/json_fields.h"
 #include "tools/common/tool_flags.h"
-#include "absl/strings/numbers.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
 #include "transport/profile/profile.h"

@@ -21,13 +21,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gflags/gflags.h"
-#include "longhaul/version.h"
 #include "glog/logging.h"
+#include "longhaul/version.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/json_fields.h"
+#include "tools/common/probe_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
-#include "tools/common/probe_flags.h"
 #include "transport/base/parse.h"
 #include "transport/profile/profile.h"
 #include "transport/sim/link_files.h"
@@ -37,7 +37,6 @@
 #include "tuner/probe/prober.h"
 #include "tuner/profile/tuned_profile.h"
 #include "tuner/search/search.h"
-
 
 DEFINE_string(link, "",
               "a known link: a named link (tokyo-singapore, ts-1g, ...) and/or key=value pairs "
