@@ -208,28 +208,27 @@ def report(data_dir, doc, svg_prefix):
     if tr:
         out += ["### Transfer of 64 MiB from a cold start (s, first connect to last byte)", ""]
         out += table_transfer(tr) + [""]
-    dates = sorted(r.get("date", "") for r in runs.values())
+    dates = sorted(r["date"] for r in bulk + msgs + tr if r.get("date"))
     if dates:
         out += ["Runs from %s to %s; every cell's exact commands, emulator counters, load "
                 "average and CPU are in docs/comparison-data/." % (dates[0], dates[-1]), ""]
-    plots = []
-    all_runs = list(runs.values())
+    figures = []
     if plots.plot_goodput_vs_loss(bulk, svg_prefix + "goodput-vs-loss.svg"):
-        plots.append(("bulk goodput against loss", "goodput-vs-loss.svg"))
+        figures.append(("bulk goodput against loss", "goodput-vs-loss.svg"))
     if plots.plot_mct_cdf(msgs, svg_prefix + "mct-cdf.svg"):
-        plots.append(("message completion-time CDFs", "mct-cdf.svg"))
+        figures.append(("message completion-time CDFs", "mct-cdf.svg"))
     if plots.plot_transfer(tr, svg_prefix + "transfer.svg"):
-        plots.append(("transfer completion time", "transfer.svg"))
+        figures.append(("transfer completion time", "transfer.svg"))
     if "timeline-rtt58-1e-3" in runs:
         plots.plot_run(runs["timeline-rtt58-1e-3"], svg_prefix + "goodput-time.svg")
-        plots.append(("goodput over time, RTT 58 ms, loss 1e-3, from the first byte",
-                      "goodput-time.svg"))
-    for title, name in plots:
+        figures.append(("goodput over time, RTT 58 ms, loss 1e-3, from the first byte",
+                        "goodput-time.svg"))
+    for title, name in figures:
         out += ["![%s](%s)" % (title, os.path.basename(svg_prefix) + name), ""]
     out.append("<!-- sweep:end -->")
     for path in [d for d in doc.split(",") if d]:
         write_block(path, out)
-    print("sweep-compare: wrote %s and %d plots" % (doc, len(plots)), file=sys.stderr)
+    print("sweep-compare: wrote %s and %d plots" % (doc, len(figures)), file=sys.stderr)
 
 
 def main():
