@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "gflags/gflags.h"
 
@@ -27,6 +29,8 @@ inline constexpr int kUsageExitStatus = 2;
 //   constexpr ToolUsage kUsage("longhaul-sim");
 //   const Duration d = kUsage.Or(ParseDuration(FLAGS_stagger), "stagger");
 //   if (FLAGS_connections < 1) kUsage.Fail("--connections must be >= 1");
+//   const bool payload = kUsage.Choice<bool>(FLAGS_payload, "payload",
+//                                            {{"on", true}, {"off", false}});
 class ToolUsage {
  public:
   explicit constexpr ToolUsage(const char* tool) : tool_(tool) {}
@@ -40,6 +44,18 @@ class ToolUsage {
   T Or(absl::StatusOr<T> v, absl::string_view flag) const {
     if (!v.ok()) Fail(absl::StrCat("--", flag, ": ", v.status().message()));
     return *std::move(v);
+  }
+  // The value that `text` names among `choices`, or Fail("--FLAG: unknown 'text' (NAME1,
+  // NAME2, ...)") with the names in the order given.
+  template <typename T>
+  T Choice(absl::string_view text, absl::string_view flag,
+           std::initializer_list<std::pair<absl::string_view, T>> choices) const {
+    std::vector<absl::string_view> names;
+    for (const auto& [name, value] : choices) {
+      if (name == text) return value;
+      names.push_back(name);
+    }
+    Fail(absl::StrCat("--", flag, ": unknown '", text, "' (", absl::StrJoin(names, ", "), ")"));
   }
 
  private:

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
+#include "tools/common/json_fields.h"
 #include "tools/common/security_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
@@ -332,25 +333,18 @@ nlohmann::json CpuJson(double cpu_user, double cpu_sys, double end_s, const nloh
 
 // This side's driver and packet-protection counters (EndpointStats; the peer's are its own).
 void AddEndpointStats(const EndpointStats& es, nlohmann::json* lh) {
-  (*lh)["driver"] = {{"datagrams_sent", es.datagrams_sent},
-                     {"datagrams_received", es.datagrams_received},
-                     {"send_syscalls", es.send_syscalls},
-                     {"recv_syscalls", es.recv_syscalls},
-                     {"gso_sends", es.gso_sends},
-                     {"gro_receives", es.gro_receives},
-                     {"send_blocked", es.send_blocked},
-                     {"stalled_deadlines", es.stalled_deadlines},
-                     {"gso", es.gso},
-                     {"gro", es.gro},
-                     {"socket_recv_buffer", es.recv_buffer},
-                     {"socket_send_buffer", es.send_buffer}};
-  (*lh)["protection"] = {{"packets_unauthenticated", es.packets_unauthenticated},
-                         {"packets_replayed", es.packets_replayed},
-                         {"packets_too_old", es.packets_too_old},
-                         {"plaintext_refused", es.plaintext_refused},
-                         {"handshake_auth_failures", es.handshake_auth_failures},
-                         {"payloads_opened_in_place", es.payloads_opened_in_place},
-                         {"in_place_auth_failures", es.in_place_auth_failures}};
+  nlohmann::json driver;
+  LONGHAUL_JSON_SET_FIELDS(driver, es, datagrams_sent, datagrams_received, send_syscalls,
+                           recv_syscalls, gso_sends, gro_receives, send_blocked, stalled_deadlines,
+                           gso, gro);
+  driver["socket_recv_buffer"] = es.recv_buffer;
+  driver["socket_send_buffer"] = es.send_buffer;
+  (*lh)["driver"] = driver;
+  nlohmann::json protection;
+  LONGHAUL_JSON_SET_FIELDS(protection, es, packets_unauthenticated, packets_replayed,
+                           packets_too_old, plaintext_refused, handshake_auth_failures,
+                           payloads_opened_in_place, in_place_auth_failures);
+  (*lh)["protection"] = protection;
 }
 
 }  // namespace

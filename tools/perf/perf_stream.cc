@@ -293,31 +293,13 @@ void PerfStream::Shutdown() {
   handle_->SetCallback(nullptr);
 }
 
-std::string PerfStream::error() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return error_;
-}
+std::string PerfStream::error() const { return Locked(error_); }
 
-nlohmann::json PerfStream::remote_report() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return remote_report_;
-}
-nlohmann::json PerfStream::remote_end() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return remote_end_;
-}
-nlohmann::json PerfStream::remote_result() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return remote_result_;
-}
-nlohmann::json PerfStream::remote_final() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return remote_final_;
-}
-std::vector<std::string> PerfStream::corruption_details() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return corruption_;
-}
+nlohmann::json PerfStream::remote_report() const { return Locked(remote_report_); }
+nlohmann::json PerfStream::remote_end() const { return Locked(remote_end_); }
+nlohmann::json PerfStream::remote_result() const { return Locked(remote_result_); }
+nlohmann::json PerfStream::remote_final() const { return Locked(remote_final_); }
+std::vector<std::string> PerfStream::corruption_details() const { return Locked(corruption_); }
 
 void PerfStream::FailLocked(const std::string& why, bool abort_connection) {
   if (error_.empty()) error_ = why;

@@ -107,6 +107,12 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   std::vector<std::string> corruption_details() const;
 
  private:
+  // A copy of `field`, read under mu_ (the getters of the state the callbacks write).
+  template <typename T>
+  T Locked(const T& field) const {
+    std::lock_guard<std::mutex> l(mu_);
+    return field;
+  }
   enum class State { kWaitRequest, kSending, kReceiving, kEndSent, kDone, kFailed };
 
   void OnEvent(Event& e);

@@ -125,17 +125,12 @@ void AddEndpointJson(const sim::ScenarioResult& r, nlohmann::json* j) {
 
 nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioResult& r) {
   nlohmann::json j;
-  j["stop_reason"] = r.stop_reason;
-  j["completed"] = r.completed;
-  j["delivered_intact"] = r.delivered_intact;
+  LONGHAUL_JSON_SET_FIELDS(j, r, stop_reason, completed, delivered_intact, goodput_bps,
+                           link_rate_bps, bytes_delivered, packets_sent, packets_lost,
+                           packets_retransmitted, virtual_s, transfer_s, wall_s, sim_packets,
+                           sim_packets_per_wall_s, cpu_s, sim_packets_per_cpu_s);
   if (!r.error.empty()) j["error"] = r.error;
-  j["goodput_bps"] = r.goodput_bps;
-  j["link_rate_bps"] = r.link_rate_bps;
   j["link_utilisation"] = r.link_rate_bps > 0 ? r.goodput_bps / r.link_rate_bps : 0;
-  j["bytes_delivered"] = r.bytes_delivered;
-  j["packets_sent"] = r.packets_sent;
-  j["packets_lost"] = r.packets_lost;
-  j["packets_retransmitted"] = r.packets_retransmitted;
   j["fec_recovered_packets"] = r.receiver_total.fec_recovered_packets;
   j["fec_overhead_bytes"] = r.sender_total.fec_overhead_bytes;
   j["fec_repair_packets_sent"] = r.sender_total.fec_repair_packets_sent;
@@ -153,13 +148,6 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
     f["expected_repairs_per_message"] = d.fec_expected_repairs;
     j["fec_auto"] = f;
   }
-  j["virtual_s"] = r.virtual_s;
-  j["transfer_s"] = r.transfer_s;
-  j["wall_s"] = r.wall_s;
-  j["sim_packets"] = r.sim_packets;
-  j["sim_packets_per_wall_s"] = r.sim_packets_per_wall_s;
-  j["cpu_s"] = r.cpu_s;
-  j["sim_packets_per_cpu_s"] = r.sim_packets_per_cpu_s;
   j["sim_events"] = r.sim.events;
   j["sim_pool_buffers"] = r.sim.pool_buffers;
   j["trace_hash"] = absl::StrFormat("%016x", r.trace_hash);
@@ -177,25 +165,14 @@ nlohmann::json ResultJson(const sim::ScenarioOptions& opt, const sim::ScenarioRe
     nlohmann::json series = nlohmann::json::array();
     for (const sim::IntervalSample& x : r.series) {
       nlohmann::json xj;
-      xj["t_s"] = x.t_s;
-      xj["goodput_bps"] = x.goodput_bps;
-      xj["avg_queue_bytes"] = x.avg_queue_bytes;
-      xj["offered"] = x.offered;
-      xj["dropped_queue"] = x.dropped_queue;
-      xj["dropped_loss"] = x.dropped_loss;
-      xj["ce_marked"] = x.ce_marked;
+      LONGHAUL_JSON_SET_FIELDS(xj, x, t_s, goodput_bps, avg_queue_bytes, offered, dropped_queue,
+                               dropped_loss, ce_marked);
       nlohmann::json cs = nlohmann::json::array();
       for (const sim::ConnectionSample& c : x.connections) {
         nlohmann::json cj;
-        cj["goodput_bps"] = c.goodput_bps;
-        cj["packets_sent"] = c.packets_sent;
-        cj["packets_lost"] = c.packets_lost;
-        cj["cc_mode"] = c.cc_mode;
-        cj["cc_bandwidth_bps"] = c.cc_bandwidth_bps;
-        cj["pacing_rate_bps"] = c.pacing_rate_bps;
+        LONGHAUL_JSON_SET_FIELDS(cj, c, goodput_bps, packets_sent, packets_lost, cc_mode,
+                                 cc_bandwidth_bps, pacing_rate_bps, bytes_in_flight, srtt_s);
         cj["cwnd_bytes"] = c.cwnd;
-        cj["bytes_in_flight"] = c.bytes_in_flight;
-        cj["srtt_s"] = c.srtt_s;
         cs.push_back(cj);
       }
       xj["connections"] = cs;
@@ -372,13 +349,9 @@ int Main(int argc, char** argv) {
   if (absl::Status s = config.Validate(); !s.ok()) kUsage.Fail(s.message());
   opt.sender_config = config;
   opt.receiver_config = config;
-  if (FLAGS_workload == "bulk") {
-    opt.workload = sim::Workload::kBulk;
-  } else if (FLAGS_workload == "messages") {
-    opt.workload = sim::Workload::kMessages;
-  } else {
-    kUsage.Fail(absl::StrCat("--workload: unknown '", FLAGS_workload, "' (bulk, messages)"));
-  }
+  opt.workload = kUsage.Choice<sim::Workload>(
+      FLAGS_workload, "workload",
+      {{"bulk", sim::Workload::kBulk}, {"messages", sim::Workload::kMessages}});
   opt.bytes = kUsage.Or(ParseByteCount(FLAGS_bytes), "bytes");
   opt.chunk = kUsage.Or(ParseByteCount(FLAGS_chunk), "chunk");
   opt.message_size = kUsage.Or(ParseByteCount(FLAGS_message_size), "message_size");
@@ -393,26 +366,15 @@ int Main(int argc, char** argv) {
   opt.wall_seconds = MonotonicSeconds;
   opt.cpu_seconds = ProcessCpuSeconds;
   opt.sample_interval = kUsage.Or(ParseDuration(FLAGS_sample_interval), "sample_interval");
-  if (FLAGS_payload != "on" && FLAGS_payload != "off") {
-    kUsage.Fail(absl::StrCat("--payload: unknown '", FLAGS_payload, "' (on, off)"));
-  }
-  opt.payload = FLAGS_payload == "on";
-  if (FLAGS_nodes == "connection") {
-    opt.nodes = sim::NodeKind::kConnection;
-  } else if (FLAGS_nodes == "endpoint") {
-    opt.nodes = sim::NodeKind::kEndpoint;
-  } else {
-    kUsage.Fail(absl::StrCat("--nodes: unknown '", FLAGS_nodes, "' (connection, endpoint)"));
-  }
-  if (FLAGS_security == "none") {
-    opt.security = sim::EndpointSecurity::kNone;
-  } else if (FLAGS_security == "psk") {
-    opt.security = sim::EndpointSecurity::kPsk;
-  } else if (FLAGS_security == "keys") {
-    opt.security = sim::EndpointSecurity::kStaticKeys;
-  } else {
-    kUsage.Fail(absl::StrCat("--security: unknown '", FLAGS_security, "' (none, psk, keys)"));
-  }
+  opt.payload = kUsage.Choice<bool>(FLAGS_payload, "payload", {{"on", true}, {"off", false}});
+  opt.nodes = kUsage.Choice<sim::NodeKind>(
+      FLAGS_nodes, "nodes",
+      {{"connection", sim::NodeKind::kConnection}, {"endpoint", sim::NodeKind::kEndpoint}});
+  opt.security =
+      kUsage.Choice<sim::EndpointSecurity>(FLAGS_security, "security",
+                                           {{"none", sim::EndpointSecurity::kNone},
+                                            {"psk", sim::EndpointSecurity::kPsk},
+                                            {"keys", sim::EndpointSecurity::kStaticKeys}});
   if (opt.security != sim::EndpointSecurity::kNone && opt.nodes != sim::NodeKind::kEndpoint) {
     kUsage.Fail("--security needs --nodes=endpoint (bare connections are not sealed)");
   }
