@@ -192,10 +192,7 @@ int Main(int argc, char** argv) {
     kUsage.Fail("give exactly one of --server and --client=HOST");
   }
   // Checked on both sides (a server takes the mode from each client's request).
-  if (FLAGS_verify != "on" && FLAGS_verify != "off") {
-    kUsage.Fail(absl::StrCat("--verify: unknown '", FLAGS_verify, "' (on, off)"));
-  }
-  const bool verify = FLAGS_verify == "on";
+  const bool verify = kUsage.Choice<bool>(FLAGS_verify, "verify", {{"on", true}, {"off", false}});
   absl::StatusOr<TransportConfig> config = TransportConfigFromFlags();
   if (!config.ok()) kUsage.Fail(config.status().message());
   if (FLAGS_port < 0 || FLAGS_port > 65535) kUsage.Fail("--port must be in [0, 65535]");
