@@ -144,6 +144,13 @@ TEST(ToolUsageTest, OrReturnsTheValue) {
   EXPECT_EQ(kUsage.Or(absl::StatusOr<std::string>("abc"), "name"), "abc");
 }
 
+TEST(ToolUsageTest, ChoiceReturnsTheNamedValue) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  EXPECT_TRUE(kUsage.Choice<bool>("on", "payload", {{"on", true}, {"off", false}}));
+  EXPECT_FALSE(kUsage.Choice<bool>("off", "payload", {{"on", true}, {"off", false}}));
+  EXPECT_EQ(kUsage.Choice<int>("c", "pick", {{"a", 1}, {"b", 2}, {"c", 3}}), 3);
+}
+
 TEST(ToolUsageDeathTest, FailExitsWithTheUsageStatus) {
   constexpr ToolUsage kUsage("longhaul-x");
   // The pattern's '.' stand for the parentheses (a POSIX regex).
@@ -157,6 +164,14 @@ TEST(ToolUsageDeathTest, OrFailsNamingTheFlag) {
   constexpr ToolUsage kUsage("longhaul-x");
   EXPECT_EXIT(kUsage.Or(absl::StatusOr<int>(absl::InvalidArgumentError("bad size '12x'")), "bytes"),
               ::testing::ExitedWithCode(2), "longhaul-x: --bytes: bad size '12x'");
+}
+
+TEST(ToolUsageDeathTest, ChoiceFailsListingTheNamesInOrder) {
+  constexpr ToolUsage kUsage("longhaul-x");
+  // Case matters: "ON" is not "on".
+  EXPECT_EXIT(kUsage.Choice<bool>("ON", "payload", {{"on", true}, {"off", false}}),
+              ::testing::ExitedWithCode(kUsageExitStatus),
+              "^longhaul-x: --payload: unknown 'ON' .on, off.\n.see longhaul-x --help.\n$");
 }
 
 }  // namespace
