@@ -1,6 +1,8 @@
 #include "transport/api/endpoint.h"
 
+#include "absl/strings/str_cat.h"
 #include "transport/base/status.h"
+#include "transport/datapath/engine_group.h"
 #include "transport/drivers/udp/udp_driver.h"
 #ifdef LONGHAUL_HAVE_VERBS
 #include "transport/drivers/verbs/verbs_driver.h"
@@ -9,10 +11,30 @@
 namespace longhaul {
 
 absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions& options) {
+  LH_ASSIGN_OR_RETURN(const uint32_t engines, datapath::ResolveEngines(options));
+  if (engines > 1 && options.datapath != Datapath::kUdp) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engines=", engines, ": several engines need datapath udp; the ",
+                     DatapathName(options.datapath), " datapath runs one engine"));
+  }
   std::unique_ptr<Driver> driver;
   switch (options.datapath) {
     case Datapath::kUdp: {
-      LH_ASSIGN_OR_RETURN(driver, udp::UdpDriver::Create(options));
+      if (engines > 1) {
+        LH_ASSIGN_OR_RETURN(
+            driver, datapath::EngineGroup::Create(
+                        options, engines,
+                        [&](const datapath::EngineSlot& slot)
+                            -> absl::StatusOr<std::unique_ptr<Driver>> {
+                          LH_ASSIGN_OR_RETURN(std::unique_ptr<udp::UdpDriver> d,
+                                              udp::UdpDriver::Create(options, slot));
+                          return std::unique_ptr<Driver>(std::move(d));
+                        }));
+        break;
+      }
+      datapath::EngineSlot slot;
+      if (!options.engine_cpus.empty()) slot.cpu = options.engine_cpus[0];
+      LH_ASSIGN_OR_RETURN(driver, udp::UdpDriver::Create(options, slot));
       break;
     }
     case Datapath::kVerbs: {
@@ -51,5 +73,7 @@ absl::StatusOr<std::shared_ptr<ConnectionHandle>> Endpoint::Accept(Duration time
 void Endpoint::Close() { driver_->Shutdown(); }
 
 EndpointStats Endpoint::stats() const { return driver_->stats(); }
+
+std::vector<EndpointStats> Endpoint::engine_stats() const { return driver_->engine_stats(); }
 
 }  // namespace longhaul

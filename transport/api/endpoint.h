@@ -2,7 +2,9 @@
 // (transport/datapath/driver.h; EndpointOptions::datapath picks the UDP driver,
 // transport/drivers/udp, or the verbs driver, transport/drivers/verbs) whose
 // thread runs every connection of the endpoint; an endpoint can listen (server), connect
-// (client), or both.
+// (client), or both. With EndpointOptions::engines > 1 it runs one driver per engine
+// (datapath::EngineGroup): a listening port is shared by all of them, connections are
+// spread over them, and accept callbacks and connection events run on several threads.
 //
 //   auto ep = Endpoint::Create({});                       // starts the driver thread
 //   ListenOptions lo; lo.config = config;
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -59,7 +62,10 @@ class Endpoint {
   // Closes every connection and stops the driver thread. Idempotent.
   void Close();
 
+  // Counters of every engine summed (EndpointOptions::engines; `engines` says how many).
   EndpointStats stats() const;
+  // Each engine's counters and its thread's CPU time, in engine order.
+  std::vector<EndpointStats> engine_stats() const;
 
  private:
   explicit Endpoint(std::unique_ptr<Driver> driver);

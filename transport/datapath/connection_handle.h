@@ -69,6 +69,8 @@ struct ConnectionInfo {
   std::string peer_address;   // "127.0.0.1:5201"
   std::string peer_app_data;  // the peer's handshake application data
   bool is_server = false;
+  // The engine (driver thread) that runs the connection: 0 .. EndpointOptions::engines-1.
+  uint32_t engine = 0;
   // Packet protection of this connection: the mode ("insecure (plaintext)", or the Noise
   // pattern: "Noise IK (static keys)"), the AEAD ("aes-256-gcm"; empty when plaintext) and
   // the peer's static public key (hex) when static keys authenticated it.

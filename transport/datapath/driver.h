@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,6 +48,8 @@ class Driver {
   virtual void Shutdown() = 0;
 
   virtual EndpointStats stats() const = 0;
+  // One entry per engine (EndpointOptions::engines), in engine order.
+  virtual std::vector<EndpointStats> engine_stats() const { return {stats()}; }
 };
 
 }  // namespace longhaul

@@ -1,6 +1,9 @@
 #include "transport/datapath/driver_runtime.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -36,6 +39,34 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
   c.send_quantum = o.send_quantum;
   if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
   return c;
+}
+
+endpoint::EndpointConfig EngineConfigFor(const EndpointOptions& o,
+                                         endpoint::AddressFormatter format_address,
+                                         const EngineSlot& slot) {
+  endpoint::EndpointConfig c = EndpointConfigFor(o, std::move(format_address));
+  c.engine = slot.index;
+  c.engine_count = slot.count;
+  if (slot.cookie_secret) c.cookie_secret = *slot.cookie_secret;
+  return c;
+}
+
+void SetUpEngineThread(const EngineSlot& slot) {
+  pthread_setname_np(pthread_self(), absl::StrCat("lh-engine-", slot.index).c_str());
+  if (slot.cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(slot.cpu, &set);
+  if (const int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); err != 0) {
+    LOG(WARNING) << "engine " << slot.index << ": cannot pin its thread to CPU " << slot.cpu
+                 << ": " << std::strerror(err) << " (it runs unpinned)";
+  }
+}
+
+double ThisThreadCpuSeconds() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 absl::Status ValidateEndpointOptions(const EndpointOptions& options) {
@@ -100,8 +131,16 @@ void SystemEntropy(std::span<uint8_t> out) {
   }
 }
 
-DriverRuntime::DriverRuntime(endpoint::EndpointConfig config, Hooks hooks)
-    : endpoint_(std::move(config)), hooks_(std::move(hooks)) {}
+DriverRuntime::DriverRuntime(endpoint::EndpointConfig config, Hooks hooks,
+                             std::shared_ptr<AcceptQueue> accept_queue)
+    : endpoint_(std::move(config)),
+      hooks_(std::move(hooks)),
+      accept_queue_(std::move(accept_queue)) {
+  if (accept_queue_ == nullptr) {
+    accept_queue_ = std::make_shared<AcceptQueue>();
+    owns_accept_queue_ = true;
+  }
+}
 
 DriverRuntime::~DriverRuntime() = default;
 
@@ -123,18 +162,7 @@ void DriverRuntime::Wake(ConnectionHandle* h) {
 }
 
 absl::StatusOr<std::shared_ptr<ConnectionHandle>> DriverRuntime::Accept(Duration timeout) {
-  std::unique_lock<std::mutex> l(accept_mu_);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::nanoseconds(std::max<int64_t>(0, timeout.ns()));
-  accept_cv_.wait_until(l, deadline, [&] { return !accept_queue_.empty() || stopped_; });
-  if (!accept_queue_.empty()) {
-    std::shared_ptr<ConnectionHandle> h = std::move(accept_queue_.front());
-    accept_queue_.pop_front();
-    return h;
-  }
-  if (stopped_) return absl::CancelledError("endpoint is shut down");
-  return absl::DeadlineExceededError(
-      absl::StrCat("no connection accepted within ", FormatDuration(timeout)));
+  return accept_queue_->Pop(timeout);
 }
 
 absl::StatusOr<std::shared_ptr<ConnectionHandle>> DriverRuntime::WaitConnect(
@@ -171,11 +199,8 @@ absl::Status DriverRuntime::Listen(endpoint::LocalId local, ListenOptions option
   // while it is full, before the server keeps any state for them.
   lc.policy = [this, queued, backlog, base = options.config, policy = std::move(options.policy)](
                   const endpoint::HelloInfo& info) -> absl::StatusOr<TransportConfig> {
-    if (queued) {
-      std::lock_guard<std::mutex> l(accept_mu_);
-      if (accept_queue_.size() >= backlog) {
-        return absl::UnavailableError("server busy: too many connections waiting to be accepted");
-      }
+    if (queued && accept_queue_->Full(backlog)) {
+      return absl::UnavailableError("server busy: too many connections waiting to be accepted");
     }
     if (policy) return policy(info);
     return base;
@@ -218,6 +243,7 @@ std::shared_ptr<ConnectionHandle> DriverRuntime::MakeHandle(endpoint::Connection
   info.peer_address = endpoint_.Format(meta->peer);
   info.peer_app_data = meta->peer_app_data;
   info.is_server = meta->is_server;
+  info.engine = endpoint_.config().engine;
   info.security = endpoint::SecurityModeName(meta->security);
   if (meta->security != endpoint::SecurityMode::kPlaintext) {
     info.cipher = crypto::CipherName(meta->cipher);
@@ -244,9 +270,7 @@ void DriverRuntime::OnIncoming(endpoint::ConnectionId id) {
     ApplyOps(id, e);  // what the callback queued applies before the data is delivered
     return;
   }
-  std::lock_guard<std::mutex> lock(accept_mu_);
-  accept_queue_.push_back(e.handle);
-  accept_cv_.notify_all();
+  if (!accept_queue_->Push(e.handle)) e.handle->Detach(absl::CancelledError("endpoint closed"));
 }
 
 void DriverRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
@@ -412,11 +436,7 @@ void DriverRuntime::FinishShutdown(Time now) {
   handle_index_.clear();
   for (auto& [id, wait] : waits_) Complete(*wait, absl::CancelledError("endpoint is shut down"));
   waits_.clear();
-  std::lock_guard<std::mutex> l(accept_mu_);
-  for (auto& h : accept_queue_) h->Detach(absl::CancelledError("endpoint closed"));
-  accept_queue_.clear();
-  stopped_ = true;
-  accept_cv_.notify_all();
+  if (owns_accept_queue_) accept_queue_->Stop();
 }
 
 void DriverRuntime::AddStats(EndpointStats* s) const {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transport/base/units.h"
+#include "transport/datapath/accept_queue.h"
 #include "transport/datapath/connection_handle.h"
 #include "transport/datapath/options.h"
 #include "transport/endpoint/sans_io_endpoint.h"
@@ -40,6 +42,29 @@ namespace longhaul::datapath {
 // their own draw their ephemeral keys from SystemEntropy.
 endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& options,
                                            endpoint::AddressFormatter format_address);
+
+// One engine's place in an endpoint (docs/architecture.md "Engines"): its index among
+// `count`, what the engines share (the cookie secret, so a cookie verifies on any of them;
+// the accept queue) and the CPU its thread is pinned to. The default is a lone engine.
+struct EngineSlot {
+  uint32_t index = 0;
+  uint32_t count = 1;
+  std::optional<endpoint::SipKey> cookie_secret;  // unset: drawn for this engine
+  std::shared_ptr<AcceptQueue> accept_queue;      // null: the runtime's own
+  int cpu = -1;                                   // -1: not pinned
+};
+
+// EndpointConfigFor with the slot's engine index, count and cookie secret.
+endpoint::EndpointConfig EngineConfigFor(const EndpointOptions& options,
+                                         endpoint::AddressFormatter format_address,
+                                         const EngineSlot& slot);
+
+// Names the calling thread "lh-engine-<index>" (as /proc/self/task/*/comm shows it) and
+// pins it to slot.cpu (unless -1); logs a warning when the kernel refuses the CPU.
+void SetUpEngineThread(const EngineSlot& slot);
+
+// The CPU time (user + system) the calling thread has used, in seconds.
+double ThisThreadCpuSeconds();
 
 // The checks every driver makes of the options it is created with: tx_batch in [1, 1024],
 // spin in [0, 10ms], send_quantum at most 1 MiB, cookie_lifetime at least 1 s, and the endpoint configuration they
@@ -86,7 +111,10 @@ class DriverRuntime final : public ConnectionHost {
     std::function<std::string(endpoint::LocalId)> local_address;
   };
 
-  DriverRuntime(endpoint::EndpointConfig config, Hooks hooks);
+  // `accept_queue`: shared with the other engines of an endpoint (null: one of its own,
+  // stopped by FinishShutdown; a shared one is stopped by its owner).
+  DriverRuntime(endpoint::EndpointConfig config, Hooks hooks,
+                std::shared_ptr<AcceptQueue> accept_queue = nullptr);
   ~DriverRuntime() override;
 
   endpoint::SansIoEndpoint& endpoint() { return endpoint_; }
@@ -175,10 +203,8 @@ class DriverRuntime final : public ConnectionHost {
   bool wake_posted_ = false;
   std::vector<ConnectionHandle*> local_wakes_;  // driver thread only
 
-  std::mutex accept_mu_;
-  std::condition_variable accept_cv_;
-  std::deque<std::shared_ptr<ConnectionHandle>> accept_queue_;
-  bool stopped_ = false;
+  std::shared_ptr<AcceptQueue> accept_queue_;
+  bool owns_accept_queue_ = false;
 };
 
 }  // namespace longhaul::datapath

@@ -85,7 +85,17 @@ struct EndpointOptions {
   // Which driver carries the datagrams, and the verbs driver's options.
   Datapath datapath = Datapath::kUdp;
   VerbsOptions verbs;
+  // Engines: driver threads, each with its own sockets, sans-IO endpoint and timer
+  // (docs/architecture.md "Engines"). A server's listening port is shared by all of them
+  // (one SO_REUSEPORT group steered by connection id); a client places each connection
+  // on the next engine in turn. 0: one per CPU this process may run on, at most
+  // kMaxAutoEngines. At most kMaxEngines. More than 1 needs the UDP datapath.
+  uint32_t engines = 1;
+  // Optional: engine i runs pinned to CPU engine_cpus[i % size] (empty: not pinned).
+  std::vector<int> engine_cpus;
 };
+inline constexpr uint32_t kMaxEngines = 64;
+inline constexpr uint32_t kMaxAutoEngines = 8;
 
 // What a server learns from a client's validated Hello, and its policy (the sans-IO
 // endpoint's types: transport/endpoint/negotiation.h). The policy runs on the driver
@@ -139,7 +149,8 @@ struct ConnectOptions {
   std::optional<crypto::Key32> server_key;
 };
 
-// Counters of an endpoint's driver (all since creation).
+// Counters of an endpoint's driver (all since creation). A new counter needs its line in
+// AddEndpointStats (engine_group.cc), which sums the engines'.
 struct EndpointStats {
   uint64_t datagrams_sent = 0;
   uint64_t datagrams_received = 0;
@@ -184,6 +195,10 @@ struct EndpointStats {
   uint64_t payloads_opened_in_place = 0;  // decrypted straight into their buffers
   uint64_t in_place_auth_failures = 0;
   uint64_t connections_active = 0;
+  // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
+  // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).
+  uint32_t engines = 1;
+  double cpu_s = 0;
   // socket facts (of the last socket opened)
   ByteCount recv_buffer = 0;
   ByteCount send_buffer = 0;

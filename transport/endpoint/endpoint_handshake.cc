@@ -661,6 +661,9 @@ ConnectionId SansIoEndpoint::NewCid() {
     } else {
       cid = rng_.Next();
     }
+    if (config_.engine_count > 1) {
+      cid = (cid & ~(uint64_t{0xFF} << 56)) | (uint64_t{config_.engine} << 56);
+    }
     if (cid != 0 && !conns_.contains(cid) && !pending_.contains(cid)) return cid;
   }
 }

@@ -42,6 +42,10 @@ absl::Status EndpointConfig::Validate() const {
   if (unreachable_grace < Duration::Zero()) {
     return absl::InvalidArgumentError("unreachable_grace must not be negative");
   }
+  if (engine_count == 0 || engine_count > 256 || engine >= engine_count) {
+    return absl::InvalidArgumentError(absl::StrCat("engine ", engine, " of ", engine_count,
+                                                   ": needs 0 <= engine < count <= 256"));
+  }
   return security.Validate();
 }
 

@@ -67,6 +67,11 @@ struct EndpointConfig {
   // simulator and tests); drivers give the system's randomness, so that ids seen on the
   // wire say nothing about the next ones.
   EntropySource id_entropy;
+  // Engines (a driver running several endpoints on one port): with engine_count > 1,
+  // the top byte of every connection id this endpoint chooses is `engine`, the byte the
+  // port's steering program reads (wire bytes 4: the id is big-endian on the wire).
+  uint32_t engine = 0;
+  uint32_t engine_count = 1;
   // Key of the cookie MAC; drivers draw it from an entropy source at the edge.
   SipKey cookie_secret;
   // Prints a peer address in errors and logs ("198.18.0.1:40001"); hex bytes if unset.

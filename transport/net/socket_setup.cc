@@ -82,6 +82,14 @@ absl::StatusOr<int> OpenUdpSocket(int family, const UdpSocketFlags& flags) {
       return s;
     }
   }
+  if (flags.reuse_port) {
+    const int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+      absl::Status s = ErrnoStatus(errno, "setsockopt SO_REUSEPORT");
+      close(fd);
+      return s;
+    }
+  }
   return fd;
 }
 

@@ -33,6 +33,9 @@ struct UdpSocketFlags {
   // cached path MTU ignored, so datagrams larger than the path are dropped on the path
   // (or refused with EMSGSIZE above the interface MTU) instead of being fragmented.
   bool pmtu_probe = false;
+  // SO_REUSEPORT, before bind: several sockets of this process (one per engine) share a
+  // port; must succeed.
+  bool reuse_port = false;
 };
 
 // A non-blocking, close-on-exec UDP socket of `family` (AF_INET or AF_INET6) with

@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<UdpSocket>> UdpSocket::Open(boost::asio::io_conte
   std::unique_ptr<UdpSocket> s(new UdpSocket(io));
   UdpSocketFlags flags;
   flags.rx_timestamps = options.rx_timestamps;
+  flags.reuse_port = options.reuse_port;
   LH_ASSIGN_OR_RETURN(int fd, OpenUdpSocket(bind.family(), flags));
   boost::system::error_code ec;
   const bool v6 = bind.family() == AF_INET6;

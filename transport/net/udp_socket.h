@@ -41,6 +41,8 @@ struct SocketOptions {
   bool gro = true;  // use UDP_GRO if the kernel has it
   // SO_TIMESTAMPNS: kernel receive times on received datagrams (RxDatagram::kernel_time_ns).
   bool rx_timestamps = false;
+  // SO_REUSEPORT: the socket joins the port's group (a server's engines).
+  bool reuse_port = false;
 };
 
 // What the kernel granted.

@@ -41,6 +41,7 @@
 #include "transport/base/rate_limited_log.h"
 #include "transport/base/status.h"
 #include "transport/datapath/driver_runtime.h"
+#include "transport/drivers/udp/engine_steering.h"
 #include "transport/drivers/udp/peer_address.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/net/resolver.h"
@@ -70,10 +71,11 @@ ByteCount SocketBufferFor(const EndpointOptions& o, const TransportConfig& c) {
 
 class UdpDriverImpl {
  public:
-  explicit UdpDriverImpl(const EndpointOptions& o)
+  UdpDriverImpl(const EndpointOptions& o, datapath::EngineSlot slot)
       : opt_(o),
+        slot_(slot),
         timer_(io_),
-        runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
+        runtime_(datapath::EngineConfigFor(o, FormatPeerAddress, slot),
                  datapath::DriverRuntime::Hooks{
                      .wake = [this] { asio::post(io_, [] {}); },
                      .close_local = [this](endpoint::LocalId id) { CloseSocket(id); },
@@ -82,7 +84,8 @@ class UdpDriverImpl {
                            Socket* s = FindSocket(id);
                            return s != nullptr ? s->udp->local_address().ToString()
                                                : std::string();
-                         }}),
+                         }},
+                 slot.accept_queue),
         ep_(runtime_.endpoint()) {
     arena_.resize(static_cast<size_t>(std::max<uint32_t>(o.tx_batch, 1)) * kSlotSize);
     rx_ = std::make_unique<net::RxBatch>(std::max<uint32_t>(o.rx_batch, 1));
@@ -105,12 +108,21 @@ class UdpDriverImpl {
       so.gso = opt_.gso;
       so.gro = opt_.gro;
       so.rx_timestamps = static_cast<bool>(lo.on_foreign_datagram);
+      so.reuse_port = slot_.count > 1;  // the engines share the port
       absl::StatusOr<uint32_t> id = OpenSocket(bind, net::SocketAddress(), so);
       if (!id.ok()) {
         result = id.status();
         return;
       }
       Socket& s = *sockets_.at(*id);
+      if (slot_.count > 1 && slot_.index + 1 == slot_.count) {
+        // The last engine to join the port: steer the group by connection id.
+        if (absl::Status st = AttachEngineSteering(s.udp->fd()); !st.ok()) {
+          CloseSocket(*id);
+          result = st;
+          return;
+        }
+      }
       s.on_foreign = lo.on_foreign_datagram;
       if (absl::Status st = runtime_.Listen(*id, std::move(lo)); !st.ok()) {
         CloseSocket(*id);
@@ -210,6 +222,7 @@ class UdpDriverImpl {
 
   void Loop() {
     runtime_.SetDriverThread(std::this_thread::get_id());
+    datapath::SetUpEngineThread(slot_);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timer wake-ups to the microsecond
     while (true) {
       io_.restart();
@@ -603,6 +616,7 @@ class UdpDriverImpl {
     s.send_buffer = last_socket_info_.send_buffer;
     s.gso = last_socket_info_.gso;
     s.gro = last_socket_info_.gro;
+    s.cpu_s = datapath::ThisThreadCpuSeconds();
     std::lock_guard<std::mutex> l(stats_mu_);
     published_ = s;
   }
@@ -623,6 +637,7 @@ class UdpDriverImpl {
   }
 
   const EndpointOptions opt_;
+  const datapath::EngineSlot slot_;
   asio::io_context io_;
   asio::steady_timer timer_;
   bool timer_armed_ = false;
@@ -664,13 +679,14 @@ class UdpDriverImpl {
 
 // ---- UdpDriver ----
 
-absl::StatusOr<std::unique_ptr<UdpDriver>> UdpDriver::Create(const EndpointOptions& options) {
+absl::StatusOr<std::unique_ptr<UdpDriver>> UdpDriver::Create(const EndpointOptions& options,
+                                                             const datapath::EngineSlot& slot) {
   LH_RETURN_IF_ERROR(datapath::ValidateEndpointOptions(options));
   if (options.rx_batch == 0 || options.rx_batch > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("rx_batch=", options.rx_batch, " is outside [1, 1024]"));
   }
-  std::unique_ptr<UdpDriver> d(new UdpDriver(std::make_unique<UdpDriverImpl>(options)));
+  std::unique_ptr<UdpDriver> d(new UdpDriver(std::make_unique<UdpDriverImpl>(options, slot)));
   d->impl_->Start();
   return d;
 }

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "transport/datapath/driver.h"
+#include "transport/datapath/driver_runtime.h"
 
 namespace longhaul::udp {
 
@@ -27,8 +28,12 @@ class UdpDriverImpl;
 
 class UdpDriver final : public Driver {
  public:
-  // Starts the driver thread. Errors: InvalidArgument naming a bad option.
-  static absl::StatusOr<std::unique_ptr<UdpDriver>> Create(const EndpointOptions& options);
+  // Starts the driver thread. `slot`: the engine this driver is (datapath::EngineGroup
+  // makes one per engine; the default is a lone engine): with several, a listening socket
+  // joins the port's SO_REUSEPORT group, and the last engine's attaches the steering
+  // program (engine_steering.h). Errors: InvalidArgument naming a bad option.
+  static absl::StatusOr<std::unique_ptr<UdpDriver>> Create(const EndpointOptions& options,
+                                                           const datapath::EngineSlot& slot = {});
   ~UdpDriver() override;  // Shutdown()
 
   absl::StatusOr<uint16_t> Listen(const std::string& address, uint16_t port,

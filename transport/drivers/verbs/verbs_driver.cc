@@ -726,6 +726,7 @@ class VerbsDriverImpl {
     last_stats_publish_ = now;
     EndpointStats s = counters_;
     runtime_.AddStats(&s);
+    s.cpu_s = datapath::ThisThreadCpuSeconds();
     std::lock_guard<std::mutex> l(stats_mu_);
     published_ = s;
   }
