@@ -179,6 +179,7 @@ absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions
   eo.datapath = *datapath;
   eo.max_connections = options.max_connections;
   eo.socket_buffer = options.socket_buffer_bytes;
+  eo.engines = options.engines;
   crypto::KeyChoice choice;
   const Security& s = options.security;
   if (!s.key_file.empty()) choice.key = {s.key_file, "security.key_file"};

@@ -227,3 +227,54 @@ TEST_F(PublicApiTest, ClosingTheEndpointEndsItsConnections) {
 }
 
 }  // namespace
+
+namespace {
+
+// Engines through the installed API: a server with two engines serves four connections
+// on one port, each message intact; a bad engine count is refused by name.
+TEST_F(PublicApiTest, EnginesShareOnePort) {
+  EndpointOptions so = Psk();
+  so.engines = 2;
+  auto server = Endpoint::Create(so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto port = (*server)->Listen("127.0.0.1", 0, ListenOptions{});
+  ASSERT_TRUE(port.ok()) << port.status();
+  auto client = Endpoint::Create(so);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<std::unique_ptr<Connection>> clients, servers;
+  for (int i = 0; i < 4; ++i) {
+    auto c = (*client)->Connect("127.0.0.1", *port, ConnectOptions{});
+    ASSERT_TRUE(c.ok()) << c.status();
+    clients.push_back(*std::move(c));
+    auto s = (*server)->Accept(seconds(10));
+    ASSERT_TRUE(s.ok()) << s.status();
+    servers.push_back(*std::move(s));
+  }
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(clients[i]->Send(std::vector<uint8_t>(70000, static_cast<uint8_t>(i + 1)), 1).ok());
+  }
+  // Accepts come in handshake order, not in connect order: match by content.
+  std::vector<int> seen(4, 0);
+  for (auto& s : servers) {
+    Event e;
+    while (s->Wait(&e, seconds(10)) && e.type != Event::Type::kReceiveComplete) {
+    }
+    ASSERT_EQ(e.type, Event::Type::kReceiveComplete);
+    ASSERT_EQ(e.size, 70000u);
+    const uint8_t v = e.bytes()[0];
+    ASSERT_GE(v, 1);
+    ASSERT_LE(v, 4);
+    EXPECT_EQ(std::vector<uint8_t>(e.bytes().begin(), e.bytes().end()),
+              std::vector<uint8_t>(70000, v));
+    ++seen[v - 1];
+  }
+  EXPECT_EQ(seen, std::vector<int>(4, 1));
+
+  EndpointOptions bad = Psk();
+  bad.engines = 1000;
+  auto refused = Endpoint::Create(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("engines=1000"));
+}
+
+}  // namespace

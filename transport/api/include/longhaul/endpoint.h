@@ -70,6 +70,11 @@ struct EndpointOptions {
   // Socket buffers asked for; 0 derives them from the window (the kernel's caps apply:
   // net.core.rmem_max / wmem_max, raised by the longhaul package's sysctl snippet).
   uint64_t socket_buffer_bytes = 0;
+  // Engines: driver threads, each running its share of the connections on a core of its
+  // own; a listening port is shared by all of them. 0: one per CPU this process may use,
+  // at most 8. More than 1 needs datapath "udp". With several, event callbacks of
+  // different connections run on different threads at once.
+  uint32_t engines = 1;
 };
 
 struct ListenOptions {
