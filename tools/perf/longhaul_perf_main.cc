@@ -1,11 +1,11 @@
 // longhaul-perf: iperf3-style throughput and message-latency tests over longhaul.
 // See docs/perf.md.
 //
-//   longhaul-perf --server [--bind=ADDR] [--port=5201] KEYS
+//   longhaul-perf --server [--bind=ADDR] [--port=5201] [--engines=N] KEYS
 //   longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE] [--reverse]
 //                 [--parallel=N] [--message_size=SIZE] [--interval=SEC] [--json]
 //                 [--workload=messages --load=FRACTION] [--verify=on|off] [--profile=FILE]
-//                 [transport flags] KEYS
+//                 [--engines=N [--engine_cpus=LIST]] [transport flags] KEYS
 //
 // KEYS: --key=FILE --peer_key=FILE (static keys), --psk_file=FILE (a pre-shared key),
 // both, or --insecure (plaintext); one choice is required (tools/common/security_flags.h).
@@ -13,6 +13,8 @@
 // Exit status: 0 when every byte arrived and was verified (with --verify=off: arrived),
 // 1 for errors (connection, a refused key, corruption, incomplete transfer), 2 for bad
 // flags and key files.
+#include <sched.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -22,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "tools/common/security_flags.h"
@@ -74,6 +77,14 @@ DEFINE_string(datapath, "udp", "udp (sockets) or verbs (RDMA UD queue pairs on R
 DEFINE_string(device, "", "verbs: RDMA device (rxe0, mlx5_0); empty: the one holding the local address");
 DEFINE_int32(gid_index, -1, "verbs: GID table index; -1: the RoCE v2 GID of the local IPv4 address");
 DEFINE_int32(traffic_class, 0, "verbs: IP traffic class of sent packets (DSCP << 2)");
+DEFINE_int32(engines, 1,
+             "driver threads (engines), each with its own sockets: a server's port is shared "
+             "by all, a client places its --parallel connections on them in turn; 0: one per "
+             "CPU this process may run on, at most 8; at most 64; more than 1 needs "
+             "--datapath=udp");
+DEFINE_string(engine_cpus, "",
+              "pin engine i to CPU LIST[i % size], LIST comma-separated CPU numbers "
+              "(e.g. 0,2); empty: not pinned");
 DECLARE_string(profile);
 
 namespace longhaul::perf {
@@ -87,13 +98,13 @@ const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transpo
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
-               "                     [--answer_probes=true] [--datapath=verbs [--device=NAME]\n"
-               "                     [--gid_index=N]] KEYS\n"
+               "                     [--answer_probes=true] [--engines=N [--engine_cpus=LIST]]\n"
+               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
                "                     [--verify=on|off] [--profile=FILE] [transport flags]\n"
-               "                     [--json]\n"
+               "                     [--json] [--engines=N [--engine_cpus=LIST]]\n"
                "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
                "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
                "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
@@ -111,6 +122,13 @@ void PrintHelp() {
                "sends the same bytes every time and checks nothing, as iperf3 does, so CPU\n"
                "measurements see the transport alone; the JSON then says \"verified\": false\n"
                "and counts received_bytes under end.longhaul.integrity.\n"
+               "Engines: --engines=N runs N driver threads per side, each with its own\n"
+               "sockets (0: one per CPU, at most 8); the server's port is shared by all of\n"
+               "them, a client's --parallel connections go to them in turn (-P N with\n"
+               "--engines=N puts one on each). --engine_cpus=0,2 pins engine i to the i-th\n"
+               "CPU of the list (cyclically). The JSON's end.longhaul.engines (the server's\n"
+               "test events: engines) has each engine's connections, bytes, datagrams and\n"
+               "thread CPU seconds; the text output prints a line per engine when N > 1.\n"
                "Exit status: 0 every byte arrived (and, with --verify=on, was verified), 1\n"
                "errors (connection, corruption, incomplete), 2 bad flags. docs/perf.md has the\n"
                "output and JSON fields.\n\nflags:\n";
@@ -155,6 +173,29 @@ crypto::LoadedKeys KeysFromFlags(bool client) {
   return *std::move(keys);
 }
 
+// --engine_cpus: comma-separated CPU numbers, each one this process may run on.
+std::vector<int> EngineCpusFromFlag(const std::string& text) {
+  std::vector<int> cpus;
+  if (text.empty()) return cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int cpu = -1;
+    if (!absl::SimpleAtoi(part, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
+      kUsage.Fail(absl::StrCat("--engine_cpus: '", part,
+                               "' is not a CPU number (give comma-separated CPU numbers, "
+                               "e.g. --engine_cpus=0,2)"));
+    }
+    if (known && !CPU_ISSET(cpu, &allowed)) {
+      kUsage.Fail(absl::StrCat("--engine_cpus: CPU ", cpu, " is not one this process may run on (",
+                               CPU_COUNT(&allowed), " allowed)"));
+    }
+    cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
 EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   EndpointOptions e;
   e.security = keys.security;  // the driver sets the entropy source
@@ -179,6 +220,15 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
     kUsage.Fail("--traffic_class must be in [0, 255]");
   }
   e.verbs.traffic_class = static_cast<uint8_t>(FLAGS_traffic_class);
+  if (FLAGS_engines < 0 || FLAGS_engines > static_cast<int>(kMaxEngines)) {
+    kUsage.Fail(absl::StrCat("--engines must be in [0 (one per CPU), ", kMaxEngines, "]"));
+  }
+  if (FLAGS_engines != 1 && e.datapath != Datapath::kUdp) {
+    kUsage.Fail(
+        "--engines: the verbs datapath runs one engine (give --engines=1 or --datapath=udp)");
+  }
+  e.engines = static_cast<uint32_t>(FLAGS_engines);
+  e.engine_cpus = EngineCpusFromFlag(FLAGS_engine_cpus);
   // A segment given on the command line is kept (an error if the port's MTU is smaller);
   // the default follows the MTU.
   e.verbs.fit_segment = gflags::GetCommandLineFlagInfoOrDie("segment").is_default &&

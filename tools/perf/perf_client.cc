@@ -1,5 +1,8 @@
 // The longhaul-perf client: connects --parallel connections, runs the test on them,
 // prints iperf3-like interval lines and a summary (or one iperf3-shaped JSON object).
+// With --engines=N the connections run on N engine threads (placed in turn); each
+// PerfStream's events come from its own connection's engine only, and the streams share
+// nothing but the pattern cache (PatternFor locks), so no lock is added for engines.
 
 #include <sys/resource.h>
 #include <sys/utsname.h>
@@ -20,6 +23,7 @@
 #include "tools/common/security_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
+#include "tools/perf/perf_engines.h"
 #include "tools/perf/perf_format.h"
 #include "tools/perf/perf_stream.h"
 #include "tools/perf/perf_summary.h"
@@ -347,6 +351,13 @@ void AddEndpointStats(const EndpointStats& es, nlohmann::json* lh) {
   (*lh)["protection"] = protection;
 }
 
+// This side's engines: which of them ran the streams, and each one's counters.
+std::vector<EngineReport> ClientEngines(const Endpoint& ep, std::vector<StreamTrack>& tracks) {
+  std::vector<uint32_t> on;
+  for (StreamTrack& t : tracks) on.push_back(t.stream->handle().info().engine);
+  return EngineReports(ep.engine_stats(), on);
+}
+
 }  // namespace
 
 int RunClient(const ClientOptions& o) {
@@ -375,6 +386,7 @@ int RunClient(const ClientOptions& o) {
   const RunResult run = RunTest(tracks, o, timeout_s, &log);
   CloseStreams(tracks);
   const double cpu_user = CpuSeconds(true) - cpu_user0, cpu_sys = CpuSeconds(false) - cpu_sys0;
+  const std::vector<EngineReport> engines = ClientEngines(**ep, tracks);
 
   SummaryOptions so;
   so.verify = o.verify;
@@ -389,6 +401,7 @@ int RunClient(const ClientOptions& o) {
   const ClientSummary summary = Summarize(outcomes, so);
 
   if (!o.json) {
+    so.engine_lines = EngineLines(engines);
     std::cout << SummaryText(summary, so, tracks.size()) << std::flush;
   } else {
     nlohmann::json j;
@@ -402,6 +415,7 @@ int RunClient(const ClientOptions& o) {
     lh["params"] = TransportConfigToJson(eff);
     if (!o.profile_path.empty()) lh["profile"] = o.profile_path;
     AddEndpointStats((*ep)->stats(), &lh);
+    lh["engines"] = EnginesJson(engines);
     j["end"] = end;
     if (!summary.errors.empty()) j["error"] = summary.errors.front();
     std::cout << j.dump(2) << std::endl;

@@ -3,6 +3,15 @@
 // driver thread; this thread ticks the streams (reports, limits), groups finished
 // streams by test and prints a summary per test. A client that sends garbage, asks for a
 // bad test or vanishes only ends its own connection.
+//
+// Engines (--engines=N): the accept callback, the Hello policy, the foreign-datagram
+// handler and the connections' events run on N engine threads at once. What they share
+// is safe with the locks that were there, plus one: `Accepted` (its mutex), the output
+// (g_out_mu), the options (read only), the pattern cache (PatternFor's mutex), and the
+// probe responder (SharedResponder's mutex, the one lock added: the steering sends every
+// foreign datagram to engine 0, so it is never contended). A PerfStream is one
+// connection's, so its events come from one engine; its mutex serves, as before, against
+// this thread's Tick and reads.
 
 #include <csignal>
 #include <deque>
@@ -19,6 +28,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/common/json_fields.h"
 #include "tools/common/security_flags.h"
+#include "tools/perf/perf_engines.h"
 #include "tools/perf/perf_format.h"
 #include "tools/perf/perf_stream.h"
 #include "tools/perf/perf_tool.h"
@@ -111,6 +121,14 @@ PerfStream::Options AcceptedStreamOptions(const ServerOptions& o, const Connecti
   return so;
 }
 
+// The tuner's probe responder, one for the port (it keeps per-train state), and when it
+// last expired old trains. Locked: the handler is called from the engines' threads.
+struct SharedResponder {
+  std::mutex mu;
+  tuner::probe::ProbeResponder responder;
+  int64_t last_expire_ns = 0;
+};
+
 ListenOptions MakeListenOptions(const ServerOptions& o, Accepted* accepted) {
   ListenOptions lo;
   lo.config = o.config;
@@ -130,36 +148,39 @@ ListenOptions MakeListenOptions(const ServerOptions& o, Accepted* accepted) {
     accepted->fresh.push_back(std::move(s));
   };
   // The tuner's probes share the port: their first byte (0xB7) is not longhaul's version.
-  // The responder lives on the driver thread, which is the only caller of the handler.
-  auto responder = std::make_shared<tuner::probe::ProbeResponder>();
+  // Every engine gets a copy of the handler; they share the responder.
   if (o.answer_probes) {
-    lo.on_foreign_datagram = [responder, last_expire = int64_t{0}](
-                                 const ForeignDatagram& f,
-                                 std::vector<std::vector<uint8_t>>* replies) mutable {
+    auto shared = std::make_shared<SharedResponder>();
+    lo.on_foreign_datagram = [shared](const ForeignDatagram& f,
+                                      std::vector<std::vector<uint8_t>>* replies) {
       if (!tuner::probe::IsProbeDatagram(f.data)) return;
-      responder->Handle(f.from, f.data, f.kernel_time_ns != 0 ? f.kernel_time_ns : f.now_ns,
-                        replies, f.now_ns);
-      if (f.now_ns - last_expire > 1'000'000'000) {
-        responder->Expire(f.now_ns);
-        last_expire = f.now_ns;
+      std::lock_guard<std::mutex> l(shared->mu);
+      shared->responder.Handle(f.from, f.data,
+                               f.kernel_time_ns != 0 ? f.kernel_time_ns : f.now_ns, replies,
+                               f.now_ns);
+      if (f.now_ns - shared->last_expire_ns > 1'000'000'000) {
+        shared->responder.Expire(f.now_ns);
+        shared->last_expire_ns = f.now_ns;
       }
     };
   }
   return lo;
 }
 
-void PrintListening(const ServerOptions& o, uint16_t port) {
+void PrintListening(const ServerOptions& o, uint16_t port, uint32_t engines) {
   if (o.json) {
     nlohmann::json j;
     j["event"] = "listening";
     j["port"] = port;
     j["bind"] = o.bind;
+    j["engines"] = engines;
     j["version"] = PerfVersion();
     j["security"] = SecuritySettingsToJson(o.keys);
     Print(j.dump());
   } else {
     Print("-----------------------------------------------------------");
-    Print(absl::StrCat("Server listening on ", port, " (longhaul, ", o.bind, ")"));
+    Print(absl::StrCat("Server listening on ", port, " (longhaul, ", o.bind,
+                       engines > 1 ? absl::StrCat(", ", engines, " engines") : "", ")"));
     Print(SecuritySettingsLine(o.keys));
     Print("-----------------------------------------------------------");
   }
@@ -215,16 +236,19 @@ std::vector<std::string> FinishedTests(const std::map<std::string, Test>& tests,
   return done;
 }
 
-// Prints a finished test's summary (lines per stream, or one JSON event); returns
-// whether it was intact (no stream error, nothing corrupt).
-bool ReportTest(const Test& t, bool json) {
+// Prints a finished test's summary (lines per stream, or one JSON event) with the
+// engines' reports (`per_engine`: the endpoint's, counted since the server started);
+// returns whether it was intact (no stream error, nothing corrupt).
+bool ReportTest(const Test& t, bool json, const std::vector<EndpointStats>& per_engine) {
   const std::string& id = t.id;
   bool intact = true;
   uint64_t bytes = 0, corrupt = 0;
   double secs = 0;
   nlohmann::json errs = nlohmann::json::array();
+  std::vector<uint32_t> on;
   for (size_t i = 0; i < t.streams.size(); ++i) {
     PerfStream& s = *t.streams[i];
+    on.push_back(s.handle().info().engine);
     const bool recv = !s.sender();
     const uint64_t b = recv ? s.bytes_delivered() : s.bytes_acked();
     const int64_t a = recv ? s.first_data_ns() : s.first_send_ns();
@@ -245,11 +269,13 @@ bool ReportTest(const Test& t, bool json) {
       for (const std::string& c : s.corruption_details()) Print(absl::StrCat("  corrupt: ", c));
     }
   }
+  const std::vector<EngineReport> engines = EngineReports(per_engine, on);
   if (!json) {
     if (t.streams.size() > 1) {
       Print(absl::StrFormat("[SUM]   0.00-%-6.2f sec  %s  %s", secs, FormatTransfer(bytes),
                             FormatBitrate(secs > 0 ? bytes * 8.0 / secs : 0)));
     }
+    for (const std::string& l : EngineLines(engines)) Print(l);
     for (const auto& e : errs) Print(absl::StrCat("test ", id, " ", e.get<std::string>()));
     if (t.request.verify) {
       Print(absl::StrCat("test ", id, " from ", t.peer, ": ",
@@ -274,6 +300,7 @@ bool ReportTest(const Test& t, bool json) {
     j["verified"] = t.request.verify;
     j["intact"] = intact;
     j["errors"] = errs;
+    j["engines"] = EnginesJson(engines);
     Print(j.dump());
   }
   return intact;
@@ -297,7 +324,7 @@ int RunServer(const ServerOptions& o) {
               << port.status().message() << std::endl;
     return 1;
   }
-  PrintListening(o, *port);
+  PrintListening(o, *port, (*ep)->stats().engines);
 
   std::vector<std::shared_ptr<PerfStream>> live;
   std::map<std::string, Test> tests;
@@ -320,7 +347,7 @@ int RunServer(const ServerOptions& o) {
     }
     TickAndCollect(o, &live, &tests);
     for (const std::string& id : FinishedTests(tests, live)) {
-      const bool intact = ReportTest(tests[id], o.json);
+      const bool intact = ReportTest(tests[id], o.json, (*ep)->engine_stats());
       tests.erase(id);
       if (o.one_off) one_off_status = intact ? 0 : 1;
     }

@@ -292,6 +292,7 @@ std::string SummaryText(const ClientSummary& s, const SummaryOptions& o, size_t 
                         m["mct_p99_s"].get<double>() * 1e3, m["mct_p999_s"].get<double>() * 1e3,
                         m["mct_max_s"].get<double>() * 1e3));
   }
+  for (const std::string& l : o.engine_lines) line(l);
   for (const std::string& e : s.errors) line(absl::StrCat("error: ", e));
   line(absl::StrCat("\nlonghaul-perf ", s.passed() ? "Done." : "FAILED."));
   return t;

@@ -79,6 +79,9 @@ struct SummaryOptions {
   TransportConfig effective;  // the connection's settings (segment, datagram size)
   bool timed_out = false;
   double timeout_s = 0;
+  // Text only: lines printed after the transport lines, before the errors and the
+  // verdict (the client's per-engine lines, perf_engines.h).
+  std::vector<std::string> engine_lines;
 };
 
 // The end-of-test figures over all streams.
@@ -101,7 +104,8 @@ struct ClientSummary {
 ClientSummary Summarize(const std::vector<StreamOutcome>& streams, const SummaryOptions& options);
 
 // The text summary: the separator, the per-stream lines (and SUM lines with several
-// streams), payload, transport and completion-time lines, errors and "Done."/"FAILED.".
+// streams), payload, transport and completion-time lines, options.engine_lines, errors
+// and "Done."/"FAILED.".
 std::string SummaryText(const ClientSummary& s, const SummaryOptions& options, size_t streams);
 
 // The JSON report's "end" object without what this side measured of itself (CPU,

@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -163,6 +164,69 @@ TEST(PerfE2E, SendQuantumOutOfRangeIsAUsageError) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->status, 2) << bad;
     EXPECT_NE(r->stderr_text.find("--send_quantum"), std::string::npos) << r->stderr_text;
+  }
+}
+
+// Two engines a side, four connections: the client places them in turn (two on each of
+// its engines); the server's engine for a connection is the one the kernel's hash gave
+// its Hello, so there any split of the four is right (all on one engine has odds of
+// 1/8) and only the engines that hold connections must have carried bytes.
+TEST(PerfE2E, EnginesSpreadParallelConnectionsAndReportPerEngine) {
+  Server s = StartServer({"--engines=2"});
+  ASSERT_GT(s.port, 0);
+  EXPECT_EQ(s.listening["engines"], 2) << s.listening.dump();
+  ClientRun c = RunClient(s.port, {"--engines=2", "--parallel=4", "--bytes=8MiB",
+                                   "--rate=2gbit", "--message_size=256KiB"});
+  ExpectIntact(c);
+  EXPECT_EQ(c.json["end"]["sum_received"]["bytes"].get<uint64_t>(), uint64_t{4} * (8 << 20));
+  const Json& mine = c.json["end"]["longhaul"]["engines"];
+  ASSERT_TRUE(mine.is_array()) << c.json["end"]["longhaul"].dump();
+  ASSERT_EQ(mine.size(), 2u) << mine.dump();
+  for (size_t e = 0; e < mine.size(); ++e) {
+    SCOPED_TRACE(::testing::Message() << "client engine " << e << ": " << mine[e].dump());
+    EXPECT_EQ(mine[e]["index"], e);
+    EXPECT_EQ(mine[e]["connections"], 2);
+    EXPECT_GT(mine[e]["bytes_sent"].get<uint64_t>(), uint64_t{2} * (8 << 20));
+    EXPECT_GT(mine[e]["bytes_received"].get<uint64_t>(), 0u);
+    EXPECT_GT(mine[e]["datagrams_sent"].get<uint64_t>(), 0u);
+    EXPECT_GT(mine[e]["datagrams_received"].get<uint64_t>(), 0u);
+    EXPECT_GE(mine[e]["cpu_s"].get<double>(), 0.0);
+  }
+  absl::StatusOr<Json> t = s.proc->WaitEvent("test", kStart);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE((*t)["intact"].get<bool>()) << t->dump();
+  const Json& theirs = (*t)["engines"];
+  ASSERT_TRUE(theirs.is_array()) << t->dump();
+  ASSERT_EQ(theirs.size(), 2u) << theirs.dump();
+  uint64_t connections = 0, received = 0;
+  for (const Json& e : theirs) {
+    SCOPED_TRACE(::testing::Message() << "server engine " << e.dump());
+    connections += e["connections"].get<uint64_t>();
+    received += e["bytes_received"].get<uint64_t>();
+    if (e["connections"].get<uint64_t>() > 0) {
+      EXPECT_GT(e["bytes_received"].get<uint64_t>(), 0u);
+      EXPECT_GT(e["bytes_sent"].get<uint64_t>(), 0u);
+    }
+  }
+  EXPECT_EQ(connections, 4u);
+  EXPECT_GT(received, uint64_t{4} * (8 << 20));
+  StopServer(s);
+}
+
+TEST(PerfE2E, BadEngineFlagsAreUsageErrorsNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--client=127.0.0.1", "--engines=65"}, "--engines"},
+      {{"--server", "--engines=-1"}, "--engines"},
+      {{"--client=127.0.0.1", "--engine_cpus=x"}, "--engine_cpus"},
+      {{"--server", "--engine_cpus=0,,1"}, "--engine_cpus"},
+  };
+  for (const auto& [args, flag] : cases) {
+    std::vector<std::string> argv = args;
+    argv.push_back("--insecure");
+    absl::StatusOr<RunResult> r = RunToCompletion(LONGHAUL_PERF_BIN, argv, milliseconds(30000));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 2) << args[1] << ": " << r->stderr_text;
+    EXPECT_NE(r->stderr_text.find(flag), std::string::npos) << r->stderr_text;
   }
 }
 

@@ -147,6 +147,18 @@ TEST(ClientSummaryTest, SumsTheStreamsAndPasses) {
   EXPECT_THAT(text, HasSubstr("\nlonghaul-perf Done.\n"));
 }
 
+TEST(ClientSummaryTest, EngineLinesComeBeforeTheVerdict) {
+  SummaryOptions o;
+  o.engine_lines = {"[E0]  1 connection(s)", "[E1]  1 connection(s)"};
+  const std::string text = SummaryText(Summarize({Stream(1000, 1.0), Stream(1000, 1.0)}, o), o, 2);
+  const size_t e0 = text.find("[E0]"), e1 = text.find("[E1]"), done = text.find("Done.");
+  ASSERT_NE(e0, std::string::npos) << text;
+  ASSERT_NE(e1, std::string::npos) << text;
+  EXPECT_LT(e0, e1);
+  EXPECT_LT(e1, done);
+  EXPECT_GT(e0, text.find("transport:"));
+}
+
 TEST(ClientSummaryTest, MissingBytesFailWithTheStreamNamed) {
   StreamOutcome short_stream = Stream(1000, 1.0);
   short_stream.sender_summary["data_bytes_submitted"] = 1200;
