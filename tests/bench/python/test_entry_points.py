@@ -12,8 +12,8 @@ import pytest
 from longhaul_bench import cli
 
 SCRIPTS = ["ab-compare", "bridge-compare", "cc-acceptance", "coexist", "cpu-per-byte",
-           "fec-grid", "flood", "sim-acceptance", "soak", "sweep-compare", "tune-grid",
-           "wan-compare", "tcp_echo.py"]
+           "engine-scaling", "fec-grid", "flood", "sim-acceptance", "soak", "sweep-compare",
+           "tune-grid", "wan-compare", "tcp_echo.py"]
 BUILD_FLAG = set(SCRIPTS) - {"ab-compare", "tcp_echo.py"}
 
 
