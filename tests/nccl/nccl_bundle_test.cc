@@ -71,5 +71,34 @@ TEST_F(PluginTest, BundledPluginCarriesMessages) {
   EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
 }
 
+// NCCL_LONGHAUL_ENGINES=2 in the bundle: two comms take the two lanes, one per engine
+// (the listening port shared by both engines), and carry their messages.
+TEST_F(PluginTest, BundledPluginRunsTwoEngines) {
+  setenv("NCCL_LONGHAUL_ENGINES", "2", 1);
+  void* ctx = nullptr;
+  Init(&ctx);
+  Comms pairs[2];
+  for (Comms& c : pairs) {
+    Connect(ctx, &c);
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  EXPECT_TRUE(LoggedInfo("endpoint: 2 engines"));
+  EXPECT_TRUE(LoggedInfo("lane 0, engine "));
+  EXPECT_TRUE(LoggedInfo("lane 1, engine "));
+  uint32_t seed = 50;
+  for (Comms& c : pairs) {
+    std::vector<uint8_t> out((2 << 20) + 3), in(out.size());
+    Fill(&out, ++seed);
+    void* r = Recv(c.recv, in.data(), in.size(), 4);
+    void* s = Send(c.send, out.data(), out.size(), 4);
+    EXPECT_EQ(WaitDone(net_, s, nullptr), ncclSuccess);
+    EXPECT_EQ(WaitDone(net_, r, nullptr), ncclSuccess);
+    EXPECT_EQ(in, out);
+  }
+  for (Comms& c : pairs) Close(ctx, &c);
+  EXPECT_EQ(net_->finalize(ctx), ncclSuccess);
+  unsetenv("NCCL_LONGHAUL_ENGINES");
+}
+
 }  // namespace
 }  // namespace longhaul::nccl::plugin_test

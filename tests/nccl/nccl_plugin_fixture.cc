@@ -45,6 +45,15 @@ bool LoggedInfo(const std::string& text) {
   return false;
 }
 
+std::vector<std::string> InfosContaining(const std::string& text) {
+  std::lock_guard<std::mutex> l(g_log_mu);
+  std::vector<std::string> out;
+  for (const std::string& i : g_infos) {
+    if (absl::StrContains(i, text)) out.push_back(i);
+  }
+  return out;
+}
+
 bool WarnedAbout(const std::string& text) {
   std::lock_guard<std::mutex> l(g_log_mu);
   for (const std::string& w : g_warnings) {

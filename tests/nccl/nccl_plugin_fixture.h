@@ -12,8 +12,9 @@
 // processes), nccl_plugin_security_test.cc (keys: none, a pre-shared key, static keys in
 // the handles, refused keys), nccl_plugin_binding_test.cc (who may open a listen comm:
 // random listen ids, comm ids, bounded pending OPENs, a third rank refused; the receiver
-// enforcing its credit). They link into one binary, nccl_plugin_test, and run in that
-// order.
+// enforcing its credit), nccl_plugin_engines_test.cc (NCCL_LONGHAUL_ENGINES: comms on
+// several engines, pinning, bad values). They link into one binary, nccl_plugin_test, and
+// run in that order.
 #pragma once
 
 #include <sys/types.h>
@@ -46,6 +47,8 @@ void TestLogger(ncclDebugLogLevel level, unsigned long flags, const char* file, 
 bool WarnedAbout(const std::string& text);
 // Whether an info line so far contains `text`.
 bool LoggedInfo(const std::string& text);
+// The info lines so far that contain `text`, oldest first.
+std::vector<std::string> InfosContaining(const std::string& text);
 // The latest warning ("" if none).
 std::string LastWarning();
 // Warnings so far that contain `text`.

@@ -13,7 +13,12 @@
 // Runtime, and, while they are in flight, the completions of its in-place sends.
 //
 // Thread-safety: every public member may be called from any thread (one mutex per
-// Link); OnEvent only from the connection's driver thread. SendState and RecvState are
+// Link); OnEvent only from the connection's driver thread: one engine's thread per
+// connection, so the members OnEvent alone touches (expect_payload_, expected_,
+// reported_unknown_, RecvState::received) need no lock even when several engines run
+// other Links' events at once. What several Links share (the Runtime, a ListenState that
+// comms on several connections open) has its own lock; the lock order is
+// ListenState::mu, then Link::mu_. SendState and RecvState are
 // shared between one comm and the driver thread (atomics; RecvState::mu for the queue);
 // ListenState between the runtime, the driver thread and one listen comm (its mu).
 //
@@ -109,12 +114,20 @@ class Link : public std::enable_shared_from_this<Link> {
  public:
   enum class State { kConnecting, kReady, kFailed, kClosed };
 
-  // `key` names the connection in logs and errors (peer address, port and instance).
-  Link(bool client, std::string key, std::weak_ptr<Runtime> rt)
-      : client_(client), key_(std::move(key)), rt_(std::move(rt)) {}
+  // `key` names the connection in logs and errors (peer address, port and instance);
+  // a client link is lane `lane` of its peer (runtime.h).
+  Link(bool client, std::string key, std::weak_ptr<Runtime> rt, uint32_t lane = 0)
+      : client_(client), key_(std::move(key)), rt_(std::move(rt)), lane_(lane) {}
 
   bool client() const { return client_; }
   const std::string& key() const { return key_; }
+  uint32_t lane() const { return lane_; }
+  // The engine whose thread runs the connection (ConnectionInfo::engine; 0 before it is
+  // up).
+  uint32_t engine() {
+    std::shared_ptr<ConnectionHandle> c = conn();
+    return c ? c->info().engine : 0;
+  }
 
   // Driver thread: one event of the connection.
   void OnEvent(Event& e);
@@ -185,6 +198,7 @@ class Link : public std::enable_shared_from_this<Link> {
   const bool client_;
   const std::string key_;
   std::weak_ptr<Runtime> rt_;
+  const uint32_t lane_;
   std::mutex mu_;
   State state_ = State::kConnecting;
   absl::Status status_;

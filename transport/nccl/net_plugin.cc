@@ -123,11 +123,12 @@ absl::Status Init(uint64_t comm_id, int traffic_class, void** ctx) {
       absl::StrAppend(&names, names.empty() ? "" : ", ", d.name, " (", d.address, ")");
     }
     LogInfo("%s", VersionLine("libnccl-net-longhaul").c_str());
-    LogInfo("using %s; rate %s, cc %s, fec %s, segment %llu, credit %s per comm%s%s", names.c_str(),
-            FormatBandwidth(rt->settings.config.rate).c_str(),
+    LogInfo("using %s; rate %s, cc %s, fec %s, segment %llu, credit %s per comm, engines %s%s%s",
+            names.c_str(), FormatBandwidth(rt->settings.config.rate).c_str(),
             CongestionControlName(rt->settings.config.cc), FecModeName(rt->settings.config.fec),
             static_cast<unsigned long long>(rt->settings.config.segment),
             FormatByteCount(rt->settings.credit).c_str(),
+            rt->settings.engines == 0 ? "auto" : absl::StrCat(rt->settings.engines).c_str(),
             rt->settings.profile_path.empty() ? "" : ", profile ",
             rt->settings.profile_path.c_str());
     LogInfo("packet protection: %s", SecurityText(rt->keys).c_str());
@@ -292,6 +293,9 @@ absl::Status Connect(void* ctx, int dev, const void* handle, void** send_comm) {
   sc->state = state;
   for (Request& r : sc->requests) r.comm = sc;
   *send_comm = sc;
+  LogInfo("send comm %u to %s (listen %016llx): lane %u, engine %u of %u", state->id,
+          link->key().c_str(), static_cast<unsigned long long>(h->listen_id), link->lane(),
+          link->engine(), rt->engines());
   return absl::OkStatus();
 }
 
@@ -316,6 +320,9 @@ absl::Status Accept(void* listen_comm, void** recv_comm) {
   rc->credit = rc->state->credit;
   for (Request& r : rc->requests) r.comm = rc;
   *recv_comm = rc;
+  LogInfo("recv comm %u from %s (listen %016llx): engine %u of %u", rc->state->id,
+          rc->link->key().c_str(), static_cast<unsigned long long>(lc->state->id),
+          rc->link->engine(), rc->rt->engines());
   return absl::OkStatus();
 }
 

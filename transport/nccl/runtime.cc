@@ -5,11 +5,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/base/parse.h"
 #include "transport/base/status.h"
 #include "transport/nccl/plugin_log.h"
 
@@ -39,6 +41,16 @@ absl::StatusOr<uint64_t> RandomId() {
                    getrandom_errno == ENOSYS ? " and /dev/urandom could not be read" : ""));
 }
 
+TransportConfig LaneConfig(const TransportConfig& config, uint32_t lanes) {
+  TransportConfig c = config;
+  if (lanes <= 1) return c;
+  auto share = [lanes](Bandwidth b) { return Bandwidth::BitsPerSecond(b.bps() / lanes); };
+  c.rate = share(c.rate);
+  c.rate_min = share(c.rate_min);
+  c.initial_rate = share(c.initial_rate);
+  return c;
+}
+
 absl::Status Runtime::EnsureEndpointLocked() {
   if (stopped_) return absl::FailedPreconditionError("the plugin was finalized");
   if (endpoint_) return absl::OkStatus();
@@ -48,7 +60,27 @@ absl::Status Runtime::EnsureEndpointLocked() {
   eo.security = keys.security;  // the driver sets the entropy source
   LH_ASSIGN_OR_RETURN(eo.datapath,
                       ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath));
-  LH_ASSIGN_OR_RETURN(endpoint_, Endpoint::Create(eo));
+  // Auto (0) is one engine for verbs, which runs one (ReadSettings refused more).
+  eo.engines = eo.datapath == Datapath::kUdp ? settings.engines : 1;
+  eo.engine_cpus = settings.engine_cpus;
+  absl::StatusOr<std::unique_ptr<Endpoint>> ep = Endpoint::Create(eo);
+  if (!ep.ok()) {
+    return absl::Status(ep.status().code(),
+                        absl::StrCat("longhaul endpoint (", kSettingPrefix,
+                                     "ENGINES=", settings.engines, "): ", ep.status().message()));
+  }
+  endpoint_ = *std::move(ep);
+  engines_ = std::max<uint32_t>(1, endpoint_->stats().engines);
+  std::string cpus;
+  for (int cpu : settings.engine_cpus) absl::StrAppend(&cpus, cpus.empty() ? "" : ",", cpu);
+  LogInfo("endpoint: %u engine%s (threads lh-engine-0..%u, %s)%s", engines_,
+          engines_ == 1 ? "" : "s", engines_ - 1,
+          cpus.empty() ? "not pinned" : absl::StrCat("pinned to CPUs ", cpus).c_str(),
+          engines_ == 1 ? ""
+                        : absl::StrCat("; each peer's comms spread over ", engines_,
+                                       " connections, each paced at ",
+                                       FormatBandwidth(LaneConfig(settings.config, engines_).rate))
+                              .c_str());
   return absl::OkStatus();
 }
 
@@ -81,6 +113,9 @@ absl::StatusOr<uint16_t> Runtime::ListenPort(int dev) {
   return *port;
 }
 
+// Engine thread, several at once with engines > 1: the Link is new and its own; links_
+// is shared (mu_). Its events start only after this returns (SetCallback below), on this
+// same engine's thread.
 void Runtime::OnAccept(std::shared_ptr<ConnectionHandle> h) {
   auto link = std::make_shared<Link>(false, h->info().peer_address, weak_from_this());
   link->SetReady(h);
@@ -163,21 +198,34 @@ absl::StatusOr<std::shared_ptr<Link>> Runtime::ClientLink(
   std::lock_guard<std::mutex> l(mu_);
   LH_RETURN_IF_ERROR(EnsureEndpointLocked());
   const std::string key = absl::StrCat(h.address, ":", h.port, "/", absl::Hex(h.instance));
-  auto it = client_links_.find(key);
-  if (it != client_links_.end()) {
-    Link::State st = it->second->state();
-    if (st == Link::State::kReady) it->second->AddSender(sender);
-    if (st == Link::State::kConnecting || st == Link::State::kReady) return it->second;
-    // Failed or closed: the caller sees this link's error once; a later call retries.
-    std::shared_ptr<Link> dead = it->second;
-    client_links_.erase(it);
-    return dead;
+  ClientPeer& peer = client_peers_[key];
+  if (peer.lanes.empty()) peer.lanes.resize(engines_);
+  // The lane: the one this listen comm's connects took before (NCCL retries a connect
+  // until it returns a comm), else the peer's next.
+  uint32_t lane = 0;
+  if (engines_ == 1) {
+    // One lane: nothing to choose or remember.
+  } else if (auto it = peer.lane_of_listen.find(h.listen_id); it != peer.lane_of_listen.end()) {
+    lane = it->second;
+  } else {
+    lane = peer.next_lane;
+    peer.next_lane = (lane + 1) % engines_;
+    if (peer.lane_of_listen.size() >= kMaxLaneMemory) peer.lane_of_listen.clear();
+    peer.lane_of_listen[h.listen_id] = lane;
   }
-  auto link = std::make_shared<Link>(true, key, weak_from_this());
-  client_links_[key] = link;
+  if (std::shared_ptr<Link> existing = peer.lanes[lane]) {
+    Link::State st = existing->state();
+    if (st == Link::State::kReady) existing->AddSender(sender);
+    if (st == Link::State::kConnecting || st == Link::State::kReady) return existing;
+    // Failed or closed: the caller sees this link's error once; a later call retries.
+    ForgetLaneLocked(key, lane, existing);
+    return existing;
+  }
+  auto link = std::make_shared<Link>(true, key, weak_from_this(), lane);
+  peer.lanes[lane] = link;
   links_.push_back(link);
   ConnectOptions co;
-  co.config = settings.config;
+  co.config = LaneConfig(settings.config, engines_);
   co.timeout = settings.connect_timeout;
   if (h.public_key) co.server_key = *h.public_key;
   std::weak_ptr<Link> weak = link;
@@ -187,24 +235,44 @@ absl::StatusOr<std::shared_ptr<Link>> Runtime::ClientLink(
   Endpoint* ep = endpoint_.get();
   std::string address = h.address;
   uint16_t port = h.port;
-  link->connect_thread = std::thread([ep, link_raw = link.get(), address, port, co]() mutable {
-    absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = ep->Connect(address, port, co);
-    if (c.ok()) {
-      link_raw->SetReady(*c);
-    } else {
-      link_raw->SetFailed(absl::UnavailableError(
-          absl::StrCat("connect to ", address, ":", port, " failed: ", c.status().message())));
-    }
-  });
+  const uint32_t lanes = engines_;
+  link->connect_thread =
+      std::thread([ep, link_raw = link.get(), address, port, co, lane, lanes]() mutable {
+        absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = ep->Connect(address, port, co);
+        if (c.ok()) {
+          if (lanes > 1) {
+            LogInfo("connection %s lane %u of %u up on engine %u", link_raw->key().c_str(), lane,
+                    lanes, (*c)->info().engine);
+          }
+          link_raw->SetReady(*c);
+        } else {
+          link_raw->SetFailed(absl::UnavailableError(
+              absl::StrCat("connect to ", address, ":", port, " failed: ", c.status().message())));
+        }
+      });
   return link;
+}
+
+void Runtime::ForgetLaneLocked(const std::string& key, uint32_t lane,
+                               const std::shared_ptr<Link>& link) {
+  auto it = client_peers_.find(key);
+  if (it == client_peers_.end() || lane >= it->second.lanes.size() ||
+      it->second.lanes[lane] != link) {
+    return;
+  }
+  ClientPeer& peer = it->second;
+  peer.lanes[lane].reset();
+  for (const std::shared_ptr<Link>& lk : peer.lanes) {
+    if (lk) return;
+  }
+  client_peers_.erase(it);  // no lane left: the next connect starts afresh
 }
 
 void Runtime::ReleaseSender(const std::shared_ptr<Link>& link, uint32_t id) {
   std::lock_guard<std::mutex> l(mu_);
   link->RemoveSender(id);
   if (!link->idle()) return;
-  auto it = client_links_.find(link->key());
-  if (it != client_links_.end() && it->second == link) client_links_.erase(it);
+  ForgetLaneLocked(link->key(), link->lane(), link);
 }
 
 void Runtime::NotifyProgress() {
@@ -237,13 +305,13 @@ void Runtime::Stop() {
     std::lock_guard<std::mutex> l(mu_);
     ep = std::move(endpoint_);
   }
-  if (ep) ep->Close();  // joins the driver thread; pending Connects fail
+  if (ep) ep->Close();  // joins the engine threads; pending Connects fail
   for (auto& lk : links) {
     if (lk->connect_thread.joinable()) lk->connect_thread.join();
   }
   std::lock_guard<std::mutex> l(mu_);
   links_.clear();
-  client_links_.clear();
+  client_peers_.clear();
   listens_.clear();
   ep.reset();
 }
@@ -251,6 +319,11 @@ void Runtime::Stop() {
 bool Runtime::driver_running() {
   std::lock_guard<std::mutex> l(mu_);
   return endpoint_ != nullptr;
+}
+
+uint32_t Runtime::engines() {
+  std::lock_guard<std::mutex> l(mu_);
+  return engines_;
 }
 
 }  // namespace longhaul::nccl

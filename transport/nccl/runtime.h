@@ -1,23 +1,32 @@
 // The plugin's process-wide runtime: the settings and devices read at the first init,
-// the plugin instance id, the staging-buffer pool, and the one longhaul Endpoint (one
-// driver thread, created at the first listen or connect) with every connection (Link)
-// and listen comm of the process.
+// the plugin instance id, the staging-buffer pool, and the one longhaul Endpoint (created
+// at the first listen or connect, with NCCL_LONGHAUL_ENGINES driver threads: engines)
+// with every connection (Link) and listen comm of the process.
 //
-// Connections: one client Link per remote plugin instance this process sends to (keyed by
-// the handle's address, port and instance; its handshake runs on a helper thread so that
-// connect never blocks), one server Link per accepted connection. All send comms to a
-// peer share its client Link.
+// Connections: per remote plugin instance this process sends to (keyed by the handle's
+// address, port and instance), one client Link per lane, and as many lanes as the
+// endpoint has engines (one with a single engine). A new send comm takes the peer's next
+// lane in turn (the same lane for every connect to one listen comm, so NCCL's retries
+// and several comms to one listen comm agree); the Endpoint places each lane's
+// connection on its next engine, so a peer's comms run on several engines at once. Each
+// lane is paced at 1/lanes of the configured rate (LaneConfig), so that a peer's lanes
+// together offer the link its rate. A lane's handshake runs on a helper thread so that
+// connect never blocks. One server Link per accepted connection, on whichever engine the
+// listening port's steering picked.
 //
 // Ownership: net_plugin.cc holds the current Runtime (shared_ptr) between the first init
 // and the last finalize (or unload); comms hold a reference too, so a Runtime lives until
 // its last comm closes. Stop() ends it: waits up to settings.linger for data in flight,
-// closes the endpoint (joining the driver thread) and joins the connect helpers; it is
+// closes the endpoint (joining the engine threads) and joins the connect helpers; it is
 // idempotent and also run by the destructor.
 //
 // Thread-safety: every member may be called from any thread; `settings`, `keys`,
 // `devices`, `instance` are written once before the Runtime is shared and only read
-// afterwards.
-// Callbacks from the driver thread reach the Runtime through weak references.
+// afterwards. NCCL's service and proxy threads take `mu_` (endpoint, ports, listen comms,
+// links, lanes); the engine threads (accept callbacks and connection events, several at
+// once with engines > 1) take only `mu_` for a moment (OnAccept, FindListen),
+// `count_mu_` (refusal counts) and `idle_mu_` (NotifyProgress), never waiting for NCCL's
+// threads. Callbacks from the engine threads reach the Runtime through weak references.
 //
 // Errors: FailedPrecondition after Stop ("the plugin was finalized"); Unavailable naming
 // the device and address when a device cannot listen; the Endpoint's errors otherwise.
@@ -43,6 +52,11 @@
 #include "transport/nccl/settings.h"
 
 namespace longhaul::nccl {
+
+// The configuration of one of `lanes` connections to a peer: `config` with its rate (the
+// fixed controller's pacing rate, an adaptive one's cap), rate_min and initial_rate
+// divided by `lanes`, so the lanes together keep to the configured rate.
+TransportConfig LaneConfig(const TransportConfig& config, uint32_t lanes);
 
 // 64 bits from the system's randomness (getrandom; /dev/urandom where the kernel has no
 // getrandom). Unavailable naming the cause when neither gives 8 bytes.
@@ -76,10 +90,12 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::string CountRefusedOpen(RejectReason reason, uint64_t* total);
   std::string CountCreditEnded();
 
-  // The client link to `h.address:h.port` of instance `h.instance`, created (and its
-  // handshake started on a helper thread) if there is none; with static keys the
-  // handshake authenticates the listener by `h.public_key` (the caller checked it is
-  // allowed). When the link is ready,
+  // The client link of the lane to `h.address:h.port` of instance `h.instance` that a
+  // comm to listen comm `h.listen_id` takes (the peer's next lane in turn, or the lane
+  // an earlier connect to that listen comm took), created (and its handshake started on
+  // a helper thread) if that lane has none; with static keys the handshake authenticates
+  // the listener by `h.public_key` (the caller checked it is allowed). When the link is
+  // ready,
   // `sender` is attached to it (under the runtime's lock, so a closing comm cannot retire
   // the link in between); sender->id stays 0 otherwise. A failed or closed link is
   // returned once (the caller reports its error) and forgotten, so a later call retries.
@@ -105,14 +121,31 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   void Stop();
 
   bool driver_running();
+  // The endpoint's engines (lanes per peer): 0 before the endpoint exists.
+  uint32_t engines();
 
  private:
+  // A peer's client links, one slot per lane (null: none now), and which lane each
+  // listen comm's connects take. Under mu_.
+  struct ClientPeer {
+    std::vector<std::shared_ptr<Link>> lanes;
+    uint32_t next_lane = 0;
+    std::unordered_map<uint64_t, uint32_t> lane_of_listen;
+  };
+  // Most listen comms a peer remembers lanes for; beyond, the memory starts afresh
+  // (connects NCCL abandoned would otherwise accumulate).
+  static constexpr size_t kMaxLaneMemory = 4096;
+
   absl::Status EnsureEndpointLocked();
-  // Driver thread: a client connected to one of our listen sockets.
+  // Forgets lane `lane` of `key` if `link` still holds it (and the peer once it has no
+  // lane left). Called with mu_ held.
+  void ForgetLaneLocked(const std::string& key, uint32_t lane, const std::shared_ptr<Link>& link);
+  // Engine thread: a client connected to one of our listen sockets.
   void OnAccept(std::shared_ptr<ConnectionHandle> h);
 
   std::mutex mu_;
   std::unique_ptr<Endpoint> endpoint_;
+  uint32_t engines_ = 0;  // the endpoint's, once it exists
   bool stopped_ = false;
   std::map<int, uint16_t> ports_;
   std::unordered_map<uint64_t, std::shared_ptr<ListenState>> listens_;
@@ -120,7 +153,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   uint64_t refused_[6] = {};  // by RejectReason
   uint64_t refused_total_ = 0;
   uint64_t credit_ended_ = 0;
-  std::map<std::string, std::shared_ptr<Link>> client_links_;
+  std::map<std::string, ClientPeer> client_peers_;
   std::vector<std::shared_ptr<Link>> links_;
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;

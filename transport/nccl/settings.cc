@@ -10,11 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "transport/base/parse.h"
 #include "transport/base/status.h"
+#include "transport/datapath/options.h"
 #include "transport/profile/profile.h"
 #include "transport/profile/profile_file.h"
-#include "transport/datapath/options.h"
 
 extern char** environ;
 
@@ -26,6 +27,7 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kMs = 1000 * 1000;
 constexpr int64_t kSec = 1000 * kMs;
+constexpr int64_t kMaxCpu = 1023;  // CPU_SETSIZE - 1: what sched_setaffinity's cpu_set_t holds
 
 // The table. Order: as docs/nccl.md lists them (and the order they are parsed in).
 constexpr SettingSpec kSpecs[] = {
@@ -92,6 +94,15 @@ constexpr SettingSpec kSpecs[] = {
      "`udp` (sockets) or `verbs` (UD queue pairs on RoCE v2 through rdma-core: the RDMA "
      "device holding each interface's address; docs/rdma.md)",
      &Settings::datapath},
+    {"ENGINES", SettingType::kCount, 0, kMaxEngines, "1", "",
+     "engines (driver threads, `lh-engine-<i>`) of the process's endpoint; 0: one per CPU "
+     "the process may run on, at most 8 (1 with `verbs`). More than 1 needs `udp`: each peer "
+     "then gets one connection per engine, its comms spread over them and the rate split "
+     "among them (section 3, Engines)",
+     &Settings::engines},
+    {"ENGINE_CPUS", SettingType::kCpuList, 0, kMaxCpu, "", "none: not pinned",
+     "CPUs to pin the engines to, `2,3`: engine i runs on the (i mod count)-th",
+     &Settings::engine_cpus},
 };
 
 // getenv's rule on `envp`: the first NAME= entry counts; an empty value is unset.
@@ -168,6 +179,10 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return "0 or 1";
     case SettingType::kDatapath:
       return "datapath (udp, verbs)";
+    case SettingType::kCount:
+      return absl::StrCat("count", range);
+    case SettingType::kCpuList:
+      return absl::StrCat("CPU list (numbers", range, ")");
   }
   return "?";
 }
@@ -214,6 +229,25 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
       absl::StatusOr<Datapath> d = ParseDatapath(std::string(value));
       if (!d.ok()) return BadValue(spec, value, d.status());
       return Store(spec, std::string(value), settings);
+    }
+    case SettingType::kCount: {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < spec.min || n > spec.max) {
+        return BadValue(spec, value, absl::OkStatus());
+      }
+      return Store(spec, static_cast<uint32_t>(n), settings);
+    }
+    case SettingType::kCpuList: {
+      std::vector<int> cpus;
+      for (absl::string_view part : absl::StrSplit(value, ',')) {
+        int cpu = 0;
+        if (!absl::SimpleAtoi(part, &cpu) || cpu < spec.min || cpu > spec.max) {
+          return BadValue(spec, value,
+                          absl::InvalidArgumentError(absl::StrCat("'", part, "' is not a CPU")));
+        }
+        cpus.push_back(cpu);
+      }
+      return Store(spec, std::move(cpus), settings);
     }
   }
   return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));
@@ -293,6 +327,11 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
   if (absl::Status st = s.config.Validate(); !st.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("longhaul configuration from the environment: ", st.message()));
+  }
+  if (s.engines > 1 && s.datapath != "udp") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kSettingPrefix, "ENGINES=", s.engines, ": more than one engine needs ", kSettingPrefix,
+        "DATAPATH=udp (the ", s.datapath, " datapath runs one engine)"));
   }
   if (!credit_given) s.credit = DefaultCredit(s.config);
   if (!s.ifname.empty()) {

@@ -31,14 +31,15 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
-#include "transport/profile/profile_file.h"
 #include "transport/crypto/key_files.h"
+#include "transport/profile/profile_file.h"
 
 namespace longhaul::nccl {
 
@@ -62,6 +63,8 @@ struct Settings {
   std::string advertise;        // "address:port" listen writes into handles; empty: the
                                 // device's own (validated by ReadSettings)
   std::string datapath;         // "udp" or "verbs" (validated by ReadSettings)
+  uint32_t engines = 1;         // driver threads of the endpoint; 0: auto (EndpointOptions)
+  std::vector<int> engine_cpus;  // engine i pinned to engine_cpus[i % size]; empty: none
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
   bool rtt_given = false;       // the profile or NCCL_LONGHAUL_INITIAL_RTT set the RTT
   // Packet protection as given (paths unchecked; LoadPluginKeys reads them).
@@ -81,14 +84,16 @@ enum class SettingType {
   kAddressPort,
   kSwitch,  // 0 or 1
   kDatapath,
+  kCount,    // a whole number in [min, max]
+  kCpuList,  // comma-separated CPU numbers, each in [min, max]
 };
 
 // One NCCL_LONGHAUL_<key> variable of the plugin.
 struct SettingSpec {
   absl::string_view key;  // "CREDIT": the variable is NCCL_LONGHAUL_CREDIT
   SettingType type;
-  // Inclusive bounds of sizes (bytes), durations (ns) and ports (also the port of an
-  // address:port); unused for other strings.
+  // Inclusive bounds of sizes (bytes), durations (ns), ports (also the port of an
+  // address:port), counts and each CPU of a CPU list; unused for other strings.
   int64_t min = 0;
   int64_t max = 0;
   // The value used when the variable is unset or empty, parsed like a set value; empty:
@@ -98,7 +103,8 @@ struct SettingSpec {
   absl::string_view default_doc;
   absl::string_view doc;  // one line of markdown
   std::variant<std::string Settings::*, uint64_t Settings::*, Duration Settings::*,
-               uint16_t Settings::*, std::optional<bool> Settings::*>
+               uint16_t Settings::*, std::optional<bool> Settings::*, uint32_t Settings::*,
+               std::vector<int> Settings::*>
       field;
 };
 
@@ -114,7 +120,9 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
 
 // Reads the settings from `envp` (NAME=VALUE strings, NULL-terminated, as `environ`): the
 // plugin's variables (the first of a name counts; an empty value is unset), the profile,
-// the profile keys in order, Validate(), then the credit's default (2 x rate x RTT within
+// the profile keys in order, Validate(), the engines' fit with the datapath (more than
+// one needs udp: "NCCL_LONGHAUL_ENGINES=2: more than one engine needs
+// NCCL_LONGHAUL_DATAPATH=udp ..."), then the credit's default (2 x rate x RTT within
 // [16 MiB, 1 GiB]) and the interface list's fallback to NCCL_SOCKET_IFNAME.
 absl::StatusOr<Settings> ReadSettings(const char* const* envp);
 // ReadSettings(environ).
@@ -143,7 +151,7 @@ absl::StatusOr<AddressPort> ParseAddressPort(absl::string_view text);
 uint64_t DefaultCredit(const TransportConfig& config);
 
 // "size in [64KiB, 64GiB]", "duration in [0, 600s]", "port in [0, 65535]", "path",
-// "numeric address:port", ...
+// "numeric address:port", "count in [0, 64]", "CPU list (numbers in [0, 1023])", ...
 std::string SettingTypeText(const SettingSpec& spec);
 
 // docs/nccl.md's settings table (markdown, one row per spec, ending in a newline).

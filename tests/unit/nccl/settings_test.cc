@@ -22,6 +22,8 @@
 #include "transport/api/endpoint.h"
 #include "transport/base/parse.h"
 #include "transport/crypto/key_files.h"
+#include "transport/nccl/runtime.h"
+#include "transport/profile/profile.h"
 
 namespace longhaul::nccl {
 namespace {
@@ -101,6 +103,8 @@ TEST(NcclSettingsTest, DefaultsWithAnEmptyEnvironment) {
   EXPECT_EQ(s.credit, 25000000u);
   EXPECT_EQ(s.credit, DefaultCredit(TransportConfig{}));
   EXPECT_EQ(s.config.rate.bps(), TransportConfig{}.rate.bps());
+  EXPECT_EQ(s.engines, 1u) << "one engine unless asked";
+  EXPECT_TRUE(s.engine_cpus.empty());
 }
 
 TEST(NcclSettingsTest, DefaultCreditIsTwoBdpsWithinBounds) {
@@ -162,6 +166,13 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
       {"INSECURE",
        {"1", [](const Settings& s) { EXPECT_EQ(s.insecure, std::optional<bool>(true)); }}},
       {"DATAPATH", {"verbs", [](const Settings& s) { EXPECT_EQ(s.datapath, "verbs"); }}},
+      // Auto: the one value that goes with DATAPATH=verbs in EveryKeyAtOnce.
+      {"ENGINES", {"0", [](const Settings& s) { EXPECT_EQ(s.engines, 0u); }}},
+      {"ENGINE_CPUS",
+       {"3,1,1023",
+        [](const Settings& s) {
+          EXPECT_EQ(s.engine_cpus, (std::vector<int>{3, 1, 1023}));
+        }}},
   };
 }
 
@@ -235,7 +246,8 @@ TEST(NcclSettingsTest, EveryDefaultParsesAndEverySpecIsDocumented) {
 TEST(NcclSettingsTest, BoundsAreInclusiveAndOutsideIsRefusedNamingTheVariable) {
   for (const SettingSpec& spec : PluginSettingSpecs()) {
     if (spec.type != SettingType::kSize && spec.type != SettingType::kDuration &&
-        spec.type != SettingType::kPort) {
+        spec.type != SettingType::kPort && spec.type != SettingType::kCount &&
+        spec.type != SettingType::kCpuList) {
       continue;
     }
     SCOPED_TRACE(std::string(spec.key));
@@ -267,6 +279,52 @@ TEST(NcclSettingsTest, TheRangesAreTheDocumentedOnes) {
   EXPECT_EQ(type_of("IFNAME"), "interface list");
   EXPECT_EQ(type_of("PROFILE"), "path");
   EXPECT_EQ(type_of("ADVERTISE"), "numeric address:port");
+  EXPECT_EQ(type_of("ENGINES"), absl::StrCat("count in [0, ", kMaxEngines, "]"));
+  EXPECT_EQ(type_of("ENGINE_CPUS"), "CPU list (numbers in [0, 1023])");
+}
+
+TEST(NcclSettingsTest, EnginesAreCountedAndCheckedAgainstTheDatapath) {
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_ENGINES=2"}).engines, 2u);
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_ENGINES=64"}).engines, 64u);
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_ENGINES=1", "NCCL_LONGHAUL_DATAPATH=verbs"}).engines, 1u);
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_ENGINE_CPUS=5"}).engine_cpus, std::vector<int>{5});
+  const char* kRange = "expected a count in [0, 64]";
+  for (const char* bad : {"65", "-1", "two", "2x", "1.5"}) {
+    const std::string v = absl::StrCat("NCCL_LONGHAUL_ENGINES=", bad);
+    EXPECT_EQ(ReadError({v}), absl::StrCat(v, ": ", kRange));
+  }
+  EXPECT_EQ(ReadError({"NCCL_LONGHAUL_ENGINES=2", "NCCL_LONGHAUL_DATAPATH=verbs"}),
+            "NCCL_LONGHAUL_ENGINES=2: more than one engine needs NCCL_LONGHAUL_DATAPATH=udp "
+            "(the verbs datapath runs one engine)");
+  for (const char* bad : {"1,,2", "1,", "-3", "1024", "cpu0", "1;2"}) {
+    const std::string v = absl::StrCat("NCCL_LONGHAUL_ENGINE_CPUS=", bad);
+    const std::string err = ReadError({v});
+    EXPECT_THAT(err, StartsWith(absl::StrCat(v, ": expected a CPU list (numbers in [0, 1023]) (")));
+    EXPECT_THAT(err, HasSubstr("is not a CPU)"));
+  }
+}
+
+// Each of a peer's lanes is paced at its share of the rate: together they keep to it.
+TEST(NcclSettingsTest, LaneConfigSplitsTheRateAmongTheLanes) {
+  TransportConfig c;
+  c.rate = Bandwidth::Gbps(10);
+  c.rate_min = Bandwidth::Gbps(2);
+  c.initial_rate = Bandwidth::Gbps(4);
+  const TransportConfig one = LaneConfig(c, 1);
+  EXPECT_EQ(FormatProfile(one, ""), FormatProfile(c, ""));
+  const TransportConfig four = LaneConfig(c, 4);
+  EXPECT_EQ(four.rate, Bandwidth::Mbps(2500));
+  EXPECT_EQ(four.rate_min, Bandwidth::Mbps(500));
+  EXPECT_EQ(four.initial_rate, Bandwidth::Gbps(1));
+  EXPECT_TRUE(four.Validate().ok()) << four.Validate();
+  TransportConfig rest = four;  // everything else is the configuration's
+  rest.rate = c.rate;
+  rest.rate_min = c.rate_min;
+  rest.initial_rate = c.initial_rate;
+  EXPECT_EQ(FormatProfile(rest, ""), FormatProfile(c, ""));
+  c.rate = Bandwidth::Zero();  // no cap stays no cap
+  c.rate_min = Bandwidth::Zero();
+  EXPECT_TRUE(LaneConfig(c, 3).rate.IsZero());
 }
 
 TEST(NcclSettingsTest, BadValuesNameTheVariableAndTheReason) {
