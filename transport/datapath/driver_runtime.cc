@@ -37,6 +37,12 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
   c.format_address = std::move(format_address);
   c.security = o.security;
   c.send_quantum = o.send_quantum;
+  // Client ids' top byte counts connections from a random start: a server with several
+  // engines spreads one client's connections evenly, and many clients' first ones too.
+  c.client_id_tag = [tags = std::make_shared<std::atomic<uint32_t>>(
+                         static_cast<uint32_t>(word()))] {
+    return static_cast<uint8_t>(tags->fetch_add(1, std::memory_order_relaxed));
+  };
   if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
   return c;
 }
@@ -48,6 +54,11 @@ endpoint::EndpointConfig EngineConfigFor(const EndpointOptions& o,
   c.engine = slot.index;
   c.engine_count = slot.count;
   if (slot.cookie_secret) c.cookie_secret = *slot.cookie_secret;
+  if (slot.client_tags) {
+    c.client_id_tag = [tags = slot.client_tags] {
+      return static_cast<uint8_t>(tags->fetch_add(1, std::memory_order_relaxed));
+    };
+  }
   return c;
 }
 

@@ -51,10 +51,13 @@ struct EngineSlot {
   uint32_t count = 1;
   std::optional<endpoint::SipKey> cookie_secret;  // unset: drawn for this engine
   std::shared_ptr<AcceptQueue> accept_queue;      // null: the runtime's own
-  int cpu = -1;                                   // -1: not pinned
+  // Tags of client connection ids (EndpointConfig::client_id_tag), counted across the
+  // engines; null: the engine's own counter.
+  std::shared_ptr<std::atomic<uint32_t>> client_tags;
+  int cpu = -1;  // -1: not pinned
 };
 
-// EndpointConfigFor with the slot's engine index, count and cookie secret.
+// EndpointConfigFor with the slot's engine index, count, cookie secret and client tags.
 endpoint::EndpointConfig EngineConfigFor(const EndpointOptions& options,
                                          endpoint::AddressFormatter format_address,
                                          const EngineSlot& slot);

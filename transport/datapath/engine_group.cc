@@ -79,6 +79,11 @@ absl::StatusOr<std::unique_ptr<EngineGroup>> EngineGroup::Create(const EndpointO
   endpoint::SipKey secret{};
   std::memcpy(&secret.k0, b, 8);
   std::memcpy(&secret.k1, b + 8, 8);
+  uint8_t t[4];  // the client tags' start: its own draw (ids are seen on the wire)
+  SystemEntropy(t);
+  uint32_t start;
+  std::memcpy(&start, t, sizeof(start));
+  auto tags = std::make_shared<std::atomic<uint32_t>>(start);
   std::vector<std::unique_ptr<Driver>> drivers;
   for (uint32_t i = 0; i < engines; ++i) {
     EngineSlot slot;
@@ -86,6 +91,7 @@ absl::StatusOr<std::unique_ptr<EngineGroup>> EngineGroup::Create(const EndpointO
     slot.count = engines;
     slot.cookie_secret = secret;
     slot.accept_queue = queue;
+    slot.client_tags = tags;
     if (!options.engine_cpus.empty()) slot.cpu = options.engine_cpus[i % options.engine_cpus.size()];
     absl::StatusOr<std::unique_ptr<Driver>> d = factory(slot);
     if (!d.ok()) {

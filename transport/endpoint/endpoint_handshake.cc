@@ -49,7 +49,7 @@ absl::StatusOr<ConnectionId> SansIoEndpoint::Connect(Time now, const PeerAddress
     }
   }
   auto p = std::make_unique<Pending>();
-  p->cid = NewCid();
+  p->cid = NewCid(/*client=*/true);
   p->server = server;
   p->locals = std::move(locals);
   p->version = config.protocol_version != 0 ? config.protocol_version : kProtocolVersion;
@@ -313,7 +313,7 @@ void SansIoEndpoint::ServerOnHello(Time now, LocalId local, const Listener& list
   const TransportConfig& config = *negotiated;
   const crypto::Cipher cipher = ChooseCipher(m.security.ciphers, LocalCipherMask());
   auto c = std::make_unique<Conn>();
-  c->meta.id = NewCid();
+  c->meta.id = NewCid(/*client=*/false);
   c->meta.peer_id = m.client_cid;
   c->meta.is_server = true;
   c->meta.security = mode;
@@ -651,7 +651,9 @@ void SansIoEndpoint::RunHandshakeTimers(Time now) {
   }
 }
 
-ConnectionId SansIoEndpoint::NewCid() {
+ConnectionId SansIoEndpoint::NewCid(bool client) {
+  const bool tag_client = client && static_cast<bool>(config_.client_id_tag);
+  const uint64_t client_tag = tag_client ? config_.client_id_tag() : 0;
   while (true) {
     uint64_t cid;
     if (config_.id_entropy) {
@@ -661,8 +663,11 @@ ConnectionId SansIoEndpoint::NewCid() {
     } else {
       cid = rng_.Next();
     }
-    if (config_.engine_count > 1) {
-      cid = (cid & ~(uint64_t{0xFF} << 56)) | (uint64_t{config_.engine} << 56);
+    constexpr uint64_t kTopByte = uint64_t{0xFF} << 56;
+    if (tag_client) {
+      cid = (cid & ~kTopByte) | (client_tag << 56);
+    } else if (!client && config_.engine_count > 1) {
+      cid = (cid & ~kTopByte) | (uint64_t{config_.engine} << 56);
     }
     if (cid != 0 && !conns_.contains(cid) && !pending_.contains(cid)) return cid;
   }

@@ -72,6 +72,11 @@ struct EndpointConfig {
   // port's steering program reads (wire bytes 4: the id is big-endian on the wire).
   uint32_t engine = 0;
   uint32_t engine_count = 1;
+  // Optional: the top byte of each client connection's id (the driver keeps a counter,
+  // shared by an endpoint's engines). A server with several engines sends a Hello to
+  // engine (that byte % engines), so one client's consecutive connections spread evenly
+  // over them. Unset: client ids are random in every byte.
+  std::function<uint8_t()> client_id_tag;
   // Key of the cookie MAC; drivers draw it from an entropy source at the edge.
   SipKey cookie_secret;
   // Prints a peer address in errors and logs ("198.18.0.1:40001"); hex bytes if unset.
@@ -356,7 +361,8 @@ class SansIoEndpoint {
   static void ForceDeadline(Conn& c, Time t);
   Time Deadline(Time now, bool wake) const;
   void EndRound(Time now);
-  ConnectionId NewCid();
+  // A fresh id for a connection: a client's (`client`) or a server's.
+  ConnectionId NewCid(bool client);
 
   const EndpointConfig config_;
   CookieMinter minter_;

@@ -117,7 +117,7 @@ class UdpDriverImpl {
       Socket& s = *sockets_.at(*id);
       if (slot_.count > 1 && slot_.index + 1 == slot_.count) {
         // The last engine to join the port: steer the group by connection id.
-        if (absl::Status st = AttachEngineSteering(s.udp->fd()); !st.ok()) {
+        if (absl::Status st = AttachEngineSteering(s.udp->fd(), slot_.count); !st.ok()) {
           CloseSocket(*id);
           result = st;
           return;
