@@ -35,10 +35,41 @@ void One(std::string* out, const char* name, const char* type, const char* help,
   Sample(out, name, "", v);
 }
 
+// Per-engine series (--engines): connections, datagram bytes and thread CPU time.
+void FormatEngines(std::string* out, const std::vector<EngineSnapshot>& engines) {
+  if (engines.empty()) return;
+  One(out, "engines", "gauge", "Engines (driver threads) of the longhaul endpoint (--engines).",
+      static_cast<double>(engines.size()));
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*get)(const EngineSnapshot&);
+  };
+  static const Series kSeries[] = {
+      {"engine_connections", "gauge", "longhaul connections the engine runs now.",
+       [](const EngineSnapshot& e) { return static_cast<double>(e.connections); }},
+      {"engine_sent_bytes_total", "counter", "UDP datagram bytes the engine sent.",
+       [](const EngineSnapshot& e) { return static_cast<double>(e.bytes_sent); }},
+      {"engine_received_bytes_total", "counter", "UDP datagram bytes the engine received.",
+       [](const EngineSnapshot& e) { return static_cast<double>(e.bytes_received); }},
+      {"engine_cpu_seconds_total", "counter",
+       "CPU time of the engine's thread (user + system); near 1 s per s: saturated.",
+       [](const EngineSnapshot& e) { return e.cpu_s; }},
+  };
+  for (const Series& series : kSeries) {
+    Head(out, series.name, series.type, series.help);
+    for (size_t i = 0; i < engines.size(); ++i) {
+      Sample(out, series.name, absl::StrCat("engine=\"", i, "\""), series.get(engines[i]));
+    }
+  }
+}
+
 }  // namespace
 
 std::string FormatMetrics(const std::string& mode, double uptime_s, const Metrics& m,
-                          const std::vector<SessionSnapshot>& sessions) {
+                          const std::vector<SessionSnapshot>& sessions,
+                          const std::vector<EngineSnapshot>& engines) {
   std::string out;
   Head(&out, "info", "gauge", "The bridge's mode (label mode).");
   Sample(&out, "info", absl::StrCat("mode=\"", Escape(mode), "\""), 1);
@@ -62,6 +93,11 @@ std::string FormatMetrics(const std::string& mode, double uptime_s, const Metric
       static_cast<double>(m.bytes_to_tcp));
   One(&out, "sessions_open", "gauge", "longhaul connections to peer bridges now.",
       static_cast<double>(sessions.size()));
+  if (m.connections_configured > 0) {
+    One(&out, "connections_configured", "gauge",
+        "Client: longhaul connections kept to the server bridge (--connections).",
+        static_cast<double>(m.connections_configured));
+  }
   One(&out, "sessions_opened_total", "counter", "longhaul connections established.",
       static_cast<double>(m.sessions_opened));
   One(&out, "reconnects_total", "counter", "Client: connections to the peer after the first.",
@@ -124,9 +160,13 @@ std::string FormatMetrics(const std::string& mode, double uptime_s, const Metric
   for (const Series& series : kSeries) {
     Head(&out, series.name, series.type, series.help);
     for (const SessionSnapshot& s : sessions) {
-      Sample(&out, series.name, absl::StrCat("peer=\"", Escape(s.peer), "\""), series.get(s));
+      Sample(&out, series.name,
+             absl::StrCat("peer=\"", Escape(s.peer), "\",connection=\"", Escape(s.connection),
+                          "\",engine=\"", s.engine, "\""),
+             series.get(s));
     }
   }
+  FormatEngines(&out, engines);
   return out;
 }
 

@@ -38,20 +38,37 @@ struct Metrics {
   uint64_t memory_limit = 0;
   uint64_t targets_open = 0;
   uint64_t client_keys = 0;
+  uint64_t connections_configured = 0;  // client: --connections (0: not shown)
 };
 
-// One longhaul connection's view, for the gauges.
+// One longhaul connection's view, for the gauges. `connection` tells apart the
+// connections to one peer (a client bridge keeps --connections of them): the client's
+// index of the connection (0 .. --connections-1) on a client bridge, an accept counter
+// on a server bridge; `engine` the engine (driver thread) that runs it.
 struct SessionSnapshot {
   std::string peer;
+  std::string connection;
+  uint32_t engine = 0;
   uint64_t streams_open = 0;
   ConnectionStats stats;
   ConnectionDebugState debug;
 };
 
+// One engine's counters (Endpoint::engine_stats(), in engine order): a user sees an
+// engine saturate when its cpu_s grows by about one second per second.
+struct EngineSnapshot {
+  uint64_t connections = 0;  // longhaul connections it runs now
+  uint64_t bytes_sent = 0;   // UDP datagram bytes
+  uint64_t bytes_received = 0;
+  double cpu_s = 0;  // its thread's CPU time, user + system
+};
+
 // The Prometheus text exposition (version 0.0.4): longhaul_bridge_* counters and gauges
-// with HELP and TYPE lines; per-session series carry a peer="ADDR:PORT" label.
+// with HELP and TYPE lines; per-session series carry peer="ADDR:PORT",
+// connection="N" and engine="E" labels, per-engine series an engine="E" label.
 // `mode` is "client" or "server"; `uptime_s` the seconds since start.
 std::string FormatMetrics(const std::string& mode, double uptime_s, const Metrics& m,
-                          const std::vector<SessionSnapshot>& sessions);
+                          const std::vector<SessionSnapshot>& sessions,
+                          const std::vector<EngineSnapshot>& engines = {});
 
 }  // namespace longhaul::bridge

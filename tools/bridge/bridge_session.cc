@@ -74,6 +74,18 @@ EventCallback Session::EventCallbackFor(asio::io_context& io, std::weak_ptr<Sess
   };
 }
 
+void Session::StartEvents(asio::io_context& io, const std::shared_ptr<Session>& s) {
+  s->conn_->SetCallback(EventCallbackFor(io, s));
+  // A handle detached from its engine before the callback was set keeps its queued
+  // events (the kClosed among them) to itself; OnClosed runs once, whichever comes.
+  if (s->conn_->closed()) {
+    std::weak_ptr<Session> weak = s;
+    asio::post(io, [weak] {
+      if (auto p = weak.lock()) p->OnClosed(p->conn_->status());
+    });
+  }
+}
+
 void Session::Attach(std::shared_ptr<ConnectionHandle> conn) {
   conn_ = std::move(conn);
   ++metrics_->sessions_opened;

@@ -15,7 +15,9 @@
 // request behind megabytes.
 //
 // Threading: every method runs on the io_context's thread (one thread). The
-// longhaul handle's events are posted to it from the driver thread.
+// longhaul handle's events are posted to it from the engine (driver) thread that runs
+// the connection; with several engines, several such threads post at once, and
+// asio::post is all they share with the session.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +76,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // The callback to give the connection handle: posts each event to the
   // session.
   static EventCallback EventCallbackFor(boost::asio::io_context& io, std::weak_ptr<Session> s);
+  // Gives the attached connection EventCallbackFor(io, s). A connection that already
+  // ended (a peer that closed it at once: a server refusing the session) may have no
+  // events left to deliver once its engine let go of it, so its end is posted here.
+  static void StartEvents(boost::asio::io_context& io, const std::shared_ptr<Session>& s);
 
   // Client: carries an accepted TCP connection for `forward` as a new stream.
   void OpenStream(boost::asio::ip::tcp::socket socket, const std::string& forward);

@@ -1,7 +1,15 @@
 // The client and server loops of longhaul-bridge. Everything runs on one io_context
-// thread, except the longhaul driver's own thread (which posts connection events here)
-// and, on the client, one short-lived thread per connection attempt (Endpoint::Connect
-// blocks for the handshake).
+// thread, except the longhaul engines' threads (EndpointOptions::engines of them, which
+// post connection events and accepted connections here) and, on the client, one
+// short-lived thread per connection attempt (Endpoint::Connect blocks for the handshake).
+//
+// Threading, and why there are no locks: with several engines, accept callbacks, the
+// server's Hello policy and connection events run on several engine threads at once.
+// None of them touches the bridge's state: the policy reads only the options (const)
+// and `draining_` (atomic); on_accept, the event callbacks (Session::EventCallbackFor)
+// and the connect threads only asio::post to the io thread, which alone owns the
+// sessions, streams, budgets and metrics. The endpoint's own methods (Connect,
+// engine_stats) are thread-safe.
 
 #include "tools/bridge/bridge_tool.h"
 
@@ -9,8 +17,8 @@
 #include <csignal>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <memory>
-#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -35,9 +43,11 @@ namespace {
 
 void Print(const std::string& line) { std::cout << line << std::endl; }
 
-SessionSnapshot Snapshot(const Session& s) {
+SessionSnapshot Snapshot(const Session& s, const std::string& connection) {
   SessionSnapshot snap;
   snap.peer = s.connection()->info().peer_address;
+  snap.connection = connection;
+  snap.engine = s.connection()->info().engine;
   snap.streams_open = s.open_streams();
   snap.stats = s.connection()->stats();
   snap.debug = s.connection()->debug_state();
@@ -91,14 +101,21 @@ class Runner {
     return *std::move(ep);
   }
 
-  bool StartMetrics(std::function<std::vector<SessionSnapshot>()> sessions) {
+  // `ep` gives the per-engine series (Endpoint::engine_stats, safe from this thread).
+  bool StartMetrics(const Endpoint* ep, std::function<std::vector<SessionSnapshot>()> sessions) {
     if (o_.metrics_host.empty()) return true;
-    auto m = MetricsServer::Start(io_, o_.metrics_host, o_.metrics_port,
-                                  [this, sessions = std::move(sessions)] {
-                                    const double up =
-                                        std::chrono::duration<double>(Clock::now() - start_).count();
-                                    return FormatMetrics(mode_, up, metrics_, sessions());
-                                  });
+    auto m = MetricsServer::Start(
+        io_, o_.metrics_host, o_.metrics_port, [this, ep, sessions = std::move(sessions)] {
+          const double up = std::chrono::duration<double>(Clock::now() - start_).count();
+          std::vector<EngineSnapshot> engines;
+          for (const EndpointStats& e : ep->engine_stats()) {
+            engines.push_back({.connections = e.connections_active,
+                               .bytes_sent = e.bytes_sent,
+                               .bytes_received = e.bytes_received,
+                               .cpu_s = e.cpu_s});
+          }
+          return FormatMetrics(mode_, up, metrics_, sessions(), engines);
+        });
     if (!m.ok()) {
       std::cerr << "longhaul-bridge: error - " << m.status().message() << std::endl;
       return false;
@@ -149,6 +166,14 @@ class Runner {
 
 // ---- client ----
 
+// The client keeps --connections longhaul connections ("links") to the server bridge;
+// Endpoint::Connect places them on its engines in turn. Each TCP connection is carried
+// as a stream on exactly one link: the one with the fewest open streams now, ties taken
+// in turn, so long streams spread evenly and short ones one after another still use
+// every link. A link reconnects on its own with backoff, as the single connection did:
+// when it is lost its streams are reset (session_lost) while new TCP connections go to
+// the links that are up, and wait (--connect_wait) only while none is. A drain drains
+// every link; the client exits when all have closed. All links share one budget.
 class Client {
  public:
   explicit Client(const BridgeOptions& o)
@@ -157,8 +182,11 @@ class Client {
         // The receive memory (--memory) and what is sent but not yet acknowledged
         // (--send_memory), for every session of this client.
         budget_(std::make_shared<Budget>(o.session.memory + o.session.send_memory, ~0ull)),
-        retry_timer_(r_.io_),
-        wait_timer_(r_.io_) {}
+        wait_timer_(r_.io_) {
+    for (size_t i = 0; i < std::max<size_t>(1, o.connections); ++i) {
+      links_.push_back(std::make_unique<Link>(i, r_.io_));
+    }
+  }
 
   int Run() {
     ep_ = r_.StartEndpoint();
@@ -174,13 +202,20 @@ class Client {
       acceptors_.push_back({std::move(*a), f.name});
     }
     Print(SecuritySettingsLine(o_.keys));
-    if (!r_.StartMetrics([this] {
+    Print(absl::StrCat("connections: ", links_.size(), " over ", ep_->stats().engines,
+                       " engine(s)"));
+    r_.metrics_.connections_configured = links_.size();
+    if (!r_.StartMetrics(ep_.get(), [this] {
           std::vector<SessionSnapshot> v;
           r_.metrics_.memory_charged = budget_->memory_used();
           r_.metrics_.memory_limit = budget_->memory_limit();
-          if (session_ && !session_->closed()) v.push_back(Snapshot(*session_));
-          for (const auto& s : old_sessions_) {
-            if (!s->closed()) v.push_back(Snapshot(*s));
+          for (const auto& l : links_) {
+            if (l->session && !l->session->closed()) {
+              v.push_back(Snapshot(*l->session, std::to_string(l->index)));
+            }
+          }
+          for (const auto& [s, label] : old_sessions_) {
+            if (!s->closed()) v.push_back(Snapshot(*s, label));
           }
           return v;
         })) {
@@ -188,9 +223,11 @@ class Client {
     }
     for (size_t i = 0; i < acceptors_.size(); ++i) Accept(i);
     r_.OnSignals([this] { Drain(); }, [this] { Abort(); });
-    StartConnect();
+    for (const auto& l : links_) StartConnect(*l);
     r_.io_.run();
-    if (connector_.joinable()) connector_.join();
+    for (const auto& l : links_) {
+      if (l->connector.joinable()) l->connector.join();
+    }
     ep_->Close();
     return exit_status_;
   }
@@ -202,6 +239,18 @@ class Client {
     Clock::time_point deadline;
   };
 
+  // One of the longhaul connections to the server and its reconnection state.
+  struct Link {
+    Link(size_t i, asio::io_context& io) : index(i), retry_timer(io) {}
+    const size_t index;
+    std::shared_ptr<Session> session;  // takes new streams; null while down
+    std::thread connector;             // the attempt under way (Connect blocks)
+    asio::steady_timer retry_timer;
+    bool connecting = false, retry_pending = false, ever_connected = false;
+    int attempt = 0;  // failed attempts (or short sessions) in a row: the backoff
+    Clock::time_point connected_at;
+  };
+
   void Accept(size_t i) {
     acceptors_[i].first->async_accept([this, i](boost::system::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted || draining_) return;
@@ -210,15 +259,56 @@ class Client {
     });
   }
 
+  // A session that lasted this long ends the backoff: the next reconnects at once.
+  static constexpr std::chrono::seconds kStableSession{1};
+
+  static bool Up(const Link& l) {
+    return l.session && !l.session->closed() && !l.session->draining() &&
+           !l.session->connection()->closed();  // ended, its event not yet here
+  }
+
+  // A link whose last attempts failed or whose last session ended at once (a server
+  // whose --sessions_per_key refused it) gets new streams only when no other link is up,
+  // until its session has lasted kStableSession: a stream is not lost to a refusal.
+  static bool OnProbation(const Link& l) {
+    return l.attempt > 0 && Clock::now() - l.connected_at < kStableSession;
+  }
+
+  // The link to carry a new stream: the fewest open streams, ties in turn from the link
+  // after the last one chosen (links on probation only when no other is up); null when
+  // no link is up.
+  Session* PickSession() {
+    for (const bool probation : {false, true}) {
+      Session* best = nullptr;
+      size_t best_index = 0;
+      for (size_t j = 0; j < links_.size(); ++j) {
+        const size_t i = (next_link_ + j) % links_.size();
+        if (!Up(*links_[i]) || (!probation && OnProbation(*links_[i]))) continue;
+        Session* s = links_[i]->session.get();
+        if (best == nullptr || s->open_streams() < best->open_streams()) {
+          best = s;
+          best_index = i;
+        }
+      }
+      if (best != nullptr) {
+        next_link_ = best_index + 1;
+        return best;
+      }
+    }
+    return nullptr;
+  }
+
   void OnTcp(tcp::socket s, const std::string& forward) {
-    if (session_ && !session_->closed() && !session_->draining()) {
-      session_->OpenStream(std::move(s), forward);
+    if (Session* session = PickSession()) {
+      session->OpenStream(std::move(s), forward);
       return;
     }
-    // The peer is not reachable now: the connection waits for it, a while.
+    // No link is up now: the connection waits for one, a while.
     waiting_.push_back({std::move(s), forward, Clock::now() + o_.connect_wait});
     ArmWaitTimer();
-    if (!connecting_ && !retry_pending_) StartConnect();
+    for (const auto& l : links_) {
+      if (!l->connecting && !l->retry_pending) StartConnect(*l);
+    }
   }
 
   void ArmWaitTimer() {
@@ -241,80 +331,111 @@ class Client {
     });
   }
 
-  void StartConnect() {
-    if (draining_ || connecting_) return;
-    connecting_ = true;
-    if (connector_.joinable()) connector_.join();
+  void StartConnect(Link& l) {
+    if (draining_ || l.connecting || Up(l)) return;
+    l.connecting = true;
+    if (l.connector.joinable()) l.connector.join();
     ConnectOptions co;
     co.config = o_.config;
     co.app_data = kBridgeAppData;
     co.timeout = Duration::Milliseconds(o_.connect_timeout.count());
-    connector_ = std::thread([this, co] {
+    Link* lp = &l;  // links_ outlives the io loop and the joined thread
+    l.connector = std::thread([this, lp, co] {
       auto h = ep_->Connect(o_.peer_host, o_.peer_port, co);
-      asio::post(r_.io_, [this, h = std::move(h)]() mutable { OnConnected(std::move(h)); });
+      asio::post(r_.io_,
+                 [this, lp, h = std::move(h)]() mutable { OnConnected(*lp, std::move(h)); });
     });
   }
 
-  void OnConnected(absl::StatusOr<std::shared_ptr<ConnectionHandle>> h) {
-    connecting_ = false;
-    if (!h.ok()) {
-      ++r_.metrics_.connect_failures;
-      const auto delay = std::min<std::chrono::milliseconds>(
-          o_.reconnect_max, std::chrono::milliseconds(200) * (1 << std::min(attempt_, 10)));
-      ++attempt_;
-      LOG(WARNING) << "event=connect_failed peer=" << o_.peer_host << ":" << o_.peer_port
-                   << " detail=\"" << h.status().message() << "\" retry_in_ms=" << delay.count();
-      if (draining_) return Finish();
-      retry_pending_ = true;
-      retry_timer_.expires_after(delay);
-      retry_timer_.async_wait([this](boost::system::error_code ec) {
-        retry_pending_ = false;
-        if (!ec) StartConnect();
-      });
-      return;
-    }
+  // The next attempt after the backoff: 200 ms doubling to --reconnect_max.
+  std::chrono::milliseconds NextDelay(Link& l) {
+    const auto delay = std::min<std::chrono::milliseconds>(
+        o_.reconnect_max, std::chrono::milliseconds(200) * (1 << std::min(l.attempt, 10)));
+    ++l.attempt;
+    return delay;
+  }
+
+  void OnConnectFailed(Link& l, const absl::Status& status) {
+    ++r_.metrics_.connect_failures;
+    const auto delay = NextDelay(l);
+    LOG(WARNING) << "event=connect_failed peer=" << o_.peer_host << ":" << o_.peer_port
+                 << " connection=" << l.index << " detail=\"" << status.message()
+                 << "\" retry_in_ms=" << delay.count();
+    if (draining_) return MaybeFinish();
+    RetryAfter(l, delay);
+  }
+
+  void RetryAfter(Link& l, std::chrono::milliseconds delay) {
+    if (draining_ || l.retry_pending) return;
+    l.retry_pending = true;
+    l.retry_timer.expires_after(delay);
+    l.retry_timer.async_wait([this, lp = &l](boost::system::error_code ec) {
+      lp->retry_pending = false;
+      if (!ec) StartConnect(*lp);
+    });
+  }
+
+  void OnConnected(Link& l, absl::StatusOr<std::shared_ptr<ConnectionHandle>> h) {
+    l.connecting = false;
+    if (!h.ok()) return OnConnectFailed(l, h.status());
     if (draining_) {
       (*h)->Close();
-      return Finish();
+      return MaybeFinish();
     }
-    attempt_ = 0;
-    if (r_.metrics_.sessions_opened > 0) ++r_.metrics_.reconnects;
-    session_ = std::make_shared<Session>(r_.io_, o_.session, budget_, &r_.metrics_);
-    session_->Attach(*h);
-    std::weak_ptr<Session> weak = session_;
-    session_->on_closed = [this, weak](const absl::Status& st) {
+    l.connected_at = Clock::now();
+    if (l.ever_connected) ++r_.metrics_.reconnects;
+    l.ever_connected = true;
+    l.session = std::make_shared<Session>(r_.io_, o_.session, budget_, &r_.metrics_);
+    l.session->Attach(*h);
+    std::weak_ptr<Session> weak = l.session;
+    Link* lp = &l;
+    l.session->on_closed = [this, lp, weak](const absl::Status& st) {
       LOG(WARNING) << "event=session_closed peer=" << o_.peer_host << ":" << o_.peer_port
-                   << " detail=\"" << (st.ok() ? "closed" : st.message()) << "\"";
-      asio::post(r_.io_, [this, weak] {
+                   << " connection=" << lp->index << " detail=\""
+                   << (st.ok() ? "closed" : st.message()) << "\"";
+      asio::post(r_.io_, [this, lp, weak] {
         std::shared_ptr<Session> s = weak.lock();
-        if (s && s == session_) {
-          session_.reset();
-          if (!draining_) StartConnect();
+        if (s && s == lp->session) {
+          lp->session.reset();
+          // At once after a session that lasted; with the backoff after one the server
+          // ended straight away (e.g. its --sessions_per_key refused this connection),
+          // so that a refusal does not become a busy loop of handshakes.
+          if (Clock::now() - lp->connected_at >= kStableSession) {
+            lp->attempt = 0;
+            StartConnect(*lp);  // not while draining
+          } else {
+            RetryAfter(*lp, NextDelay(*lp));
+          }
         } else if (s) {
           old_sessions_.erase(s);
         }
-        if (draining_ && !session_ && old_sessions_.empty()) Finish();
+        MaybeFinish();
       });
     };
-    // The server is going away: its open streams finish on this session, new ones wait
-    // for the next (the restarted server, or another behind the same address).
-    session_->on_goaway = [this, weak] {
+    // The server is going away: this link's open streams finish on this session, new
+    // ones go to the other links or wait for this one's next session (the restarted
+    // server, or another behind the same address).
+    l.session->on_goaway = [this, lp, weak] {
       std::shared_ptr<Session> s = weak.lock();
-      if (!s || s != session_) return;
-      LOG(INFO) << "event=peer_draining peer=" << o_.peer_host << ":" << o_.peer_port;
-      old_sessions_.insert(s);
-      session_.reset();
+      if (!s || s != lp->session) return;
+      LOG(INFO) << "event=peer_draining peer=" << o_.peer_host << ":" << o_.peer_port
+                << " connection=" << lp->index;
+      old_sessions_[s] = absl::StrCat(lp->index, "-draining-", ++old_serial_);
+      lp->session.reset();
       s->Drain();
-      StartConnect();
+      StartConnect(*lp);
     };
-    (*h)->SetCallback(Session::EventCallbackFor(r_.io_, session_));
+    Session::StartEvents(r_.io_, l.session);
     const ConnectionInfo& info = (*h)->info();
-    LOG(INFO) << "event=session_open peer=" << info.peer_address << " security=\"" << info.security
-              << "\"";
+    LOG(INFO) << "event=session_open peer=" << info.peer_address << " connection=" << l.index
+              << " engine=" << info.engine << " security=\"" << info.security << "\"";
     Print(absl::StrCat("connected to ", info.peer_address, " (",
-                       ConnectionSecurityText(info, o_.keys), ")"));
+                       ConnectionSecurityText(info, o_.keys), "), connection ", l.index + 1,
+                       " of ", links_.size(), " on engine ", info.engine));
     while (!waiting_.empty()) {
-      session_->OpenStream(std::move(waiting_.front().socket), waiting_.front().forward);
+      Session* s = PickSession();  // this link is up: never null
+      if (s == nullptr) break;
+      s->OpenStream(std::move(waiting_.front().socket), waiting_.front().forward);
       waiting_.pop_front();
     }
   }
@@ -327,19 +448,30 @@ class Client {
     }
     for (Waiting& w : waiting_) ResetSocket(w.socket);
     waiting_.clear();
-    retry_timer_.cancel();
-    for (const auto& s : old_sessions_) s->Drain();
-    if (session_ && !session_->closed()) {
-      session_->Drain();  // closes when its streams end; on_closed then finishes
-    } else if (!connecting_ && old_sessions_.empty()) {
-      Finish();
+    for (const auto& [s, label] : old_sessions_) s->Drain();
+    for (const auto& l : links_) {
+      l->retry_timer.cancel();
+      // Closes when its streams end; on_closed then finishes.
+      if (l->session && !l->session->closed()) l->session->Drain();
     }
+    MaybeFinish();
+  }
+
+  // While draining: exits once no link has a session open or an attempt under way.
+  void MaybeFinish() {
+    if (!draining_ || !old_sessions_.empty()) return;
+    for (const auto& l : links_) {
+      if (l->connecting || (l->session && !l->session->closed())) return;
+    }
+    Finish();
   }
 
   void Abort() {
     LOG(WARNING) << "event=drain_abort";
-    if (session_ && !session_->closed()) session_->Abort("client bridge shutting down");
-    for (const auto& s : old_sessions_) s->Abort("client bridge shutting down");
+    for (const auto& l : links_) {
+      if (l->session && !l->session->closed()) l->session->Abort("client bridge shutting down");
+    }
+    for (const auto& [s, label] : old_sessions_) s->Abort("client bridge shutting down");
     exit_status_ = 0;
     Finish();
   }
@@ -351,13 +483,14 @@ class Client {
   std::shared_ptr<Budget> budget_;
   std::unique_ptr<Endpoint> ep_;
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, std::string>> acceptors_;
-  std::shared_ptr<Session> session_;              // takes new streams
-  std::set<std::shared_ptr<Session>> old_sessions_;  // draining: their streams finish
+  std::vector<std::unique_ptr<Link>> links_;  // --connections of them
+  size_t next_link_ = 0;                      // where PickSession's turn starts
+  // Sessions the server is draining (GOAWAY): their streams finish; by metrics label.
+  std::map<std::shared_ptr<Session>, std::string> old_sessions_;
+  uint64_t old_serial_ = 0;
   std::deque<Waiting> waiting_;
-  std::thread connector_;
-  asio::steady_timer retry_timer_, wait_timer_;
-  bool connecting_ = false, retry_pending_ = false, wait_armed_ = false, draining_ = false;
-  int attempt_ = 0;
+  asio::steady_timer wait_timer_;
+  bool wait_armed_ = false, draining_ = false;
   int exit_status_ = 0;
 };
 
@@ -397,8 +530,10 @@ class Server {
       LH_RETURN_IF_ERROR(c.Validate());
       return c;
     };
+    // Both run on the engines' threads, several at once (see the top of this file): the
+    // policy reads only const options and the atomic draining_; on_accept only posts.
     lo.on_accept = [this, so](std::shared_ptr<ConnectionHandle> h) {
-      // Driver thread: hand the connection to the io thread; its events wait in the
+      // Engine thread: hand the connection to the io thread; its events wait in the
       // handle until the session sets the callback.
       asio::post(r_.io_, [this, so, h] { Adopt(so, h); });
     };
@@ -409,18 +544,19 @@ class Server {
       return 1;
     }
     Print(absl::StrCat("listening on longhaul ", o_.listen_host, ":", *port));
+    Print(absl::StrCat("engines: ", ep_->stats().engines));
     for (const Forward& f : o_.forwards) {
       Print(absl::StrCat("forward ", f.name, ": -> tcp ", f.host, ":", f.port));
     }
     Print(SecuritySettingsLine(o_.keys));
-    if (!r_.StartMetrics([this] {
+    if (!r_.StartMetrics(ep_.get(), [this] {
           std::vector<SessionSnapshot> v;
           r_.metrics_.memory_charged = budgets_.process().memory_used();
           r_.metrics_.memory_limit = budgets_.process().memory_limit();
           r_.metrics_.targets_open = budgets_.process().targets_used();
           r_.metrics_.client_keys = budgets_.keys();
-          for (const auto& s : sessions_) {
-            if (!s->closed()) v.push_back(Snapshot(*s));
+          for (const auto& [s, serial] : sessions_) {
+            if (!s->closed()) v.push_back(Snapshot(*s, std::to_string(serial)));
           }
           return v;
         })) {
@@ -430,10 +566,10 @@ class Server {
         [this] {
           draining_.store(true);
           if (sessions_.empty()) return r_.Stop();
-          for (const auto& s : sessions_) s->Drain();
+          for (const auto& [s, serial] : sessions_) s->Drain();
         },
         [this] {
-          for (const auto& s : sessions_) s->Abort("server bridge shutting down");
+          for (const auto& [s, serial] : sessions_) s->Abort("server bridge shutting down");
           r_.Stop();
         });
     r_.io_.run();
@@ -478,19 +614,25 @@ class Server {
         if (draining_.load() && sessions_.empty()) r_.Stop();
       });
     };
-    sessions_.insert(s);
-    LOG(INFO) << "event=session_open peer=" << peer << " security=\"" << h->info().security
+    const uint64_t serial = ++accepted_;
+    sessions_[s] = serial;
+    LOG(INFO) << "event=session_open peer=" << peer << " connection=" << serial
+              << " engine=" << h->info().engine << " security=\"" << h->info().security
               << "\" client=\"" << key << "\"";
     Print(absl::StrCat("client bridge ", peer, " connected (",
-                       ConnectionSecurityText(h->info(), o_.keys), ")"));
-    h->SetCallback(Session::EventCallbackFor(r_.io_, s));
+                       ConnectionSecurityText(h->info(), o_.keys), "), connection ", serial,
+                       " on engine ", h->info().engine));
+    Session::StartEvents(r_.io_, s);
   }
 
   const BridgeOptions& o_;
   Runner r_;
   ClientBudgets budgets_;
   std::unique_ptr<Endpoint> ep_;
-  std::set<std::shared_ptr<Session>> sessions_;
+  // A client bridge may keep several connections (--connections); each is a session
+  // here, told apart by the accept counter (the metrics' connection label).
+  std::map<std::shared_ptr<Session>, uint64_t> sessions_;
+  uint64_t accepted_ = 0;
   std::atomic<bool> draining_{false};
 };
 

@@ -1,6 +1,7 @@
 // longhaul-bridge's two modes (docs/bridge.md). The client accepts TCP connections on
-// each forward's listen address and carries them over one longhaul connection to the
-// server bridge, reconnecting with backoff when that connection ends; the server
+// each forward's listen address and carries each over one of its longhaul connections
+// to the server bridge (--connections, default 1), reconnecting a connection with
+// backoff when it ends; the server
 // accepts longhaul connections from client bridges and connects each stream to its
 // forward's target. Both drain on SIGTERM/SIGINT (no new streams; exit when the open
 // ones end or --drain_timeout passes) and serve Prometheus metrics when asked to.
@@ -32,6 +33,9 @@ struct BridgeOptions {
   crypto::LoadedKeys keys;
   SessionOptions session;
   ClientLimits limits;  // server: per client key and for the process
+  // Client: longhaul connections kept to the server (--connections, >= 1); each TCP
+  // connection rides on one. EndpointOptions::engines / engine_cpus run them.
+  size_t connections = 1;
   std::chrono::milliseconds connect_timeout{5000};   // client: one handshake
   std::chrono::milliseconds reconnect_max{5000};     // client: longest backoff
   std::chrono::milliseconds connect_wait{10000};     // client: a TCP connection waits this

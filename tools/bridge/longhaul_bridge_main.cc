@@ -1,5 +1,5 @@
-// longhaul-bridge: carries TCP connections between two sites over one longhaul
-// connection (a performance-enhancing proxy: TCP stays short and local at each end).
+// longhaul-bridge: carries TCP connections between two sites over longhaul connections
+// (a performance-enhancing proxy: TCP stays short and local at each end).
 // See docs/bridge.md.
 //
 //   longhaul-bridge client --listen=ADDR:PORT --peer=HOST:PORT [--forwards=FILE] KEYS
@@ -8,6 +8,7 @@
 // Exit status: 0 after a drain (SIGTERM/SIGINT), 1 for errors (a port in use, no
 // endpoint), 2 for bad flags, forwards files and key files.
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 #include <cstring>
 #include <iostream>
@@ -64,6 +65,18 @@ DEFINE_string(connect_wait, "10s",
               "client: how long a new TCP connection waits for the peer while it is down "
               "(then it is reset)");
 DEFINE_string(target_timeout, "10s", "server: give up connecting to a target after this");
+DEFINE_int32(engines, 1,
+             "engines: driver threads, each with its own UDP socket, running the longhaul "
+             "connections (a server's port is shared by all; a client places its "
+             "connections on them in turn); 0: one per CPU this process may run on, at most "
+             "8; at most 64");
+DEFINE_string(engine_cpus, "",
+              "CPUs to pin the engines to, e.g. 0,2,4-7: engine i runs on the i-th (in "
+              "turn when there are fewer than engines); empty: not pinned");
+DEFINE_int32(connections, 1,
+             "client: longhaul connections to keep to the server bridge, 1 to 64 (each TCP "
+             "connection rides on the one with the fewest streams); the server's "
+             "--sessions_per_key must allow them");
 DEFINE_string(drain_timeout, "30s",
               "on SIGTERM/SIGINT: how long open streams may take to end before they are reset");
 DECLARE_string(profile);
@@ -78,7 +91,7 @@ const std::vector<std::string> kFlagDirs = {"tools/bridge/", "tools/common/trans
 
 void PrintHelp() {
   std::cout
-      << "longhaul-bridge: carry TCP connections over one longhaul connection\n\n"
+      << "longhaul-bridge: carry TCP connections over longhaul connections\n\n"
          "usage: longhaul-bridge client --listen=ADDR:PORT --peer=HOST:PORT\n"
          "                      [--forwards=FILE] [--metrics=ADDR:PORT] [transport flags] KEYS\n"
          "       longhaul-bridge server --listen=ADDR:PORT --target=HOST:PORT\n"
@@ -92,7 +105,11 @@ void PrintHelp() {
          "rate floods a slower link and wastes a faster one); idle_timeout 10s and\n"
          "keepalive 1s unless set, so a vanished peer is noticed in seconds. SIGTERM\n"
          "drains: no new connections, exit when the open ones end. Exit status: 0 after a\n"
-         "drain, 1 errors, 2 bad flags or files. docs/bridge.md.\n\nflags:\n";
+         "drain, 1 errors, 2 bad flags or files.\n"
+         "Several cores: --engines=N runs N driver threads on each side (--engine_cpus pins\n"
+         "them); a client's --connections=K keeps K longhaul connections, spread over its\n"
+         "engines, each TCP connection on the one with the fewest streams. The metrics show\n"
+         "each engine's connections, bytes and CPU seconds. docs/bridge.md.\n\nflags:\n";
   PrintToolFlags(std::cout, kFlagDirs);
 }
 
@@ -132,6 +149,43 @@ std::vector<Forward> ReadForwardsFile(const std::string& path) {
                              " bytes: not a forwards file"));
   }
   return kUsage.Or(ParseForwards(text, path), "forwards");
+}
+
+// Most connections a client bridge keeps (--connections).
+constexpr int kMaxConnections = 64;
+
+// --engines, --engine_cpus and --connections.
+void EngineFlags(bool client, BridgeOptions* o) {
+  if (FLAGS_engines < 0 || static_cast<uint32_t>(FLAGS_engines) > kMaxEngines) {
+    kUsage.Fail(absl::StrCat("--engines must be in [0 (one per CPU), ", kMaxEngines, "]: got ",
+                             FLAGS_engines));
+  }
+  o->endpoint.engines = static_cast<uint32_t>(FLAGS_engines);
+  if (!FLAGS_engine_cpus.empty()) {
+    o->endpoint.engine_cpus = kUsage.Or(ParseCpuList(FLAGS_engine_cpus), "engine_cpus");
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+      for (int cpu : o->endpoint.engine_cpus) {
+        if (!CPU_ISSET(cpu, &allowed)) {
+          kUsage.Fail(absl::StrCat("--engine_cpus: CPU ", cpu,
+                                   " is not one this process may run on (",
+                                   CPU_COUNT(&allowed), " allowed; see taskset -p ", getpid(),
+                                   ")"));
+        }
+      }
+    }
+  }
+  const bool connections_set = !gflags::GetCommandLineFlagInfoOrDie("connections").is_default;
+  if (!client && connections_set) {
+    kUsage.Fail("--connections is the client's: a server accepts every connection a client "
+                "opens, up to --sessions_per_key per client key");
+  }
+  if (FLAGS_connections < 1 || FLAGS_connections > kMaxConnections) {
+    kUsage.Fail(absl::StrCat("--connections must be in [1, ", kMaxConnections, "]: got ",
+                             FLAGS_connections));
+  }
+  o->connections = static_cast<size_t>(FLAGS_connections);
 }
 
 crypto::LoadedKeys KeysFromFlags(bool client) {
@@ -248,6 +302,7 @@ int Main(int argc, char** argv) {
   o.reconnect_max = Millis(FLAGS_reconnect_max, "reconnect_max");
   o.connect_wait = Millis(FLAGS_connect_wait, "connect_wait");
   o.drain_timeout = Millis(FLAGS_drain_timeout, "drain_timeout");
+  EngineFlags(client, &o);
   o.keys = KeysFromFlags(client);
   o.endpoint.security = o.keys.security;
   return client ? RunClient(o) : RunServer(o);

@@ -337,7 +337,7 @@ TEST(BridgeE2E, ConcurrentStreamsOverALossyReorderingLink) {
   EXPECT_TRUE(WaitMetric(
       client->metrics_port,
       absl::StrCat("longhaul_bridge_session_packets_lost_total{peer=\"127.0.0.1:", relay.port,
-                   "\"}"),
+                   "\",connection=\"0\",engine=\"0\"}"),
       [](double v) { return v > 0; }, milliseconds(5000), &lost))
       << lost;
   ExpectMetric(*client, "longhaul_bridge_protocol_errors_total", 0);

@@ -601,6 +601,8 @@ TEST(BridgeMetricsTest, CountersSessionsAndEscapedLabels) {
   m.target_connect_failures = 4;
   std::vector<SessionSnapshot> sessions(2);
   sessions[0].peer = "127.0.0.1:4000";
+  sessions[0].connection = "0";
+  sessions[0].engine = 1;
   sessions[0].streams_open = 2;
   sessions[0].stats.packets_sent = 1000;
   sessions[0].stats.data_bytes_sent = 5000;
@@ -608,6 +610,7 @@ TEST(BridgeMetricsTest, CountersSessionsAndEscapedLabels) {
   sessions[0].debug.pacing_rate = Bandwidth::Gbps(10);
   sessions[0].debug.peer_loss_rate = 0.001;
   sessions[1].peer = "odd \"peer\"\\\nname";
+  sessions[1].connection = "1";
   sessions[1].streams_open = 1;
   const Exposition e = CheckExposition(FormatMetrics("cli\"ent\\\n", 1.5, m, sessions));
 
@@ -633,8 +636,10 @@ TEST(BridgeMetricsTest, CountersSessionsAndEscapedLabels) {
   EXPECT_EQ(value("connect_failures_total"), 5);
   EXPECT_EQ(value("protocol_errors_total"), 1);
   EXPECT_EQ(value("target_connect_failures_total"), 4);
-  const std::vector<std::pair<std::string, std::string>> p0 = {{"peer", "127.0.0.1:4000"}};
-  const std::vector<std::pair<std::string, std::string>> p1 = {{"peer", "odd \"peer\"\\\nname"}};
+  const std::vector<std::pair<std::string, std::string>> p0 = {
+      {"peer", "127.0.0.1:4000"}, {"connection", "0"}, {"engine", "1"}};
+  const std::vector<std::pair<std::string, std::string>> p1 = {
+      {"peer", "odd \"peer\"\\\nname"}, {"connection", "1"}, {"engine", "0"}};
   EXPECT_EQ(value("session_streams_open", p0), 2);
   EXPECT_EQ(value("session_streams_open", p1), 1);
   EXPECT_DOUBLE_EQ(value("session_rtt_seconds", p0), 0.058);
@@ -661,6 +666,71 @@ TEST(BridgeMetricsTest, LabelEscapingIsExact) {
   EXPECT_THAT(text,
               HasSubstr("longhaul_bridge_streams_reset_total{reason=\"e\\nf\",by=\"g\"} 1\n"));
   CheckExposition(text);
+}
+
+// Engines (--engines) and connections (--connections): one sample per engine, labelled
+// by its index, and the client's connection count; neither family without them.
+TEST(BridgeMetricsTest, PerEngineSeriesAndConnections) {
+  Metrics m;
+  m.connections_configured = 2;
+  std::vector<EngineSnapshot> engines(2);
+  engines[0] = {.connections = 1, .bytes_sent = 1000, .bytes_received = 2000, .cpu_s = 0.5};
+  engines[1] = {.connections = 3, .bytes_sent = 7, .bytes_received = 9, .cpu_s = 1.25};
+  const Exposition e = CheckExposition(FormatMetrics("client", 1, m, {}, engines));
+  auto value = [&](const std::string& name,
+                   const std::vector<std::pair<std::string, std::string>>& labels = {}) {
+    const Sample* s = Find(e, "longhaul_bridge_" + name, labels);
+    EXPECT_NE(s, nullptr) << name;
+    return s == nullptr ? -1.0 : s->value;
+  };
+  EXPECT_EQ(value("engines"), 2);
+  EXPECT_EQ(value("connections_configured"), 2);
+  EXPECT_EQ(value("engine_connections", {{"engine", "0"}}), 1);
+  EXPECT_EQ(value("engine_connections", {{"engine", "1"}}), 3);
+  EXPECT_EQ(value("engine_sent_bytes_total", {{"engine", "0"}}), 1000);
+  EXPECT_EQ(value("engine_received_bytes_total", {{"engine", "0"}}), 2000);
+  EXPECT_EQ(value("engine_sent_bytes_total", {{"engine", "1"}}), 7);
+  EXPECT_EQ(value("engine_received_bytes_total", {{"engine", "1"}}), 9);
+  EXPECT_EQ(value("engine_cpu_seconds_total", {{"engine", "0"}}), 0.5);
+  EXPECT_EQ(value("engine_cpu_seconds_total", {{"engine", "1"}}), 1.25);
+  const Exposition none = CheckExposition(FormatMetrics("server", 1, Metrics{}, {}));
+  for (const Sample& s : none.samples) {
+    EXPECT_FALSE(absl::StartsWith(s.name, "longhaul_bridge_engine")) << s.name;
+    EXPECT_NE(s.name, "longhaul_bridge_connections_configured");
+  }
+}
+
+// --engine_cpus: numbers and ranges in order; every malformed item named.
+TEST(BridgeConfigTest, CpuLists) {
+  auto ok = [](const char* text) {
+    absl::StatusOr<std::vector<int>> v = ParseCpuList(text);
+    EXPECT_TRUE(v.ok()) << text << ": " << v.status();
+    return v.ok() ? *v : std::vector<int>{};
+  };
+  EXPECT_EQ(ok("0"), std::vector<int>({0}));
+  EXPECT_EQ(ok("3,1"), std::vector<int>({3, 1}));
+  EXPECT_EQ(ok("0,2,4-6"), std::vector<int>({0, 2, 4, 5, 6}));
+  EXPECT_EQ(ok("7-7,1023"), std::vector<int>({7, 1023}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"", "empty CPU list"},
+      {"0,,1", "empty item in '0,,1'"},
+      {"1,", "empty item in '1,'"},
+      {"x", "bad CPU 'x' in 'x'"},
+      {"1, 2", "bad CPU ' 2' in '1, 2'"},
+      {"-1", "bad CPU '-1' in '-1': CPUs are numbered from 0"},
+      {"5-3", "range '5-3' in '5-3' runs backwards"},
+      {"1-", "bad CPU '' in '1-'"},
+      {"1-2-3", "bad CPU '2-3' in '1-2-3'"},
+      {"1024", "CPU 1024 in '1024' is not below 1024"},
+      {"99999", "bad CPU '99999'"},
+      {"0-1023,0", "names more than 1024 CPUs"},
+  };
+  for (const auto& [text, want] : bad) {
+    absl::StatusOr<std::vector<int>> v = ParseCpuList(text);
+    ASSERT_FALSE(v.ok()) << "'" << text << "' was accepted";
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(v.status().message()), HasSubstr(want)) << text;
+  }
 }
 
 }  // namespace
