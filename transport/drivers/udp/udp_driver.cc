@@ -1,6 +1,7 @@
 // The driver thread's loop, in order on every turn:
 //   1. run ready Asio handlers without blocking: sockets turning readable (only marked),
-//      cross-thread wake-ups, the timer;
+//      cross-thread wake-ups, the timer; then the work other threads posted (Listen,
+//      Connect: datapath::DriverThread);
 //   2. apply operations the application queued on handles (Send, PostReceive, ...), then
 //      read the marked sockets, at most two recvmmsg batches each (every datagram goes
 //      to the endpoint at once; a socket with more stays marked for the next turn);
@@ -15,17 +16,12 @@
 
 #include "transport/drivers/udp/udp_driver.h"
 
-#include <sys/prctl.h>
-
 #include <cerrno>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <deque>
-#include <functional>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -41,6 +37,7 @@
 #include "transport/base/rate_limited_log.h"
 #include "transport/base/status.h"
 #include "transport/datapath/driver_runtime.h"
+#include "transport/datapath/driver_thread.h"
 #include "transport/drivers/udp/engine_steering.h"
 #include "transport/drivers/udp/peer_address.h"
 #include "transport/endpoint/handshake.h"
@@ -75,6 +72,7 @@ class UdpDriverImpl {
       : opt_(o),
         slot_(slot),
         timer_(io_),
+        thread_([this] { asio::post(io_, [] {}); }),
         runtime_(datapath::EngineConfigFor(o, FormatPeerAddress, slot),
                  datapath::DriverRuntime::Hooks{
                      .wake = [this] { asio::post(io_, [] {}); },
@@ -92,8 +90,7 @@ class UdpDriverImpl {
   }
 
   void Start() {
-    thread_ = std::thread([this] { Loop(); });
-    runtime_.SetDriverThread(thread_.get_id());
+    thread_.Start(slot_, [this] { Loop(); });
   }
 
   // ---- thread-safe entry points ----
@@ -102,7 +99,7 @@ class UdpDriverImpl {
     LH_ASSIGN_OR_RETURN(net::SocketAddress bind, net::SocketAddress::FromNumeric(address, port));
     LH_RETURN_IF_ERROR(lo.config.Validate());
     absl::StatusOr<uint16_t> result = absl::CancelledError("endpoint is shut down");
-    RunOnDriver([&] {
+    thread_.RunOnThread([&] {
       net::SocketOptions so;
       so.recv_buffer = so.send_buffer = SocketBufferFor(opt_, lo.config);
       so.gso = opt_.gso;
@@ -136,14 +133,14 @@ class UdpDriverImpl {
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const std::string& host,
                                                             uint16_t port, ConnectOptions co) {
-    if (runtime_.OnDriverThread()) {
+    if (thread_.OnThread()) {
       return absl::FailedPreconditionError("Connect cannot be called from an event callback");
     }
     LH_ASSIGN_OR_RETURN(net::SocketAddress server, net::Resolve(host, port));
     LH_RETURN_IF_ERROR(datapath::ValidateConnectOptions(co));
     auto wait = std::make_shared<datapath::ConnectWait>();
     const Duration timeout = co.timeout;
-    const bool posted = Post([this, server, co = std::move(co), wait]() mutable {
+    const bool posted = thread_.Post([this, server, co = std::move(co), wait]() mutable {
       StartConnect(server, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
@@ -154,28 +151,10 @@ class UdpDriverImpl {
     return runtime_.Accept(timeout);
   }
 
-  void Shutdown() {
-    if (runtime_.OnDriverThread()) {
-      // From an event callback: the thread cannot join itself. Stop after this turn.
-      LOG(DFATAL) << "Endpoint::Close called from an event callback";
-      std::lock_guard<std::mutex> l(post_mu_);
-      stop_requested_ = true;
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      if (!thread_.joinable()) return;
-      stop_requested_ = true;
-    }
-    asio::post(io_, [] {});
-    thread_.join();
-  }
+  void Shutdown() { thread_.Shutdown(); }
 
   EndpointStats stats() {
-    // Fresh counters from the driver thread (the published copy when it has stopped).
-    RunOnDriver([this] { PublishDriverStats(Now()); });
-    std::lock_guard<std::mutex> l(stats_mu_);
-    return published_;
+    return thread_.FreshStats([this] { PublishDriverStats(Now()); });
   }
 
  private:
@@ -203,36 +182,15 @@ class UdpDriverImpl {
     Ecn ecn = Ecn::kNotEct;
   };
 
-  // ---- posting work to the driver thread ----
-
-  bool Post(std::function<void()> fn) {
-    std::lock_guard<std::mutex> l(post_mu_);
-    if (stop_requested_ || stopped_) return false;
-    asio::post(io_, std::move(fn));
-    return true;
-  }
-
-  void RunOnDriver(const std::function<void()>& fn) {
-    datapath::RunOnDriverThread(
-        runtime_.OnDriverThread(), [this](std::function<void()> f) { return Post(std::move(f)); },
-        fn);
-  }
-
   // ---- the loop ----
 
   void Loop() {
     runtime_.SetDriverThread(std::this_thread::get_id());
-    datapath::SetUpEngineThread(slot_);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timer wake-ups to the microsecond
     while (true) {
       io_.restart();
       io_.poll();
-      bool stop;
-      {
-        std::lock_guard<std::mutex> l(post_mu_);
-        stop = stop_requested_;
-      }
-      if (stop) {
+      thread_.RunPosted();
+      if (thread_.stop_requested()) {
         DoShutdown();
         return;
       }
@@ -616,9 +574,7 @@ class UdpDriverImpl {
     s.send_buffer = last_socket_info_.send_buffer;
     s.gso = last_socket_info_.gso;
     s.gro = last_socket_info_.gro;
-    s.cpu_s = datapath::ThisThreadCpuSeconds();
-    std::lock_guard<std::mutex> l(stats_mu_);
-    published_ = s;
+    thread_.Publish(s);
   }
 
   void DoShutdown() {
@@ -627,10 +583,7 @@ class UdpDriverImpl {
     Transmit(now);  // the CLOSE packets
     runtime_.FinishShutdown(now);
     PublishDriverStats(now);
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      stopped_ = true;
-    }
+    thread_.StopPosting();  // callers waiting in RunOnThread
     sockets_.clear();
     boost::system::error_code ec;
     timer_.cancel(ec);
@@ -643,7 +596,7 @@ class UdpDriverImpl {
   bool timer_armed_ = false;
   Time timer_at_ = Time::Infinite();
   uint64_t timer_gen_ = 0;
-  std::thread thread_;
+  datapath::DriverThread thread_;
   datapath::DriverRuntime runtime_;
   endpoint::SansIoEndpoint& ep_;
   RateLimitedLog rate_log_;
@@ -659,10 +612,6 @@ class UdpDriverImpl {
   std::vector<uint32_t> pending_reads_;
   std::vector<net::TxDatagram> batch_;
 
-  std::mutex post_mu_;
-  bool stop_requested_ = false;
-  bool stopped_ = false;
-
   EndpointStats counters_;
   std::vector<std::vector<uint8_t>> foreign_replies_;  // OnForeignDatagram's scratch
   net::SocketInfo last_socket_info_;
@@ -671,8 +620,6 @@ class UdpDriverImpl {
   uint64_t closed_gso_ = 0;
   uint64_t closed_gro_ = 0;
   Time last_stats_publish_;
-  mutable std::mutex stats_mu_;
-  EndpointStats published_;
   bool warned_rmem_ = false;
   bool warned_wmem_ = false;
 };

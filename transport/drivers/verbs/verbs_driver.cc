@@ -23,17 +23,12 @@
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <mutex>
-#include <random>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -47,6 +42,7 @@
 #include "transport/base/rate_limited_log.h"
 #include "transport/base/status.h"
 #include "transport/datapath/driver_runtime.h"
+#include "transport/datapath/driver_thread.h"
 #include "transport/drivers/verbs/ibverbs.h"
 #include "transport/drivers/verbs/locator.h"
 #include "transport/drivers/verbs/peer_address.h"
@@ -75,6 +71,7 @@ class VerbsDriverImpl {
  public:
   explicit VerbsDriverImpl(const EndpointOptions& o)
       : opt_(o),
+        thread_([this] { Kick(); }),
         runtime_(datapath::EndpointConfigFor(o, FormatPeerAddress),
                  datapath::DriverRuntime::Hooks{
                      .wake = [this] { Kick(); },
@@ -99,8 +96,7 @@ class VerbsDriverImpl {
   }
 
   void Start() {
-    thread_ = std::thread([this] { Loop(); });
-    runtime_.SetDriverThread(thread_.get_id());
+    thread_.Start(datapath::EngineSlot{}, [this] { Loop(); });
   }
 
   // ---- thread-safe entry points ----
@@ -115,13 +111,13 @@ class VerbsDriverImpl {
     const uint32_t ipv4 =
         reinterpret_cast<const sockaddr_in*>(bind.sockaddr_ptr())->sin_addr.s_addr;
     absl::StatusOr<uint16_t> result = absl::CancelledError("endpoint is shut down");
-    RunOnDriver([&] { result = ListenOnDriver(bind, ipv4, std::move(lo)); });
+    thread_.RunOnThread([&] { result = ListenOnDriver(bind, ipv4, std::move(lo)); });
     return result;
   }
 
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Connect(const std::string& host, uint16_t port,
                                                             ConnectOptions co) {
-    if (runtime_.OnDriverThread()) {
+    if (thread_.OnThread()) {
       return absl::FailedPreconditionError("Connect cannot be called from an event callback");
     }
     LH_ASSIGN_OR_RETURN(net::SocketAddress server, net::Resolve(host, port));
@@ -136,11 +132,11 @@ class VerbsDriverImpl {
     co.timeout = std::max(left, Duration::Milliseconds(100));
     const uint32_t ipv4 = SourceAddressTowards(server);
     absl::Status opened = absl::CancelledError("endpoint is shut down");
-    RunOnDriver([&] { opened = OpenDevice(ipv4); });
+    thread_.RunOnThread([&] { opened = OpenDevice(ipv4); });
     if (!opened.ok()) return opened;
     auto wait = std::make_shared<datapath::ConnectWait>();
     const Duration timeout = co.timeout;
-    const bool posted = Post([this, a = located, co = std::move(co), wait]() mutable {
+    const bool posted = thread_.Post([this, a = located, co = std::move(co), wait]() mutable {
       StartConnect(a, std::move(co), std::move(wait));
     });
     if (!posted) return absl::CancelledError("endpoint is shut down");
@@ -151,51 +147,18 @@ class VerbsDriverImpl {
     return runtime_.Accept(timeout);
   }
 
-  void Shutdown() {
-    if (runtime_.OnDriverThread()) {
-      LOG(DFATAL) << "Endpoint::Close called from an event callback";
-      std::lock_guard<std::mutex> l(post_mu_);
-      stop_requested_ = true;
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      if (!thread_.joinable()) return;
-      stop_requested_ = true;
-    }
-    Kick();
-    thread_.join();
-  }
+  void Shutdown() { thread_.Shutdown(); }
 
   EndpointStats stats() {
-    RunOnDriver([this] { PublishDriverStats(Now()); });
-    std::lock_guard<std::mutex> l(stats_mu_);
-    return published_;
+    return thread_.FreshStats([this] { PublishDriverStats(Now()); });
   }
 
  private:
-  // ---- posting work to the driver thread ----
-
+  // Wakes the driver thread (its eventfd).
   void Kick() {
     const uint64_t one = 1;
     ssize_t r = write(event_fd_, &one, sizeof(one));
     (void)r;
-  }
-
-  bool Post(std::function<void()> fn) {
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      if (stop_requested_ || stopped_) return false;
-      posted_.push_back(std::move(fn));
-    }
-    Kick();
-    return true;
-  }
-
-  void RunOnDriver(const std::function<void()>& fn) {
-    datapath::RunOnDriverThread(
-        runtime_.OnDriverThread(), [this](std::function<void()> f) { return Post(std::move(f)); },
-        fn);
   }
 
   // ---- the device ----
@@ -410,30 +373,15 @@ class VerbsDriverImpl {
 
   void Loop() {
     runtime_.SetDriverThread(std::this_thread::get_id());
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     while (true) {
-      RunPosted();
-      bool stop;
-      {
-        std::lock_guard<std::mutex> l(post_mu_);
-        stop = stop_requested_;
-      }
-      if (stop) {
+      thread_.RunPosted();
+      if (thread_.stop_requested()) {
         DoShutdown();
         return;
       }
       const bool busy = Service();
       if (!busy) WaitForWork();
     }
-  }
-
-  void RunPosted() {
-    std::vector<std::function<void()>> work;
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      work.swap(posted_);
-    }
-    for (auto& fn : work) fn();
   }
 
   // Returns true when there may be more to do at once (completions left in a queue).
@@ -726,9 +674,7 @@ class VerbsDriverImpl {
     last_stats_publish_ = now;
     EndpointStats s = counters_;
     runtime_.AddStats(&s);
-    s.cpu_s = datapath::ThisThreadCpuSeconds();
-    std::lock_guard<std::mutex> l(stats_mu_);
-    published_ = s;
+    thread_.Publish(s);
   }
 
   void DoShutdown() {
@@ -737,11 +683,7 @@ class VerbsDriverImpl {
     Transmit(now);  // the CLOSE packets
     runtime_.FinishShutdown(now);
     PublishDriverStats(now);
-    {
-      std::lock_guard<std::mutex> l(post_mu_);
-      stopped_ = true;
-    }
-    RunPosted();  // callers waiting in RunOnDriver
+    thread_.StopPosting();  // callers waiting in RunOnThread
     if (dev_ != nullptr) {
       // Let the CLOSE packets leave before the queue pairs go (bounded).
       const int64_t until = MonotonicNs() + 50'000'000;
@@ -756,7 +698,7 @@ class VerbsDriverImpl {
   }
 
   const EndpointOptions opt_;
-  std::thread thread_;
+  datapath::DriverThread thread_;
   datapath::DriverRuntime runtime_;
   endpoint::SansIoEndpoint& ep_;
   RateLimitedLog rate_log_;
@@ -786,15 +728,8 @@ class VerbsDriverImpl {
   std::vector<uint32_t> ids_;
   std::vector<std::vector<uint8_t>> foreign_replies_;
 
-  std::mutex post_mu_;
-  std::vector<std::function<void()>> posted_;
-  bool stop_requested_ = false;
-  bool stopped_ = false;
-
   EndpointStats counters_;
   Time last_stats_publish_;
-  mutable std::mutex stats_mu_;
-  EndpointStats published_;
 };
 
 // ---- VerbsDriver ----

@@ -30,9 +30,10 @@ class VerbsDriverImpl;
 
 class VerbsDriver final : public Driver {
  public:
-  // Starts the driver thread; opens the device now when options.verbs.device names one
-  // (else at the first Listen or Connect, from the local address). Errors:
-  // InvalidArgument naming a bad option; VerbsDevice::Open's errors.
+  // Starts the driver thread (named "lh-engine-0", like a lone UDP engine's); opens the
+  // device now when options.verbs.device names one (else at the first Listen or Connect,
+  // from the local address). Errors: InvalidArgument naming a bad option;
+  // VerbsDevice::Open's errors.
   static absl::StatusOr<std::unique_ptr<VerbsDriver>> Create(const EndpointOptions& options);
   ~VerbsDriver() override;  // Shutdown()
 
