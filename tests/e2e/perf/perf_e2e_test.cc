@@ -168,9 +168,8 @@ TEST(PerfE2E, SendQuantumOutOfRangeIsAUsageError) {
 }
 
 // Two engines a side, four connections: the client places them in turn (two on each of
-// its engines); the server's engine for a connection is the one the kernel's hash gave
-// its Hello, so there any split of the four is right (all on one engine has odds of
-// 1/8) and only the engines that hold connections must have carried bytes.
+// its engines) and counts them in its connection ids' top byte, which steers each Hello
+// to server engine (count % 2): two on each of the server's engines too.
 TEST(PerfE2E, EnginesSpreadParallelConnectionsAndReportPerEngine) {
   Server s = StartServer({"--engines=2"});
   ASSERT_GT(s.port, 0);
@@ -199,14 +198,15 @@ TEST(PerfE2E, EnginesSpreadParallelConnectionsAndReportPerEngine) {
   ASSERT_TRUE(theirs.is_array()) << t->dump();
   ASSERT_EQ(theirs.size(), 2u) << theirs.dump();
   uint64_t connections = 0, received = 0;
-  for (const Json& e : theirs) {
-    SCOPED_TRACE(::testing::Message() << "server engine " << e.dump());
-    connections += e["connections"].get<uint64_t>();
-    received += e["bytes_received"].get<uint64_t>();
-    if (e["connections"].get<uint64_t>() > 0) {
-      EXPECT_GT(e["bytes_received"].get<uint64_t>(), 0u);
-      EXPECT_GT(e["bytes_sent"].get<uint64_t>(), 0u);
-    }
+  for (size_t e = 0; e < theirs.size(); ++e) {
+    SCOPED_TRACE(::testing::Message() << "server engine " << e << ": " << theirs[e].dump());
+    EXPECT_EQ(theirs[e]["index"], e);
+    EXPECT_EQ(theirs[e]["connections"], 2);
+    EXPECT_GT(theirs[e]["bytes_received"].get<uint64_t>(), uint64_t{2} * (8 << 20));
+    EXPECT_GT(theirs[e]["bytes_sent"].get<uint64_t>(), 0u);
+    EXPECT_GT(theirs[e]["datagrams_received"].get<uint64_t>(), 0u);
+    connections += theirs[e]["connections"].get<uint64_t>();
+    received += theirs[e]["bytes_received"].get<uint64_t>();
   }
   EXPECT_EQ(connections, 4u);
   EXPECT_GT(received, uint64_t{4} * (8 << 20));

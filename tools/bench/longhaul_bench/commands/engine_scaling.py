@@ -23,8 +23,8 @@ the sender's span end.sum_sent.seconds, as cpu-per-byte), the user + system CPU 
 of the client and of the server process over its whole life (wait4()'s rusage, what
 /usr/bin/time -f "%U %S" reports), CPU s/GB = CPU s / delivered bytes x 1e9 per process
 and for both, and how the connections fell on the engines (client: in turn; server: by
-the kernel's hash of the Hellos, so with few connections the split is uneven by chance:
-"2+0" means both on one engine).
+the count in the connection ids, evenly; "1+1" is one on each of two engines, "2+0" would
+be both on one).
 
 Per configuration: the medians over the rounds and the speedup of the median goodput
 against (E=1, P=1) and against (E=1, P=E). The floor line compares (E, P=E) with
