@@ -124,16 +124,23 @@ bool ConnectionHandle::Wait(Event* event, Duration timeout) {
 }
 
 void ConnectionHandle::SetCallback(EventCallback callback) {
-  std::lock_guard<std::mutex> l(mu_);
-  callback_ = std::move(callback);
-  if (callback_ && !events_.empty() && host_ != nullptr) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    callback_ = std::move(callback);
+    if (!callback_ || events_.empty()) return;
     flush_pending_ = true;
-    // The driver passes the queued events to the callback on its thread.
-    if (!wake_queued_) {
-      wake_queued_ = true;
-      host_->Wake(this);
+    if (host_ != nullptr) {
+      // The driver passes the queued events to the callback on its thread.
+      if (!wake_queued_) {
+        wake_queued_ = true;
+        host_->Wake(this);
+      }
+      return;
     }
   }
+  // Detached (the connection ended before the callback was set): no driver thread will
+  // flush, so the queued events, the kClosed among them, go to the callback here.
+  FlushToCallback();
 }
 
 bool ConnectionHandle::WaitClosed(Duration timeout) {

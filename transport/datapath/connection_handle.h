@@ -23,7 +23,9 @@
 // driver thread calls for every event, in order, without holding any lock (the callback
 // may submit; it must not block for long, it holds up the driver). Set the callback
 // before events arrive (ConnectOptions / ListenOptions::on_accept) or later with
-// SetCallback, which passes the events still queued to the callback first, in order.
+// SetCallback, which passes the events still queued to the callback first, in order (on
+// the driver thread; on the calling thread when the connection has already ended, so a
+// callback set late still sees the kClosed).
 //
 // Every handle ends with exactly one kClosed event whose status says why: OK for a clean
 // close by either side, DeadlineExceeded "peer unreachable: no packet received for 30s"

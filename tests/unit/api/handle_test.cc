@@ -132,6 +132,29 @@ TEST(ConnectionHandle, CallbackSetLaterReceivesQueuedEventsFirstInOrder) {
   EXPECT_FALSE(p.c->Poll(&e));  // everything went to the callback
 }
 
+// A callback set only after the connection ended (a server that closed it right after the
+// handshake, before the application got to it) still receives the queued events, the
+// kClosed last, at once on the setting thread: no driver thread is left to flush them.
+TEST(ConnectionHandle, CallbackSetAfterTheConnectionEndedStillSeesItsClose) {
+  Pair p = Connect();
+  ASSERT_NE(p.c, nullptr);
+  p.s->Close();
+  ASSERT_TRUE(p.c->WaitClosed(kWait));
+  p.client->Close();  // the handle is detached from its driver now
+  std::vector<Event::Type> seen;
+  absl::Status close_status = absl::UnknownError("no kClosed");
+  p.c->SetCallback([&](Event& e) {  // runs on this thread, before SetCallback returns
+    seen.push_back(e.type);
+    if (e.type == Event::Type::kClosed) close_status = e.status;
+  });
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), Event::Type::kClosed);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), Event::Type::kClosed), 1);
+  EXPECT_TRUE(close_status.ok()) << close_status;  // the peer's clean close
+  Event e;
+  EXPECT_FALSE(p.c->Poll(&e));
+}
+
 // An application that stops taking its events: the receive credit counts what waits in
 // its queue, so the sender stops within one recv_window, and everything arrives intact
 // once the application reads again.
