@@ -224,8 +224,8 @@ TEST_F(PluginEnginesTest, BadValuesAreRefusedNamingTheVariable) {
       {"two", nullptr, nullptr, "NCCL_LONGHAUL_ENGINES=two: expected a count in [0, 64]"},
       {"-1", nullptr, nullptr, "NCCL_LONGHAUL_ENGINES=-1: expected a count in [0, 64]"},
       {"2", "1,x", nullptr,
-       "NCCL_LONGHAUL_ENGINE_CPUS=1,x: expected a CPU list (numbers in [0, 1023]) ('x' is not a "
-       "CPU)"},
+       "NCCL_LONGHAUL_ENGINE_CPUS=1,x: expected a CPU list (numbers in [0, 1023]) (bad CPU 'x' "
+       "in '1,x' (a CPU number, or a range FIRST-LAST))"},
       {"2", nullptr, "verbs",
        "NCCL_LONGHAUL_ENGINES=2: more than one engine needs NCCL_LONGHAUL_DATAPATH=udp"},
   };

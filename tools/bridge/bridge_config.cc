@@ -70,47 +70,4 @@ absl::StatusOr<std::vector<Forward>> ParseForwards(absl::string_view text,
   return out;
 }
 
-absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text) {
-  if (text.empty()) return absl::InvalidArgumentError("empty CPU list");
-  // One CPU number: decimal digits only (no sign, no spaces), below kMaxCpu.
-  auto cpu = [&](absl::string_view item) -> absl::StatusOr<int> {
-    if (item.empty() || item.size() > 4 ||
-        !std::all_of(item.begin(), item.end(), [](char c) { return absl::ascii_isdigit(c); })) {
-      return absl::InvalidArgumentError(absl::StrCat("bad CPU '", item, "' in '", text,
-                                                     "' (a CPU number, or a range FIRST-LAST)"));
-    }
-    int n = 0;
-    for (char c : item) n = n * 10 + (c - '0');
-    if (n >= kMaxCpu) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("CPU ", n, " in '", text, "' is not below ", kMaxCpu));
-    }
-    return n;
-  };
-  std::vector<int> out;
-  for (absl::string_view item : absl::StrSplit(text, ',')) {
-    if (item.empty()) return absl::InvalidArgumentError(absl::StrCat("empty item in '", text, "'"));
-    if (item[0] == '-') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad CPU '", item, "' in '", text, "': CPUs are numbered from 0"));
-    }
-    const size_t dash = item.find('-');
-    LH_ASSIGN_OR_RETURN(const int first, cpu(item.substr(0, dash)));
-    int last = first;
-    if (dash != absl::string_view::npos) {
-      LH_ASSIGN_OR_RETURN(last, cpu(item.substr(dash + 1)));
-      if (last < first) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("range '", item, "' in '", text, "' runs backwards"));
-      }
-    }
-    if (out.size() + static_cast<size_t>(last - first) + 1 > kMaxCpuListEntries) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", text, "' names more than ", kMaxCpuListEntries, " CPUs"));
-    }
-    for (int c = first; c <= last; ++c) out.push_back(c);
-  }
-  return out;
-}
-
 }  // namespace longhaul::bridge

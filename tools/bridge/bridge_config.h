@@ -39,12 +39,5 @@ absl::StatusOr<std::vector<Forward>> ParseForwards(absl::string_view text,
 // Adds `f` to `all`, refusing a name defined twice (naming both places).
 absl::Status AddForward(Forward f, std::vector<Forward>* all);
 
-// A CPU list (--engine_cpus): comma-separated CPU numbers and inclusive ranges, in the
-// order given ("0,2,4-6" is 0 2 4 5 6); at most kMaxCpuListEntries CPUs, each below
-// kMaxCpu. InvalidArgument naming the item otherwise ("bad CPU 'x' in '0,x'", "range
-// '5-3' runs backwards", "empty item in '0,,1'").
-inline constexpr int kMaxCpu = 1024;  // CPU_SETSIZE
-inline constexpr size_t kMaxCpuListEntries = 1024;
-absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text);
 
 }  // namespace longhaul::bridge

@@ -8,7 +8,6 @@
 // Exit status: 0 after a drain (SIGTERM/SIGINT), 1 for errors (a port in use, no
 // endpoint), 2 for bad flags, forwards files and key files.
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 #include <cstring>
 #include <iostream>
@@ -20,6 +19,7 @@
 #include "glog/logging.h"
 #include "tools/bridge/bridge_config.h"
 #include "tools/bridge/bridge_tool.h"
+#include "tools/common/engine_flags.h"
 #include "tools/common/security_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
@@ -65,14 +65,6 @@ DEFINE_string(connect_wait, "10s",
               "client: how long a new TCP connection waits for the peer while it is down "
               "(then it is reset)");
 DEFINE_string(target_timeout, "10s", "server: give up connecting to a target after this");
-DEFINE_int32(engines, 1,
-             "engines: driver threads, each with its own UDP socket, running the longhaul "
-             "connections (a server's port is shared by all; a client places its "
-             "connections on them in turn); 0: one per CPU this process may run on, at most "
-             "8; at most 64");
-DEFINE_string(engine_cpus, "",
-              "CPUs to pin the engines to, e.g. 0,2,4-7: engine i runs on the i-th (in "
-              "turn when there are fewer than engines); empty: not pinned");
 DEFINE_int32(connections, 1,
              "client: longhaul connections to keep to the server bridge, 1 to 64 (each TCP "
              "connection rides on the one with the fewest streams); the server's "
@@ -87,7 +79,8 @@ namespace {
 constexpr ToolUsage kUsage("longhaul-bridge");
 
 const std::vector<std::string> kFlagDirs = {"tools/bridge/", "tools/common/transport_flags",
-                                            "tools/common/security_flags"};
+                                            "tools/common/security_flags",
+                                            "tools/common/engine_flags"};
 
 void PrintHelp() {
   std::cout
@@ -156,26 +149,7 @@ constexpr int kMaxConnections = 64;
 
 // --engines, --engine_cpus and --connections.
 void EngineFlags(bool client, BridgeOptions* o) {
-  if (FLAGS_engines < 0 || static_cast<uint32_t>(FLAGS_engines) > kMaxEngines) {
-    kUsage.Fail(absl::StrCat("--engines must be in [0 (one per CPU), ", kMaxEngines, "]: got ",
-                             FLAGS_engines));
-  }
-  o->endpoint.engines = static_cast<uint32_t>(FLAGS_engines);
-  if (!FLAGS_engine_cpus.empty()) {
-    o->endpoint.engine_cpus = kUsage.Or(ParseCpuList(FLAGS_engine_cpus), "engine_cpus");
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-      for (int cpu : o->endpoint.engine_cpus) {
-        if (!CPU_ISSET(cpu, &allowed)) {
-          kUsage.Fail(absl::StrCat("--engine_cpus: CPU ", cpu,
-                                   " is not one this process may run on (",
-                                   CPU_COUNT(&allowed), " allowed; see taskset -p ", getpid(),
-                                   ")"));
-        }
-      }
-    }
-  }
+  EnginesFromFlags(kUsage, &o->endpoint);
   const bool connections_set = !gflags::GetCommandLineFlagInfoOrDie("connections").is_default;
   if (!client && connections_set) {
     kUsage.Fail("--connections is the client's: a server accepts every connection a client "

@@ -13,7 +13,6 @@
 // Exit status: 0 when every byte arrived and was verified (with --verify=off: arrived),
 // 1 for errors (connection, a refused key, corruption, incomplete transfer), 2 for bad
 // flags and key files.
-#include <sched.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -27,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "tools/common/engine_flags.h"
 #include "tools/common/security_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
@@ -77,14 +77,6 @@ DEFINE_string(datapath, "udp", "udp (sockets) or verbs (RDMA UD queue pairs on R
 DEFINE_string(device, "", "verbs: RDMA device (rxe0, mlx5_0); empty: the one holding the local address");
 DEFINE_int32(gid_index, -1, "verbs: GID table index; -1: the RoCE v2 GID of the local IPv4 address");
 DEFINE_int32(traffic_class, 0, "verbs: IP traffic class of sent packets (DSCP << 2)");
-DEFINE_int32(engines, 1,
-             "driver threads (engines), each with its own sockets: a server's port is shared "
-             "by all, a client places its --parallel connections on them in turn; 0: one per "
-             "CPU this process may run on, at most 8; at most 64; more than 1 needs "
-             "--datapath=udp");
-DEFINE_string(engine_cpus, "",
-              "pin engine i to CPU LIST[i % size], LIST comma-separated CPU numbers "
-              "(e.g. 0,2); empty: not pinned");
 DECLARE_string(profile);
 
 namespace longhaul::perf {
@@ -93,7 +85,8 @@ namespace {
 constexpr ToolUsage kUsage("longhaul-perf");
 
 const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transport_flags",
-                                            "tools/common/security_flags"};
+                                            "tools/common/security_flags",
+                                            "tools/common/engine_flags"};
 
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
@@ -173,29 +166,6 @@ crypto::LoadedKeys KeysFromFlags(bool client) {
   return *std::move(keys);
 }
 
-// --engine_cpus: comma-separated CPU numbers, each one this process may run on.
-std::vector<int> EngineCpusFromFlag(const std::string& text) {
-  std::vector<int> cpus;
-  if (text.empty()) return cpus;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    int cpu = -1;
-    if (!absl::SimpleAtoi(part, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
-      kUsage.Fail(absl::StrCat("--engine_cpus: '", part,
-                               "' is not a CPU number (give comma-separated CPU numbers, "
-                               "e.g. --engine_cpus=0,2)"));
-    }
-    if (known && !CPU_ISSET(cpu, &allowed)) {
-      kUsage.Fail(absl::StrCat("--engine_cpus: CPU ", cpu, " is not one this process may run on (",
-                               CPU_COUNT(&allowed), " allowed)"));
-    }
-    cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
 EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   EndpointOptions e;
   e.security = keys.security;  // the driver sets the entropy source
@@ -220,15 +190,7 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
     kUsage.Fail("--traffic_class must be in [0, 255]");
   }
   e.verbs.traffic_class = static_cast<uint8_t>(FLAGS_traffic_class);
-  if (FLAGS_engines < 0 || FLAGS_engines > static_cast<int>(kMaxEngines)) {
-    kUsage.Fail(absl::StrCat("--engines must be in [0 (one per CPU), ", kMaxEngines, "]"));
-  }
-  if (FLAGS_engines != 1 && e.datapath != Datapath::kUdp) {
-    kUsage.Fail(
-        "--engines: the verbs datapath runs one engine (give --engines=1 or --datapath=udp)");
-  }
-  e.engines = static_cast<uint32_t>(FLAGS_engines);
-  e.engine_cpus = EngineCpusFromFlag(FLAGS_engine_cpus);
+  EnginesFromFlags(kUsage, &e);
   // A segment given on the command line is kept (an error if the port's MTU is smaller);
   // the default follows the MTU.
   e.verbs.fit_segment = gflags::GetCommandLineFlagInfoOrDie("segment").is_default &&

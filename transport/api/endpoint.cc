@@ -1,6 +1,5 @@
 #include "transport/api/endpoint.h"
 
-#include "absl/strings/str_cat.h"
 #include "transport/base/status.h"
 #include "transport/datapath/engine_group.h"
 #include "transport/drivers/udp/udp_driver.h"
@@ -12,11 +11,6 @@ namespace longhaul {
 
 absl::StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(const EndpointOptions& options) {
   LH_ASSIGN_OR_RETURN(const uint32_t engines, datapath::ResolveEngines(options));
-  if (engines > 1 && options.datapath != Datapath::kUdp) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("engines=", engines, ": several engines need datapath udp; the ",
-                     DatapathName(options.datapath), " datapath runs one engine"));
-  }
   std::unique_ptr<Driver> driver;
   switch (options.datapath) {
     case Datapath::kUdp: {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,15 @@ absl::StatusOr<Bandwidth> ParseBandwidth(absl::string_view text);
 absl::StatusOr<double> ParseFraction(absl::string_view text);  // result in [0, 1]
 absl::StatusOr<int64_t> ParseInteger(absl::string_view text);
 absl::StatusOr<bool> ParseBool(absl::string_view text);  // true/false/1/0/yes/no/on/off
+
+// A CPU list (engines' pinning: --engine_cpus, NCCL_LONGHAUL_ENGINE_CPUS):
+// comma-separated CPU numbers and inclusive ranges, in the order given ("0,2,4-6" is
+// 0 2 4 5 6); at most kMaxCpuListEntries CPUs, each below kMaxCpu. InvalidArgument naming
+// the item otherwise ("bad CPU 'x' in '0,x'", "range '5-3' in '5-3' runs backwards",
+// "empty item in '0,,1'").
+inline constexpr int kMaxCpu = 1024;  // CPU_SETSIZE
+inline constexpr size_t kMaxCpuListEntries = 1024;
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view text);
 
 // Canonical forms accepted back by the parsers ("64MiB", "58ms", "100gbit").
 std::string FormatByteCount(ByteCount bytes);

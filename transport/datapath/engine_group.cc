@@ -1,6 +1,7 @@
 #include "transport/datapath/engine_group.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,19 +13,35 @@
 namespace longhaul::datapath {
 
 absl::StatusOr<uint32_t> ResolveEngines(const EndpointOptions& o) {
-  for (int cpu : o.engine_cpus) {
-    if (cpu < 0) return absl::InvalidArgumentError(absl::StrCat("engine_cpus: CPU ", cpu, " is negative"));
-  }
   if (o.engines > kMaxEngines) {
     return absl::InvalidArgumentError(
-        absl::StrCat("engines=", o.engines, " is outside [0 (auto), ", kMaxEngines, "]"));
+        absl::StrCat("engines=", o.engines, " is outside [0 (one per CPU), ", kMaxEngines, "]"));
   }
-  if (o.engines > 0) return o.engines;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  uint32_t cpus = 1;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = std::max(1, CPU_COUNT(&set));
-  return std::min(cpus, kMaxAutoEngines);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool known = sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+  for (int cpu : o.engine_cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("engine_cpus: CPU ", cpu, " is outside [0, ", CPU_SETSIZE - 1, "]"));
+    }
+    if (known && !CPU_ISSET(cpu, &allowed)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "engine_cpus: CPU ", cpu, " is not one this process may run on (", CPU_COUNT(&allowed),
+          " allowed; see taskset -p ", getpid(), ")"));
+    }
+  }
+  uint32_t engines = o.engines;
+  if (engines == 0) engines = std::min<uint32_t>(known ? std::max(1, CPU_COUNT(&allowed)) : 1, kMaxAutoEngines);
+  if (o.datapath != Datapath::kUdp) {
+    if (o.engines == 0) return 1;  // auto: the one engine this datapath runs
+    if (engines > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "engines=", engines, ": several engines need datapath udp; the ",
+          DatapathName(o.datapath), " datapath runs one engine"));
+    }
+  }
+  return engines;
 }
 
 void AddEndpointStats(EndpointStats* sum, const EndpointStats& s) {

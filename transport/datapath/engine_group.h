@@ -29,8 +29,9 @@
 namespace longhaul::datapath {
 
 // How many engines `options` asks for: options.engines, or for 0 the CPUs this process
-// may run on (sched_getaffinity) up to kMaxAutoEngines. InvalidArgument above
-// kMaxEngines, or when engine_cpus names a negative CPU.
+// may run on (sched_getaffinity) up to kMaxAutoEngines (1 on a datapath other than
+// udp). InvalidArgument naming the option: engines above kMaxEngines, more than one on
+// another datapath, engine_cpus naming a CPU this process may not run on.
 absl::StatusOr<uint32_t> ResolveEngines(const EndpointOptions& options);
 
 // Adds every counter of `s` to `sum` (the socket facts are left as they are).

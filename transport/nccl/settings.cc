@@ -101,7 +101,7 @@ constexpr SettingSpec kSpecs[] = {
      "among them (section 3, Engines)",
      &Settings::engines},
     {"ENGINE_CPUS", SettingType::kCpuList, 0, kMaxCpu, "", "none: not pinned",
-     "CPUs to pin the engines to, `2,3`: engine i runs on the (i mod count)-th",
+     "CPUs to pin the engines to, `2,3` or `0-3`: engine i runs on the (i mod count)-th",
      &Settings::engine_cpus},
 };
 
@@ -238,16 +238,12 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
       return Store(spec, static_cast<uint32_t>(n), settings);
     }
     case SettingType::kCpuList: {
-      std::vector<int> cpus;
-      for (absl::string_view part : absl::StrSplit(value, ',')) {
-        int cpu = 0;
-        if (!absl::SimpleAtoi(part, &cpu) || cpu < spec.min || cpu > spec.max) {
-          return BadValue(spec, value,
-                          absl::InvalidArgumentError(absl::StrCat("'", part, "' is not a CPU")));
-        }
-        cpus.push_back(cpu);
+      absl::StatusOr<std::vector<int>> cpus = ParseCpuList(value);  // "0,2,4-7"
+      if (!cpus.ok()) return BadValue(spec, value, cpus.status());
+      for (int cpu : *cpus) {
+        if (cpu < spec.min || cpu > spec.max) return BadValue(spec, value, absl::OkStatus());
       }
-      return Store(spec, std::move(cpus), settings);
+      return Store(spec, *std::move(cpus), settings);
     }
   }
   return absl::InternalError(absl::StrCat(kSettingPrefix, spec.key, ": unknown setting type"));

@@ -700,38 +700,5 @@ TEST(BridgeMetricsTest, PerEngineSeriesAndConnections) {
   }
 }
 
-// --engine_cpus: numbers and ranges in order; every malformed item named.
-TEST(BridgeConfigTest, CpuLists) {
-  auto ok = [](const char* text) {
-    absl::StatusOr<std::vector<int>> v = ParseCpuList(text);
-    EXPECT_TRUE(v.ok()) << text << ": " << v.status();
-    return v.ok() ? *v : std::vector<int>{};
-  };
-  EXPECT_EQ(ok("0"), std::vector<int>({0}));
-  EXPECT_EQ(ok("3,1"), std::vector<int>({3, 1}));
-  EXPECT_EQ(ok("0,2,4-6"), std::vector<int>({0, 2, 4, 5, 6}));
-  EXPECT_EQ(ok("7-7,1023"), std::vector<int>({7, 1023}));
-  const std::vector<std::pair<std::string, std::string>> bad = {
-      {"", "empty CPU list"},
-      {"0,,1", "empty item in '0,,1'"},
-      {"1,", "empty item in '1,'"},
-      {"x", "bad CPU 'x' in 'x'"},
-      {"1, 2", "bad CPU ' 2' in '1, 2'"},
-      {"-1", "bad CPU '-1' in '-1': CPUs are numbered from 0"},
-      {"5-3", "range '5-3' in '5-3' runs backwards"},
-      {"1-", "bad CPU '' in '1-'"},
-      {"1-2-3", "bad CPU '2-3' in '1-2-3'"},
-      {"1024", "CPU 1024 in '1024' is not below 1024"},
-      {"99999", "bad CPU '99999'"},
-      {"0-1023,0", "names more than 1024 CPUs"},
-  };
-  for (const auto& [text, want] : bad) {
-    absl::StatusOr<std::vector<int>> v = ParseCpuList(text);
-    ASSERT_FALSE(v.ok()) << "'" << text << "' was accepted";
-    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(v.status().message()), HasSubstr(want)) << text;
-  }
-}
-
 }  // namespace
 }  // namespace longhaul::bridge
