@@ -339,6 +339,7 @@ class Client {
     co.config = o_.config;
     co.app_data = kBridgeAppData;
     co.timeout = Duration::Milliseconds(o_.connect_timeout.count());
+    co.engine = static_cast<int>(l.index % 256);  // connection i on engine i, reconnects too
     Link* lp = &l;  // links_ outlives the io loop and the joined thread
     l.connector = std::thread([this, lp, co] {
       auto h = ep_->Connect(o_.peer_host, o_.peer_port, co);

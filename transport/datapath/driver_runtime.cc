@@ -106,6 +106,10 @@ absl::Status ValidateConnectOptions(const ConnectOptions& options) {
                                                    options.app_data.size(), " bytes exceeds ",
                                                    endpoint::kMaxAppDataSize));
   }
+  if (options.engine < -1 || options.engine > 255) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "connect: engine=", options.engine, " is outside [-1 (the next in turn), 255]"));
+  }
   return absl::OkStatus();
 }
 
@@ -230,6 +234,7 @@ void DriverRuntime::StartConnect(Time now, const endpoint::PeerAddress& server,
   cc.timeout = options.timeout;
   cc.protocol_version = options.protocol_version;
   cc.server_key = options.server_key;
+  if (options.engine >= 0) cc.id_tag = static_cast<uint8_t>(options.engine);
   absl::StatusOr<endpoint::ConnectionId> id = endpoint_.Connect(now, server, locals, std::move(cc));
   if (!id.ok()) {
     for (endpoint::LocalId l : locals) hooks_.close_local(l);

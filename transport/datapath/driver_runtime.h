@@ -75,8 +75,9 @@ double ThisThreadCpuSeconds();
 // naming the option.
 absl::Status ValidateEndpointOptions(const EndpointOptions& options);
 
-// The checks every driver makes of a Connect's options: the configuration is valid and
-// the application data fits the handshake (kMaxAppDataSize). InvalidArgument naming it.
+// The checks every driver makes of a Connect's options: the configuration is valid, the
+// application data fits the handshake (kMaxAppDataSize), the engine is in [-1, 255].
+// InvalidArgument naming it.
 absl::Status ValidateConnectOptions(const ConnectOptions& options);
 
 // Runs `fn` on a driver's thread and waits until it has run: at once when the caller is

@@ -144,7 +144,9 @@ absl::StatusOr<uint16_t> EngineGroup::Listen(const std::string& address, uint16_
 absl::StatusOr<std::shared_ptr<ConnectionHandle>> EngineGroup::Connect(const std::string& host,
                                                                        uint16_t port,
                                                                        ConnectOptions options) {
-  const uint32_t i = next_connect_.fetch_add(1, std::memory_order_relaxed) % engines_.size();
+  const uint32_t i = options.engine >= 0
+                         ? static_cast<uint32_t>(options.engine) % engines_.size()
+                         : next_connect_.fetch_add(1, std::memory_order_relaxed) % engines_.size();
   return engines_[i]->Connect(host, port, std::move(options));
 }
 

@@ -5,8 +5,8 @@
 //     first one picks the port when 0 is asked for), so engine i holds slot i of the
 //     port's SO_REUSEPORT group; the driver of the last engine attaches the steering
 //     program that sends a datagram to the engine its connection id names.
-//   - Connect: connections go to the engines in turn (round-robin); each engine opens
-//     its own sockets for them.
+//   - Connect: connections go to the engines in turn (round-robin), or to the one
+//     ConnectOptions::engine names; each engine opens its own sockets for them.
 //   - Accept: one queue for the whole group (AcceptQueue), the backlog counting every
 //     engine's waiting connections.
 //   - stats: the engines' counters summed (socket facts from engine 0); engine_stats:

@@ -147,6 +147,11 @@ struct ConnectOptions {
   // With static keys: the server's public key for this connection (unset: the endpoint's
   // only peer key).
   std::optional<crypto::Key32> server_key;
+  // Engines (EndpointOptions::engines): run the connection on engine (engine % engines)
+  // and ask a server with several engines for its engine (engine % its engines): the
+  // Hello is steered by it. A connection that replaces another (a reconnect, lane i of a
+  // peer) keeps its place this way. -1: the next engine in turn.
+  int engine = -1;
 };
 
 // Counters of an endpoint's driver (all since creation). A new counter needs its line in

@@ -49,7 +49,7 @@ absl::StatusOr<ConnectionId> SansIoEndpoint::Connect(Time now, const PeerAddress
     }
   }
   auto p = std::make_unique<Pending>();
-  p->cid = NewCid(/*client=*/true);
+  p->cid = NewCid(/*client=*/true, config.id_tag);
   p->server = server;
   p->locals = std::move(locals);
   p->version = config.protocol_version != 0 ? config.protocol_version : kProtocolVersion;
@@ -651,9 +651,9 @@ void SansIoEndpoint::RunHandshakeTimers(Time now) {
   }
 }
 
-ConnectionId SansIoEndpoint::NewCid(bool client) {
-  const bool tag_client = client && static_cast<bool>(config_.client_id_tag);
-  const uint64_t client_tag = tag_client ? config_.client_id_tag() : 0;
+ConnectionId SansIoEndpoint::NewCid(bool client, std::optional<uint8_t> tag) {
+  const bool tag_client = client && (tag.has_value() || static_cast<bool>(config_.client_id_tag));
+  const uint64_t client_tag = !tag_client ? 0 : tag ? *tag : config_.client_id_tag();
   while (true) {
     uint64_t cid;
     if (config_.id_entropy) {

@@ -103,6 +103,9 @@ struct ListenConfig {
 struct ConnectConfig {
   TransportConfig config;
   std::string app_data;  // opaque bytes for the server's HelloPolicy (at most 900)
+  // The top byte of this connection's id, instead of EndpointConfig::client_id_tag's next
+  // (a server with several engines steers the Hello by it).
+  std::optional<uint8_t> id_tag;
   // Total time for the handshake (Hello retransmitted with backoff meanwhile).
   Duration timeout = Duration::Seconds(5);
   // Protocol version to ask for. Tests only: anything but the default is refused.
@@ -361,8 +364,9 @@ class SansIoEndpoint {
   static void ForceDeadline(Conn& c, Time t);
   Time Deadline(Time now, bool wake) const;
   void EndRound(Time now);
-  // A fresh id for a connection: a client's (`client`) or a server's.
-  ConnectionId NewCid(bool client);
+  // A fresh id for a connection: a client's (`client`; top byte `tag` when given) or a
+  // server's.
+  ConnectionId NewCid(bool client, std::optional<uint8_t> tag = std::nullopt);
 
   const EndpointConfig config_;
   CookieMinter minter_;

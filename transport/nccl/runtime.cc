@@ -227,6 +227,7 @@ absl::StatusOr<std::shared_ptr<Link>> Runtime::ClientLink(
   ConnectOptions co;
   co.config = LaneConfig(settings.config, engines_);
   co.timeout = settings.connect_timeout;
+  co.engine = static_cast<int>(lane % 256);  // lane i on engine i on both sides
   if (h.public_key) co.server_key = *h.public_key;
   std::weak_ptr<Link> weak = link;
   co.callback = [weak](Event& e) {

@@ -308,6 +308,31 @@ TEST(Engines, SixtyFourHandshakesThroughOnePortSpreadOverTheEngines) {
   EXPECT_EQ(accepted, 64u);
 }
 
+// ConnectOptions::engine pins a connection to an engine on both sides (engine % engines):
+// a reconnecting client keeps each connection's place.
+TEST(Engines, AConnectionCanNameItsEngine) {
+  std::unique_ptr<Endpoint> server = Make(Options(3));
+  std::unique_ptr<Endpoint> client = Make(Options(2));
+  absl::StatusOr<uint16_t> port = server->Listen("127.0.0.1", 0, Listener());
+  ASSERT_TRUE(port.ok());
+  for (int engine : {1, 1, 4, 2, 0}) {
+    ConnectOptions co = Client();
+    co.engine = engine;
+    absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = client->Connect("127.0.0.1", *port, co);
+    ASSERT_TRUE(c.ok()) << c.status();
+    absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = server->Accept(kWait);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*c)->info().engine, static_cast<uint32_t>(engine % 2)) << engine;
+    EXPECT_EQ((*s)->info().engine, static_cast<uint32_t>(engine % 3)) << engine;
+  }
+  ConnectOptions bad = Client();
+  bad.engine = 256;
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c = client->Connect("127.0.0.1", *port, bad);
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(c.status())) << c.status();
+  EXPECT_NE(c.status().message().find("engine=256"), std::string::npos) << c.status();
+}
+
 TEST(Engines, ProtectedTransfersArriveIntact) {
   EndpointOptions eo;
   crypto::Key32 psk{};
