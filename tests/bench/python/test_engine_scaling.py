@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from longhaul_bench import process
 from longhaul_bench.commands import engine_scaling as es
 
 
@@ -79,7 +80,7 @@ def run(mode, e, p, goodput_gbps, client_cpu, server_cpu, rnd=1, error=None):
            "load_average": [1.0, 1.0, 1.0]}
     if error:
         rec["error"] = error
-    return es.cpu_per_gb(rec)
+    return process.cpu_per_gb(rec)
 
 
 def test_medians_speedups_and_floor():

@@ -6,6 +6,8 @@
   keys        longhaul-keygen runs and the key flags they give longhaul-perf
   cli         log(), the shared command-line flags (--build_dir), paths of the tree
   netns_link  the emulated link between two network namespaces, processes, the lock
+  process     the bounded processes of the loopback benchmarks (cpu-per-byte, engine-scaling),
+              their CPU from wait4, and the steps their runs share
   plots       plots of wan-compare results (matplotlib)
   sim         longhaul-sim runs for the simulated benchmarks
   commands    each script's code (tools/bench/wan-compare: commands/wan_compare.py)

@@ -39,29 +39,32 @@ Prints the CPU model and whether it has the aes, vaes and avx512f flags, the loa
 average, one line per run and a table of medians over the rounds; --json=FILE writes
 {"machine", "config", "runs": [...], "summary": [...]} with the exact commands.
 
-Every process runs under `timeout` in its own session and is killed with its group on
-exit; traffic goes to 127.0.0.1 only; a default run (3 rounds of 17 runs of 5 s)
-takes about 5 minutes. It takes the comparison lock (tools/bench/longhaul_bench/
-netns_link.py) when it can, so it does not run beside wan-compare or bridge-compare.
+Every process runs in its own session, bounded in time (the server --seconds + 60 s, the
+client --seconds + 45 s; then SIGTERM, and SIGKILL 5 s later, to its process group:
+longhaul_bench/process.py; no `timeout` binary), and is killed with its group on exit;
+CPU is wait4's of the tool itself. Traffic goes to 127.0.0.1 only; a default run (3
+rounds of 17 runs of 5 s) takes about 5 minutes. It takes the comparison lock
+(tools/bench/longhaul_bench/netns_link.py) when it can, so it does not run beside
+wan-compare or bridge-compare.
 
 Exit status: 0 when every run gave numbers, 1 when one failed, 2 bad flags or a missing
 tool.
 """
 
 import argparse
-import json
 import os
 import random
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-from longhaul_bench import cli, keys
+from longhaul_bench import cli, keys, process
 from longhaul_bench.cli import ROOT, log
-from longhaul_bench.netns_link import Interrupted, acquire_lock, install_signal_handlers
+from longhaul_bench.netns_link import (Interrupted, install_signal_handlers,
+                                       restore_signal_handlers)
+from longhaul_bench.process import fmt, start
 from longhaul_bench.procfs import cpu_info, loadavg, pids_named, threads_cpu_s
 from longhaul_bench.stats import median
 
@@ -70,72 +73,7 @@ LH_COMMON = ["--verify=off", "--segment=8192", "--message_size=1MiB"]
 
 
 # ---------------------------------------------------------------------------------------
-# Processes: each under `timeout`, in its own session; CPU from wait4's rusage (the
-# process and what it waited for: `timeout` and the tool under it).
-
-class Proc:
-    def __init__(self, argv, limit_s, out_path, err_path):
-        self.argv = argv
-        self.cmd = ["timeout", "-k", "5", "%d" % int(limit_s)] + argv
-        self.out_path = out_path
-        with open(out_path, "w") as out, open(err_path, "w") as err:
-            self.p = subprocess.Popen(self.cmd, stdout=out, stderr=err,
-                                      stdin=subprocess.DEVNULL, start_new_session=True)
-        self.status = None
-        self.cpu = None  # (user_s, system_s)
-
-    def poll(self):
-        if self.status is not None:
-            return True
-        try:
-            pid, st, ru = os.wait4(self.p.pid, os.WNOHANG)
-        except ChildProcessError:
-            self.status, self.cpu = -1, None
-            self.p.returncode = -1
-            return True
-        if pid == 0:
-            return False
-        self.status = os.waitstatus_to_exitcode(st)
-        self.cpu = (ru.ru_utime, ru.ru_stime)
-        self.p.returncode = self.status  # reaped here; Popen must not wait again
-        return True
-
-    def wait(self, wait_s):
-        end = time.monotonic() + wait_s
-        while not self.poll():
-            if time.monotonic() >= end:
-                return False
-            time.sleep(0.02)
-        return True
-
-    def stop(self, wait_s=8.0):
-        """SIGTERM to its group (timeout forwards it), SIGKILL to the group if it stays."""
-        if self.poll():
-            return
-        for sig, wait in ((signal.SIGTERM, wait_s), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(self.p.pid, sig)
-            except ProcessLookupError:
-                pass
-            if self.wait(wait):
-                return
-
-    def output(self):
-        try:
-            with open(self.out_path) as f:
-                return f.read()
-        except OSError:
-            return ""
-
-
-LIVE = []
-
-
-def start(argv, limit_s, tmp, name):
-    p = Proc(argv, limit_s, os.path.join(tmp, name + ".out"), os.path.join(tmp, name + ".err"))
-    LIVE.append(p)
-    return p
-
+# Ports and readiness.
 
 def free_port():
     """A port free for both UDP and TCP on 127.0.0.1 (the kernel's pick, then released)."""
@@ -278,55 +216,25 @@ def run_one(tool, scenario, seconds, perf, psk, tmp, index):
             rec["error"] = "the server did not start"
             return rec
         client = start(client_argv, seconds + 45, tmp, name + "-client")
-        if not client.wait(seconds + 55):
-            client.stop()
-        # The receiver (server) ends after the test; give it a moment, then stop it.
-        if not server.wait(15):
-            server.stop()
+        if process.await_pair(client, server, seconds + 55):
             rec["server_stopped"] = True
     finally:
-        for p in (client, server):
-            if p is not None:
-                p.stop()
-                LIVE.remove(p)
+        process.release(client, server)
     rec["wall_s"] = time.monotonic() - t0
     rec["softirqd_cpu_s"] = threads_cpu_s(soft_pids) - soft0
     rec["client_status"], rec["server_status"] = client.status, server.status
-    text = client.output()
-    try:
-        j = json.loads(text)
-        rec.update(parse_longhaul(j) if kind == "longhaul"
-                   else parse_iperf3(j, tool == "iperf3-udp"))
-    except (ValueError, KeyError, TypeError) as ex:
-        rec["error"] = "no usable JSON from the client (%s): %s" % (
-            ex.__class__.__name__, text.strip()[-300:] or "(empty)")
+    if not process.parse_client_output(
+            rec, client, parse_longhaul if kind == "longhaul"
+            else lambda j: parse_iperf3(j, tool == "iperf3-udp")):
         return rec
     if client.status != 0 and "error" not in rec:
         rec["error"] = "client exit status %d" % client.status
-    if client.cpu is None or server.cpu is None:
-        rec["error"] = rec.get("error", "CPU times unavailable")
-        return rec
     # The client sends, the server receives (no reverse mode anywhere here).
-    rec["sender_cpu_s"] = sum(client.cpu)
-    rec["receiver_cpu_s"] = sum(server.cpu)
-    rec["sender_user_s"], rec["sender_system_s"] = client.cpu
-    rec["receiver_user_s"], rec["receiver_system_s"] = server.cpu
-    gb = rec["delivered_bytes"] / 1e9
-    if gb > 0:
-        rec["sender_s_per_gb"] = rec["sender_cpu_s"] / gb
-        rec["receiver_s_per_gb"] = rec["receiver_cpu_s"] / gb
-        rec["both_s_per_gb"] = (rec["sender_cpu_s"] + rec["receiver_cpu_s"]) / gb
-    elif "error" not in rec:
-        rec["error"] = "nothing delivered"
-    return rec
+    return process.account_cpu(rec, (("sender", client), ("receiver", server)))
 
 
 # ---------------------------------------------------------------------------------------
 # Output.
-
-def fmt(v, spec):
-    return "-" if v is None else spec % v
-
 
 def scenario_text(s):
     return "max" if s == "max" else "%s Gbit/s" % rate_text(s)
@@ -399,16 +307,12 @@ def parse_args(argv):
         description="CPU seconds per delivered GB: longhaul-perf (plaintext and "
                     "protected) against iperf3 TCP and UDP on loopback.")
     cli.add_build_dir(p, default="build", help="build directory (default: build)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
-    p.add_argument("--seconds", type=float, default=5, help="seconds per run (default: 5)")
+    process.add_rounds_seconds(p)
     p.add_argument("--rates", default="2,5,10,20",
                    help="offered rates in Gbit/s, comma-separated (default: 2,5,10,20)")
     p.add_argument("--json", default="", metavar="FILE", help="write the results here")
     a = p.parse_args(argv)
-    if not 1 <= a.rounds <= 20:
-        p.error("--rounds must be in [1, 20]")
-    if not 1 <= a.seconds <= 60:
-        p.error("--seconds must be in [1, 60]")
+    process.check_rounds_seconds(p, a)
     try:
         a.rate_list = [float(x) for x in a.rates.split(",") if x.strip()]
     except ValueError:
@@ -428,9 +332,8 @@ def main(argv):
     perf = os.path.join(build, "bin", "longhaul-perf")
     keygen = os.path.join(build, "bin", "longhaul-keygen")
     missing = [x for x in (perf, keygen) if not os.access(x, os.X_OK)]
-    for tool in ("iperf3", "timeout"):
-        if subprocess.run(["sh", "-c", "command -v " + tool], capture_output=True).returncode:
-            missing.append(tool + " (tools/setup.sh)")
+    if subprocess.run(["sh", "-c", "command -v iperf3"], capture_output=True).returncode:
+        missing.append("iperf3 (tools/setup.sh)")
     if missing:
         log("missing: " + ", ".join(missing))
         return 2
@@ -441,23 +344,14 @@ def main(argv):
         return 2
 
     machine = cpu_info()
-    flags = machine["flags"]
-    print("cpu: %s, %d CPUs, kernel %s" % (machine["model"], machine["cpus"], machine["kernel"]))
-    print("cpu flags: " + ", ".join("%s %s" % (f, "yes" if v else "no")
-                                    for f, v in flags.items()))
-    print("load average at start: %s" % " ".join("%.2f" % x for x in loadavg()))
+    process.print_machine(machine)
     print("note: on loopback the receive softirq (IP/UDP/TCP input) runs mostly in the "
           "sender's system call and is billed to the sender; work deferred to ksoftirqd is "
           "billed to neither (the softirqd column)")
 
-    lock = None
-    try:
-        lock = acquire_lock(600, log)
-        if lock is None:
-            log("another comparison run holds the lock; stopping")
-            return 1
-    except OSError as ex:
-        log("running without the comparison lock (%s)" % ex)
+    go_on, lock = process.comparison_lock(log)
+    if not go_on:
+        return 1
 
     scenarios = list(a.rate_list) + [None]
     old = install_signal_handlers()
@@ -490,21 +384,18 @@ def main(argv):
         log(str(ex))
         failed += 1
     finally:
-        for p in list(LIVE):
-            p.stop(3.0)
+        process.stop_all()
         for name in os.listdir(tmp):
             os.unlink(os.path.join(tmp, name))
         os.rmdir(tmp)
-        for sig, h in old.items():
-            signal.signal(sig, h)
+        restore_signal_handlers(old)
 
     rows = summarize(runs, scenarios)
     print_table(rows, a.rounds)
     ciphers = sorted({r["cipher"] for r in runs if r["tool"] == "lh-psk" and r.get("cipher")})
     if ciphers:
         print("lh-psk cipher: " + ", ".join(ciphers))
-    print("wall time %.0f s, load average at end: %s" % (
-        time.monotonic() - t_start, " ".join("%.2f" % x for x in loadavg())))
+    process.print_end(t_start)
     if a.json:
         out = {"machine": machine,
                "config": {"rounds": a.rounds, "seconds": a.seconds, "rates_gbps": a.rate_list,
@@ -513,9 +404,7 @@ def main(argv):
                "note": "CPU is user + system seconds of each process (wait4 rusage); on "
                        "loopback the receive softirq is billed mostly to the sender; "
                        "softirqd_cpu_s is ksoftirqd's CPU during the run"}
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+        process.write_json(a.json, out)
     return 1 if failed else 0
 
 

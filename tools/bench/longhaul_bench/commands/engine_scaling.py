@@ -54,15 +54,16 @@ Exit status: 0 when every run gave numbers, 1 when one failed (or, with
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from longhaul_bench import cli, keys
+from longhaul_bench import cli, keys, process
 from longhaul_bench.cli import log
-from longhaul_bench.netns_link import Interrupted, acquire_lock, install_signal_handlers
+from longhaul_bench.netns_link import (Interrupted, install_signal_handlers,
+                                       restore_signal_handlers)
+from longhaul_bench.process import fmt, print_machine, start
 from longhaul_bench.procfs import cpu_info, loadavg
 from longhaul_bench.stats import median
 
@@ -73,79 +74,6 @@ FLOOR_CPU = 1.10  # ... at no more than this times the CPU per byte
 BUNDLE_MARK = "ENGINE-SCALING-BUNDLE"  # a bundle's top folder holds this file
 GLIBC_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libpthread.so", "libdl.so",
               "librt.so")
-
-
-# ---------------------------------------------------------------------------------------
-# Processes: each in its own session, bounded by a deadline; CPU from wait4's rusage.
-
-class Proc:
-    def __init__(self, argv, limit_s, out_path, err_path, env=None):
-        self.argv = argv
-        self.out_path = out_path
-        self.deadline = time.monotonic() + limit_s
-        with open(out_path, "w") as out, open(err_path, "w") as err:
-            self.p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                      start_new_session=True, env=env)
-        self.status = None
-        self.cpu = None  # (user_s, system_s)
-
-    def poll(self):
-        if self.status is not None:
-            return True
-        try:
-            pid, st, ru = os.wait4(self.p.pid, os.WNOHANG)
-        except ChildProcessError:
-            self.status, self.cpu = -1, None
-            self.p.returncode = -1
-            return True
-        if pid == 0:
-            if time.monotonic() >= self.deadline:
-                self.kill_group(signal.SIGKILL)
-            return False
-        self.status = os.waitstatus_to_exitcode(st)
-        self.cpu = (ru.ru_utime, ru.ru_stime)
-        self.p.returncode = self.status  # reaped here; Popen must not wait again
-        return True
-
-    def kill_group(self, sig):
-        try:
-            os.killpg(self.p.pid, sig)
-        except ProcessLookupError:
-            pass
-
-    def wait(self, wait_s):
-        end = time.monotonic() + wait_s
-        while not self.poll():
-            if time.monotonic() >= end:
-                return False
-            time.sleep(0.02)
-        return True
-
-    def stop(self, wait_s=8.0):
-        """SIGTERM to its group, SIGKILL if it stays."""
-        if self.poll():
-            return
-        for sig, wait in ((signal.SIGTERM, wait_s), (signal.SIGKILL, 5.0)):
-            self.kill_group(sig)
-            if self.wait(wait):
-                return
-
-    def output(self):
-        try:
-            with open(self.out_path) as f:
-                return f.read()
-        except OSError:
-            return ""
-
-
-LIVE = []
-
-
-def start(argv, limit_s, tmp, name, env=None):
-    p = Proc(argv, limit_s, os.path.join(tmp, name + ".out"), os.path.join(tmp, name + ".err"),
-             env)
-    LIVE.append(p)
-    return p
 
 
 # ---------------------------------------------------------------------------------------
@@ -237,17 +165,6 @@ def parse_client(j):
     return out
 
 
-def cpu_per_gb(rec):
-    """Adds the s/GB figures to a run record that has delivered bytes and CPU seconds."""
-    gb = rec.get("delivered_bytes", 0) / 1e9
-    if gb <= 0 or "client_cpu_s" not in rec:
-        return rec
-    rec["client_s_per_gb"] = rec["client_cpu_s"] / gb
-    rec["server_s_per_gb"] = rec["server_cpu_s"] / gb
-    rec["both_s_per_gb"] = (rec["client_cpu_s"] + rec["server_cpu_s"]) / gb
-    return rec
-
-
 def ok(rec):
     return "both_s_per_gb" in rec and "error" not in rec
 
@@ -302,10 +219,6 @@ def floor_checks(rows):
 
 # ---------------------------------------------------------------------------------------
 # Output.
-
-def fmt(v, spec):
-    return "-" if v is None else spec % v
-
 
 def run_line(rec):
     head = "%-5s E=%d P=%d" % (rec["mode"], rec["engines"], rec["parallel"])
@@ -423,16 +336,10 @@ def run_one(cfg, a, tmp, index):
         client_argv = [x.replace("{port}", str(listening["port"])) for x in client_t]
         rec["client"] = " ".join(client_argv)
         client = start(client_argv, a.seconds + 45, tmp, name + "-client", a.env)
-        if not client.wait(a.seconds + 50):
-            client.stop()
-        if not server.wait(15):  # --one_off: it exits after reporting the test
-            server.stop()
+        if process.await_pair(client, server, a.seconds + 50):  # --one_off: the server ends
             rec["server_stopped"] = True
     finally:
-        for p in (client, server):
-            if p is not None:
-                p.stop()
-                LIVE.remove(p)
+        process.release(client, server)
     rec["wall_s"] = time.monotonic() - t0
     return finish(rec, client, server)
 
@@ -440,12 +347,7 @@ def run_one(cfg, a, tmp, index):
 def finish(rec, client, server):
     """Fills a run record from the processes' output and CPU times."""
     rec["client_status"], rec["server_status"] = client.status, server.status
-    text = client.output()
-    try:
-        rec.update(parse_client(json.loads(text)))
-    except (ValueError, KeyError, TypeError) as ex:
-        rec["error"] = "no usable JSON from the client (%s): %s" % (
-            ex.__class__.__name__, text.strip()[-300:] or "(empty)")
+    if not process.parse_client_output(rec, client, parse_client):
         return rec
     test = server_event(server.output(), "test")
     if test is not None:
@@ -455,16 +357,7 @@ def finish(rec, client, server):
             rec["error"] = "the server reported the test as failed: %s" % test.get("errors")
     if client.status != 0 and "error" not in rec:
         rec["error"] = "client exit status %d" % client.status
-    if client.cpu is None or server.cpu is None:
-        rec["error"] = rec.get("error", "CPU times unavailable")
-        return rec
-    rec["client_cpu_s"], rec["server_cpu_s"] = sum(client.cpu), sum(server.cpu)
-    rec["client_user_s"], rec["client_system_s"] = client.cpu
-    rec["server_user_s"], rec["server_system_s"] = server.cpu
-    cpu_per_gb(rec)
-    if "both_s_per_gb" not in rec and "error" not in rec:
-        rec["error"] = "nothing delivered"
-    return rec
+    return process.account_cpu(rec, (("client", client), ("server", server)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -521,8 +414,7 @@ def parse_args(argv):
     cli.add_build_dir(p, default="build",
                       help="build tree or bundle with bin/longhaul-perf (default: build)")
     p.add_argument("--engines", default="1,2,4", help="engine counts per side (default: 1,2,4)")
-    p.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
-    p.add_argument("--seconds", type=float, default=5, help="seconds per run (default: 5)")
+    process.add_rounds_seconds(p)
     p.add_argument("--modes", default="plain,psk", help="plain, psk or both (default)")
     p.add_argument("--baselines", default="on", choices=("on", "off"),
                    help="also run 1 engine with -P E for each E > 1 (default: on)")
@@ -535,10 +427,7 @@ def parse_args(argv):
     p.add_argument("--make_bundle", default="", metavar="DIR",
                    help="copy the binaries, their libraries and this script into DIR; no run")
     a = p.parse_args(argv)
-    if not 1 <= a.rounds <= 20:
-        p.error("--rounds must be in [1, 20]")
-    if not 1 <= a.seconds <= 60:
-        p.error("--seconds must be in [1, 60]")
+    process.check_rounds_seconds(p, a)
     try:
         a.engine_list = parse_list(a.engines, "--engines", 1, 64)
         a.mode_list = parse_modes(a.modes)
@@ -575,13 +464,6 @@ def prepare(a):
     return problems
 
 
-def print_machine(machine):
-    print("cpu: %s, %d CPUs, kernel %s" % (machine["model"], machine["cpus"], machine["kernel"]))
-    print("cpu flags: " + ", ".join("%s %s" % (f, "yes" if v else "no")
-                                    for f, v in machine["flags"].items()))
-    print("load average at start: %s" % " ".join("%.2f" % x for x in loadavg()), flush=True)
-
-
 def run_all(a, configs, tmp):
     """Every round; the run records and how many failed."""
     runs, failed, index = [], 0, 0
@@ -613,9 +495,7 @@ def report(a, machine, configs, runs, t_start):
     ciphers = sorted({r["cipher"] for r in runs if r["mode"] == "psk" and r.get("cipher")})
     if ciphers:
         print("psk cipher: " + ", ".join(ciphers))
-    end_load = loadavg()
-    print("wall time %.0f s, load average at end: %s" % (
-        time.monotonic() - t_start, " ".join("%.2f" % x for x in end_load)))
+    end_load = process.print_end(t_start)
     if a.json:
         out = {"machine": machine,
                "config": {"rounds": a.rounds, "seconds": a.seconds, "engines": a.engine_list,
@@ -624,9 +504,7 @@ def report(a, machine, configs, runs, t_start):
                "load_average_end": end_load, "runs": runs, "summary": rows, "floor": checks,
                "note": "CPU is user + system seconds of each process (wait4 rusage); on "
                        "loopback the receive softirq is billed mostly to the sender"}
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+        process.write_json(a.json, out)
     if a.plot:
         try:
             plot(rows, a.plot)
@@ -645,14 +523,9 @@ def main(argv):
         return 2
     machine = cpu_info()
     print_machine(machine)
-    lock = None
-    try:
-        lock = acquire_lock(600, log)
-        if lock is None:
-            log("another comparison run holds the lock; stopping")
-            return 1
-    except OSError as ex:
-        log("running without the comparison lock (%s)" % ex)
+    go_on, lock = process.comparison_lock(log)
+    if not go_on:
+        return 1
     configs = configurations(a.engine_list, a.baselines == "on")
     old = install_signal_handlers()
     runs, failed = [], 0
@@ -670,11 +543,9 @@ def main(argv):
         log("cannot run: %s" % (getattr(ex, "stderr", None) or ex))
         failed += 1
     finally:
-        for p in list(LIVE):
-            p.stop(3.0)
+        process.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
-        for sig, h in old.items():
-            signal.signal(sig, h)
+        restore_signal_handlers(old)
     checks = report(a, machine, configs, runs, t_start)
     if failed:
         return 1
