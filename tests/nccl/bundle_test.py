@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the NCCL plugin bundle (tools/nccl/CMakeLists.txt, docs/nccl.md section 8.1).
+"""Checks the NCCL plugin bundle (tools/nccl/CMakeLists.txt, docs/nccl-runs.md section 4.1).
 
 usage: bundle_test.py BUNDLE_DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of tools/nccl/check-real-nccl without a GPU (docs/nccl.md, section 8.2).
+"""Tests of tools/nccl/check-real-nccl without a GPU (docs/nccl-runs.md, section 4.2).
 
 usage: check_real_nccl_test.py SCRIPT BUNDLE_DIR
 

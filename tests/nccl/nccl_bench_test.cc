@@ -1,6 +1,6 @@
 // longhaul-nccl-bench end to end (label nccl): rank processes over the plugin, directly on
 // loopback and through longhaul-emu between two data centres; the allreduce result must
-// verify at every size. Speed is not asserted (docs/nccl.md has the benchmarks). Packet
+// verify at every size. Speed is not asserted (docs/nccl-runs.md has the benchmarks). Packet
 // protection is chosen in every run: plaintext with NCCL_LONGHAUL_INSECURE=1, a
 // pre-shared key and static keys (a key pair per rank) that the bench generates.
 #include <sys/wait.h>

@@ -1,5 +1,5 @@
 // Who may open a listen comm, and what a receiver accepts from the comm it accepted
-// (docs/nccl.md, section 9, "Who can open a listen comm"): listen ids are 64 random bits,
+// (docs/nccl.md, section 5, "Who can open a listen comm"): listen ids are 64 random bits,
 // never sequential; OPENs for ids that do not exist are refused and counted, and those
 // beyond kMaxPendingOpens (16) waiting for accept on one listen comm too; a third rank
 // with its own allowed key cannot open another rank's listen comm with a guessed id or

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One bounded run of check-real-nccl on a GPU machine (docs/nccl.md 8.4): the plugin and
+# One bounded run of check-real-nccl on a GPU machine (docs/nccl-runs.md 4.4): the plugin and
 # NCCL's Socket transport on loopback, then longhaul through longhaul-emu relays, then
 # both transports through the emulator's TUN link between namespaces (root).
 # Usage: tools/nccl/gpu-check.sh BUNDLE_DIR OUT_DIR   (about 5 minutes)

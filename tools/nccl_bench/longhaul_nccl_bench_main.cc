@@ -1,5 +1,5 @@
 // longhaul-nccl-bench: ring allreduce of floats over an NCCL net plugin between N rank
-// processes on this machine, reported like nccl-tests' all_reduce_perf. docs/nccl.md.
+// processes on this machine, reported like nccl-tests' all_reduce_perf. docs/nccl-runs.md.
 //
 // The parent process (parent.h) spawns the ranks (fork + exec of this binary with
 // --rank; rank.h), splits them into two data centres, exchanges the plugin handles (the

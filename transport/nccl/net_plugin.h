@@ -23,7 +23,7 @@
 //   are consumed.
 // - A listen comm is named by a random 64-bit id and bound to NCCL's comm id (v11+) and
 //   to the first peer that opens it; OPENs that do not fit are refused (link.h,
-//   docs/nccl.md section 9).
+//   docs/nccl.md section 5).
 //
 // Thread-safety: every function may be called from any thread (NCCL's service and
 // progress threads run at the same time); one comm's data calls are serialised by the

@@ -11,7 +11,7 @@
 //
 // The listen id is 64 bits from the system's randomness (getrandom), never sequential:
 // a peer that holds an allowed key but cannot read the bootstrap cannot name a listen
-// comm it was not given (docs/nccl.md, section 9, "Who can open a listen comm").
+// comm it was not given (docs/nccl.md, section 5, "Who can open a listen comm").
 //
 // Layout (little-endian host order; the handle never leaves the job's machines, which
 // share an architecture):

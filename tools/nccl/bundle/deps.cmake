@@ -1,6 +1,6 @@
 # longhaul_bundle_deps(MODE OUT_STATIC OUT_SHIPPED OUT_FLAGS OUT_TARGETS ROOT): the
 # third-party libraries of ROOT (a target) for a build that runs without them installed
-# (tools/nccl/CMakeLists.txt, docs/nccl.md section 8.1). Walks ROOT's link graph
+# (tools/nccl/CMakeLists.txt, docs/nccl-runs.md section 4.1). Walks ROOT's link graph
 # (LINK_LIBRARIES of built targets, INTERFACE_LINK_LIBRARIES of imported ones) and sorts
 # what it finds:
 #

@@ -1,6 +1,6 @@
 // glibc compatibility of the bundle's binaries: definitions that keep them loadable on a
-// glibc older than the build machine's (Debian 12, 2.36), down to 2.35 (docs/nccl.md,
-// section 8.1).
+// glibc older than the build machine's (Debian 12, 2.36), down to 2.35 (docs/nccl-runs.md,
+// section 4.1).
 //
 // arc4random (GLIBC_2.36) is what the statically linked libstdc++ (GCC 12) calls for
 // std::random_device; this definition, hidden by the plugin's version script and
