@@ -126,7 +126,9 @@ struct ListenOptions {
   TransportConfig config;  // for accepted connections (unless the policy says otherwise)
   HelloPolicy policy;      // optional
   // Optional; without it accepted connections queue for Endpoint::Accept (at most
-  // `backlog`; more are rejected as busy).
+  // `backlog`; more are rejected as busy). The backlog counts connections in the queue; a
+  // connection joins it when its client confirms, so Hellos that arrive while others are
+  // still confirming (on one engine, or on other engines) can pass it by as many.
   AcceptCallback on_accept;
   uint32_t backlog = 128;
   // Optional; without it such datagrams are dropped and counted as undecodable. With it

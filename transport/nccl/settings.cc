@@ -75,7 +75,7 @@ constexpr SettingSpec kSpecs[] = {
     {"KEY", SettingType::kPath, 0, 0, "", "none",
      "this rank's private key file (`longhaul-keygen --out=PREFIX` writes `PREFIX.key`, mode "
      "0600), for static keys (Noise IK) with `NCCL_LONGHAUL_PEER_KEY`; its public key goes "
-     "into the rank's handles (section 9)",
+     "into the rank's handles (section 5)",
      &Settings::key_path},
     {"PEER_KEY", SettingType::kPath, 0, 0, "", "none",
      "the public keys of the ranks this rank may connect to and accept, one per line (`#` "

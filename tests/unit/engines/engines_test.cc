@@ -430,7 +430,10 @@ TEST(Engines, AcceptCallbacksRunOnEveryEngineAndTheBacklogSpansThem) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(total, 16);
-  // Without one: a backlog of 3 for the whole endpoint, whichever engines accept.
+  // Without one: a backlog of 3 for the whole endpoint, whichever engines accept. The
+  // backlog counts connections in the queue, which a connection joins when its client's
+  // confirmation reaches its engine: wait for that (the server's accepted count) before
+  // the next Hello, which another engine may handle first.
   std::unique_ptr<Endpoint> queued = Make(Options(3));
   absl::StatusOr<uint16_t> qport = queued->Listen("127.0.0.1", 0, Listener(3));
   ASSERT_TRUE(qport.ok());
@@ -440,6 +443,12 @@ TEST(Engines, AcceptCallbacksRunOnEveryEngineAndTheBacklogSpansThem) {
         client->Connect("127.0.0.1", *qport, Client());
     if (c.ok()) {
       ++ok;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (queued->stats().connections_accepted < static_cast<uint64_t>(ok) &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      ASSERT_EQ(queued->stats().connections_accepted, static_cast<uint64_t>(ok));
     } else {
       EXPECT_NE(c.status().message().find("busy"), std::string::npos) << c.status();
       ++busy;
