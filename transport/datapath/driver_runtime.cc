@@ -37,11 +37,11 @@ endpoint::EndpointConfig EndpointConfigFor(const EndpointOptions& o,
   c.format_address = std::move(format_address);
   c.security = o.security;
   c.send_quantum = o.send_quantum;
-  // Client ids' top byte counts connections from a random start: a server with several
+  // Client ids' top 16 bits count connections from a random start: a server with several
   // engines spreads one client's connections evenly, and many clients' first ones too.
   c.client_id_tag = [tags = std::make_shared<std::atomic<uint32_t>>(
                          static_cast<uint32_t>(word()))] {
-    return static_cast<uint8_t>(tags->fetch_add(1, std::memory_order_relaxed));
+    return static_cast<uint16_t>(tags->fetch_add(1, std::memory_order_relaxed));
   };
   if (!c.security.insecure && !c.security.entropy) c.security.entropy = SystemEntropy;
   return c;
@@ -53,10 +53,13 @@ endpoint::EndpointConfig EngineConfigFor(const EndpointOptions& o,
   endpoint::EndpointConfig c = EndpointConfigFor(o, std::move(format_address));
   c.engine = slot.index;
   c.engine_count = slot.count;
+  // max_connections bounds the endpoint, not each engine: every engine holds its share
+  // (rounded up), so N engines hold at most max_connections + N - 1.
+  c.max_connections = (o.max_connections + slot.count - 1) / slot.count;
   if (slot.cookie_secret) c.cookie_secret = *slot.cookie_secret;
   if (slot.client_tags) {
     c.client_id_tag = [tags = slot.client_tags] {
-      return static_cast<uint8_t>(tags->fetch_add(1, std::memory_order_relaxed));
+      return static_cast<uint16_t>(tags->fetch_add(1, std::memory_order_relaxed));
     };
   }
   return c;
@@ -234,7 +237,7 @@ void DriverRuntime::StartConnect(Time now, const endpoint::PeerAddress& server,
   cc.timeout = options.timeout;
   cc.protocol_version = options.protocol_version;
   cc.server_key = options.server_key;
-  if (options.engine >= 0) cc.id_tag = static_cast<uint8_t>(options.engine);
+  if (options.engine >= 0) cc.id_tag = static_cast<uint16_t>(options.engine);
   absl::StatusOr<endpoint::ConnectionId> id = endpoint_.Connect(now, server, locals, std::move(cc));
   if (!id.ok()) {
     for (endpoint::LocalId l : locals) hooks_.close_local(l);

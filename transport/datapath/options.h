@@ -74,8 +74,9 @@ struct EndpointOptions {
   // Datagrams per sendmmsg batch and kernel messages per recvmmsg.
   uint32_t tx_batch = 64;
   uint32_t rx_batch = 32;
-  // Server side: how long a stateless cookie stays valid, most connections kept, and
-  // most UDP flows accepted per connection.
+  // Server side: how long a stateless cookie stays valid, most connections kept (by the
+  // whole endpoint: with several engines each holds max_connections / engines, rounded
+  // up), and most UDP flows accepted per connection.
   Duration cookie_lifetime = Duration::Seconds(10);
   uint32_t max_connections = 1024;
   uint32_t max_flows = 64;

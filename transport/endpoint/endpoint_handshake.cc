@@ -651,7 +651,7 @@ void SansIoEndpoint::RunHandshakeTimers(Time now) {
   }
 }
 
-ConnectionId SansIoEndpoint::NewCid(bool client, std::optional<uint8_t> tag) {
+ConnectionId SansIoEndpoint::NewCid(bool client, std::optional<uint16_t> tag) {
   const bool tag_client = client && (tag.has_value() || static_cast<bool>(config_.client_id_tag));
   const uint64_t client_tag = !tag_client ? 0 : tag ? *tag : config_.client_id_tag();
   while (true) {
@@ -665,7 +665,8 @@ ConnectionId SansIoEndpoint::NewCid(bool client, std::optional<uint8_t> tag) {
     }
     constexpr uint64_t kTopByte = uint64_t{0xFF} << 56;
     if (tag_client) {
-      cid = (cid & ~kTopByte) | (client_tag << 56);
+      constexpr uint64_t kTop16 = uint64_t{0xFFFF} << 48;
+      cid = (cid & ~kTop16) | (client_tag << 48);
     } else if (!client && config_.engine_count > 1) {
       cid = (cid & ~kTopByte) | (uint64_t{config_.engine} << 56);
     }

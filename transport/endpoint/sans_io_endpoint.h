@@ -72,11 +72,11 @@ struct EndpointConfig {
   // port's steering program reads (wire bytes 4: the id is big-endian on the wire).
   uint32_t engine = 0;
   uint32_t engine_count = 1;
-  // Optional: the top byte of each client connection's id (the driver keeps a counter,
-  // shared by an endpoint's engines). A server with several engines sends a Hello to
-  // engine (that byte % engines), so one client's consecutive connections spread evenly
-  // over them. Unset: client ids are random in every byte.
-  std::function<uint8_t()> client_id_tag;
+  // Optional: the top 16 bits of each client connection's id (the driver keeps a
+  // counter, shared by an endpoint's engines). A server with several engines sends a
+  // Hello to engine (those bits % engines), so one client's consecutive connections
+  // spread evenly over them. Unset: client ids are random in every bit.
+  std::function<uint16_t()> client_id_tag;
   // Key of the cookie MAC; drivers draw it from an entropy source at the edge.
   SipKey cookie_secret;
   // Prints a peer address in errors and logs ("198.18.0.1:40001"); hex bytes if unset.
@@ -103,9 +103,9 @@ struct ListenConfig {
 struct ConnectConfig {
   TransportConfig config;
   std::string app_data;  // opaque bytes for the server's HelloPolicy (at most 900)
-  // The top byte of this connection's id, instead of EndpointConfig::client_id_tag's next
-  // (a server with several engines steers the Hello by it).
-  std::optional<uint8_t> id_tag;
+  // The top 16 bits of this connection's id, instead of EndpointConfig::client_id_tag's
+  // next (a server with several engines steers the Hello by them).
+  std::optional<uint16_t> id_tag;
   // Total time for the handshake (Hello retransmitted with backoff meanwhile).
   Duration timeout = Duration::Seconds(5);
   // Protocol version to ask for. Tests only: anything but the default is refused.
@@ -364,9 +364,9 @@ class SansIoEndpoint {
   static void ForceDeadline(Conn& c, Time t);
   Time Deadline(Time now, bool wake) const;
   void EndRound(Time now);
-  // A fresh id for a connection: a client's (`client`; top byte `tag` when given) or a
+  // A fresh id for a connection: a client's (`client`; top 16 bits `tag` when given) or a
   // server's.
-  ConnectionId NewCid(bool client, std::optional<uint8_t> tag = std::nullopt);
+  ConnectionId NewCid(bool client, std::optional<uint16_t> tag = std::nullopt);
 
   const EndpointConfig config_;
   CookieMinter minter_;

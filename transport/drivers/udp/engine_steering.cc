@@ -34,14 +34,14 @@ std::vector<sock_filter> EngineSteeringProgram(uint32_t engines) {
       /* 6*/ BPF_STMT(BPF_RET | BPF_A, 0),
       /* 7*/ BPF_STMT(BPF_RET | BPF_K, 0),
       // A Hello: the varint length of its HANDSHAKE frame gives the body's offset; the
-      // top byte of the body's client_cid, modulo the group, picks the engine.
+      // top 16 bits of the body's client_cid, modulo the group, pick the engine.
       /* 8*/ BPF_STMT(BPF_LD | BPF_B | BPF_ABS, kHandshakeLengthOffset),
       /* 9*/ BPF_STMT(BPF_ALU | BPF_RSH | BPF_K, 6),  // the varint's length code 0..3
       /*10*/ BPF_STMT(BPF_MISC | BPF_TAX, 0),
       /*11*/ BPF_STMT(BPF_LD | BPF_IMM, 1),
       /*12*/ BPF_STMT(BPF_ALU | BPF_LSH | BPF_X, 0),  // its length: 1, 2, 4 or 8 bytes
       /*13*/ BPF_STMT(BPF_MISC | BPF_TAX, 0),
-      /*14*/ BPF_STMT(BPF_LD | BPF_B | BPF_IND, kHandshakeLengthOffset + kClientCidInBody),
+      /*14*/ BPF_STMT(BPF_LD | BPF_H | BPF_IND, kHandshakeLengthOffset + kClientCidInBody),
       /*15*/ BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, engines),
       /*16*/ BPF_STMT(BPF_RET | BPF_A, 0),
   };

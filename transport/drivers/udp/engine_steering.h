@@ -4,9 +4,11 @@
 //   - a longhaul packet (first byte wire::kVersion) of any type but Initial goes to the
 //     engine named by the top byte of its connection id (wire byte 4: each engine's
 //     endpoint chooses ids whose top byte is its index, EndpointConfig::engine);
-//   - an Initial (a client's Hello) goes to engine (top byte of the Hello's client_cid) %
-//     engines: clients count their connections in that byte (EndpointConfig::
-//     client_id_tag, from a random start), so one client's connections spread evenly,
+//   - an Initial (a client's Hello) goes to engine (top 16 bits of the Hello's
+//     client_cid) % engines: clients count their connections there (EndpointConfig::
+//     client_id_tag, from a random start; 16 bits, so the count's wrap, rare, is the
+//     only place two consecutive connections can share an engine of a group whose size
+//     does not divide 65536), so one client's connections spread evenly,
 //     and every Hello of one connection (a retried one, one with the cookie) reaches the
 //     same engine; the cookie verifies on any engine anyway;
 //   - anything else (the prober's datagrams keep per-train state, a truncated packet)
