@@ -1,5 +1,7 @@
 #include "tests/support/test_config.h"
 
+#include <memory>
+
 namespace longhaul::testing {
 
 TransportConfig PipeTestConfig() {
@@ -33,6 +35,11 @@ endpoint::EndpointConfig InsecureEndpointConfig(uint64_t seed) {
   c.cookie_secret = endpoint::SipKey{seed * 7 + 1, seed * 13 + 5};
   c.security = endpoint::SecurityConfig::Insecure();
   return c;
+}
+
+SendBuffer HeldSend(const std::vector<uint8_t>& bytes) {
+  auto held = std::make_shared<const std::vector<uint8_t>>(bytes);
+  return SendBuffer{held->data(), held->size(), held};
 }
 
 } // namespace longhaul::testing

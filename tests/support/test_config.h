@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "transport/core/config.h"
+#include "transport/core/connection.h"
 #include "transport/crypto/noise.h"
 #include "transport/endpoint/sans_io_endpoint.h"
 
@@ -25,5 +27,11 @@ crypto::NoiseSplit TestNoiseSplit();
 // A sans-IO endpoint without packet protection, its seed and cookie secret
 // derived from `seed`.
 endpoint::EndpointConfig InsecureEndpointConfig(uint64_t seed);
+
+// A SendBuffer over a copy of `bytes` that the transport holds (SendBuffer::owner) until
+// the message's send completion. Send reads a plain SendBuffer in place until then, also
+// after the peer has received the message (a retransmission or repair may still read
+// it), so a test whose buffer goes out of scope before its connection ends sends this.
+SendBuffer HeldSend(const std::vector<uint8_t>& bytes);
 
 } // namespace longhaul::testing

@@ -120,7 +120,7 @@ TEST(Endpoint, ConnectSendReceivePollingAndCleanClose) {
   std::vector<std::vector<uint8_t>> msgs;
   for (size_t i = 0; i < sizes.size(); ++i) msgs.push_back(Pattern(sizes[i], uint8_t(i)));
   for (size_t i = 0; i < msgs.size(); ++i) {
-    absl::StatusOr<uint64_t> id = (*c)->Send(SendBuffer{msgs[i].data(), msgs[i].size()}, 100 + i);
+    absl::StatusOr<uint64_t> id = (*c)->Send(testing::HeldSend(msgs[i]), 100 + i);
     ASSERT_TRUE(id.ok()) << id.status();
     EXPECT_EQ(*id, i);
   }
@@ -180,7 +180,7 @@ TEST(Endpoint, ProtectedConnectionOverUdp) {
   EXPECT_THAT((*c)->info().security, ::testing::HasSubstr("Noise IK"));
   EXPECT_EQ((*s)->info().peer_key, crypto::ToHex(TestPair(1).public_key));
   const std::vector<uint8_t> msg = Pattern(2 << 20, 3);
-  ASSERT_TRUE((*c)->Send(SendBuffer{msg.data(), msg.size()}, 1).ok());
+  ASSERT_TRUE((*c)->Send(testing::HeldSend(msg), 1).ok());
   Event e;
   ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
   ASSERT_TRUE(e.status.ok()) << e.status;
@@ -265,7 +265,7 @@ TEST(Endpoint, SeveralFlowsUseDistinctSourcePorts) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ((*s)->config().flows, 4u);
   std::vector<uint8_t> data = Pattern(4 << 20, 9);
-  ASSERT_TRUE((*c)->Send(SendBuffer{data.data(), data.size()}, 1).ok());
+  ASSERT_TRUE((*c)->Send(testing::HeldSend(data), 1).ok());
   Event e;
   ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
   ASSERT_EQ(e.size, data.size());

@@ -209,7 +209,7 @@ std::vector<Transfer> ConnectAndMove(Endpoint& client, Endpoint& server, uint16_
   std::vector<std::vector<uint8_t>> msgs;
   for (int i = 0; i < n; ++i) msgs.push_back(testing::Pattern(bytes, static_cast<uint8_t>(i)));
   for (int i = 0; i < n; ++i) {
-    EXPECT_TRUE(out[i].client->Send(SendBuffer{msgs[i].data(), msgs[i].size()}, 1).ok());
+    EXPECT_TRUE(out[i].client->Send(testing::HeldSend(msgs[i]), 1).ok());
   }
   for (int i = 0; i < n; ++i) {
     if (out[i].server == nullptr) continue;
