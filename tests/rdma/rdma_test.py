@@ -291,9 +291,11 @@ def main(argv):
     passed = failed = 0
     start = time.monotonic()
     try:
-        with lt.Testbed(work) as tb:
+        with lt.Testbed(work, keep=[build]) as tb:
             print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
             c = Case(tb, build, lt.Keys(build, os.path.join(build, "rdma-keys")))
+            # A guest that cannot see the build fails here, once, with the paths it misses.
+            tb.require([c.perf, c.peer, c.probe, c.keys])
             for name, fn in chosen:
                 t0 = time.monotonic()
                 try:

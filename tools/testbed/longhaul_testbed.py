@@ -31,6 +31,7 @@ import errno
 import gzip
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -41,6 +42,8 @@ import tempfile
 import time
 
 SKIP = 77
+PROJECT_ROOT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+GUEST_TMPFS = ("/tmp", "/run")  # folders each guest covers with its own tmpfs
 GUESTS = ("a", "b")
 ADDRESSES = {"a": "198.18.1.1", "b": "198.18.1.2"}
 MACS = {"a": "52:54:00:4c:48:01", "b": "52:54:00:4c:48:02"}
@@ -174,8 +177,12 @@ GUEST_INIT = r"""#!/bin/sh
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 G=$(cat /proc/cmdline | tr ' ' '\n' | sed -n 's/^lh.guest=//p')
 KVER=$(uname -r)
+# Host folders the guest must see at their own path although it covers /tmp and /run
+# with its own tmpfs (a checkout or build under /tmp): held aside, then moved back.
+@KEEP_ASIDE@
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
+@KEEP_BACK@
 mkdir -p /dev/pts /lib/modules && mount -t devpts devpts /dev/pts
 # The package's modules, from the cache (the host has none for this kernel).
 ln -sfn "@MODULES@" /lib/modules/$KVER
@@ -394,8 +401,13 @@ class Guest:
 class Testbed:
     """Two booted guests. Use as a context manager; close() kills qemu by pid."""
 
-    def __init__(self, work_dir, cache=None, accel=None, memory_mb=1536):
+    def __init__(self, work_dir, cache=None, accel=None, memory_mb=1536, keep=()):
+        """`keep`: host folders (a build, a checkout) the guests run things from. The
+        guests see the host's root read-only, but mount their own tmpfs on /tmp and /run;
+        a kept folder under either is carried over that mount, so a checkout under /tmp
+        works. The checkout holding this file is always kept."""
         self.work_dir = os.path.abspath(work_dir)
+        self.keep = _kept_folders([PROJECT_ROOT] + list(keep))
         self.cache = cache or default_cache()
         self.accel = accel or os.environ.get("LONGHAUL_TESTBED_ACCEL", "auto")
         self.memory_mb = memory_mb
@@ -418,7 +430,9 @@ class Testbed:
 
     def _write_share(self, moddir):
         os.makedirs(self.work_dir, exist_ok=True)
+        aside, back = _keep_commands(self.keep)
         gi = GUEST_INIT.replace("@MODULES@", moddir)
+        gi = gi.replace("@KEEP_ASIDE@", aside).replace("@KEEP_BACK@", back)
         for g in GUESTS:
             gi = gi.replace("@ADDR_%s@" % g, ADDRESSES[g])
         with open(os.path.join(self.work_dir, "guest-init.sh"), "w") as f:
@@ -556,6 +570,19 @@ class Testbed:
     def kill(self, guest, pid, sig=9):
         return self.guests[guest].request({"op": "kill", "pid": pid, "signal": sig}, 30)["rc"]
 
+    def require(self, paths):
+        """Raises RuntimeError at once, naming them, if any of `paths` (host paths of
+        programs and files the caller will run) is missing in a guest."""
+        quoted = " ".join(shlex.quote(p) for p in paths)
+        for g in GUESTS:
+            rc, out = self.run(g, "for p in %s; do [ -e \"$p\" ] || echo \"$p\"; done" % quoted, 30)
+            missing = [line for line in out.splitlines() if line.strip()]
+            if rc != 0 or missing:
+                raise RuntimeError(
+                    "guest %s cannot see %s (the guests see the host's root read-only and "
+                    "their own /tmp and /run; pass the folder as Testbed(keep=...))"
+                    % (g, ", ".join(missing) or "the required files: " + out.strip()))
+
     def netem(self, guest, spec):
         """Sets the egress netem of `guest`'s eth0 ("delay 29ms loss 1%"); "" removes it."""
         self.run(guest, "tc qdisc del dev eth0 root 2>/dev/null", 20)
@@ -594,6 +621,31 @@ class Keys:
             return "--psk_file=" + self.psk
         peer = "client" if side == "server" else "server"
         return "--key=%s/%s.key --peer_key=%s/%s.pub" % (self.folder, side, self.folder, peer)
+
+
+def _kept_folders(paths):
+    """The folders of `paths` under /tmp or /run (the rest the guests see anyway), real
+    paths, without one inside another."""
+    real = sorted({os.path.realpath(p) for p in paths})
+    covered = [p for p in real if any(p == t or p.startswith(t + "/") for t in GUEST_TMPFS)]
+    out = []
+    for p in covered:
+        if not any(p.startswith(o + "/") for o in out):
+            out.append(p)
+    return out
+
+
+def _keep_commands(folders):
+    """Guest shell lines that bind `folders` aside before /tmp and /run get their tmpfs,
+    and move them back to their own paths after."""
+    aside, back = [], []
+    for i, f in enumerate(folders):
+        hold = "/.lh-keep/%d" % i
+        aside.append("mkdir -p %s && mount --bind %s %s || echo \"guest-init: cannot keep %s\""
+                     % (hold, shlex.quote(f), hold, f))
+        back.append("mkdir -p %s && mount --move %s %s || echo \"guest-init: cannot keep %s\""
+                    % (shlex.quote(f), hold, shlex.quote(f), f))
+    return "\n".join(aside), "\n".join(back)
 
 
 def check_available(cache):

@@ -96,7 +96,8 @@ def main(argv):
     T = args.seconds
     dev = "-d rxe0 -x %d --report_gbits" % GID
     results = []
-    with lt.Testbed(work) as tb:
+    with lt.Testbed(work, keep=[build]) as tb:
+        tb.require([perf, tuner])
         print("booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
         tb.netem("a", "")
         tb.netem("b", "")

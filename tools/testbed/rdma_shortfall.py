@@ -259,7 +259,8 @@ def main(argv):
     args.keys = lt.Keys(build, os.path.join(build, "rdma-shortfall-keys"))
     perf = os.path.join(build, "bin", "longhaul-perf")
     results = []
-    with lt.Testbed(os.path.join(build, "rdma-shortfall")) as tb:
+    with lt.Testbed(os.path.join(build, "rdma-shortfall"), keep=[build]) as tb:
+        tb.require([perf])
         print("booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
         for r in runs:
             res = one_run(tb, perf, args, r)
