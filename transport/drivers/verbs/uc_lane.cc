@@ -1,0 +1,100 @@
+#include "transport/drivers/verbs/uc_lane.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace longhaul::verbs {
+
+absl::Status UcRingGeometry::Validate() const {
+  if (slots == 0 || slots > kMaxSlots) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UC ring slots=", slots, ": must be 1..", kMaxSlots));
+  }
+  if (windows < 3 || slots % windows != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "UC ring windows=", windows, ": must be at least 3 and divide slots=", slots));
+  }
+  if (slot_bytes == 0) return absl::InvalidArgumentError("UC ring slot_bytes=0");
+  return absl::OkStatus();
+}
+
+uint32_t EncodeImmediate(uint64_t lap, uint32_t slot) {
+  return static_cast<uint32_t>((lap & 0xff) << 24) | (slot & 0xffffffu);
+}
+
+UcLaneSender::UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys)
+    : g_(g), keys_(std::move(window_keys)) {
+  keys_.resize(g_.windows, 0);
+}
+
+UcLaneSender::Write UcLaneSender::Next() {
+  Write w;
+  w.chunk = next_++;
+  const uint64_t lap = w.chunk / g_.slots;
+  w.slot = static_cast<uint32_t>(w.chunk % g_.slots);
+  w.offset = uint64_t{w.slot} * g_.slot_bytes;
+  w.rkey = KeyForLap(keys_[w.slot / g_.slots_per_window()], lap);
+  w.immediate = EncodeImmediate(lap, w.slot);
+  return w;
+}
+
+UcLaneReceiver::UcLaneReceiver(UcRingGeometry g)
+    : g_(g), windows_(g.windows), settled_(g.slots, false) {}
+
+UcLaneReceiver::Completion UcLaneReceiver::OnCompletion(uint32_t imm) {
+  Completion c;
+  c.slot = ImmediateSlot(imm);
+  if (c.slot >= g_.slots) {
+    ++stats_.stale_completions;
+    return c;
+  }
+  c.offset = uint64_t{c.slot} * g_.slot_bytes;
+  const uint32_t w = c.slot / g_.slots_per_window();
+  Window& win = windows_[w];
+  // A window being rebound accepts nothing more of its old lap; a completion of another
+  // lap (a late duplicate's immediate) or a second one for a settled slot is not a chunk.
+  if (win.retiring || (win.lap & 0xff) != ImmediateLap(imm) || settled_[c.slot]) {
+    ++stats_.stale_completions;
+    return c;
+  }
+  settled_[c.slot] = true;
+  ++win.settled;
+  ++stats_.delivered;
+  c.deliver = true;
+  c.chunk = win.lap * g_.slots + c.slot;
+  const int64_t seq = Sequence(w);
+  if (seq > latest_) latest_ = seq;
+  // Every window two or more behind the latest completion is settled: what it still misses
+  // is lost (or reordered by more than a window; the core resends it in a new chunk).
+  for (uint32_t x = 0; x < g_.windows; ++x) {
+    if (!windows_[x].retiring && Sequence(x) <= latest_ - 2) Retire(x);
+  }
+  if (!win.retiring && win.settled == g_.slots_per_window()) Retire(w);
+  return c;
+}
+
+void UcLaneReceiver::Retire(uint32_t w) {
+  Window& win = windows_[w];
+  stats_.given_up += g_.slots_per_window() - win.settled;
+  win.retiring = true;
+  pending_.push_back({w, win.lap + 1});
+}
+
+std::vector<UcLaneReceiver::Rebind> UcLaneReceiver::TakeRebinds() {
+  std::vector<Rebind> out;
+  out.swap(pending_);
+  return out;
+}
+
+void UcLaneReceiver::Rebound(const Rebind& r) {
+  Window& win = windows_[r.window];
+  win.lap = r.lap;
+  win.settled = 0;
+  win.retiring = false;
+  const uint32_t first = r.window * g_.slots_per_window();
+  for (uint32_t s = first; s < first + g_.slots_per_window(); ++s) settled_[s] = false;
+  ++stats_.rebinds;
+}
+
+}  // namespace longhaul::verbs

@@ -1,0 +1,128 @@
+// Where a UC chunk lands and when a receive window may be reused (docs/rdma.md 7.4): the
+// bookkeeping of one lane of the UC datapath, without a device, so that its safety
+// property can be tested against every order of arrival.
+//
+// A lane is one UC queue pair at each end and, at the receiver, a ring of `slots` slots of
+// `slot_bytes` bytes split into `windows` windows, each a type-2 memory window. The sender
+// numbers its chunks n = 0, 1, ...; chunk n goes to slot n % slots in lap n / slots, with
+// the rkey of its window for that lap: the window's key with its low byte (the key variant)
+// set to lap % 256. The receiver binds window w for lap L with variant L % 256 and rebinds
+// it for the next lap only once every slot of w in lap L is settled (processed, or given up
+// because a completion arrived two windows further on): so a write of another lap can
+// never land in a slot between its completion and its processing.
+//
+// Not thread-safe: one engine thread owns a lane.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace longhaul::verbs {
+
+struct UcRingGeometry {
+  uint32_t slots = 128;              // R: at most kMaxSlots
+  uint32_t windows = 8;              // W: at least 3, divides R
+  uint32_t slot_bytes = 64 * 1024;   // C: one chunk (a core datagram) at most
+  static constexpr uint32_t kMaxSlots = 1u << 24;  // the immediate's slot field
+
+  // InvalidArgument naming the field.
+  absl::Status Validate() const;
+  uint32_t slots_per_window() const { return slots / windows; }
+  uint64_t ring_bytes() const { return uint64_t{slots} * slot_bytes; }
+};
+
+// The 32-bit immediate of a chunk's write: lap % 256 in the top byte, the slot below.
+uint32_t EncodeImmediate(uint64_t lap, uint32_t slot);
+inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0xffffffu; }
+inline uint8_t ImmediateLap(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
+
+// The rkey of `window_key` (any variant of the window's key) bound for `lap`.
+inline uint32_t KeyForLap(uint32_t window_key, uint64_t lap) {
+  return (window_key & ~0xffu) | static_cast<uint32_t>(lap & 0xff);
+}
+
+// Where the sender writes each chunk.
+class UcLaneSender {
+ public:
+  struct Write {
+    uint64_t chunk = 0;    // n
+    uint32_t slot = 0;
+    uint64_t offset = 0;   // from the ring's base address
+    uint32_t rkey = 0;
+    uint32_t immediate = 0;
+  };
+
+  // `window_keys`: the receiver's keys, one per window (any variant), as it advertised them.
+  UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys);
+
+  // The placement of the next chunk (advances the count).
+  Write Next();
+  uint64_t chunks() const { return next_; }
+
+ private:
+  UcRingGeometry g_;
+  std::vector<uint32_t> keys_;
+  uint64_t next_ = 0;
+};
+
+// The receiver's windows: which lap each is bound for, which of its slots are settled, and
+// which windows need rebinding.
+class UcLaneReceiver {
+ public:
+  struct Stats {
+    uint64_t delivered = 0;           // completions handed on for processing
+    uint64_t stale_completions = 0;   // wrong lap, settled slot, retiring window, bad slot
+    uint64_t given_up = 0;            // slots retired without a completion (lost chunks)
+    uint64_t rebinds = 0;
+  };
+  struct Completion {
+    bool deliver = false;   // process the slot now; false: ignore the completion
+    uint32_t slot = 0;
+    uint64_t offset = 0;    // of the slot, from the ring's base address
+    uint64_t chunk = 0;     // the sender's chunk number (deliver only)
+  };
+  struct Rebind {
+    uint32_t window = 0;
+    uint64_t lap = 0;       // bind it with KeyForLap(key, lap)
+  };
+
+  // Every window starts bound for lap 0 (the driver binds them before advertising).
+  explicit UcLaneReceiver(UcRingGeometry g);
+
+  // A receive completion with immediate `imm`. When `deliver`, the caller processes the
+  // slot before its next call; the slot is then settled.
+  Completion OnCompletion(uint32_t imm);
+
+  // Windows retired since the last call: the driver posts a bind for each (the old key
+  // stops working when it executes) and calls Rebound once it has.
+  std::vector<Rebind> TakeRebinds();
+  // The bind of `r` executed: the window accepts (and delivers) lap r.lap from now on.
+  void Rebound(const Rebind& r);
+
+  // The lap `window` is bound for (what its key accepts now).
+  uint64_t bound_lap(uint32_t window) const { return windows_[window].lap; }
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Window {
+    uint64_t lap = 0;
+    uint32_t settled = 0;
+    bool retiring = false;
+  };
+  // Global sequence of window `w` in its bound lap.
+  int64_t Sequence(uint32_t w) const {
+    return static_cast<int64_t>(windows_[w].lap) * g_.windows + w;
+  }
+  void Retire(uint32_t w);
+
+  UcRingGeometry g_;
+  std::vector<Window> windows_;
+  std::vector<bool> settled_;   // per slot, for the window's bound lap
+  std::vector<Rebind> pending_;
+  int64_t latest_ = -1;         // highest window sequence with a delivered completion
+  Stats stats_;
+};
+
+}  // namespace longhaul::verbs
