@@ -39,6 +39,7 @@ class Case:
         self.rank = os.path.join(build, "tests", "nccl_verbs_rank")
         self.plugin = os.path.join(build, "lib", "libnccl-net-longhaul.so")
         self.probe = os.path.join(build, "bin", "longhaul-probe")
+        self.uc_probe = os.path.join(build, "tests", "uc_probe")
 
     def netem(self, spec_both):
         self.tb.netem("a", spec_both)
@@ -205,6 +206,21 @@ def case_peer_killed(c):
     expect("peer unreachable" in out, out[-2000:])
 
 
+def case_uc_windows(c):
+    """The UC datapath's verbs objects on rxe (tests/rdma/uc_probe.cc): 6 laps of 64 chunks
+    written with immediate into a lane's ring, every byte and byte count checked, the
+    ring's memory windows rebound after each lap, and a write replayed with a lap-0 key
+    after its slot was reused refused by the receiving NIC."""
+    c.netem("")
+    pid = c.start_server("%s server %s 6100 6" % (c.uc_probe, SERVER), "uc_probe: listening",
+                         log="/tmp/uc-server.log")
+    rc, out = c.tb.run("b", "%s client %s 6100 6 198.18.1.2" % (c.uc_probe, SERVER), 120)
+    src, sout = c.finish_server(pid, log="/tmp/uc-server.log")
+    expect(rc == 0, "client rc %s: %s" % (rc, out[-1500:]))
+    expect(src == 0 and "server ok" in sout, "server rc %s: %s" % (src, sout[-1500:]))
+    expect("385 chunks over 6 laps intact" in sout and "slot 1 unchanged" in sout, sout[-1500:])
+
+
 def rxe_sent_packets(c, guest):
     rc, out = c.tb.run(guest, "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts", 20)
     expect(rc == 0, out)
@@ -268,6 +284,7 @@ CASES = [
     ("peer_killed", case_peer_killed),
     ("nccl_allreduce_2_ranks", case_nccl_allreduce),
     ("probe_verbs_server", case_probe_verbs_server),
+    ("uc_windows", case_uc_windows),
 ]
 
 
@@ -295,7 +312,7 @@ def main(argv):
             print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
             c = Case(tb, build, lt.Keys(build, os.path.join(build, "rdma-keys")))
             # A guest that cannot see the build fails here, once, with the paths it misses.
-            tb.require([c.perf, c.peer, c.probe, c.keys])
+            tb.require([c.perf, c.peer, c.probe, c.uc_probe, c.keys])
             for name, fn in chosen:
                 t0 = time.monotonic()
                 try:

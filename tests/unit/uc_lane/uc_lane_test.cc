@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -44,8 +45,9 @@ TEST(UcLaneSender, ChunksFillTheRingInLapsWithTheLapsKey) {
     ASSERT_EQ(w.chunk, n);
     EXPECT_EQ(w.slot, n % 8);
     EXPECT_EQ(w.offset, (n % 8) * 1000);
-    const uint32_t base[] = {0x1100, 0x2200, 0x3300, 0x4400};
-    EXPECT_EQ(w.rkey, base[(n % 8) / 2] | ((n / 8) & 0xff)) << n;
+    const uint32_t keys[] = {0x1100, 0x2233, 0x33ff, 0x4401};
+    const uint32_t k = keys[(n % 8) / 2];
+    EXPECT_EQ(w.rkey, (k & ~0xffu) | ((k + n / 8) & 0xff)) << n;
     EXPECT_EQ(ImmediateSlot(w.immediate), n % 8);
     EXPECT_EQ(ImmediateLap(w.immediate), (n / 8) & 0xff);
   }
@@ -56,13 +58,14 @@ TEST(UcLaneSender, ChunksFillTheRingInLapsWithTheLapsKey) {
 // The receiving NIC and the driver around a UcLaneReceiver.
 class Model {
  public:
-  Model(UcRingGeometry g, uint64_t seed) : g_(g), rx_(g), rng_(seed), nic_lap_(g.windows, 0),
-                                           slot_(g.slots, Slot{}) {}
+  // `keys`: each window's rkey for lap 0.
+  Model(UcRingGeometry g, std::vector<uint32_t> keys)
+      : g_(g), rx_(g), keys_(std::move(keys)), nic_lap_(g.windows, 0), slot_(g.slots, Slot{}) {}
 
   struct Arrival {
     uint64_t chunk;
     uint32_t slot;
-    uint32_t rkey_variant;
+    uint32_t rkey;
     uint32_t imm;
     bool whole;      // every packet (and the immediate) arrives
     bool with_imm;   // a completion is raised
@@ -71,7 +74,7 @@ class Model {
   // The NIC: the key check, placement, the completion.
   void Land(const Arrival& a) {
     const uint32_t w = a.slot / g_.slots_per_window();
-    if ((nic_lap_[w] & 0xff) != a.rkey_variant) {
+    if (a.rkey != KeyForLap(keys_[w], nic_lap_[w])) {
       ++rejected_;
       return;
     }
@@ -114,7 +117,7 @@ class Model {
   };
   UcRingGeometry g_;
   UcLaneReceiver rx_;
-  std::mt19937_64 rng_;
+  std::vector<uint32_t> keys_;
   std::vector<uint64_t> nic_lap_;
   std::vector<Slot> slot_;
   std::deque<uint32_t> cq_;
@@ -123,13 +126,14 @@ class Model {
 };
 
 Model::Arrival ArrivalOf(const UcLaneSender::Write& w, bool whole, bool with_imm) {
-  return {w.chunk, w.slot, w.rkey & 0xff, w.immediate, whole, with_imm};
+  return {w.chunk, w.slot, w.rkey, w.immediate, whole, with_imm};
 }
 
 TEST(UcLaneReceiver, InOrderChunksAreAllDeliveredAndWindowsCycle) {
   const UcRingGeometry g{.slots = 64, .windows = 8, .slot_bytes = 4096};
-  UcLaneSender tx(g, std::vector<uint32_t>(8, 0x5500));
-  Model m(g, 1);
+  const std::vector<uint32_t> keys(8, 0x5500);
+  UcLaneSender tx(g, keys);
+  Model m(g, keys);
   constexpr uint64_t kChunks = 64 * 1000;  // 1000 laps: the key variant wraps 3 times
   for (uint64_t n = 0; n < kChunks; ++n) {
     m.Land(ArrivalOf(tx.Next(), true, true));
@@ -198,8 +202,10 @@ TEST(UcLaneReceiver, LateDuplicatesLossAndReorderNeverChangeAProcessedSlot) {
     for (uint64_t seed = 1; seed <= 6; ++seed) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << (single ? " single" : " multi"));
       const UcRingGeometry g{.slots = 64, .windows = 8, .slot_bytes = 65536};
-      UcLaneSender tx(g, std::vector<uint32_t>(8, 0x7700));
-      Model m(g, seed);
+      const std::vector<uint32_t> keys = {0x7700, 0x78c3, 0x79ff, 0x7a01,
+                                          0x7b80, 0x7c7f, 0x7d10, 0x7eee};
+      UcLaneSender tx(g, keys);
+      Model m(g, keys);
       Faults f{.loss = 0.01, .cut = 0.01, .duplicate = 0.05, .max_dup_delay = 64 * 5,
                .jitter = 3, .max_poll_gap = 24, .single_packet = single};
       constexpr uint64_t kChunks = 64 * 1500;
@@ -224,8 +230,9 @@ TEST(UcLaneReceiver, LateDuplicatesLossAndReorderNeverChangeAProcessedSlot) {
 
 TEST(UcLaneReceiver, ReorderBeyondTwoWindowsIsGivenUpNotMisdelivered) {
   const UcRingGeometry g{.slots = 32, .windows = 4, .slot_bytes = 65536};
-  UcLaneSender tx(g, std::vector<uint32_t>(4, 0x100));
-  Model m(g, 3);
+  const std::vector<uint32_t> keys(4, 0x1f0);
+  UcLaneSender tx(g, keys);
+  Model m(g, keys);
   // Chunk 0 arrives after windows 1 and 2 have completed: window 0 was retired (chunk 0
   // given up) and rebound for lap 1, so chunk 0's key no longer matches.
   std::vector<UcLaneSender::Write> w;
@@ -260,8 +267,9 @@ TEST(UcLaneReceiver, ACompletionNamingAnotherLapOrABadSlotIsIgnored) {
 // then delivers nothing (the driver replaces it), and still misdelivers nothing.
 TEST(UcLaneReceiver, AnOutageLongerThanTheRingStallsTheLaneWithoutMisdelivery) {
   const UcRingGeometry g{.slots = 32, .windows = 4, .slot_bytes = 65536};
-  UcLaneSender tx(g, std::vector<uint32_t>(4, 0x100));
-  Model m(g, 4);
+  const std::vector<uint32_t> keys(4, 0x100);
+  UcLaneSender tx(g, keys);
+  Model m(g, keys);
   for (int i = 0; i < 40; ++i) {
     m.Land(ArrivalOf(tx.Next(), true, true));
     m.Poll();

@@ -5,11 +5,12 @@
 // A lane is one UC queue pair at each end and, at the receiver, a ring of `slots` slots of
 // `slot_bytes` bytes split into `windows` windows, each a type-2 memory window. The sender
 // numbers its chunks n = 0, 1, ...; chunk n goes to slot n % slots in lap n / slots, with
-// the rkey of its window for that lap: the window's key with its low byte (the key variant)
-// set to lap % 256. The receiver binds window w for lap L with variant L % 256 and rebinds
-// it for the next lap only once every slot of w in lap L is settled (processed, or given up
-// because a completion arrived two windows further on): so a write of another lap can
-// never land in a slot between its completion and its processing.
+// the rkey of its window for that lap: the window's lap-0 key with its low byte (the key
+// variant) advanced by the lap, mod 256 (what rebinding a memory window does to its key).
+// The receiver rebinds window w from lap L to lap L + 1 only once every slot of w in lap L
+// is settled (processed, or given up because a completion arrived two windows further
+// on): so a write of another lap can never land in a slot between its completion and its
+// processing.
 //
 // Not thread-safe: one engine thread owns a lane.
 #pragma once
@@ -38,9 +39,10 @@ uint32_t EncodeImmediate(uint64_t lap, uint32_t slot);
 inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0xffffffu; }
 inline uint8_t ImmediateLap(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
 
-// The rkey of `window_key` (any variant of the window's key) bound for `lap`.
-inline uint32_t KeyForLap(uint32_t window_key, uint64_t lap) {
-  return (window_key & ~0xffu) | static_cast<uint32_t>(lap & 0xff);
+// The rkey of a window for `lap`, from its key for lap 0: each rebinding advances the key
+// variant (the low byte) by one, mod 256 (ibv_inc_rkey).
+inline uint32_t KeyForLap(uint32_t lap0_key, uint64_t lap) {
+  return (lap0_key & ~0xffu) | static_cast<uint32_t>((lap0_key + lap) & 0xff);
 }
 
 // Where the sender writes each chunk.
@@ -54,7 +56,7 @@ class UcLaneSender {
     uint32_t immediate = 0;
   };
 
-  // `window_keys`: the receiver's keys, one per window (any variant), as it advertised them.
+  // `window_keys`: the receiver's keys for lap 0, one per window, as it advertised them.
   UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys);
 
   // The placement of the next chunk (advances the count).
@@ -85,10 +87,11 @@ class UcLaneReceiver {
   };
   struct Rebind {
     uint32_t window = 0;
-    uint64_t lap = 0;       // bind it with KeyForLap(key, lap)
+    uint64_t lap = 0;       // rebind it once: its key becomes KeyForLap(lap-0 key, lap)
   };
 
-  // Every window starts bound for lap 0 (the driver binds them before advertising).
+  // Every window starts bound for lap 0 (the driver binds them before advertising their
+  // keys).
   explicit UcLaneReceiver(UcRingGeometry g);
 
   // A receive completion with immediate `imm`. When `deliver`, the caller processes the
