@@ -10,7 +10,9 @@
 // The receiver rebinds window w from lap L to lap L + 1 only once every slot of w in lap L
 // is settled (processed, or given up because a completion arrived two windows further
 // on): so a write of another lap can never land in a slot between its completion and its
-// processing.
+// processing. Liveness needs more: a sender that runs more than windows - 2 windows ahead
+// of the receiver's bindings finds every window bound for a lap it has left, so the
+// receiver must grant windows (docs/rdma.md 7.11; not built yet).
 //
 // Not thread-safe: one engine thread owns a lane.
 #pragma once
