@@ -224,15 +224,15 @@ def uc_stream(c, netem, chunk_bytes, chunks, rate_mbit, min_percent):
 
 def case_uc_lane_64k(c):
     # 16-packet writes; no netem: on rxe a cut message stalls a UC queue pair (docs/rdma.md 7.11)
-    uc_stream(c, "", 65536, 400, 50, 98)
+    uc_stream(c, "", 65536, 400, 100, 98)
 
 
 def case_uc_lane_4k_loss1e2(c):
-    uc_stream(c, DELAY + " loss 1%", 4096, 1500, 20, 90)
+    uc_stream(c, DELAY + " loss 1%", 4096, 3000, 100, 90)
 
 
-def case_uc_lane_4k_dup5(c):
-    uc_stream(c, DELAY + " duplicate 5%", 4096, 1500, 20, 90)
+def case_uc_lane_4k_dup5_reorder(c):
+    uc_stream(c, DELAY + " duplicate 5% reorder 5% 50%", 4096, 3000, 100, 90)
 
 
 def rxe_sent_packets(c, guest):
@@ -300,7 +300,7 @@ CASES = [
     ("probe_verbs_server", case_probe_verbs_server),
     ("uc_lane_64k", case_uc_lane_64k),
     ("uc_lane_4k_loss1e-2", case_uc_lane_4k_loss1e2),
-    ("uc_lane_4k_dup5", case_uc_lane_4k_dup5),
+    ("uc_lane_4k_dup5_reorder", case_uc_lane_4k_dup5_reorder),
 ]
 
 

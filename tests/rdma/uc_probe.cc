@@ -1,14 +1,16 @@
 // uc_probe: one UC lane (uc_lane_io.h) streaming chunks between the two guests, one end
 // per guest, run by rdma_test.py under the netem each case sets (docs/rdma.md section 7).
 // The client writes CHUNKS chunks of up to 64 KiB, paced at RATE_MBIT, where the lane
-// places them (a ring of 64 slots in 8 windows at the server), the last chunk of every
-// lap shorter to check completion byte counts; with REPLAY_EVERY > 0 it also replays,
+// places them (a ring of 64 slots in 8 windows at the server) as the server's window grants
+// allow, the last chunk of every lap shorter to check completion byte counts; with
+// REPLAY_EVERY > 0 it also replays,
 // every REPLAY_EVERY chunks, the chunk one lap and one slot back (the slot the previous
 // chunk has just reused) with its old key, immediate and bytes: a late duplicate. The
 // server checks every chunk it is handed, byte by byte, that none comes twice and that
 // it delivered at least MIN_PERCENT % of what was sent, rebinding windows as the lane
-// decides. Loss (netem's, or a replay refused) only costs chunks. A small TCP exchange
-// carries the set-up and the final count. Exit status 0 when everything held, 1 with the
+// decides, and going idle after 200 ms (over 3 round trips) without a chunk. Loss (netem's, or a replay
+// refused) only costs chunks. A small TCP exchange carries the set-up, the grants and the
+// final count. Exit status 0 when everything held, 1 with the
 // reason otherwise, 2 for bad arguments. Every wait is bounded.
 //
 //   uc_probe server BIND_IP PORT CHUNK_BYTES MIN_PERCENT
@@ -78,6 +80,9 @@ struct Advert {
 struct Done {
   uint64_t chunks;
   uint64_t replays;
+};
+struct Grants {  // server -> client, whenever a window was rebound
+  uint64_t laps[8];
 };
 
 absl::Status SendAll(int fd, const void* p, size_t n) {
@@ -208,6 +213,8 @@ absl::Status Server(const std::string& ip, uint16_t port, double min_percent) {
   bool have_done = false;
   const auto start = std::chrono::steady_clock::now();
   auto last_completion = start;
+  auto last_idle = start;
+  uint64_t granted = lane->grant_version();
   ibv_wc wc[32];
   while (true) {
     const auto now = std::chrono::steady_clock::now();
@@ -241,7 +248,18 @@ absl::Status Server(const std::string& ip, uint16_t port, double min_percent) {
     }
     if (n > 0) {
       last_completion = now;
-      LH_RETURN_IF_ERROR(lane->Maintain());
+    } else if (now - last_completion > std::chrono::milliseconds(200) &&
+               now - last_idle > std::chrono::milliseconds(200)) {
+      lane->OnIdle();  // after the queue was polled empty
+      last_idle = now;
+    }
+    LH_RETURN_IF_ERROR(lane->Maintain());
+    if (lane->grant_version() != granted) {
+      granted = lane->grant_version();
+      Grants g{};
+      const std::vector<uint64_t> laps = lane->Grants();
+      for (uint32_t w = 0; w < kGeometry.windows; ++w) g.laps[w] = laps[w];
+      LH_RETURN_IF_ERROR(SendAll(fd, &g, sizeof(g)));
     }
     const int m = ibv_poll_cq(d.send_cq, 32, wc);
     for (int i = 0; i < m; ++i) lane->OnSendCompletion(wc[i]);
@@ -303,10 +321,25 @@ absl::Status Client(const std::string& server, uint16_t port, const std::string&
   ad.geometry = kGeometry;
   ad.keys.assign(in.keys, in.keys + kGeometry.windows);
   LH_RETURN_IF_ERROR(lane->Connect(*d.dev, ad));
-  // The placements already used, to replay one of them later.
-  UcLaneSender history(kGeometry, ad.keys);
+  // The placements used, to replay one of them later.
   std::vector<UcLaneSender::Write> placed;
   std::vector<uint8_t> old(kGeometry.slot_bytes);
+  // Grants arrive on the control connection, whole or in pieces.
+  std::vector<uint8_t> pending;
+  auto read_grants = [&]() {
+    uint8_t buf[4096];
+    while (true) {
+      const ssize_t k = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (k <= 0) break;
+      pending.insert(pending.end(), buf, buf + k);
+    }
+    while (pending.size() >= sizeof(Grants)) {
+      Grants g;
+      std::memcpy(&g, pending.data(), sizeof(g));
+      pending.erase(pending.begin(), pending.begin() + sizeof(g));
+      lane->Grant(std::vector<uint64_t>(g.laps, g.laps + kGeometry.windows));
+    }
+  };
   const auto start = std::chrono::steady_clock::now();
   const double chunk_s = kGeometry.slot_bytes * 8.0 / (rate_mbit * 1e6);
   ibv_wc wc[32];
@@ -321,14 +354,26 @@ absl::Status Client(const std::string& server, uint16_t port, const std::string&
         return absl::DeadlineExceededError("no send buffer came back within 20 s");
       }
     }
-    Fill(lane->Buffer(), c);
-    LH_RETURN_IF_ERROR(lane->Post(ChunkLength(c)));
-    placed.push_back(history.Next());
-    const uint64_t back = kGeometry.slots + 1;
-    if (replay_every > 0 && c % replay_every == 0 && c >= back && !lane->replay_in_flight()) {
-      const UcLaneSender::Write& w = placed[c - back];
-      Fill(old.data(), w.chunk);
-      LH_RETURN_IF_ERROR(lane->Replay(w, {old.data(), ChunkLength(w.chunk)}));
+    // The chunk's number (and so its bytes) is known once a grant allows it.
+    std::optional<uint64_t> number;
+    while (!(number = lane->NextChunk())) {
+      read_grants();
+      if (std::chrono::steady_clock::now() > give_up) {
+        return absl::DeadlineExceededError("no window grant came within 20 s");
+      }
+      std::this_thread::yield();
+    }
+    Fill(lane->Buffer(), *number);
+    LH_ASSIGN_OR_RETURN(const UcLaneSender::Write w, lane->Post(ChunkLength(*number)));
+    placed.push_back(w);
+    read_grants();
+    // A late duplicate: the chunk written one lap and one slot before this one.
+    const size_t back = kGeometry.slots + 1;
+    if (replay_every > 0 && c % replay_every == 0 && placed.size() > back &&
+        !lane->replay_in_flight()) {
+      const UcLaneSender::Write& old_w = placed[placed.size() - 1 - back];
+      Fill(old.data(), old_w.chunk);
+      LH_RETURN_IF_ERROR(lane->Replay(old_w, {old.data(), ChunkLength(old_w.chunk)}));
     }
     const int n = ibv_poll_cq(d.send_cq, 32, wc);
     for (int i = 0; i < n; ++i) lane->OnSendCompletion(wc[i]);
@@ -341,8 +386,9 @@ absl::Status Client(const std::string& server, uint16_t port, const std::string&
               static_cast<unsigned long long>(lane->stats().send_errors));
   timeval tv{180, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char c;
-  recv(fd, &c, 1, 0);  // the server closes when it has counted (bounded: 180 s)
+  char c[4096];
+  while (recv(fd, c, sizeof(c), 0) > 0) {
+  }  // grants, until the server closes when it has counted (bounded: 180 s)
   close(fd);
   return absl::OkStatus();
 }

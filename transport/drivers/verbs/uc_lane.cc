@@ -24,19 +24,49 @@ uint32_t EncodeImmediate(uint64_t lap, uint32_t slot) {
 }
 
 UcLaneSender::UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys)
-    : g_(g), keys_(std::move(window_keys)) {
+    : g_(g), keys_(std::move(window_keys)), granted_(g.windows, 0) {
   keys_.resize(g_.windows, 0);
 }
 
-UcLaneSender::Write UcLaneSender::Next() {
+UcLaneSender::Write UcLaneSender::Place(uint64_t n) const {
   Write w;
-  w.chunk = next_++;
-  const uint64_t lap = w.chunk / g_.slots;
-  w.slot = static_cast<uint32_t>(w.chunk % g_.slots);
+  w.chunk = n;
+  const uint64_t lap = n / g_.slots;
+  w.slot = static_cast<uint32_t>(n % g_.slots);
   w.offset = uint64_t{w.slot} * g_.slot_bytes;
   w.rkey = KeyForLap(keys_[w.slot / g_.slots_per_window()], lap);
   w.immediate = EncodeImmediate(lap, w.slot);
   return w;
+}
+
+std::optional<UcLaneSender::Write> UcLaneSender::Next() {
+  std::optional<Write> w = Peek();
+  if (w) {
+    ++sent_;
+    ++next_;
+  }
+  return w;
+}
+
+std::optional<UcLaneSender::Write> UcLaneSender::Peek() {
+  const uint32_t per = g_.slots_per_window();
+  while (true) {
+    const uint64_t lap = next_ / g_.slots;
+    const uint32_t window = static_cast<uint32_t>(next_ % g_.slots) / per;
+    if (granted_[window] == lap) break;
+    if (granted_[window] < lap) return std::nullopt;  // not granted yet: wait
+    // Retired while this sender idled: its remaining slots are gone; the next window.
+    const uint64_t next_window = (next_ / per + 1) * per;
+    skipped_ += next_window - next_;
+    next_ = next_window;
+  }
+  return Place(next_);
+}
+
+void UcLaneSender::Grant(const std::vector<uint64_t>& laps) {
+  for (size_t w = 0; w < laps.size() && w < granted_.size(); ++w) {
+    if (laps[w] > granted_[w]) granted_[w] = laps[w];
+  }
 }
 
 UcLaneReceiver::UcLaneReceiver(UcRingGeometry g)
@@ -79,6 +109,21 @@ void UcLaneReceiver::Retire(uint32_t w) {
   stats_.given_up += g_.slots_per_window() - win.settled;
   win.retiring = true;
   pending_.push_back({w, win.lap + 1});
+}
+
+void UcLaneReceiver::OnIdle() {
+  uint32_t oldest = g_.windows;
+  for (uint32_t x = 0; x < g_.windows; ++x) {
+    if (windows_[x].retiring) continue;
+    if (oldest == g_.windows || Sequence(x) < Sequence(oldest)) oldest = x;
+  }
+  if (oldest < g_.windows) Retire(oldest);
+}
+
+std::vector<uint64_t> UcLaneReceiver::Grants() const {
+  std::vector<uint64_t> out;
+  for (const Window& w : windows_) out.push_back(w.lap);
+  return out;
 }
 
 std::vector<UcLaneReceiver::Rebind> UcLaneReceiver::TakeRebinds() {

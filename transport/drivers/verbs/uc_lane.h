@@ -10,14 +10,22 @@
 // The receiver rebinds window w from lap L to lap L + 1 only once every slot of w in lap L
 // is settled (processed, or given up because a completion arrived two windows further
 // on): so a write of another lap can never land in a slot between its completion and its
-// processing. Liveness needs more: a sender that runs more than windows - 2 windows ahead
-// of the receiver's bindings finds every window bound for a lap it has left, so the
-// receiver must grant windows (docs/rdma.md 7.11; not built yet).
+// processing.
+//
+// Liveness: the receiver grants windows (docs/rdma.md 7.11). Its grants are every window's
+// bound lap; the sender writes chunk n only when its window is granted for n's lap, skips
+// to the next window when the window is granted for a later lap (the receiver retired it
+// while the sender idled), and waits otherwise. A window is retired two windows behind the
+// latest completion, when all its slots are settled, or, when the lane is idle (the caller
+// calls OnIdle after a quiet spell, e.g. a few round trips, backing off while it stays
+// quiet), the oldest window: so a sender waiting on a window whose last chunks were lost
+// is granted it again.
 //
 // Not thread-safe: one engine thread owns a lane.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,16 +67,31 @@ class UcLaneSender {
   };
 
   // `window_keys`: the receiver's keys for lap 0, one per window, as it advertised them.
+  // Every window starts granted for lap 0.
   UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys);
 
-  // The placement of the next chunk (advances the count).
-  Write Next();
-  uint64_t chunks() const { return next_; }
+  // Where chunk `n` goes (whatever the grants).
+  Write Place(uint64_t n) const;
+  // The placement of the next chunk the grants allow (advances past it), or nullopt while
+  // its window is not granted for its lap yet.
+  std::optional<Write> Next();
+  // What Next would return, without taking it (it does skip windows retired under it).
+  std::optional<Write> Peek();
+  // The receiver's grants (one lap per window); older ones than what is known are ignored
+  // (grants may arrive out of order or not at all; each carries the whole state).
+  void Grant(const std::vector<uint64_t>& laps);
+  // The number the next chunk will have (chunks skipped count).
+  uint64_t next_chunk() const { return next_; }
+  uint64_t chunks() const { return sent_; }
+  uint64_t skipped() const { return skipped_; }
 
  private:
   UcRingGeometry g_;
   std::vector<uint32_t> keys_;
+  std::vector<uint64_t> granted_;
   uint64_t next_ = 0;
+  uint64_t sent_ = 0;
+  uint64_t skipped_ = 0;
 };
 
 // The receiver's windows: which lap each is bound for, which of its slots are settled, and
@@ -105,6 +128,14 @@ class UcLaneReceiver {
   std::vector<Rebind> TakeRebinds();
   // The bind of `r` executed: the window accepts (and delivers) lap r.lap from now on.
   void Rebound(const Rebind& r);
+
+  // The lane has been quiet for a while: retire the oldest window (see above).
+  void OnIdle();
+
+  // Every window's bound lap, what the sender may write (send after a Rebound).
+  std::vector<uint64_t> Grants() const;
+  // Increments on every Rebound: the grants changed.
+  uint64_t grant_version() const { return stats_.rebinds; }
 
   // The lap `window` is bound for (what its key accepts now).
   uint64_t bound_lap(uint32_t window) const { return windows_[window].lap; }

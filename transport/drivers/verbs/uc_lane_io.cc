@@ -150,25 +150,35 @@ uint8_t* UcSendLane::Buffer() {
   return arena_.get() + size_t{free_.front()} * slot_bytes_;
 }
 
-UcLaneSender::Write UcSendLane::Peek() const {
-  UcLaneSender copy = *tx_;
-  return copy.Next();
+std::optional<uint64_t> UcSendLane::NextChunk() {
+  if (!tx_) return std::nullopt;
+  const std::optional<UcLaneSender::Write> w = tx_->Peek();
+  if (!w) return std::nullopt;
+  return w->chunk;
 }
 
-absl::Status UcSendLane::Post(uint32_t len) {
+void UcSendLane::Grant(const std::vector<uint64_t>& laps) {
+  if (tx_) tx_->Grant(laps);
+}
+
+absl::StatusOr<UcLaneSender::Write> UcSendLane::Post(uint32_t len) {
   if (free_.empty() || !tx_) return absl::FailedPreconditionError("UC send lane: no free buffer");
   if (len > slot_bytes_) return absl::InvalidArgumentError("UC chunk longer than a buffer");
+  const std::optional<UcLaneSender::Write> w = tx_->Next();
+  if (!w) {
+    ++stats_.grant_waits;
+    return absl::UnavailableError("UC send lane: waiting for a window grant");
+  }
   const uint32_t slot = free_.front();
   free_.pop_front();
-  const UcLaneSender::Write w = tx_->Next();
   const bool signaled = ++unsignalled_ >= kSignalEvery || free_.empty();
   if (signaled) unsignalled_ = 0;
   posted_.push_back(slot);
   LH_RETURN_IF_ERROR(qp_->PostWrite(arena_.get() + size_t{slot} * slot_bytes_, len, mr_->lkey,
-                                    ring_ + w.offset, w.rkey, w.immediate, slot, signaled));
+                                    ring_ + w->offset, w->rkey, w->immediate, slot, signaled));
   ++stats_.chunks;
   stats_.bytes += len;
-  return absl::OkStatus();
+  return *w;
 }
 
 absl::Status UcSendLane::Replay(const UcLaneSender::Write& old, std::span<const uint8_t> data) {

@@ -65,6 +65,13 @@ class UcReceiveLane {
   absl::Status Maintain();
   // A completion of this lane's send queue (binds): errors counted.
   void OnSendCompletion(const ibv_wc& wc);
+  // The lane has been quiet (no chunk for a few round trips): retire the oldest window;
+  // Maintain rebinds it.
+  void OnIdle() { rx_.OnIdle(); }
+  // What the sending end may write (send it on the control channel when grant_version
+  // changed).
+  std::vector<uint64_t> Grants() const { return rx_.Grants(); }
+  uint64_t grant_version() const { return rx_.grant_version(); }
 
   Stats stats() const;
 
@@ -85,6 +92,7 @@ class UcSendLane {
     uint64_t bytes = 0;
     uint64_t send_errors = 0;
     uint64_t replays = 0;
+    uint64_t grant_waits = 0;  // Posts refused for want of a grant
   };
 
   // `buffers` chunk buffers of `slot_bytes` each (and one for replays), registered in the
@@ -98,8 +106,14 @@ class UcSendLane {
 
   // A free chunk buffer to fill (slot_bytes long), or nullptr while all are in flight.
   uint8_t* Buffer();
-  // Writes the first `len` bytes of the buffer Buffer() returned as the next chunk.
-  absl::Status Post(uint32_t len);
+  // Writes the first `len` bytes of the buffer Buffer() returned as the next chunk the
+  // receiver's grants allow; returns its placement. Unavailable "waiting for a window
+  // grant" while they allow none (the buffer stays the caller's to post later).
+  absl::StatusOr<UcLaneSender::Write> Post(uint32_t len);
+  // The number the next Post's chunk will have, or nullopt while no grant allows one.
+  std::optional<uint64_t> NextChunk();
+  // The receiving end's grants (UcLaneReceiver::Grants), as they arrive.
+  void Grant(const std::vector<uint64_t>& laps);
   // A completion of this lane's send queue: frees the buffers up to it.
   void OnSendCompletion(const ibv_wc& wc);
   // Test mode of the sender (a late duplicate): writes `data` as `old`, an earlier
@@ -107,8 +121,6 @@ class UcSendLane {
   // FailedPrecondition while the last one is in flight.
   absl::Status Replay(const UcLaneSender::Write& old, std::span<const uint8_t> data);
   bool replay_in_flight() const { return replay_busy_; }
-  // The placement the next Post will use.
-  UcLaneSender::Write Peek() const;
 
   Stats stats() const { return stats_; }
 
