@@ -160,6 +160,18 @@ Model::Arrival ArrivalOf(const UcLaneSender::Write& w, bool whole, bool with_imm
   return {w.chunk, w.slot, w.rkey, w.immediate, whole, with_imm};
 }
 
+// The sender's next chunk; when no grant allows one, the receiver polls and its grants
+// reach the sender at once, and it tries again.
+std::optional<UcLaneSender::Write> NextGranted(Model& m, UcLaneSender& tx) {
+  std::optional<UcLaneSender::Write> w = tx.Next();
+  if (!w) {
+    m.Poll();
+    tx.Grant(m.rx().Grants());
+    w = tx.Next();
+  }
+  return w;
+}
+
 TEST(UcLaneReceiver, InOrderChunksAreAllDeliveredAndWindowsCycle) {
   const UcRingGeometry g{.slots = 64, .windows = 8, .slot_bytes = 4096};
   const std::vector<uint32_t> keys(8, 0x5500);
@@ -167,12 +179,7 @@ TEST(UcLaneReceiver, InOrderChunksAreAllDeliveredAndWindowsCycle) {
   Model m(g, keys);
   constexpr uint64_t kChunks = 64 * 1000;  // 1000 laps: the key variant wraps 3 times
   for (uint64_t n = 0; n < kChunks; ++n) {
-    std::optional<UcLaneSender::Write> w = tx.Next();
-    if (!w) {  // the sender waits for the receiver's grants
-      m.Poll();
-      tx.Grant(m.rx().Grants());
-      w = tx.Next();
-    }
+    const std::optional<UcLaneSender::Write> w = NextGranted(m, tx);
     ASSERT_TRUE(w.has_value()) << "chunk " << n << " never granted";
     ASSERT_EQ(w->chunk, n);
     m.Land(ArrivalOf(*w, true, true));
@@ -332,12 +339,7 @@ TEST(UcLaneReceiver, AnOutageIsRecoveredByIdleRetirementAndGrants) {
   UcLaneSender tx(g, keys);
   Model m(g, keys);
   for (int i = 0; i < 40; ++i) {
-    std::optional<UcLaneSender::Write> w = tx.Next();
-    if (!w) {
-      m.Poll();
-      tx.Grant(m.rx().Grants());
-      w = tx.Next();
-    }
+    const std::optional<UcLaneSender::Write> w = NextGranted(m, tx);
     ASSERT_TRUE(w.has_value());
     m.Land(ArrivalOf(*w, true, true));
     m.Poll();
@@ -357,12 +359,7 @@ TEST(UcLaneReceiver, AnOutageIsRecoveredByIdleRetirementAndGrants) {
   ASSERT_TRUE(tx.Peek().has_value()) << "never granted again";
   EXPECT_LE(idles, 4);
   for (int i = 0; i < 64; ++i) {
-    std::optional<UcLaneSender::Write> w = tx.Next();
-    if (!w) {
-      m.Poll();
-      tx.Grant(m.rx().Grants());
-      w = tx.Next();
-    }
+    const std::optional<UcLaneSender::Write> w = NextGranted(m, tx);
     ASSERT_TRUE(w.has_value()) << "after the outage, chunk " << i;
     m.Land(ArrivalOf(*w, true, true));
     m.Poll();
