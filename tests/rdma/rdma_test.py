@@ -224,7 +224,7 @@ def uc_stream(c, netem, chunk_bytes, chunks, rate_mbit, min_percent):
 
 def case_uc_lane_64k(c):
     # 16-packet writes; no netem: on rxe a cut message stalls a UC queue pair (docs/rdma.md 7.11)
-    uc_stream(c, "", 65536, 400, 100, 98)
+    uc_stream(c, "", 65536, 400, 50, 98)
 
 
 def case_uc_lane_4k_loss1e2(c):
