@@ -111,6 +111,27 @@ TEST(NcclBench, MissingEmulatorIsAClearError) {
                    "longhaul-emu not found");
 }
 
+// --recommend: engines one per 25 Gbit/s, channels one per 10 Gbit/s and a multiple of
+// the engines (each peer gets a connection per engine).
+TEST(NcclBench, RecommendationsScaleEnginesAndChannelsWithTheRate) {
+  int status = 0;
+  std::string out =
+      RunCommand(std::string(LONGHAUL_NCCL_BENCH) + " --recommend --link=rate=1gbit,rtt=58ms", &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("NCCL_LONGHAUL_ENGINES=1 "), std::string::npos) << out;
+  EXPECT_NE(out.find("NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=2 "), std::string::npos) << out;
+  out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) + " --recommend --link=rate=100gbit,rtt=58ms",
+                   &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("NCCL_LONGHAUL_ENGINES=4 "), std::string::npos) << out;
+  EXPECT_NE(out.find("NCCL_MIN_NCHANNELS=12 NCCL_MAX_NCHANNELS=12 "), std::string::npos) << out;
+  out = RunCommand(std::string(LONGHAUL_NCCL_BENCH) + " --recommend --link=rate=400gbit,rtt=58ms",
+                   &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("NCCL_LONGHAUL_ENGINES=8 "), std::string::npos) << out;
+  EXPECT_NE(out.find("NCCL_MIN_NCHANNELS=16 NCCL_MAX_NCHANNELS=16 "), std::string::npos) << out;
+}
+
 TEST(NcclBench, MissingPluginIsAClearError) {
   ExpectClearError("", " --ranks=2 --plugin=/nonexistent/libnccl-net-x.so", "plugin not usable");
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -47,9 +48,14 @@ int Recommend(const std::string& link, const std::string& profile) {
     return 2;
   }
   const double bdp = rate.BytesPerSecond() * rtt.seconds();
-  // One channel per 10 Gbit/s (a proxy thread copies at a few GB/s), at least 2.
-  const int channels = std::clamp(static_cast<int>(std::ceil(rate.bps() / 10e9)), 2, 16);
-  // The channels of a peer share one connection: together they need about 2 x BDP of
+  // One engine per 25 Gbit/s: a core carries 32-40 Gbit/s a side protected and flat out
+  // (docs/benchmarks.md section 15), less with headroom for an uneven split; at most 8.
+  const int engines = std::clamp(static_cast<int>(std::ceil(rate.bps() / 25e9)), 1, 8);
+  // One channel per 10 Gbit/s (a proxy thread copies at a few GB/s), at least 2, and a
+  // multiple of the engines (each peer gets one connection per engine, comms in turn).
+  int channels = std::clamp(static_cast<int>(std::ceil(rate.bps() / 10e9)), 2, 16);
+  channels = (channels + engines - 1) / engines * engines;
+  // The channels of a peer share its connections: together they need about 2 x BDP of
   // credit (a round trip of data plus a repair round), each comm its share.
   const uint64_t credit = std::clamp<uint64_t>(static_cast<uint64_t>(2 * bdp / channels),
                                                uint64_t{16} << 20, uint64_t{1} << 30);
@@ -74,8 +80,11 @@ int Recommend(const std::string& link, const std::string& profile) {
        "per comm; x channels >= 2 x BDP in flight per peer");
   line("export NCCL_PROTO=Simple", "LL/LL128 save microseconds, not milliseconds");
   line("export NCCL_ALGO=Ring", "bandwidth-optimal; trees add long-haul hops");
+  line(absl::StrCat("export NCCL_LONGHAUL_ENGINES=", engines),
+       "driver threads: one per 25 Gbit/s (a core's share)");
   line(absl::StrCat("export NCCL_MIN_NCHANNELS=", channels, " NCCL_MAX_NCHANNELS=", channels),
-       "one per 10 Gbit/s; one longhaul connection per peer");
+       engines > 1 ? absl::StrCat("one per 10 Gbit/s, a multiple of the ", engines, " engines")
+                   : std::string("one per 10 Gbit/s"));
   line(absl::StrCat("export NCCL_BUFFSIZE=", 8 * chunk),
        absl::StrCat("8 steps of ", FormatByteCount(chunk), " messages"));
   line(absl::StrCat("export NCCL_P2P_NET_CHUNKSIZE=", chunk),
