@@ -14,6 +14,7 @@ import argparse
 import os
 import shutil
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,8 +29,9 @@ class Case:
     """Every longhaul process of the tier runs protected (static keys; the NCCL ranks and
     verbs_peer a pre-shared key) unless a case asks for plaintext."""
 
-    def __init__(self, tb, build, keys):
+    def __init__(self, tb, build, keys, tmp_share=None):
         self.tb = tb
+        self.tmp_share = tmp_share  # a folder under /tmp the testbed was told to keep
         self.keys = keys.folder
         self.server_keys = keys.flags("ik", "server")
         self.client_keys = keys.flags("ik", "client")
@@ -206,6 +208,20 @@ def case_peer_killed(c):
     expect("peer unreachable" in out, out[-2000:])
 
 
+def case_checkout_under_tmp(c):
+    """A build under /tmp runs in the guests, whose own tmpfs covers /tmp (Testbed keep=):
+    a copy of longhaul-keygen in a folder under the host's /tmp, run in both guests."""
+    keygen = os.path.join(c.tmp_share, "longhaul-keygen")
+    for g in lt.GUESTS:
+        rc, out = c.tb.run(g, "%s --help" % keygen, 30)
+        expect(rc == 0 and "longhaul-keygen" in out,
+               "guest %s could not run %s: rc %s %s" % (g, keygen, rc, out[-500:]))
+    # ... while the guest's own files under /tmp stay its own.
+    rc, out = c.tb.run("a", "echo mine > /tmp/guest-only && cat /tmp/guest-only", 10)
+    expect(rc == 0 and "mine" in out, out)
+    expect(not os.path.exists("/tmp/guest-only"), "a guest's /tmp file appeared on the host")
+
+
 def uc_stream(c, netem, chunk_bytes, chunks, rate_mbit, min_percent):
     """One UC lane streaming between the guests (tests/rdma/uc_probe.cc): `chunks` chunks of
     `chunk_bytes` paced at `rate_mbit`, a late duplicate replayed every 10 chunks with its
@@ -283,6 +299,7 @@ def case_probe_verbs_server(c):
 
 CASES = [
     ("devices", case_devices),
+    ("checkout_under_tmp", case_checkout_under_tmp),
     ("bad_device", case_bad_device),
     ("no_listener", case_no_listener),
     ("wrong_key", case_wrong_key),
@@ -323,10 +340,14 @@ def main(argv):
     shutil.rmtree(work, ignore_errors=True)
     passed = failed = 0
     start = time.monotonic()
+    # A folder under /tmp (where a checkout may live) that the guests must see: the
+    # checkout_under_tmp case runs a copy of longhaul-keygen from it.
+    tmp_share = tempfile.mkdtemp(prefix="longhaul-rdma-", dir="/tmp")
+    shutil.copy2(os.path.join(build, "bin", "longhaul-keygen"), tmp_share)
     try:
-        with lt.Testbed(work, keep=[build]) as tb:
+        with lt.Testbed(work, keep=[build, tmp_share]) as tb:
             print("testbed: two guests booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
-            c = Case(tb, build, lt.Keys(build, os.path.join(build, "rdma-keys")))
+            c = Case(tb, build, lt.Keys(build, os.path.join(build, "rdma-keys")), tmp_share)
             # A guest that cannot see the build fails here, once, with the paths it misses.
             tb.require([c.perf, c.peer, c.probe, c.uc_probe, c.keys])
             for name, fn in chosen:
@@ -341,6 +362,8 @@ def main(argv):
     except (TimeoutError, RuntimeError) as e:
         print("testbed failed: %s" % e)
         failed += 1
+    finally:
+        shutil.rmtree(tmp_share, ignore_errors=True)
     print("rdma tier: %.1f s in all" % (time.monotonic() - start))
     print("%d passed, %d failed" % (passed, failed))
     if failed == 0 and not args.keep:
