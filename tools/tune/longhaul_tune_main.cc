@@ -311,6 +311,9 @@ nlohmann::json ResultJson(const std::string& command, const tuner::LinkEstimate&
   j["search_s"] = r.search_s;
   j["check_s"] = r.check_s;
   j["host"] = HostJson(r.host);
+  j["uc_chunk"] = {{"packets", r.uc_chunk.packets},
+                   {"chunk_loss", r.uc_chunk.chunk_loss},
+                   {"budget", r.uc_chunk.budget}};
   j["profile"] = text;
   if (!FLAGS_out.empty()) j["profile_path"] = FLAGS_out;
   return j;
@@ -341,6 +344,8 @@ void PrintResult(const tuner::LinkEstimate& link, const tuner::Provenance& prov,
           c.check_note.empty() ? "" : absl::StrCat("  (", c.check_note, ")"));
     }
   }
+  std::cout << "verbs UC   chunk of " << r.uc_chunk.why
+            << "; soft-RoCE (rxe) needs 1 (docs/rdma.md 7.7, 7.11)\n";
   std::cout << "host settings:\n";
   for (const std::string& l : r.host.lines) std::cout << "  " << l << "\n";
   for (const std::string& c : r.host.commands) std::cout << "  $ " << c << "\n";

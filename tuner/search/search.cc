@@ -590,6 +590,7 @@ absl::StatusOr<TuneResult> Tune(const LinkEstimate& link, const SearchOptions& o
     }
   }
   res.host = AdviseHost(res.chosen.config, ReadHostSettings());
+  res.uc_chunk = AdviseUcChunk(link);
   return res;
 }
 

@@ -37,6 +37,7 @@
 #include "transport/core/config.h"
 #include "tuner/model/link_estimate.h"
 #include "tuner/model/transport_model.h"
+#include "tuner/model/uc_chunk.h"
 #include "tuner/search/host_advice.h"
 
 namespace longhaul::tuner {
@@ -97,6 +98,8 @@ struct TuneResult {
   double search_s = 0;             // wall time of the model search
   double check_s = 0;              // wall time of the checks
   HostAdvice host;
+  // For the verbs datapath's UC mode: the chunk size for this link (docs/rdma.md 7.7).
+  UcChunkAdvice uc_chunk;
 };
 
 // Bulk bytes per check run for a link: enough for >= 6 RTTs of transfer and 200k

@@ -24,6 +24,7 @@
 #include "transport/sim/scenario.h"
 #include "tuner/model/link_estimate.h"
 #include "tuner/model/transport_model.h"
+#include "tuner/model/uc_chunk.h"
 
 namespace longhaul::tuner {
 namespace {
@@ -171,6 +172,37 @@ TEST(ModelTest, MessageCompletionTimeMatchesTheSimulator) {
     EXPECT_NEAR(pr.mct_ideal_s, r->mct.ideal_s, 1e-6 + 1e-4 * r->mct.ideal_s);
     EXPECT_NEAR(pr.mct_p99_s, r->mct.p99_s, std::max(1e-3, 0.15 * r->mct.p99_s));
     EXPECT_NEAR(pr.mct_mean_s, r->mct.mean_s, std::max(1e-3, 0.15 * r->mct.mean_s));
+  }
+}
+
+// The UC datapath's chunk (docs/rdma.md 7.7): the largest power-of-two chunk whose
+// expected loss stays within 2 %; bursts let chunks grow (a burst costs one chunk).
+TEST(UcChunk, TheLargestChunkWithinTheLossBudget) {
+  EXPECT_DOUBLE_EQ(UcChunkLoss(0, 1, 16), 0.0);
+  EXPECT_NEAR(UcChunkLoss(1e-3, 1, 16), 1 - std::pow(1 - 1e-3, 16), 1e-12);
+  EXPECT_NEAR(UcChunkLoss(1e-2, 4, 4), 1 - std::pow(1 - 2.5e-3, 7), 1e-12);
+  auto packets = [](double loss, double burst) {
+    LinkEstimate l;
+    l.loss = loss;
+    l.mean_burst = burst;
+    return AdviseUcChunk(l);
+  };
+  EXPECT_EQ(packets(0, 1).packets, kMaxUcChunkPackets);
+  EXPECT_EQ(packets(1e-4, 1).packets, 16u);
+  const UcChunkAdvice at_1e3 = packets(1e-3, 1);
+  EXPECT_EQ(at_1e3.packets, 16u);  // 1.6 % of chunks
+  EXPECT_NEAR(at_1e3.chunk_loss, 0.0159, 1e-4);
+  EXPECT_NE(at_1e3.why.find("16 packets"), std::string::npos) << at_1e3.why;
+  EXPECT_EQ(packets(1e-2, 1).packets, 2u);  // 2 % at 2 packets, 3.9 % at 4
+  EXPECT_EQ(packets(1e-2, 4).packets, 4u);  // bursts of 4: 1.7 % at 4 packets
+  EXPECT_EQ(packets(5e-2, 1).packets, 1u);  // nothing fits: one packet, its own loss
+  EXPECT_NEAR(packets(5e-2, 1).chunk_loss, 0.05, 1e-12);
+  for (double loss : {0.0, 1e-5, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2}) {
+    const UcChunkAdvice a = packets(loss, 1);
+    EXPECT_TRUE(a.packets == 1 || a.chunk_loss <= a.budget) << loss;
+    if (a.packets < kMaxUcChunkPackets) {
+      EXPECT_GT(UcChunkLoss(loss, 1, 2 * a.packets), a.budget) << loss;  // the largest
+    }
   }
 }
 
