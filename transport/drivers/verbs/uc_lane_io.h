@@ -100,6 +100,9 @@ class UcSendLane {
   static absl::StatusOr<std::unique_ptr<UcSendLane>> Create(const VerbsDevice& dev,
                                                             ibv_cq* send_cq, ibv_cq* recv_cq,
                                                             uint32_t buffers, uint32_t slot_bytes);
+  ~UcSendLane();
+  UcSendLane(const UcSendLane&) = delete;
+  UcSendLane& operator=(const UcSendLane&) = delete;
   absl::Status Connect(const VerbsDevice& dev, const UcAdvert& receiver);
   uint32_t qpn() const { return qp_->qpn(); }
   uint32_t psn() const { return qp_->send_psn(); }
@@ -139,11 +142,6 @@ class UcSendLane {
   uint32_t unsignalled_ = 0;
   bool replay_busy_ = false;
   Stats stats_;
-
- public:
-  ~UcSendLane();
-  UcSendLane(const UcSendLane&) = delete;
-  UcSendLane& operator=(const UcSendLane&) = delete;
 };
 
 }  // namespace longhaul::verbs
