@@ -100,6 +100,12 @@ void CheckFrameInvariants(const Frame& f, const uint8_t* begin, const uint8_t* e
                     (f.handshake.body.data() >= begin &&
                      f.handshake.body.data() + f.handshake.body.size() <= end));
       break;
+    case FrameType::kDriverState:
+      LH_FUZZ_CHECK(f.driver_state.bytes.size() <= kMaxDriverState);
+      LH_FUZZ_CHECK(f.driver_state.bytes.empty() ||
+                    (f.driver_state.bytes.data() >= begin &&
+                     f.driver_state.bytes.data() + f.driver_state.bytes.size() <= end));
+      break;
     case FrameType::kPing:
     case FrameType::kLossReport:
       break;
@@ -198,6 +204,12 @@ void CheckSameFrame(const Frame& a, const Frame& b) {
       LH_FUZZ_CHECK(
           SameBytes(a.handshake.body.data(), b.handshake.body.data(), a.handshake.body.size()));
       break;
+    case FrameType::kDriverState:
+      LH_FUZZ_CHECK(a.driver_state.sequence == b.driver_state.sequence);
+      LH_FUZZ_CHECK(a.driver_state.bytes.size() == b.driver_state.bytes.size());
+      LH_FUZZ_CHECK(SameBytes(a.driver_state.bytes.data(), b.driver_state.bytes.data(),
+                              a.driver_state.bytes.size()));
+      break;
     case FrameType::kPing:
     case FrameType::kPadding:
       break;
@@ -234,6 +246,9 @@ bool Encode(const Frame& f, PacketWriter& w) {
       break;
     case FrameType::kHandshake:
       ok = w.WriteHandshake(f.handshake.body);
+      break;
+    case FrameType::kDriverState:
+      ok = w.WriteDriverState(f.driver_state.sequence, f.driver_state.bytes);
       break;
     case FrameType::kPadding:
       ok = true;

@@ -55,6 +55,10 @@ size_t FecRepairFrameHeaderSize(const FecRepairFrame& f) {
   return 1 + VarintSize(f.block_id) + 3 + VarintSize(f.length);
 }
 
+size_t DriverStateFrameSize(uint64_t sequence, size_t length) {
+  return 1 + VarintSize(sequence) + VarintSize(length) + length;
+}
+
 // ---- AckRangeIterator ----
 
 AckRangeIterator::AckRangeIterator(const AckFrame& ack) : ack_(ack), p_(ack.ranges) {}
@@ -326,6 +330,17 @@ bool PacketWriter::WriteHandshake(std::span<const uint8_t> body) {
   return true;
 }
 
+bool PacketWriter::WriteDriverState(uint64_t sequence, std::span<const uint8_t> bytes) {
+  CHECK_LE(bytes.size(), kMaxDriverState);
+  if (DriverStateFrameSize(sequence, bytes.size()) > remaining()) return false;
+  *p_++ = static_cast<uint8_t>(FrameType::kDriverState);
+  p_ += WriteVarint(p_, sequence);
+  p_ += WriteVarint(p_, bytes.size());
+  if (!bytes.empty()) std::memcpy(p_, bytes.data(), bytes.size());
+  p_ += bytes.size();
+  return true;
+}
+
 size_t PacketWriter::Finish() {
   const size_t len = size();
   if (integrity_ == Integrity::kSealed) {
@@ -536,6 +551,16 @@ absl::StatusOr<bool> FrameReader::Next(Frame* f) {
       LH_READ_VARINT("HANDSHAKE", "length", &len);
       if (len > static_cast<uint64_t>(end_ - p)) return Malformed("HANDSHAKE", "body runs past the packet");
       f->handshake.body = std::span<const uint8_t>(p, len);
+      p += len;
+      break;
+    }
+    case FrameType::kDriverState: {
+      uint64_t len;
+      LH_READ_VARINT("DRIVER_STATE", "sequence", &f->driver_state.sequence);
+      LH_READ_VARINT("DRIVER_STATE", "length", &len);
+      if (len > kMaxDriverState) return Malformed("DRIVER_STATE", "state longer than 1024 bytes");
+      if (len > static_cast<uint64_t>(end_ - p)) return Malformed("DRIVER_STATE", "state runs past the packet");
+      f->driver_state.bytes = std::span<const uint8_t>(p, len);
       p += len;
       break;
     }

@@ -70,6 +70,7 @@ enum class FrameType : uint8_t {
   kFecSource = 0x06,
   kLossReport = 0x07,
   kHandshake = 0x08,
+  kDriverState = 0x09,
 };
 
 struct PacketHeader {
@@ -181,6 +182,17 @@ struct HandshakeFrame {
   std::span<const uint8_t> body;  // opaque to the wire layer; interpreted by the driver
 };
 
+// DRIVER_STATE: the sending driver's latest state for its peer driver (a verbs driver's
+// queue pair numbers, buffer keys, window grants), opaque to the transport. Each new
+// state has a higher sequence; a receiver keeps the highest it has seen.
+inline constexpr size_t kMaxDriverState = 1024;  // bytes; a longer frame is malformed
+struct DriverStateFrame {
+  uint64_t sequence = 0;
+  std::span<const uint8_t> bytes;  // view into the datagram
+};
+// Encoded size of a DRIVER_STATE frame.
+size_t DriverStateFrameSize(uint64_t sequence, size_t length);
+
 struct Frame {
   FrameType type = FrameType::kPadding;
   DataFrame data;
@@ -190,6 +202,7 @@ struct Frame {
   FecSourceFrame fec_source;
   LossReportFrame loss_report;
   HandshakeFrame handshake;
+  DriverStateFrame driver_state;
 };
 
 // Encoded sizes, for planning what fits in a datagram.
@@ -246,6 +259,8 @@ class PacketWriter {
   uint8_t* WriteFecRepair(const FecRepairFrame& f);
   bool WriteLossReport(const LossReportFrame& f);
   bool WriteHandshake(std::span<const uint8_t> body);
+  // bytes.size() must be at most kMaxDriverState (CHECK).
+  bool WriteDriverState(uint64_t sequence, std::span<const uint8_t> bytes);
 
   // One pass over the payload: DATA payloads (up to kMaxDeferredPayloads of at least
   // kMinDeferredPayload bytes) are not copied by WriteData but noted, and Finish copies

@@ -104,6 +104,10 @@ std::vector<Sample> SamplePackets() {
     w.WriteHandshake(body);
     mark(w, e);
   };
+  auto driver_state = [&](PacketWriter& w, std::vector<size_t>& e) {
+    w.WriteDriverState(1ULL << 20, body);
+    mark(w, e);
+  };
   add("data", data);
   add("ack", ack);
   add("close", close);
@@ -112,6 +116,7 @@ std::vector<Sample> SamplePackets() {
   add("fec_source", source);
   add("loss_report", loss);
   add("handshake", handshake);
+  add("driver_state", driver_state);
   add("mixed", [&](PacketWriter& w, std::vector<size_t>& e) {
     source(w, e);
     data(w, e);
@@ -120,6 +125,7 @@ std::vector<Sample> SamplePackets() {
     repair(w, e);
     loss(w, e);
     handshake(w, e);
+    driver_state(w, e);
     close(w, e);
   });
   return out;
@@ -479,7 +485,7 @@ TEST(MalformedFecTest, SourceParametersOutOfRange) {
 }
 
 TEST(MalformedFrameTest, UnknownFrameTypes) {
-  for (int type : {0x09, 0x0A, 0x40, 0x80, 0xFF}) {
+  for (int type : {0x0A, 0x0B, 0x40, 0x80, 0xFF}) {
     Raw r;
     r.U8(0x04).U8(static_cast<uint8_t>(type)).Fill(8);
     absl::Status s = DecodeRaw(r);
@@ -495,6 +501,35 @@ TEST(MalformedFrameTest, LengthPrefixedBodiesPastThePacket) {
   Raw hs;
   hs.U8(0x08).Var(1ULL << 40).Fill(100);
   ExpectMalformed(hs, "past the packet");
+}
+
+Raw DriverStateBytes(uint64_t sequence, uint64_t length, size_t bytes) {
+  Raw r;
+  r.U8(0x09).Var(sequence).Var(length).Fill(bytes);
+  return r;
+}
+
+TEST(MalformedDriverStateTest, ValidReferenceDecodes) {
+  EXPECT_TRUE(DecodeRaw(DriverStateBytes(1, 0, 0)).ok());
+  EXPECT_TRUE(DecodeRaw(DriverStateBytes(kMaxVarint, kMaxDriverState, kMaxDriverState)).ok());
+}
+
+TEST(MalformedDriverStateTest, TruncatedFrameIsRejected) {
+  ExpectMalformed(DriverStateBytes(7, 100, 99), "past the packet");
+  ExpectMalformed(DriverStateBytes(7, kMaxDriverState, 0), "past the packet");
+  Raw no_length;
+  no_length.U8(0x09).Var(7);
+  ExpectMalformed(no_length, "truncated length");
+  Raw no_sequence;
+  no_sequence.U8(0x09);
+  ExpectMalformed(no_sequence, "truncated sequence");
+}
+
+TEST(MalformedDriverStateTest, OverLongStateIsRejected) {
+  // Longer than kMaxDriverState: malformed even when every byte is there.
+  ExpectMalformed(DriverStateBytes(7, kMaxDriverState + 1, kMaxDriverState + 1),
+                  "longer than 1024 bytes");
+  ExpectMalformed(DriverStateBytes(7, 1ULL << 40, 100), "longer than 1024 bytes");
 }
 
 TEST(MalformedFrameTest, ErrorStopsAtTheBadFrame) {

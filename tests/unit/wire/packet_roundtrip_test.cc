@@ -609,6 +609,37 @@ TEST(HandshakeFrameTest, WritesNothingWhenItDoesNotFit) {
   EXPECT_EQ(w.size(), kHeaderSize);
 }
 
+TEST(DriverStateFrameTest, RoundTrip) {
+  for (uint64_t seq : {uint64_t{1}, uint64_t{64}, uint64_t{1} << 40}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, kMaxDriverState}) {
+      Bytes state = Pattern(n, 13);
+      Bytes d = BuildPacket(SampleHeader(),
+                            [&](PacketWriter& w) { ASSERT_TRUE(w.WriteDriverState(seq, state)); });
+      EXPECT_EQ(d.size(), kPacketOverhead + DriverStateFrameSize(seq, n));
+      Frame f = OnlyFrame(d);
+      ASSERT_EQ(f.type, FrameType::kDriverState);
+      EXPECT_EQ(f.driver_state.sequence, seq);
+      EXPECT_EQ(Bytes(f.driver_state.bytes.begin(), f.driver_state.bytes.end()), state);
+    }
+  }
+}
+
+TEST(DriverStateFrameTest, WritesNothingWhenItDoesNotFit) {
+  Bytes state = Pattern(30, 1);
+  const size_t need = DriverStateFrameSize(5, state.size());  // 1 + 1 + 1 + 30
+  ASSERT_EQ(need, 33u);
+  Bytes buf(kPacketOverhead + need - 1);
+  PacketWriter w(buf.data(), buf.size());
+  w.WriteHeader(SampleHeader());
+  EXPECT_FALSE(w.WriteDriverState(5, state));
+  EXPECT_EQ(w.size(), kHeaderSize);
+  Bytes buf2(kPacketOverhead + need);
+  PacketWriter w2(buf2.data(), buf2.size());
+  w2.WriteHeader(SampleHeader());
+  EXPECT_TRUE(w2.WriteDriverState(5, state));
+  EXPECT_EQ(w2.remaining(), 0u);
+}
+
 TEST(LossReportFrameTest, WritesNothingWhenItDoesNotFit) {
   const LossReportFrame big{1ULL << 40, 1ULL << 40, 1ULL << 40};  // 1 + 3 * 8 = 25 bytes
   Bytes buf(kPacketOverhead + 24);
@@ -656,6 +687,7 @@ TEST(MixedPacketTest, EveryFrameTypeInOnePacket) {
     ASSERT_NE(w.WriteFecRepair(rep), nullptr);
     ASSERT_TRUE(w.WriteLossReport(LossReportFrame{100, 2, 1}));
     ASSERT_TRUE(w.WriteHandshake(body));
+    ASSERT_TRUE(w.WriteDriverState(3, shard));
     ASSERT_TRUE(w.WriteClose(9, "bye"));
   });
   absl::StatusOr<std::vector<Frame>> frames = DecodeDatagram(d);
@@ -665,7 +697,8 @@ TEST(MixedPacketTest, EveryFrameTypeInOnePacket) {
   EXPECT_THAT(
       types, ::testing::ElementsAre(FrameType::kFecSource, FrameType::kData, FrameType::kAck,
                                     FrameType::kPing, FrameType::kFecRepair, FrameType::kLossReport,
-                                    FrameType::kHandshake, FrameType::kClose));
+                                    FrameType::kHandshake, FrameType::kDriverState,
+                                    FrameType::kClose));
   const std::vector<Frame>& fs = *frames;
   EXPECT_EQ(fs[0].fec_source.block_id, 77u);
   EXPECT_EQ(Bytes(fs[1].data.payload, fs[1].data.payload + fs[1].data.length), payload);
@@ -674,7 +707,9 @@ TEST(MixedPacketTest, EveryFrameTypeInOnePacket) {
             shard);
   EXPECT_EQ(fs[5].loss_report.packets_received, 100u);
   EXPECT_EQ(Bytes(fs[6].handshake.body.begin(), fs[6].handshake.body.end()), body);
-  EXPECT_EQ(fs[7].close.reason, "bye");
+  EXPECT_EQ(fs[7].driver_state.sequence, 3u);
+  EXPECT_EQ(Bytes(fs[7].driver_state.bytes.begin(), fs[7].driver_state.bytes.end()), shard);
+  EXPECT_EQ(fs[8].close.reason, "bye");
 }
 
 TEST(MixedPacketTest, LargestDatagramWithFullSegment) {
