@@ -3,7 +3,9 @@
 // Sending: PollTransmit builds at most one datagram per call. Order of preference: a
 // CLOSE, probe packets after a probe timeout (they ignore pacing and the window),
 // data (repairs before new data) when the pacer and the window allow, then a pure ACK
-// when one is due. A pending ACK rides on data packets for free.
+// when one is due. A pending ACK rides on data packets for free. A pending driver state
+// (SetDriverState) rides in front of the data of a plain data packet, or goes in a small
+// packet of its own, unpaced like a PING, ahead of an FEC packet or a padded probe.
 //
 // Receiving: a datagram is parsed and checked (CRC32C), then its frames are applied.
 // Corrupt datagrams are dropped and so look like loss; malformed frames from a packet
@@ -190,6 +192,10 @@ bool ConnectionImpl::ProcessFrames(Time now, const uint8_t* p, const uint8_t* en
         if (!ProcessRecovered(now)) return false;
         break;
       }
+      case wire::FrameType::kDriverState:
+        *ack_eliciting = true;
+        OnPeerDriverState(f.driver_state);
+        break;
       case wire::FrameType::kPadding:
       case wire::FrameType::kHandshake:
         break;
@@ -308,6 +314,7 @@ void ConnectionImpl::DetectLosses(Time now) {
       ev.largest_lost_sent_time = p.sent_time;
     }
     if (p.stream_units > 0) send_.QueueRetransmission(p.stream_start, p.stream_units);
+    if (p.driver_state) OnDriverStateLost(pn);
   });
   if (ev.packets_lost > 0) {
     ev.bytes_in_flight = bytes_in_flight_;
@@ -389,6 +396,14 @@ void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
 }
 void Connection::OnTimeout(Time now) { impl_->OnTimeout(now); }
 void Connection::OnPathMtu(ByteCount mtu) { impl_->OnPathMtu(mtu); }
+void Connection::SetDatagramLimit(ByteCount datagram) { impl_->SetDatagramLimit(datagram); }
+absl::Status Connection::SetDriverState(std::span<const uint8_t> state) {
+  return impl_->SetDriverState(state);
+}
+bool Connection::TakePeerDriverState(std::vector<uint8_t>* out) {
+  return impl_->TakePeerDriverState(out);
+}
+bool Connection::has_new_peer_driver_state() const { return impl_->has_new_peer_driver_state(); }
 ByteCount Connection::segment() const { return impl_->segment(); }
 size_t Connection::PollTransmit(Time now, uint8_t* buffer, size_t capacity, TransmitInfo* info) {
   return impl_->PollTransmit(now, buffer, capacity, info);

@@ -36,6 +36,7 @@
 #include <new>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -204,8 +205,38 @@ class Connection {
   // use the largest segment that fits it (never more than config.segment); data already
   // in flight is resent in pieces that fit.
   void OnPathMtu(ByteCount mtu);
-  // Payload bytes per packet now (config.segment, or less after OnPathMtu).
+  // The largest datagram the driver's datapath carries now (wire size, sealing included,
+  // like PollTransmit's datagrams), for a driver whose datapath changes under the
+  // connection (a verbs driver whose RDMA path came up or went away). Unlike OnPathMtu
+  // it may raise the size as well as lower it: the datagram size becomes `datagram` at
+  // once, clamped to [64 bytes of segment plus the packet overhead, MaxDatagramSize() (+
+  // wire::kSealExpansion when sealed)], and the path MTU search stops and from then on
+  // stays at or under it. Data in flight is resent in pieces that fit.
+  void SetDatagramLimit(ByteCount datagram);
+  // Payload bytes per packet now (config.segment, or less after OnPathMtu or
+  // SetDatagramLimit).
   ByteCount segment() const;
+
+  // ---- driver state ----
+  // A small reliable channel between the two drivers of the connection, inside its
+  // (protected) packets: a verbs driver exchanges its RDMA set-up through it (queue pair
+  // numbers, buffer keys, window grants). The connection never interprets the bytes.
+  // Latest wins: only the newest state matters, and a newer one replaces one not yet
+  // delivered. A state goes out in the next PollTransmit (NextTimeout is due at once),
+  // neither paced nor held back by the window, beside data where it fits, and again
+  // whenever the packet that carried it is declared lost while it is still the newest.
+  // A state longer than a datagram of the current size can carry waits until the size
+  // allows it (SetDatagramLimit).
+  //
+  // Copies `state` (at most wire::kMaxDriverState bytes) as the newest local state.
+  // Errors: InvalidArgument for a longer state (naming both sizes), FailedPrecondition
+  // once the connection is closing or closed (nothing of it is sent then).
+  absl::Status SetDriverState(std::span<const uint8_t> state);
+  // The peer's newest state, if one arrived since the last call: copies it into `out`
+  // and returns true; false (out untouched) otherwise.
+  bool TakePeerDriverState(std::vector<uint8_t>* out);
+  // Whether TakePeerDriverState would return true.
+  bool has_new_peer_driver_state() const;
   // Earliest time OnTimeout() or PollTransmit() has work; Time::Infinite() if none.
   Time NextTimeout() const;
   // NextTimeout for a driver that batches: a pacing release is taken `quantum` bytes'

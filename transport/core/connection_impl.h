@@ -67,6 +67,13 @@ class ConnectionImpl {
     pmtu_.OnExternalLimit(Time::Zero(), fit + PacketOverhead());
     ApplyPacketSize(pmtu_.current());
   }
+  void SetDatagramLimit(ByteCount datagram) {
+    // The driver's limit includes the seal; the path MTU state counts packets before it.
+    const ByteCount packet = datagram > seal_extra_ ? datagram - seal_extra_ : 0;
+    pmtu_.SetLimit(Time::Zero(), std::clamp<ByteCount>(packet, 64 + PacketOverhead(),
+                                                       cfg_.MaxDatagramSize()));
+    ApplyPacketSize(pmtu_.current());
+  }
   // Packet and frame headers of a full data packet.
   ByteCount PacketOverhead() const { return cfg_.MaxDatagramSize() - cfg_.segment; }
   // Segments follow the path MTU search (never above the configured segment). Data
@@ -98,6 +105,29 @@ class ConnectionImpl {
                             cc_->PacingRate().BytesIn(rtt_.srtt()) / max_datagram_);
     return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
   }
+
+  absl::Status SetDriverState(std::span<const uint8_t> state) {
+    if (state.size() > wire::kMaxDriverState) {
+      return absl::InvalidArgumentError(absl::StrCat("driver state of ", state.size(),
+                                                     " bytes is longer than the limit of ",
+                                                     wire::kMaxDriverState, " bytes"));
+    }
+    if (state_ != State::kOpen) {
+      return absl::FailedPreconditionError("connection is closed; cannot send driver state");
+    }
+    driver_state_.assign(state.begin(), state.end());
+    ++driver_state_seq_;
+    driver_state_pending_ = true;
+    driver_state_resend_ = false;
+    return absl::OkStatus();
+  }
+  bool TakePeerDriverState(std::vector<uint8_t>* out) {
+    if (!peer_driver_state_new_) return false;
+    *out = peer_driver_state_;
+    peer_driver_state_new_ = false;
+    return true;
+  }
+  bool has_new_peer_driver_state() const { return peer_driver_state_new_; }
 
   bool PollEvent(Event* e) {
     if (events_.empty()) return false;
@@ -147,7 +177,7 @@ class ConnectionImpl {
       *timeout = *wake = Time::Infinite();
       return;
     }
-    if (state_ == State::kClosing || loss_.probes_pending() > 0 ||
+    if (state_ == State::kClosing || loss_.probes_pending() > 0 || DriverStateDue() ||
         (recv_.CreditUpdateDue() && acks_.has_packets())) {
       *timeout = *wake = Time::Zero();
       return;
@@ -295,6 +325,41 @@ class ConnectionImpl {
     }
   }
 
+  // The pending driver state goes out now: the connection is open and the frame fits an
+  // empty packet of the current size (a longer state waits for a larger size).
+  bool DriverStateDue() const {
+    return driver_state_pending_ && state_ == State::kOpen &&
+           wire::DriverStateFrameSize(driver_state_seq_, driver_state_.size()) <=
+               max_datagram_ - wire::kPacketOverhead;
+  }
+  // Writes the pending driver state into packet `pn`; false (still pending) if it does
+  // not fit behind what the packet holds.
+  bool WriteDriverState(PacketNumber pn, wire::PacketWriter* w, SentPacket* rec) {
+    if (!w->WriteDriverState(driver_state_seq_, driver_state_)) return false;
+    rec->driver_state = true;
+    driver_state_pending_ = false;
+    driver_state_pn_ = pn;
+    ++stats_.driver_state_sent;
+    if (driver_state_resend_) ++stats_.driver_state_resent;
+    driver_state_resend_ = false;
+    return true;
+  }
+  // The packet `pn` that carried a driver state was declared lost.
+  void OnDriverStateLost(PacketNumber pn) {
+    // Only the newest state's latest copy is worth sending again: an older state was
+    // replaced, and an earlier copy of this one has a later copy still on its way.
+    if (pn != driver_state_pn_ || driver_state_pending_) return;
+    driver_state_pending_ = true;
+    driver_state_resend_ = true;
+  }
+  void OnPeerDriverState(const wire::DriverStateFrame& f) {
+    ++stats_.driver_state_received;
+    if (f.sequence <= peer_driver_state_seq_) return;  // an older state, or a copy
+    peer_driver_state_seq_ = f.sequence;
+    peer_driver_state_.assign(f.bytes.begin(), f.bytes.end());
+    peer_driver_state_new_ = true;
+  }
+
   // Tail protection runs when enabled and FEC is not protecting (parity covers tails).
   bool TailProtectionOn() const { return cfg_.tail_protect && !fec_tx_.active(); }
 
@@ -303,6 +368,7 @@ class ConnectionImpl {
     bool probe = false;        // a timeout probe is due
     bool small_probe = false;  // the probe is a small one (a PING padded to kBaseDatagram)
     ByteCount search = 0;      // a path MTU search probe of this size (0: none)
+    bool driver_state = false;  // the pending driver state
     bool send_data = false;    // data: new, retransmitted, or a tail-protection copy
     bool send_repair = false;  // an FEC repair shard
     uint64_t copy_start = 0;   // the tail-protection copy (copy_units 0: none)
@@ -495,6 +561,19 @@ class ConnectionImpl {
   TailProtector tail_;
 
   RateSampler rate_;  // delivery-rate samples for the controller
+
+  // Driver state (Connection::SetDriverState): the newest local state and its sequence
+  // (0 before the first), whether it waits to be sent (again, after a loss: resend), and
+  // the packet that carried it last; the peer's newest state, its sequence, and whether
+  // the driver has yet to take it.
+  std::vector<uint8_t> driver_state_;
+  uint64_t driver_state_seq_ = 0;
+  bool driver_state_pending_ = false;
+  bool driver_state_resend_ = false;
+  PacketNumber driver_state_pn_ = 0;
+  std::vector<uint8_t> peer_driver_state_;
+  uint64_t peer_driver_state_seq_ = 0;
+  bool peer_driver_state_new_ = false;
 };
 
 }  // namespace longhaul

@@ -58,6 +58,14 @@ bool ConnectionImpl::PlanTransmit(Time now, size_t cap, TransmitPlan* plan) {
   // A path MTU search probe goes before data (one at a time, paced like data).
   ByteCount search = !probe && paced_ok && data_ready ? pmtu_.ProbeSize(now) : 0;
   if (search + seal_extra_ > cap) search = 0;
+  plan->driver_state = DriverStateDue();
+  if (plan->driver_state && (fec_tx_.active() || small_probe || search > 0)) {
+    // The state cannot ride this packet: frames outside an FEC shard are not rebuilt with
+    // it (the peer would acknowledge a rebuilt packet without its state), and a padded
+    // probe's size is the point. It goes alone (with a due ACK) now, the rest next call.
+    plan->credit_due = recv_.CreditUpdateDue() && acks_.has_packets();
+    return true;
+  }
   const bool fc_blocked = send_.has_unsent() && send_.next_unsent() >= peer_max_stream_;
   if (fc_blocked && !fc_blocked_) ++stats_.flow_control_blocked;
   fc_blocked_ = fc_blocked;
@@ -98,7 +106,8 @@ bool ConnectionImpl::PlanTransmit(Time now, size_t cap, TransmitPlan* plan) {
   plan->copy_start = copy_start;
   plan->copy_units = copy_units;
   plan->credit_due = credit_due;
-  return send_data || send_repair || ack_due || ping_pending_ || small_probe || search != 0;
+  return send_data || send_repair || ack_due || ping_pending_ || small_probe || search != 0 ||
+         plan->driver_state;
 }
 
 bool ConnectionImpl::WriteTransmitFrames(Time now, PacketNumber pn, const TransmitPlan& plan,
@@ -111,19 +120,24 @@ bool ConnectionImpl::WriteTransmitFrames(Time now, PacketNumber pn, const Transm
     rec->fec_repair = true;
   }
   if ((acks_.ack_pending() || plan.credit_due) && acks_.has_packets()) WriteAck(now, w);
+  // In front of the data (which takes what room is left), so that it always fits; if a
+  // large ACK left too little, the next packet takes it.
+  if (plan.driver_state && WriteDriverState(pn, w, rec)) ack_eliciting = true;
 
   if (plan.send_data) {
+    bool data = false;
     if (plan.copy_units > 0) {
-      ack_eliciting = WriteDataCopy(send_, plan.copy_start, plan.copy_units, w, rec);
-      if (ack_eliciting) ++stats_.data_packets_sent;
+      data = WriteDataCopy(send_, plan.copy_start, plan.copy_units, w, rec);
+      if (data) ++stats_.data_packets_sent;
       rec->tail_copied = true;  // a copy is not copied again
       ++stats_.tail_protect_packets;
     } else {
       const DataLimits limits{segment_, max_datagram_, peer_max_stream_,
                               cfg_.max_inflight_messages};
-      ack_eliciting = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, w, rec);
-      if (ack_eliciting) CountDataPacket(*rec);
+      data = WriteDataPacket(now, pn, limits, &send_, &fec_tx_, w, rec);
+      if (data) CountDataPacket(*rec);
     }
+    ack_eliciting = ack_eliciting || data;
     if (plan.probe) {
       loss_.OnProbeSent();
       silence_mark_ = now;

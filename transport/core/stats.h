@@ -38,6 +38,12 @@ struct ConnectionStats {
   uint64_t fec_overhead_bytes = 0;     // datagram bytes of repair packets
   uint64_t fec_recovered_packets = 0;  // data packets rebuilt by the receiver
   uint64_t fec_blocks_unrecoverable = 0;
+  // driver state (Connection::SetDriverState): frames sent (first sends and resends),
+  // resends after the loss of the packet that carried the state, frames received
+  // (older and repeated copies included)
+  uint64_t driver_state_sent = 0;
+  uint64_t driver_state_resent = 0;
+  uint64_t driver_state_received = 0;
 };
 
 struct ConnectionDebugState {

@@ -490,6 +490,9 @@ void AddConnectionStats(ConnectionStats* a, const ConnectionStats& b) {
   a->fec_overhead_bytes += b.fec_overhead_bytes;
   a->fec_recovered_packets += b.fec_recovered_packets;
   a->fec_blocks_unrecoverable += b.fec_blocks_unrecoverable;
+  a->driver_state_sent += b.driver_state_sent;
+  a->driver_state_resent += b.driver_state_resent;
+  a->driver_state_received += b.driver_state_received;
 }
 
 absl::StatusOr<ScenarioResult> RunScenario(const ScenarioOptions& given) {

@@ -96,5 +96,65 @@ TEST(PathMtuTest, AnExternalLimitLowersAtOnceAndBoundsTheSearch) {
   EXPECT_EQ(m.current(), 4000u);
 }
 
+TEST(PathMtuTest, SetLimitLowersAndRaisesWithinTheConfiguredSize) {
+  PathMtu m(9000);
+  m.SetLimit(kT0, 2000);
+  EXPECT_EQ(m.current(), 2000u);
+  EXPECT_EQ(m.max(), 2000u);
+  EXPECT_EQ(m.ProbeSize(kT0 + PathMtu::kRaiseInterval * 2), 0u);  // nothing to search
+  // Below the base size too (a datapath of small frames): no small timeout probes then.
+  m.SetLimit(kT0, 900);
+  EXPECT_EQ(m.current(), 900u);
+  m.OnProbeTimeout();
+  EXPECT_FALSE(m.WantSmallProbe());
+  // Raised again (a datapath that carries more came up), but never above the configured.
+  m.SetLimit(kT0, 6000);
+  EXPECT_EQ(m.current(), 6000u);
+  m.SetLimit(kT0, 20000);
+  EXPECT_EQ(m.current(), 9000u);
+  EXPECT_EQ(m.max(), 9000u);
+}
+
+TEST(PathMtuTest, SetLimitRaisesOverAnExternalLimitAndStopsTheSearch) {
+  PathMtu m(9000);
+  m.OnExternalLimit(kT0, 1500);
+  ASSERT_EQ(m.current(), 1500u);
+  const ByteCount probe = m.ProbeSize(kT0 + PathMtu::kRaiseInterval);
+  m.OnProbeSent(kT0, 7, probe > 0 ? probe : 1500);
+  m.SetLimit(kT0, 4000);
+  EXPECT_EQ(m.current(), 4000u);
+  // The probe sent before no longer counts either way.
+  EXPECT_FALSE(m.OnProbeAcked(kT0, 7));
+  EXPECT_EQ(m.current(), 4000u);
+  EXPECT_EQ(m.ProbeSize(kT0 + PathMtu::kRaiseInterval * 2), 0u);
+}
+
+TEST(PathMtuTest, AfterSetLimitASearchStaysAtOrUnderTheLimit) {
+  PathMtu m(9000);
+  m.SetLimit(kT0, 5000);
+  // A black hole under the limit: the size falls, the search and its raise timer then
+  // probe at most the limit.
+  m.OnProbeTimeout();
+  ASSERT_TRUE(m.WantSmallProbe());
+  m.OnTimeoutProbeSent(1, 5000);
+  m.OnTimeoutProbeSent(2, PathMtu::kBaseDatagram);
+  m.OnPacketAcked(2, PathMtu::kBaseDatagram);
+  ASSERT_TRUE(m.OnAckDone(kT0));
+  Time now = kT0;
+  PacketNumber pn = 100;
+  for (int i = 0; i < 40; ++i) {
+    now = now + PathMtu::kRaiseInterval;
+    const ByteCount size = m.ProbeSize(now);
+    if (size == 0) continue;
+    EXPECT_LE(size, 5000u);
+    m.OnProbeSent(now, pn, size);
+    m.OnProbeAcked(now, pn++);  // everything passes: back up to the limit, not beyond
+  }
+  EXPECT_EQ(m.current(), 5000u);
+  // An external limit still lowers it.
+  m.OnExternalLimit(now, 3000);
+  EXPECT_EQ(m.current(), 3000u);
+}
+
 }  // namespace
 }  // namespace longhaul

@@ -6,7 +6,11 @@
 namespace longhaul {
 
 PathMtu::PathMtu(ByteCount max_datagram)
-    : max_(max_datagram), current_(max_datagram), low_(max_datagram), high_(max_datagram + 1) {}
+    : configured_max_(max_datagram),
+      max_(max_datagram),
+      current_(max_datagram),
+      low_(max_datagram),
+      high_(max_datagram + 1) {}
 
 void PathMtu::OnProbeTimeout() {
   if (current_ > kBaseDatagram) ++timeouts_;
@@ -103,6 +107,21 @@ void PathMtu::OnExternalLimit(Time now, ByteCount datagram) {
   searching_ = true;
   next_search_ = now;
   FinishIfNarrow(now);
+}
+
+void PathMtu::SetLimit(Time now, ByteCount datagram) {
+  (void)now;
+  // The driver knows what its datapath carries: taken as passing, with nothing to search.
+  max_ = std::clamp<ByteCount>(datagram, 1, configured_max_);
+  current_ = low_ = max_;
+  high_ = max_ + 1;
+  searching_ = false;
+  next_search_ = Time::Infinite();
+  probe_outstanding_ = false;
+  // Black-hole evidence gathered at another size says nothing about this one.
+  timeouts_ = 0;
+  has_large_probe_ = has_small_probe_ = false;
+  small_probe_acked_now_ = false;
 }
 
 void PathMtu::FinishIfNarrow(Time now) {

@@ -50,6 +50,7 @@ class PathMtu {
   explicit PathMtu(ByteCount max_datagram);
 
   ByteCount current() const { return current_; }
+  // The largest size the search may reach: the configured size, or the driver's limit.
   ByteCount max() const { return max_; }
 
   // ---- black-hole detection ----
@@ -76,13 +77,21 @@ class PathMtu {
   // A limit learned outside (the driver's EMSGSIZE or IP_MTU): the size drops to it at
   // once (never below kBaseDatagram) and the search stays under it.
   void OnExternalLimit(Time now, ByteCount datagram);
+  // What the driver's datapath carries now (a verbs driver whose queue pairs came up or
+  // went away): the size becomes `datagram` at once, raised or lowered (at most the
+  // configured size, never under 1 byte; the caller keeps it above its own floor), and so
+  // does the maximum the search may reach. Any search or probe in flight stops; a later
+  // one (after a black hole, or OnExternalLimit) stays at or under the limit, until the
+  // next SetLimit.
+  void SetLimit(Time now, ByteCount datagram);
 
   PathMtuDebugState debug_state() const;
 
  private:
   void FinishIfNarrow(Time now);
 
-  ByteCount max_;
+  ByteCount configured_max_;
+  ByteCount max_;  // configured_max_, or less after SetLimit
   ByteCount current_;
   ByteCount low_;   // largest size known to pass
   ByteCount high_;  // smallest size known to fail; max_ + 1 when none

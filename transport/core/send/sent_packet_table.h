@@ -43,6 +43,9 @@ struct SentPacket {
   bool fec_member = false;     // a data or repair packet of an FEC block
   bool fec_repair = false;
   bool mtu_probe = false;      // a padded PING probing a path MTU (path_mtu.h)
+  // Carried a DRIVER_STATE frame. Which state is not kept here (the record stays small):
+  // the connection remembers the packet that carried its newest state last.
+  bool driver_state = false;
 };
 
 class SentPacketTable {
