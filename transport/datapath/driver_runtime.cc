@@ -338,6 +338,9 @@ void DriverRuntime::ProcessEndpointEvents() {
       case endpoint::EndpointEvent::Type::kConnectFailed:
         OnConnectFailed(e);
         break;
+      case endpoint::EndpointEvent::Type::kDriverState:
+        // The verbs driver's RDMA set-up; the UDP driver sets no state.
+        break;
     }
   }
 }

@@ -374,6 +374,8 @@ void SansIoEndpoint::ConfirmServerConn(Conn& c) {
   e.type = EndpointEvent::Type::kIncoming;
   e.id = c.meta.id;
   events_.push_back(std::move(e));
+  // A state that came in the packets before the confirmation is reported now.
+  ReportDriverState(c);
 }
 
 void SansIoEndpoint::DropUnconfirmed(ConnectionId id) {

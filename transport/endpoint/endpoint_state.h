@@ -35,6 +35,9 @@ struct SansIoEndpoint::Conn {
   // client: "peer unreachable" reported since the last valid packet from the peer
   Time unreachable_since = Time::Infinite();
   uint64_t last_packets_received = 0;
+  // A kDriverState event is out for the connection's new peer state (cleared once the
+  // driver took it).
+  bool driver_state_reported = false;
 };
 
 struct SansIoEndpoint::Pending {

@@ -149,6 +149,8 @@ void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerA
   }
   // Opened size when sealed: a little under the wire size, on the safe side for the 3x budget.
   const size_t wire_bytes = datagram.size();
+  // The driver takes a state between our calls: from then on a new one gets an event.
+  if (!c.conn->has_new_peer_driver_state()) c.driver_state_reported = false;
   if (placed_to != nullptr) {
     c.conn->OnDatagram(now, datagram, ecn, placed_at, placed_to);
   } else {
@@ -166,7 +168,17 @@ void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerA
       if (!c.confirmed) ConfirmServerConn(c);
     }
   }
+  ReportDriverState(c);
   RefreshDeadline(c);
+}
+
+void SansIoEndpoint::ReportDriverState(Conn& c) {
+  if (!c.reported || c.driver_state_reported || !c.conn->has_new_peer_driver_state()) return;
+  c.driver_state_reported = true;
+  EndpointEvent e;
+  e.type = EndpointEvent::Type::kDriverState;
+  e.id = c.meta.id;
+  events_.push_back(std::move(e));
 }
 
 crypto::PacketProtector::OpenResult SansIoEndpoint::OpenIntoPlace(Time now, Conn& c,

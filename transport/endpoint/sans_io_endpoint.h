@@ -24,6 +24,9 @@
 //   - PollEvent() for connection events; ConnectionAt() to reach a Connection's
 //     application side; Touch() after changing it; Release() once its kClosed event was
 //     consumed.
+//   - The driver-state channel (a verbs driver's RDMA set-up): SetDriverState or
+//     SetDatagramLimit on ConnectionAt(id), then Touch(id); on a kDriverState event,
+//     ConnectionAt(id)->TakePeerDriverState.
 //   - SetBlocked(local) while a local cannot take datagrams (socket buffer full).
 #pragma once
 
@@ -141,6 +144,12 @@ struct EndpointEvent {
     // but never reach the driver); one that is not confirmed within the cookie lifetime
     // is dropped silently (`unconfirmed_expired`).
     kIncoming,
+    // A connection the driver was told of (kConnected, kIncoming; for a server connection
+    // confirmed by a packet that carried a state, right after its kIncoming) has a new
+    // state from the peer's driver: ConnectionAt(id)->TakePeerDriverState takes it. One
+    // event until the driver takes it, however many newer states arrive meanwhile (the
+    // connection keeps the newest).
+    kDriverState,
   };
   Type type = Type::kConnected;
   ConnectionId id = 0;
@@ -327,6 +336,9 @@ class SansIoEndpoint {
                              const HandshakeMessage& m);
   void ClientEstablish(Time now, Pending& p, const HandshakeMessage& m);
   void ConfirmServerConn(Conn& c);
+  // A kDriverState event for `c` if the driver was told of it, its connection has a new
+  // peer state, and no event for it is out yet.
+  void ReportDriverState(Conn& c);
   // Forgets a connection the driver was never told of (an unconfirmed server one).
   void DropUnconfirmed(ConnectionId id);
   void FailPending(ConnectionId id, absl::Status error);

@@ -1,0 +1,191 @@
+// The driver-state channel through the sans-IO endpoint, in virtual time: a state set
+// on one side's connection reaches the other side's driver as a kDriverState event (one
+// until the driver takes it), both ways, plaintext and sealed, and a state that confirms
+// a server connection is reported right after its kIncoming.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/support/pattern.h"
+#include "tests/support/test_config.h"
+#include "tests/unit/endpoint/endpoint_net_test_ids.h"
+#include "transport/endpoint/handshake.h"
+#include "transport/endpoint/sans_io_endpoint.h"
+#include "transport/testing/endpoint_net.h"
+
+namespace longhaul::endpoint::endpoint_net_test {
+namespace {
+
+using ::longhaul::testing::Pattern;
+
+// A seeded entropy source: the runs are deterministic.
+EntropySource Seeded(uint64_t seed) {
+  auto rng = std::make_shared<Rng>(seed);
+  return [rng](std::span<uint8_t> out) {
+    for (uint8_t& b : out) b = static_cast<uint8_t>(rng->Next());
+  };
+}
+
+// Plaintext, or sealed with a pre-shared key.
+EndpointConfig Config(uint64_t seed, bool sealed) {
+  EndpointConfig c = ::longhaul::testing::InsecureEndpointConfig(seed);
+  if (sealed) {
+    c.security = SecurityConfig{};
+    crypto::Key32 psk;
+    psk.fill(7);
+    c.security.psk = psk;
+    c.security.entropy = Seeded(seed + 100);
+  }
+  return c;
+}
+
+std::vector<EndpointEvent> Of(const std::vector<EndpointEvent>& ev, EndpointEvent::Type t) {
+  std::vector<EndpointEvent> out;
+  std::copy_if(ev.begin(), ev.end(), std::back_inserter(out),
+               [&](const EndpointEvent& e) { return e.type == t; });
+  return out;
+}
+size_t CountOf(const std::vector<EndpointEvent>& ev, EndpointEvent::Type t) {
+  return Of(ev, t).size();
+}
+
+class DriverStateEndpointTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    net_ = std::make_unique<EndpointNet>(Duration::Milliseconds(10));
+    server_ = net_->Add(Config(1, GetParam()));
+    client_ = net_->Add(Config(2, GetParam()));
+    ListenConfig lc;
+    lc.config.initial_rtt = Duration::Milliseconds(20);
+    ASSERT_TRUE(net_->node(server_).Listen(kListen, std::move(lc)).ok());
+  }
+
+  // Connects and runs until the client is connected; its id (0 on failure).
+  ConnectionId Connect() {
+    ConnectConfig cc;
+    cc.config.initial_rtt = Duration::Milliseconds(20);
+    absl::StatusOr<ConnectionId> id = net_->node(client_).Connect(
+        net_->now(), EndpointNet::AddressOf(server_, kListen), {kClient}, std::move(cc));
+    if (!id.ok()) return 0;
+    if (!net_->RunUntil([&] { return net_->ConnectResult(client_) != nullptr; },
+                        Duration::Seconds(5))) {
+      return 0;
+    }
+    return net_->ConnectResult(client_)->type == EndpointEvent::Type::kConnected ? *id : 0;
+  }
+  ConnectionId ServerId() {
+    net_->RunUntil(
+        [&] { return CountOf(net_->events(server_), EndpointEvent::Type::kIncoming) > 0; },
+        Duration::Seconds(2));
+    std::vector<EndpointEvent> in = Of(net_->events(server_), EndpointEvent::Type::kIncoming);
+    return in.empty() ? 0 : in[0].id;
+  }
+
+  void Set(int node, ConnectionId id, const std::vector<uint8_t>& state) {
+    ASSERT_TRUE(net_->node(node).ConnectionAt(id)->SetDriverState(state).ok());
+    net_->node(node).Touch(id);
+  }
+  // Runs until `node` has `n` kDriverState events.
+  bool RunUntilEvents(int node, size_t n) {
+    return net_->RunUntil(
+        [&] { return CountOf(net_->events(node), EndpointEvent::Type::kDriverState) >= n; },
+        Duration::Seconds(2));
+  }
+  std::vector<uint8_t> Take(int node, ConnectionId id) {
+    std::vector<uint8_t> out;
+    EXPECT_TRUE(net_->node(node).ConnectionAt(id)->TakePeerDriverState(&out));
+    return out;
+  }
+
+  std::unique_ptr<EndpointNet> net_;
+  int server_ = 0, client_ = 1;
+};
+
+TEST_P(DriverStateEndpointTest, ReachesThePeerDriverBothWays) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  EXPECT_EQ(CountOf(net_->events(server_), EndpointEvent::Type::kDriverState), 0u);
+
+  // Client to server.
+  const std::vector<uint8_t> qp = Pattern(64, 1);
+  Set(client_, cid, qp);
+  ASSERT_TRUE(RunUntilEvents(server_, 1));
+  std::vector<EndpointEvent> ev = Of(net_->events(server_), EndpointEvent::Type::kDriverState);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].id, sid);
+  EXPECT_EQ(Take(server_, sid), qp);
+
+  // Server to client.
+  const std::vector<uint8_t> grant = Pattern(wire::kMaxDriverState, 2);
+  Set(server_, sid, grant);
+  ASSERT_TRUE(RunUntilEvents(client_, 1));
+  ev = Of(net_->events(client_), EndpointEvent::Type::kDriverState);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].id, cid);
+  EXPECT_EQ(Take(client_, cid), grant);
+
+  // Nothing more comes of either.
+  net_->RunUntil([] { return false; }, Duration::Milliseconds(300));
+  EXPECT_EQ(CountOf(net_->events(server_), EndpointEvent::Type::kDriverState), 1u);
+  EXPECT_EQ(CountOf(net_->events(client_), EndpointEvent::Type::kDriverState), 1u);
+}
+
+TEST_P(DriverStateEndpointTest, OneEventUntilTheDriverTakesTheState) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  Connection* server_conn = net_->node(server_).ConnectionAt(sid);
+  Set(client_, cid, Pattern(100, 1));
+  ASSERT_TRUE(RunUntilEvents(server_, 1));
+  // A newer state arrives before the driver took the first: no second event, and the
+  // driver then takes the newer one.
+  const std::vector<uint8_t> newer = Pattern(120, 2);
+  Set(client_, cid, newer);
+  ASSERT_TRUE(net_->RunUntil([&] { return server_conn->stats().driver_state_received == 2; },
+                             Duration::Seconds(2)));
+  net_->RunUntil([] { return false; }, Duration::Milliseconds(100));
+  EXPECT_EQ(CountOf(net_->events(server_), EndpointEvent::Type::kDriverState), 1u);
+  EXPECT_EQ(Take(server_, sid), newer);
+  // Taken: the next state gets an event of its own.
+  const std::vector<uint8_t> third = Pattern(140, 3);
+  Set(client_, cid, third);
+  ASSERT_TRUE(RunUntilEvents(server_, 2));
+  EXPECT_EQ(Take(server_, sid), third);
+}
+
+// The client's Confirm is lost and its first 1-RTT packet carries a state: that packet
+// confirms the server's connection, and the state is reported right after kIncoming.
+TEST_P(DriverStateEndpointTest, AStateThatConfirmsIsReportedAfterIncoming) {
+  net_->set_filter([&](const NetDatagram& d) {
+    NetVerdict v;
+    absl::StatusOr<HandshakeMessage> m = ParseHandshakePacket(d.bytes);
+    v.drop = d.from_node == client_ && m.ok() && m->kind == HandshakeKind::kConfirm;
+    return v;
+  });
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  EXPECT_EQ(CountOf(net_->events(server_), EndpointEvent::Type::kIncoming), 0u);
+  const std::vector<uint8_t> state = Pattern(200, 4);
+  Set(client_, cid, state);
+  ASSERT_TRUE(RunUntilEvents(server_, 1));
+  const std::vector<EndpointEvent>& ev = net_->events(server_);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].type, EndpointEvent::Type::kIncoming);
+  EXPECT_EQ(ev[1].type, EndpointEvent::Type::kDriverState);
+  EXPECT_EQ(ev[1].id, ev[0].id);
+  EXPECT_EQ(Take(server_, ev[0].id), state);
+}
+
+INSTANTIATE_TEST_SUITE_P(Security, DriverStateEndpointTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("Psk") : std::string("Plaintext");
+                         });
+
+}  // namespace
+}  // namespace longhaul::endpoint::endpoint_net_test
