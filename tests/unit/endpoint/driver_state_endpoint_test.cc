@@ -182,6 +182,42 @@ TEST_P(DriverStateEndpointTest, AStateThatConfirmsIsReportedAfterIncoming) {
   EXPECT_EQ(Take(server_, ev[0].id), state);
 }
 
+// The datagram limit is a wire size, the seal included: a sealed connection's datagrams
+// stay within it, and grow again when it is raised.
+TEST_P(DriverStateEndpointTest, DatagramLimitBoundsWhatTheDriverSends) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  ASSERT_NE(ServerId(), 0u);
+  size_t largest = 0;
+  net_->set_filter([&](const NetDatagram& d) {
+    if (d.from_node == client_) largest = std::max(largest, d.bytes.size());
+    return NetVerdict{};
+  });
+  Connection* c = net_->node(client_).ConnectionAt(cid);
+  const std::vector<uint8_t> data = Pattern(400'000, 5);
+  auto transfer = [&](uint64_t tag) {
+    largest = 0;
+    ASSERT_TRUE(c->Send(SendBuffer{data.data(), data.size()}, tag).ok());
+    net_->node(client_).Touch(cid);
+    ASSERT_TRUE(net_->RunUntil([&] { return c->pending_send_messages() == 0; },
+                               Duration::Seconds(10)));
+  };
+  c->SetDatagramLimit(1400);
+  net_->node(client_).Touch(cid);
+  EXPECT_EQ(c->debug_state().datagram_size, 1400u);
+  transfer(1);
+  EXPECT_LE(largest, 1400u);
+  EXPECT_GT(largest, 1300u);
+  // Raised to the configured size (plus the seal on a sealed connection).
+  const ByteCount full = c->config().MaxDatagramSize() + (GetParam() ? wire::kSealExpansion : 0);
+  c->SetDatagramLimit(full);
+  net_->node(client_).Touch(cid);
+  EXPECT_EQ(c->debug_state().datagram_size, full);
+  transfer(2);
+  EXPECT_GT(largest, 1400u);
+  EXPECT_LE(largest, full);
+}
+
 INSTANTIATE_TEST_SUITE_P(Security, DriverStateEndpointTest, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& i) {
                            return i.param ? std::string("Psk") : std::string("Plaintext");
