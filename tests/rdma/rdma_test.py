@@ -12,6 +12,7 @@ build has no verbs driver; the reason is printed.
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -257,6 +258,83 @@ def rxe_sent_packets(c, guest):
     return int(out.strip())
 
 
+def uc_counts(text):
+    """(lanes opened, chunks sent, received, late duplicates written) from longhaul-perf's
+    'verbs uc:' line, or None."""
+    m = re.search(r"verbs uc: (\d+) lane\(s\) opened, (\d+) chunks sent \([^)]*\), (\d+) received"
+                  r".* (\d+) late duplicates written", text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc"):
+    """A transfer with the UC datapath on (docs/rdma.md 7): intact at both ends, and the
+    chunks went over the lane (the sender wrote them, the receiver was handed them)."""
+    c.netem(DELAY + netem_extra)
+    skeys, ckeys = (keys, keys) if keys else (None, None)
+    rc, out, src, sout = c.perf_pair(
+        "--bytes=6MiB --rate=20mbit --interval=5 --qp_type=uc %s%s"
+        % (flags, " --reverse" if reverse else ""),
+        server_flags="--qp_type=" + server_qp, server_keys=skeys, client_keys=ckeys)
+    expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "payload intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
+    mine = uc_counts(out)
+    expect(mine is not None, "no 'verbs uc:' line:\n" + out[-2000:])
+    if server_qp != "uc":
+        expect(mine[0] == 0 and mine[1] == 0, "a UD-only server got chunks:\n" + out[-1500:])
+        return out, sout
+    theirs = uc_counts(sout)
+    expect(theirs is not None, "no 'verbs uc:' line at the server:\n" + sout[-2000:])
+    sender, receiver = (theirs, mine) if reverse else (mine, theirs)
+    expect(sender[1] > 50 and receiver[2] > 50,
+           "chunks did not go over the UC lane (sent %d, received %d):\n%s\n%s"
+           % (sender[1], receiver[2], out[-1500:], sout[-1500:]))
+    return out, sout
+
+
+def case_uc_bulk_clean(c):
+    uc_bulk(c, "")
+
+
+def case_uc_bulk_loss_1e2(c):
+    uc_bulk(c, " loss 1%")
+
+
+def case_uc_bulk_dup_reorder(c):
+    uc_bulk(c, " duplicate 5% reorder 5% 50%")
+
+
+def case_uc_late_duplicates(c):
+    """Late duplicates written through old keys into reused slots (the sender's test
+    mode) never change delivered data, protected and in plaintext."""
+    for keys in (None, "--insecure"):
+        out, sout = uc_bulk(c, " loss 0.1%", "--uc_replay_every=2 --bytes=12MiB", keys=keys)
+        expect(uc_counts(out)[3] > 30, "too few late duplicates written:\n" + out[-1500:])
+
+
+def case_uc_plaintext_reverse(c):
+    out, _ = uc_bulk(c, " loss 0.1%", keys="--insecure", reverse=True)
+    expect("insecure (plaintext)" in out, out[-2000:])
+
+
+def case_uc_client_ud_server(c):
+    """A UD-only server: the UC client's offer is ignored and it runs over UD."""
+    uc_bulk(c, " loss 0.1%", server_qp="ud")
+
+
+def case_uc_messages_0B_to_64MiB(c):
+    c.netem(DELAY + " loss 0.1%")
+    pid = c.start_server("%s server 5401 1 %d %s uc" % (c.peer, 64 << 20, c.psk), "listening")
+    rc, out = c.tb.run("b", "%s client %s 5401 1 %d %s uc" % (c.peer, SERVER, 64 << 20, c.psk),
+                       240)
+    src, sout = c.finish_server(pid, 120)
+    expect(rc == 0, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "1 of 1 connections intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
+    m = re.search(r"uc: (\d+) chunks sent, (\d+) received, (\d+) lanes failed", out)
+    n = re.search(r"uc: (\d+) chunks sent, (\d+) received, (\d+) lanes failed", sout)
+    expect(m and n and int(m.group(1)) > 1000 and int(n.group(2)) > 1000 and m.group(3) == "0",
+           "the messages did not go over the UC lane:\n%s\n%s" % (out[-800:], sout[-800:]))
+
+
 def case_nccl_allreduce(c):
     """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
     verified run is the exact sum, and the data went through rxe0 (its packet counter)."""
@@ -315,6 +393,13 @@ CASES = [
     ("peer_killed", case_peer_killed),
     ("nccl_allreduce_2_ranks", case_nccl_allreduce),
     ("probe_verbs_server", case_probe_verbs_server),
+    ("uc_bulk_rtt58ms", case_uc_bulk_clean),
+    ("uc_bulk_rtt58ms_loss1e-2", case_uc_bulk_loss_1e2),
+    ("uc_bulk_dup5_reorder5", case_uc_bulk_dup_reorder),
+    ("uc_late_duplicates", case_uc_late_duplicates),
+    ("uc_plaintext_reverse", case_uc_plaintext_reverse),
+    ("uc_client_ud_server", case_uc_client_ud_server),
+    ("uc_messages_0B_to_64MiB", case_uc_messages_0B_to_64MiB),
     ("uc_lane_64k", case_uc_lane_64k),
     ("uc_lane_4k_loss1e-2", case_uc_lane_4k_loss1e2),
     ("uc_lane_4k_dup5_reorder", case_uc_lane_4k_dup5_reorder),

@@ -7,8 +7,11 @@
 // (client), 1 otherwise, 2 for bad arguments. PSK names a pre-shared key file
 // (longhaul-keygen --psk) both ends hold, or is "insecure" for plaintext.
 //
-//   verbs_peer server PORT CONNECTIONS MAX_BYTES PSK
-//   verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK
+// QP_TYPE (optional, "ud" by default) is VerbsOptions::qp_type; each end then prints its
+// UC lanes' counters ("uc: N chunks sent, N received, N lanes failed").
+//
+//   verbs_peer server PORT CONNECTIONS MAX_BYTES PSK [QP_TYPE]
+//   verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK [QP_TYPE]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -45,6 +48,8 @@ TransportConfig Config() {
 }
 
 // The endpoint options over verbs with the packet protection `psk` names.
+std::string g_qp_type = "ud";
+
 absl::StatusOr<EndpointOptions> Options(const std::string& psk) {
   crypto::KeyChoice choice;
   if (psk == "insecure") {
@@ -57,6 +62,9 @@ absl::StatusOr<EndpointOptions> Options(const std::string& psk) {
   EndpointOptions o;
   o.datapath = Datapath::kVerbs;
   o.security = keys->security;
+  absl::StatusOr<QpType> qp = ParseQpType(g_qp_type);
+  if (!qp.ok()) return qp.status();
+  o.verbs.qp_type = *qp;
   return o;
 }
 
@@ -125,6 +133,11 @@ int Server(uint16_t port, int connections, uint64_t max_bytes, const std::string
   for (auto& t : threads) t.join();
   int good = 0;
   for (int v : ok) good += v;
+  const EndpointStats st = (*ep)->stats();
+  std::printf("uc: %llu chunks sent, %llu received, %llu lanes failed\n",
+              static_cast<unsigned long long>(st.uc_chunks_sent),
+              static_cast<unsigned long long>(st.uc_chunks_received),
+              static_cast<unsigned long long>(st.uc_lane_errors));
   std::printf("server: %d of %d connections intact\n", good, connections);
   return good == connections ? 0 : 1;
 }
@@ -175,6 +188,11 @@ int Client(const std::string& host, uint16_t port, int connections, uint64_t max
     conns[i]->Close();
   }
   for (auto& h : conns) h->WaitClosed(Duration::Seconds(10));
+  const EndpointStats st = (*ep)->stats();
+  std::printf("uc: %llu chunks sent, %llu received, %llu lanes failed\n",
+              static_cast<unsigned long long>(st.uc_chunks_sent),
+              static_cast<unsigned long long>(st.uc_chunks_received),
+              static_cast<unsigned long long>(st.uc_lane_errors));
   return good == connections ? 0 : 1;
 }
 
@@ -183,6 +201,10 @@ int Client(const std::string& host, uint16_t port, int connections, uint64_t max
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if ((mode == "server" && argc == 7) || (mode == "client" && argc == 8)) {
+    longhaul::g_qp_type = argv[argc - 1];
+    --argc;
+  }
   if (mode == "server" && argc == 6) {
     return longhaul::Server(static_cast<uint16_t>(std::atoi(argv[2])), std::atoi(argv[3]),
                             std::strtoull(argv[4], nullptr, 10), argv[5]);
@@ -192,8 +214,8 @@ int main(int argc, char** argv) {
                             std::strtoull(argv[5], nullptr, 10), argv[6]);
   }
   std::fprintf(stderr,
-               "usage: verbs_peer server PORT CONNECTIONS MAX_BYTES PSK\n"
-               "       verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK\n"
+               "usage: verbs_peer server PORT CONNECTIONS MAX_BYTES PSK [QP_TYPE]\n"
+               "       verbs_peer client HOST PORT CONNECTIONS MAX_BYTES PSK [QP_TYPE]\n"
                "PSK: a pre-shared key file (longhaul-keygen --psk=FILE) or 'insecure'\n");
   return 2;
 }

@@ -77,6 +77,17 @@ DEFINE_string(datapath, "udp", "udp (sockets) or verbs (RDMA UD queue pairs on R
 DEFINE_string(device, "", "verbs: RDMA device (rxe0, mlx5_0); empty: the one holding the local address");
 DEFINE_int32(gid_index, -1, "verbs: GID table index; -1: the RoCE v2 GID of the local IPv4 address");
 DEFINE_int32(traffic_class, 0, "verbs: IP traffic class of sent packets (DSCP << 2)");
+DEFINE_string(qp_type, "ud",
+              "verbs: ud (every datagram a UD message) or uc (large datagrams written as chunks "
+              "into the peer's registered ring over a UC queue pair once both sides offer one; "
+              "docs/rdma.md section 7)");
+DEFINE_string(uc_chunk, "0",
+              "verbs, qp_type uc: chunk size in bytes (0: 16 x the active MTU, at most 16 "
+              "single-packet writes)");
+DEFINE_int32(uc_replay_every, 0,
+             "verbs, qp_type uc, a test mode: after every Nth chunk also write a late duplicate "
+             "into the slot of the chunk one lap back, with its old key (docs/rdma.md 7.4); "
+             "0: off");
 DECLARE_string(profile);
 
 namespace longhaul::perf {
@@ -92,13 +103,15 @@ void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
                "                     [--answer_probes=true] [--engines=N [--engine_cpus=LIST]]\n"
-               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
+               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]\n"
+               "                      [--qp_type=ud|uc [--uc_chunk=BYTES]]] KEYS\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
                "                     [--verify=on|off] [--profile=FILE] [transport flags]\n"
                "                     [--json] [--engines=N [--engine_cpus=LIST]]\n"
-               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]] KEYS\n"
+               "                     [--datapath=verbs [--device=NAME] [--gid_index=N]\n"
+               "                      [--qp_type=ud|uc [--uc_chunk=BYTES]]] KEYS\n"
                "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
                "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
                "pre-shared key on both sides), both, or --insecure (plaintext). One is\n"
@@ -190,6 +203,17 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
     kUsage.Fail("--traffic_class must be in [0, 255]");
   }
   e.verbs.traffic_class = static_cast<uint8_t>(FLAGS_traffic_class);
+  e.verbs.qp_type = kUsage.Or(ParseQpType(FLAGS_qp_type), "qp_type");
+  const ByteCount chunk = kUsage.Or(ParseByteCount(FLAGS_uc_chunk), "uc_chunk");
+  if (chunk != 0 && (chunk < 1024 || chunk > 65536)) {
+    kUsage.Fail("--uc_chunk must be 0 or in [1KiB, 64KiB]");
+  }
+  e.verbs.uc_chunk = static_cast<uint32_t>(chunk);
+  if (FLAGS_uc_replay_every < 0) kUsage.Fail("--uc_replay_every must be >= 0");
+  e.verbs.uc_replay_every = static_cast<uint32_t>(FLAGS_uc_replay_every);
+  if (e.verbs.qp_type == QpType::kUc && e.datapath != Datapath::kVerbs) {
+    kUsage.Fail("--qp_type=uc needs --datapath=verbs");
+  }
   EnginesFromFlags(kUsage, &e);
   // A segment given on the command line is kept (an error if the port's MTU is smaller);
   // the default follows the MTU.

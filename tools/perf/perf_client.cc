@@ -336,11 +336,19 @@ nlohmann::json CpuJson(double cpu_user, double cpu_sys, double end_s, const nloh
 }
 
 // This side's driver and packet-protection counters (EndpointStats; the peer's are its own).
-void AddEndpointStats(const EndpointStats& es, nlohmann::json* lh) {
+void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohmann::json* lh) {
   nlohmann::json driver;
   LONGHAUL_JSON_SET_FIELDS(driver, es, datagrams_sent, datagrams_received, send_syscalls,
                            recv_syscalls, gso_sends, gro_receives, send_blocked, stalled_deadlines,
                            gso, gro);
+  driver["datapath"] = DatapathName(eo.datapath);
+  if (eo.datapath == Datapath::kVerbs) {
+    // docs/rdma.md 7.8: the UC lanes' chunks (all 0 with qp_type ud).
+    driver["qp_type"] = QpTypeName(eo.verbs.qp_type);
+    LONGHAUL_JSON_SET_FIELDS(driver, es, uc_lanes_opened, uc_chunks_sent, uc_chunk_bytes_sent,
+                             uc_chunks_received, uc_stale_completions, uc_chunks_given_up,
+                             uc_grant_waits, uc_lane_errors, uc_replays);
+  }
   driver["socket_recv_buffer"] = es.recv_buffer;
   driver["socket_send_buffer"] = es.send_buffer;
   (*lh)["driver"] = driver;
@@ -402,6 +410,9 @@ int RunClient(const ClientOptions& o) {
 
   if (!o.json) {
     so.engine_lines = EngineLines(engines);
+    if (const std::string uc = UcLine(o.endpoint, (*ep)->stats()); !uc.empty()) {
+      so.engine_lines.insert(so.engine_lines.begin(), uc);  // the datapath's, then engines'
+    }
     std::cout << SummaryText(summary, so, tracks.size()) << std::flush;
   } else {
     nlohmann::json j;
@@ -414,7 +425,7 @@ int RunClient(const ClientOptions& o) {
     nlohmann::json& lh = end["longhaul"];
     lh["params"] = TransportConfigToJson(eff);
     if (!o.profile_path.empty()) lh["profile"] = o.profile_path;
-    AddEndpointStats((*ep)->stats(), &lh);
+    AddEndpointStats((*ep)->stats(), o.endpoint, &lh);
     lh["engines"] = EnginesJson(engines);
     j["end"] = end;
     if (!summary.errors.empty()) j["error"] = summary.errors.front();

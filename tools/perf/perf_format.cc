@@ -28,4 +28,14 @@ std::string FormatBitrate(double bps) {
   return Scaled(bps, 1000, kUnits, "bits/sec");
 }
 
+std::string UcLine(const EndpointOptions& o, const EndpointStats& s) {
+  if (o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return "";
+  return absl::StrFormat(
+      "verbs uc: %d lane(s) opened, %d chunks sent (%s), %d received, %d stale completions, "
+      "%d given up, %d grant waits, %d lane errors, %d late duplicates written",
+      s.uc_lanes_opened, s.uc_chunks_sent, FormatTransfer(s.uc_chunk_bytes_sent),
+      s.uc_chunks_received, s.uc_stale_completions, s.uc_chunks_given_up, s.uc_grant_waits,
+      s.uc_lane_errors, s.uc_replays);
+}
+
 }  // namespace longhaul::perf

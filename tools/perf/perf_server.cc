@@ -348,6 +348,9 @@ int RunServer(const ServerOptions& o) {
     TickAndCollect(o, &live, &tests);
     for (const std::string& id : FinishedTests(tests, live)) {
       const bool intact = ReportTest(tests[id], o.json, (*ep)->engine_stats());
+      if (const std::string uc = UcLine(o.endpoint, (*ep)->stats()); !o.json && !uc.empty()) {
+        Print(uc);
+      }
       tests.erase(id);
       if (o.one_off) one_off_status = intact ? 0 : 1;
     }

@@ -283,6 +283,7 @@ void DriverRuntime::OnIncoming(endpoint::ConnectionId id) {
   if (meta == nullptr) return;
   Entry& e = entries_[id];
   e.handle = MakeHandle(id);
+  if (hooks_.connection_up) hooks_.connection_up(id);
   auto l = listeners_.find(meta->listener);
   if (l != listeners_.end() && l->second.on_accept) {
     l->second.on_accept(e.handle);
@@ -301,6 +302,7 @@ void DriverRuntime::OnConnected(const endpoint::EndpointEvent& ev) {
   }
   Entry& e = entries_[ev.id];
   e.handle = MakeHandle(ev.id);
+  if (hooks_.connection_up) hooks_.connection_up(ev.id);
   if (wait == nullptr) return;
   if (wait->callback) e.handle->SetCallback(wait->callback);
   bool abandoned;
@@ -339,7 +341,8 @@ void DriverRuntime::ProcessEndpointEvents() {
         OnConnectFailed(e);
         break;
       case endpoint::EndpointEvent::Type::kDriverState:
-        // The verbs driver's RDMA set-up; the UDP driver sets no state.
+        // The verbs driver's UC lanes; the UDP driver sets no state.
+        if (hooks_.driver_state) hooks_.driver_state(e.id);
         break;
     }
   }
@@ -439,6 +442,7 @@ void DriverRuntime::DeliverAll(Time now) {
     entries_.erase(it);
     handle_index_.erase(h.get());
     h->Detach(h->status());
+    if (hooks_.connection_gone) hooks_.connection_gone(id);
     for (endpoint::LocalId l : endpoint_.Release(id)) hooks_.close_local(l);
   }
 }

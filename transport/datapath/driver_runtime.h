@@ -113,6 +113,14 @@ class DriverRuntime final : public ConnectionHost {
     std::function<void(endpoint::LocalId)> close_local;
     // The printable address of a local ("127.0.0.1:40001"), for ConnectionInfo.
     std::function<std::string(endpoint::LocalId)> local_address;
+    // Optional. A connection the driver may now use (a client's kConnected, a server's
+    // kIncoming), before any of its data is delivered; and one about to be released (its
+    // close delivered): a datapath of its own (the verbs driver's UC lanes) lives between.
+    std::function<void(endpoint::ConnectionId)> connection_up;
+    std::function<void(endpoint::ConnectionId)> connection_gone;
+    // Optional. The connection holds a new driver state from its peer
+    // (Connection::TakePeerDriverState).
+    std::function<void(endpoint::ConnectionId)> driver_state;
   };
 
   // `accept_queue`: shared with the other engines of an endpoint (null: one of its own,

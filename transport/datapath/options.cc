@@ -20,4 +20,12 @@ absl::StatusOr<Datapath> ParseDatapath(const std::string& name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown datapath '", name, "' (udp, verbs)"));
 }
 
+const char* QpTypeName(QpType t) { return t == QpType::kUc ? "uc" : "ud"; }
+
+absl::StatusOr<QpType> ParseQpType(const std::string& name) {
+  if (name == "ud") return QpType::kUd;
+  if (name == "uc") return QpType::kUc;
+  return absl::InvalidArgumentError(absl::StrCat("unknown qp_type '", name, "' (ud, uc)"));
+}
+
 }  // namespace longhaul

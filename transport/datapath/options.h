@@ -29,6 +29,17 @@ const char* DatapathName(Datapath d);
 // "udp" or "verbs"; InvalidArgument naming the accepted values otherwise.
 absl::StatusOr<Datapath> ParseDatapath(const std::string& name);
 
+// How the verbs datapath moves a connection's large datagrams (docs/rdma.md section 7):
+// kUd sends every datagram as a UD message (the port's MTU at most); kUc, once the peer
+// offers a UC lane (a DATAPATH exchange after the handshake), writes each datagram
+// larger than the UD MTU (a chunk) with RDMA WRITE WITH IMMEDIATE into the peer's
+// registered ring, where the receiving NIC places it; small datagrams, and everything
+// while no lane is up, stay on UD.
+enum class QpType { kUd, kUc };
+const char* QpTypeName(QpType t);
+// "ud" or "uc"; InvalidArgument naming the choices otherwise.
+absl::StatusOr<QpType> ParseQpType(const std::string& name);
+
 // Options of the verbs datapath (docs/rdma.md). Ignored by the UDP datapath.
 struct VerbsOptions {
   // RDMA device ("rxe0", "mlx5_0"); empty: the device whose RoCE v2 GID table holds the
@@ -47,6 +58,16 @@ struct VerbsOptions {
   // (clamped to [256, the device's limit]).
   uint32_t recv_depth = 0;
   uint32_t send_depth = 512;  // send work requests in flight per queue pair
+  QpType qp_type = QpType::kUd;
+  // kUc: a chunk's size in bytes (the datagram the core builds; written as single-packet
+  // writes of the path MTU, at most 16); 0: 16 x the active MTU (64 KiB at MTU 4096),
+  // within the core's largest segment.
+  uint32_t uc_chunk = 0;
+  // kUc, a test mode: after every Nth chunk the sender also writes the current chunk's
+  // bytes with the placement of the chunk one lap and one slot back (its old key and
+  // immediate): a late duplicate into a reused buffer, which the receiver's retired
+  // window must refuse (docs/rdma.md 7.4). 0: off.
+  uint32_t uc_replay_every = 0;
 };
 // ---- end of the datapath choice ----
 
@@ -203,6 +224,19 @@ struct EndpointStats {
   uint64_t payloads_opened_in_place = 0;  // decrypted straight into their buffers
   uint64_t in_place_auth_failures = 0;
   uint64_t connections_active = 0;
+  // The verbs datapath's UC lanes (qp_type uc; docs/rdma.md 7.8), since creation: lanes
+  // that came up (both ends connected), chunks written and received, completions ignored
+  // (stale laps, duplicates), receive slots given up (chunks lost), chunks that waited for
+  // a window grant, and lanes that failed (the connection went on over UD).
+  uint64_t uc_lanes_opened = 0;
+  uint64_t uc_chunks_sent = 0;
+  uint64_t uc_chunk_bytes_sent = 0;
+  uint64_t uc_chunks_received = 0;
+  uint64_t uc_stale_completions = 0;
+  uint64_t uc_chunks_given_up = 0;
+  uint64_t uc_grant_waits = 0;
+  uint64_t uc_lane_errors = 0;
+  uint64_t uc_replays = 0;  // VerbsOptions::uc_replay_every's late duplicates written
   // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
   // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).
   uint32_t engines = 1;

@@ -28,6 +28,7 @@ struct SansIoEndpoint::Conn {
   bool confirmed = true;
   // The driver was told of it (kConnected, kIncoming): it is the driver's to Release.
   bool reported = true;
+  bool blocked = false;  // SetConnectionBlocked
   Time confirm_deadline = Time::Infinite();
   Time next_accept_resend = Time::Infinite();
   Duration accept_backoff;

@@ -315,7 +315,13 @@ void SansIoEndpoint::SetBlocked(LocalId local, bool blocked) {
   }
 }
 
+void SansIoEndpoint::SetConnectionBlocked(ConnectionId id, bool blocked) {
+  auto it = conns_.find(id);
+  if (it != conns_.end()) it->second->blocked = blocked;
+}
+
 bool SansIoEndpoint::Blocked(const Conn& c) const {
+  if (c.blocked) return true;
   if (blocked_.empty()) return false;
   for (LocalId l : c.meta.locals) {
     if (blocked_.contains(l)) return true;
@@ -374,6 +380,7 @@ size_t SansIoEndpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, 
       std::memcpy(buffer, o.bytes.data(), n);
       out->local = o.local;
       out->to = o.to;
+      out->connection = 0;
       out->ecn = Ecn::kNotEct;
       out->size = n;
     }
@@ -417,6 +424,7 @@ size_t SansIoEndpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, 
         }
         out->size = n;
         out->ecn = info.ecn;
+        out->connection = c->meta.id;
         if (c->meta.is_server) {
           out->local = c->meta.listener;
           out->to = c->paths[info.flow < c->paths.size() ? info.flow : 0].address();

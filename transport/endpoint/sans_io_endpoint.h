@@ -126,6 +126,7 @@ using ConnectionId = uint64_t;
 struct Transmit {
   LocalId local = kNoLocal;
   PeerAddress to;
+  ConnectionId connection = 0;  // whose packet (0: a handshake datagram)
   Ecn ecn = Ecn::kNotEct;
   size_t size = 0;
 };
@@ -260,6 +261,9 @@ class SansIoEndpoint {
   // A local that cannot take datagrams now: connections that send from it are not
   // polled until it is unblocked.
   void SetBlocked(LocalId local, bool blocked);
+  // One connection that cannot send now (a datapath of its own is full, e.g. a UC lane
+  // waiting for its receiver's window grants): it is not polled until unblocked.
+  void SetConnectionBlocked(ConnectionId id, bool blocked);
 
   // Next datagram to send: handshake datagrams first, then the connections' packets,
   // connections whose deadline has come taking turns of up to `turn` datagrams (the

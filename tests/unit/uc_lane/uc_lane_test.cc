@@ -52,7 +52,12 @@ TEST(UcLaneSender, ChunksFillTheRingInLapsWithTheLapsKey) {
     EXPECT_EQ(ImmediateSlot(w.immediate), n % 8);
     EXPECT_EQ(ImmediateLap(w.immediate), (n / 8) & 0xff);
   }
-  EXPECT_EQ(EncodeImmediate(0x1ff, 0xabcdef), 0xffabcdefu);
+  EXPECT_EQ(EncodeImmediate(0x1ff, 0xbcdef), 0xff0bcdefu);
+  EXPECT_EQ(EncodeImmediate(0x1ff, 0xbcdef, 16), 0xfffbcdefu);
+  EXPECT_EQ(ImmediatePieces(EncodeImmediate(3, 5, 7)), 7u);
+  EXPECT_EQ(ImmediateSlot(EncodeImmediate(3, 5, 7)), 5u);
+  EXPECT_EQ(ImmediateLap(EncodeImmediate(3, 5, 7)), 3u);
+  EXPECT_EQ(ImmediatePieces(WithPieces(EncodeImmediate(3, 5, 7), 2)), 2u);
 }
 
 TEST(UcLaneSender, WritesOnlyIntoGrantedWindowsAndSkipsRetiredOnes) {

@@ -19,8 +19,8 @@ absl::Status UcRingGeometry::Validate() const {
   return absl::OkStatus();
 }
 
-uint32_t EncodeImmediate(uint64_t lap, uint32_t slot) {
-  return static_cast<uint32_t>((lap & 0xff) << 24) | (slot & 0xffffffu);
+uint32_t EncodeImmediate(uint64_t lap, uint32_t slot, uint32_t pieces) {
+  return WithPieces(static_cast<uint32_t>((lap & 0xff) << 24) | (slot & 0xfffffu), pieces);
 }
 
 UcLaneSender::UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys)

@@ -36,7 +36,7 @@ struct UcRingGeometry {
   uint32_t slots = 128;              // R: at most kMaxSlots
   uint32_t windows = 8;              // W: at least 3, divides R
   uint32_t slot_bytes = 64 * 1024;   // C: one chunk (a core datagram) at most
-  static constexpr uint32_t kMaxSlots = 1u << 24;  // the immediate's slot field
+  static constexpr uint32_t kMaxSlots = 1u << 20;  // the immediate's slot field
 
   // InvalidArgument naming the field.
   absl::Status Validate() const;
@@ -44,10 +44,18 @@ struct UcRingGeometry {
   uint64_t ring_bytes() const { return uint64_t{slots} * slot_bytes; }
 };
 
-// The 32-bit immediate of a chunk's write: lap % 256 in the top byte, the slot below.
-uint32_t EncodeImmediate(uint64_t lap, uint32_t slot);
-inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0xffffffu; }
+// The 32-bit immediate of a chunk's write: lap % 256 in the top byte, then 4 bits of
+// pieces - 1 (a chunk written as several single-packet writes, the last with the
+// immediate: docs/rdma.md 7.5), then the slot in the low 20 bits.
+inline constexpr uint32_t kMaxPieces = 16;
+uint32_t EncodeImmediate(uint64_t lap, uint32_t slot, uint32_t pieces = 1);
+inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0xfffffu; }
 inline uint8_t ImmediateLap(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
+inline uint32_t ImmediatePieces(uint32_t imm) { return ((imm >> 20) & 0xfu) + 1; }
+// `imm` with its pieces field set (1..kMaxPieces).
+inline uint32_t WithPieces(uint32_t imm, uint32_t pieces) {
+  return (imm & ~(0xfu << 20)) | (((pieces - 1) & 0xfu) << 20);
+}
 
 // The rkey of a window for `lap`, from its key for lap 0: each rebinding advances the key
 // variant (the low byte) by one, mod 256 (ibv_inc_rkey).

@@ -22,15 +22,17 @@ constexpr uint32_t kSignalEvery = 16;
 absl::StatusOr<std::unique_ptr<UcReceiveLane>> UcReceiveLane::Create(const VerbsDevice& dev,
                                                                      ibv_cq* send_cq,
                                                                      ibv_cq* recv_cq,
-                                                                     UcRingGeometry g) {
+                                                                     UcRingGeometry g,
+                                                                     uint64_t recv_wr_id) {
   LH_RETURN_IF_ERROR(g.Validate());
   std::unique_ptr<UcReceiveLane> l(new UcReceiveLane(g));
+  l->recv_wr_id_ = recv_wr_id;
   LH_ASSIGN_OR_RETURN(l->pd_, LanePd::Create(dev));
   LH_ASSIGN_OR_RETURN(l->ring_, UcRing::Create(dev, l->pd_->pd(), g));
   // Binds: at most one per window at a time, and lap 0's all at once.
   LH_ASSIGN_OR_RETURN(l->qp_, UcQueuePair::Create(dev, l->pd_->pd(), send_cq, recv_cq,
                                                   2 * g.windows + 8, 2 * g.slots));
-  LH_RETURN_IF_ERROR(l->qp_->PostReceives(2 * g.slots, 0));
+  LH_RETURN_IF_ERROR(l->qp_->PostReceives(2 * g.slots, recv_wr_id));
   l->stats_.receives_posted = 2 * g.slots;
   return l;
 }
@@ -57,20 +59,28 @@ UcAdvert UcReceiveLane::advert(const VerbsDevice& dev) const {
 std::optional<std::span<const uint8_t>> UcReceiveLane::OnReceive(const ibv_wc& wc,
                                                                  uint64_t* chunk) {
   ++used_receives_;
-  if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
-      wc.byte_len > ring_->geometry().slot_bytes) {
+  if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
     ++stats_.lane.stale_completions;
     return std::nullopt;
   }
-  const UcLaneReceiver::Completion c = rx_.OnCompletion(be32toh(wc.imm_data));
+  const uint32_t imm = be32toh(wc.imm_data);
+  const uint32_t pieces = ImmediatePieces(imm);
+  const uint64_t len =
+      pieces == 1 ? wc.byte_len : uint64_t{pieces - 1} * piece_ + wc.byte_len;
+  if ((pieces > 1 && (piece_ == 0 || wc.byte_len > piece_)) ||
+      len > ring_->geometry().slot_bytes) {
+    ++stats_.lane.stale_completions;
+    return std::nullopt;
+  }
+  const UcLaneReceiver::Completion c = rx_.OnCompletion(imm);
   if (!c.deliver) return std::nullopt;
   *chunk = c.chunk;
-  return std::span<const uint8_t>(ring_->base() + c.offset, wc.byte_len);
+  return std::span<const uint8_t>(ring_->base() + c.offset, len);
 }
 
 absl::Status UcReceiveLane::Maintain() {
   if (used_receives_ > 0) {
-    LH_RETURN_IF_ERROR(qp_->PostReceives(used_receives_, 0));
+    LH_RETURN_IF_ERROR(qp_->PostReceives(used_receives_, recv_wr_id_));
     stats_.receives_posted += used_receives_;
     used_receives_ = 0;
   }

@@ -47,9 +47,11 @@ class UcReceiveLane {
     uint64_t bind_errors = 0;
   };
 
+  // Its receives carry `recv_wr_id` (the driver's, to tell lanes apart on a shared CQ).
   static absl::StatusOr<std::unique_ptr<UcReceiveLane>> Create(const VerbsDevice& dev,
                                                                ibv_cq* send_cq, ibv_cq* recv_cq,
-                                                               UcRingGeometry g);
+                                                               UcRingGeometry g,
+                                                               uint64_t recv_wr_id = 0);
   // Connects to the sending end's queue pair and binds every window for lap 0.
   absl::Status Connect(const VerbsDevice& dev, const UcPeer& sender);
   // Valid after Connect.
@@ -57,6 +59,10 @@ class UcReceiveLane {
   uint32_t qpn() const { return qp_->qpn(); }
   uint32_t psn() const { return qp_->send_psn(); }
 
+  // The sender writes chunks of several pieces of `bytes` each (the last piece may be
+  // shorter; the completion's byte_len is the last piece's): see uc_link.h. 0 (the
+  // default): every chunk is one write.
+  void set_piece(uint32_t bytes) { piece_ = bytes; }
   // A receive completion of this lane's queue pair: the chunk to process now (valid until
   // the next Maintain), or nullopt for a completion that is not a chunk (counted).
   // `chunk` receives the sender's chunk number.
@@ -81,6 +87,8 @@ class UcReceiveLane {
   std::unique_ptr<UcRing> ring_;
   std::unique_ptr<UcQueuePair> qp_;
   UcLaneReceiver rx_;
+  uint64_t recv_wr_id_ = 0;
+  uint32_t piece_ = 0;
   uint32_t used_receives_ = 0;
   Stats stats_;
 };

@@ -164,6 +164,39 @@ absl::Status UcQueuePair::PostWrite(const uint8_t* local, uint32_t len, uint32_t
   return absl::OkStatus();
 }
 
+absl::Status UcQueuePair::PostPieces(const uint8_t* local, uint32_t len, uint32_t piece,
+                                     uint32_t lkey, uint64_t remote_addr, uint32_t rkey,
+                                     uint32_t immediate, uint64_t wr_id, bool signaled,
+                                     uint32_t* wrs) {
+  const uint32_t n = len == 0 || piece == 0 ? 1 : (len + piece - 1) / piece;
+  if (n > kMaxPieces) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UC chunk of ", len, " bytes is more than ", kMaxPieces, " pieces of ", piece));
+  }
+  ibv_sge sges[kMaxPieces];
+  ibv_send_wr ws[kMaxPieces];
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t off = i * piece;
+    const uint32_t l = i + 1 < n ? piece : len - off;
+    sges[i] = ibv_sge{reinterpret_cast<uintptr_t>(local + off), l, lkey};
+    ws[i] = ibv_send_wr{};
+    ws[i].wr_id = wr_id;
+    ws[i].sg_list = &sges[i];
+    ws[i].num_sge = l > 0 ? 1 : 0;
+    ws[i].opcode = i + 1 < n ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
+    ws[i].send_flags = i + 1 == n && signaled ? IBV_SEND_SIGNALED : 0;
+    ws[i].wr.rdma.remote_addr = remote_addr + off;
+    ws[i].wr.rdma.rkey = rkey;
+    ws[i].next = i + 1 < n ? &ws[i + 1] : nullptr;
+  }
+  ws[n - 1].imm_data = htobe32(WithPieces(immediate, n));
+  ibv_send_wr* bad = nullptr;
+  const int err = ibv_post_send(qp_, ws, &bad);
+  if (err != 0) return VerbsError(err, "ibv_post_send (UC chunk in single-packet writes)");
+  *wrs = n;
+  return absl::OkStatus();
+}
+
 absl::Status UcQueuePair::PostBind(UcRing& ring, uint32_t w, uint64_t lap, uint64_t wr_id) {
   ibv_mw* mw = ring.window(w);
   const uint32_t per = ring.geometry().slots_per_window();

@@ -110,6 +110,14 @@ class UcQueuePair {
   absl::Status PostWrite(const uint8_t* local, uint32_t len, uint32_t lkey, uint64_t remote_addr,
                          uint32_t rkey, uint32_t immediate, uint64_t wr_id, bool signaled);
 
+  // The same chunk as single-packet writes of `piece` bytes (the path MTU or less), in
+  // one post list: RDMA WRITEs, the last one WITH IMMEDIATE (`immediate` with its pieces
+  // field set) and, when `signaled`, the only one signalled. At most kMaxPieces pieces
+  // (InvalidArgument otherwise). Returns the work requests posted through `wrs`.
+  absl::Status PostPieces(const uint8_t* local, uint32_t len, uint32_t piece, uint32_t lkey,
+                          uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
+                          uint64_t wr_id, bool signaled, uint32_t* wrs);
+
   // Binds `ring`'s window `w` for `lap` (its first bind is lap 0, every later one the next
   // lap), signalled with `wr_id`; the window's previous key stops working when the bind
   // executes. Internal error if the device's new key is not KeyForLap(lap-0 key, lap).

@@ -47,6 +47,7 @@
 #include "transport/drivers/verbs/locator.h"
 #include "transport/drivers/verbs/peer_address.h"
 #include "transport/drivers/verbs/queue_pair.h"
+#include "transport/drivers/verbs/uc_datapath.h"
 #include "transport/drivers/verbs/verbs_device.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/net/errno_status.h"
@@ -61,6 +62,7 @@ constexpr uint32_t kRefillBatch = 32;
 constexpr uint32_t kMinRecvDepth = 256;
 constexpr uint32_t kMaxRecvDepth = 16384;
 constexpr uint32_t kSendSlots = 4096;  // the shared send arena
+constexpr size_t kUcArenaBytes = size_t{64} << 20;  // with UC lanes: chunk-sized slots
 constexpr size_t kMaxForeignReply = 65507;
 
 Time Now() { return Time::FromNanoseconds(MonotonicNs()); }
@@ -81,6 +83,18 @@ class VerbsDriverImpl {
                            UdQueuePair* q = FindQp(id);
                            if (q == nullptr || dev_ == nullptr) return std::string();
                            return absl::StrCat(FormatGid(dev_->gid()), " qp ", q->qpn());
+                         },
+                     .connection_up =
+                         [this](endpoint::ConnectionId id) {
+                           if (uc_) uc_->OnConnectionUp(id, Now());
+                         },
+                     .connection_gone =
+                         [this](endpoint::ConnectionId id) {
+                           if (uc_) uc_->OnConnectionGone(id);
+                         },
+                     .driver_state =
+                         [this](endpoint::ConnectionId id) {
+                           if (uc_) uc_->OnPeerState(id);
                          }}),
         ep_(runtime_.endpoint()) {}
 
@@ -185,7 +199,14 @@ class VerbsDriverImpl {
       return VerbsError(e, absl::StrCat("ibv_create_cq(", cq_capacity_, " entries)"));
     }
     slot_size_ = dev->active_mtu();
-    send_mem_.assign(static_cast<size_t>(kSendSlots) * slot_size_, 0);
+    // With UC lanes every slot can hold a chunk (PollTransmit's connection is known only
+    // once it has written); what goes over UD uses the front of its slot.
+    const bool uc = opt_.verbs.qp_type == QpType::kUc;
+    send_slot_size_ = uc ? UcDatapath::ChunkBytes(opt_.verbs, slot_size_) : slot_size_;
+    send_slots_ = uc ? static_cast<uint32_t>(std::clamp<size_t>(kUcArenaBytes / send_slot_size_,
+                                                                 256, kSendSlots))
+                     : kSendSlots;
+    send_mem_.assign(static_cast<size_t>(send_slots_) * send_slot_size_, 0);
     send_mr_ = Ibverbs().reg_mr(dev->pd(), send_mem_.data(), send_mem_.size(), IBV_ACCESS_LOCAL_WRITE);
     if (send_mr_ == nullptr) {
       const int e = errno;
@@ -193,14 +214,30 @@ class VerbsDriverImpl {
       return VerbsError(e, absl::StrCat("ibv_reg_mr of the ", send_mem_.size(), "-byte send ring"));
     }
     free_slots_.clear();
-    for (uint32_t i = kSendSlots; i > 0; --i) free_slots_.push_back(i - 1);
-    arena_ = SendArena{send_mem_.data(), send_mr_->lkey, slot_size_};
+    for (uint32_t i = send_slots_; i > 0; --i) free_slots_.push_back(i - 1);
+    arena_ = SendArena{send_mem_.data(), send_mr_->lkey, send_slot_size_};
     dev_ = std::move(dev);
+    if (uc) {
+      uc_ = std::make_unique<UcDatapath>(
+          UcDatapath::Env{.dev = dev_.get(),
+                          .send_cq = send_cq_,
+                          .recv_cq = recv_cq_,
+                          .arena = arena_,
+                          .ep = &ep_,
+                          .next_id = [this] { return next_qp_id_++; },
+                          .log = &rate_log_,
+                          .free_slots = &free_slots_,
+                          .recv_cq_used = &recv_cq_used_,
+                          .send_cq_used = &send_cq_used_,
+                          .cq_capacity = cq_capacity_},
+          send_slot_size_, opt_.verbs.uc_replay_every);
+    }
     LOG(INFO) << "verbs: " << dev_->Describe();
     return absl::OkStatus();
   }
 
   void DestroyDeviceObjects() {
+    uc_.reset();  // its queue pairs use the CQs
     while (!qps_.empty()) DestroyQp(qps_.begin()->first);
     for (auto& [gid, ah] : ahs_) Ibverbs().destroy_ah(ah);
     ahs_.clear();
@@ -238,6 +275,7 @@ class VerbsDriverImpl {
   // A connection's configuration fitted to the port: the segment to the active MTU (or
   // the error when it may not be changed).
   absl::Status FitToPort(TransportConfig* c) const {
+    if (uc_ != nullptr) return FitToChunk(c);
     if (c->MaxDatagramSize() > slot_size_) {
       const ByteCount fitted = slot_size_ - (c->MaxDatagramSize() - c->segment);
       if (!opt_.verbs.fit_segment) {
@@ -249,6 +287,24 @@ class VerbsDriverImpl {
       c->segment = fitted;
       if (c->window < 2 * c->segment) c->window = 2 * c->segment;
     }
+    return c->Validate();
+  }
+
+  // With UC lanes: datagrams up to a chunk (until a connection's lane is up it is held to
+  // the UD MTU: UcDatapath). fit_segment grows the segment to fill a chunk.
+  absl::Status FitToChunk(TransportConfig* c) const {
+    const ByteCount overhead = c->MaxDatagramSize() - c->segment;
+    const ByteCount fitted =
+        std::min<ByteCount>(send_slot_size_ - overhead, TransportConfig::kMaxSegment);
+    if (c->MaxDatagramSize() > send_slot_size_ && !opt_.verbs.fit_segment) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("segment of ", c->segment, " bytes makes datagrams of ",
+                       c->MaxDatagramSize(), " bytes, more than a UC chunk of ",
+                       send_slot_size_, "; use --segment=", fitted, " or less"));
+    }
+    if (opt_.verbs.fit_segment) c->segment = fitted;
+    c->window = std::max(c->window, 2 * c->segment);
+    c->recv_window = std::max(c->recv_window, 2 * c->segment);
     return c->Validate();
   }
 
@@ -350,7 +406,12 @@ class VerbsDriverImpl {
       wait->cv.notify_all();
     };
     if (absl::Status s = FitToPort(&co.config); !s.ok()) return fail(s);
-    if (co.config.MaxDatagramSize() > server.mtu) {
+    if (uc_ != nullptr && server.mtu < slot_size_) {
+      return fail(absl::FailedPreconditionError(
+          absl::StrCat("the server's active MTU (", server.mtu, ") is smaller than this side's (",
+                       slot_size_, "); UC lanes need the same MTU at both ends")));
+    }
+    if (uc_ == nullptr && co.config.MaxDatagramSize() > server.mtu) {
       return fail(absl::FailedPreconditionError(
           absl::StrCat("the server's active MTU (", server.mtu, ") is smaller than this side's ",
                        "datagrams (", co.config.MaxDatagramSize(), " bytes)")));
@@ -394,6 +455,7 @@ class VerbsDriverImpl {
       PollSend();
     }
     const Time now = Now();
+    if (uc_) uc_->Maintain(now);
     Transmit(now);
     runtime_.ProcessEndpointEvents();
     runtime_.DeliverAll(now);
@@ -406,6 +468,7 @@ class VerbsDriverImpl {
   Time Deadline(Time now) {
     if (runtime_.HasLocalWakes()) return now;
     Time next = ep_.NextWake(now);
+    if (uc_) next = std::min(next, uc_->NextWake(now));
     if (ep_.connection_count() > 0 || ep_.pending_count() > 0) {
       next = std::min(next, last_stats_publish_ + datapath::DriverRuntime::kStatsPublishPeriod);
     }
@@ -481,6 +544,7 @@ class VerbsDriverImpl {
       recv_seen_this_turn_ = true;
       const Time now = Now();
       for (int i = 0; i < n; ++i) OnRecv(wcs[i], now);
+      if (uc_) uc_->Maintain(now);
       runtime_.ProcessEndpointEvents();
       for (auto& [id, q] : qps_) {
         if (q->returned() >= kRefillBatch) ReportRefill(*q);
@@ -500,7 +564,10 @@ class VerbsDriverImpl {
 
   void OnRecv(const ibv_wc& wc, Time now) {
     UdQueuePair* q = FindQp(WrQp(wc.wr_id));
-    if (q == nullptr) return;  // destroyed meanwhile
+    if (q == nullptr) {  // a UC lane's, or destroyed meanwhile
+      if (uc_) uc_->OnRecv(wc, now);
+      return;
+    }
     const uint32_t slot = WrSlot(wc.wr_id);
     if (wc.status != IBV_WC_SUCCESS) {
       if (wc.status != IBV_WC_WR_FLUSH_ERR) {
@@ -596,7 +663,10 @@ class VerbsDriverImpl {
       total += n;
       for (int i = 0; i < n; ++i) {
         UdQueuePair* q = FindQp(WrQp(wcs[i].wr_id));
-        if (q == nullptr) continue;
+        if (q == nullptr) {  // a UC lane's, or destroyed meanwhile
+          if (uc_) uc_->OnSend(wcs[i]);
+          continue;
+        }
         if (wcs[i].status != IBV_WC_SUCCESS && wcs[i].status != IBV_WC_WR_FLUSH_ERR) {
           ++counters_.send_errors;
           rate_log_.Warn(
@@ -633,9 +703,14 @@ class VerbsDriverImpl {
     const size_t turn = std::max<uint32_t>(opt_.tx_batch, 1);
     while (!free_slots_.empty()) {
       const uint32_t slot = free_slots_.back();
-      uint8_t* buf = send_mem_.data() + static_cast<size_t>(slot) * slot_size_;
-      const size_t n = ep_.PollTransmit(now, buf, slot_size_, &t, turn);
+      uint8_t* buf = arena_.Slot(slot);
+      const size_t n = ep_.PollTransmit(now, buf, send_slot_size_, &t, turn);
       if (n == 0) break;
+      if (uc_) {
+        free_slots_.pop_back();
+        if (uc_->Take(t, slot, static_cast<uint32_t>(n))) continue;
+        free_slots_.push_back(slot);
+      }
       UdQueuePair* q = FindQp(t.local);
       if (q == nullptr) continue;  // destroyed meanwhile: lost like on a wire
       std::optional<UdAddress> to = FromPeerAddress(t.to);
@@ -674,6 +749,7 @@ class VerbsDriverImpl {
     last_stats_publish_ = now;
     EndpointStats s = counters_;
     runtime_.AddStats(&s);
+    if (uc_) uc_->AddStats(&s);
     thread_.Publish(s);
   }
 
@@ -690,6 +766,7 @@ class VerbsDriverImpl {
       while (MonotonicNs() < until) {
         bool pending = false;
         for (auto& [id, q] : qps_) pending |= q->has_inflight();
+        if (uc_) pending |= uc_->has_inflight();
         if (!pending) break;
         PollSend();
       }
@@ -713,7 +790,10 @@ class VerbsDriverImpl {
   uint32_t send_cq_used_ = 0;
   uint32_t unacked_events_ = 0;
   uint32_t unacked_send_events_ = 0;
-  uint32_t slot_size_ = 0;
+  uint32_t slot_size_ = 0;       // the active MTU: UD messages and receive buffers
+  uint32_t send_slot_size_ = 0;  // the send arena's slots (a chunk with UC lanes)
+  uint32_t send_slots_ = 0;
+  std::unique_ptr<UcDatapath> uc_;  // qp_type uc
   std::vector<uint8_t> send_mem_;
   ibv_mr* send_mr_ = nullptr;
   SendArena arena_;

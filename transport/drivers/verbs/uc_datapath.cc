@@ -1,0 +1,304 @@
+#include "transport/drivers/verbs/uc_datapath.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "transport/drivers/verbs/ibverbs.h"
+#include "transport/wire/packet.h"
+
+namespace longhaul::verbs {
+namespace {
+
+constexpr uint32_t kWindows = 8;
+constexpr uint32_t kMinSlots = 64;
+constexpr uint32_t kMaxSlots = 2048;
+constexpr uint64_t kMaxRingBytes = uint64_t{128} << 20;
+constexpr uint32_t kSendDepth = 1024;  // work requests (pieces) of the writing QP
+
+}  // namespace
+
+uint32_t UcDatapath::ChunkBytes(const VerbsOptions& o, uint32_t mtu) {
+  uint32_t c = o.uc_chunk > 0 ? o.uc_chunk : kMaxPieces * mtu;
+  c = std::min<uint32_t>({c, kMaxPieces * mtu, static_cast<uint32_t>(wire::kMaxDatagramSize)});
+  return std::max(c, mtu);
+}
+
+UcDatapath::UcDatapath(Env env, uint32_t chunk_bytes, uint32_t replay_every)
+    : env_(env), chunk_bytes_(chunk_bytes), replay_every_(replay_every) {}
+
+UcDatapath::~UcDatapath() { Clear(); }
+
+UcRingGeometry UcDatapath::RingFor(const TransportConfig& c) const {
+  const double bytes = 2.0 * c.rate.BytesPerSecond() * c.initial_rtt.seconds();
+  uint64_t slots = static_cast<uint64_t>(bytes / chunk_bytes_) + 1;
+  slots = std::min<uint64_t>(slots, kMaxRingBytes / chunk_bytes_);
+  slots = std::clamp<uint64_t>(slots, kMinSlots, kMaxSlots);
+  slots = (slots + kWindows - 1) / kWindows * kWindows;
+  return UcRingGeometry{.slots = static_cast<uint32_t>(slots), .windows = kWindows,
+                        .slot_bytes = chunk_bytes_};
+}
+
+void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (conn == nullptr || entries_.contains(id)) return;
+  // UD carries everything until the lane is up.
+  conn->SetDatagramLimit(env_.dev->active_mtu());
+  env_.ep->Touch(id);
+  const UcRingGeometry g = RingFor(conn->config());
+  const uint32_t send_depth = std::min(kSendDepth, env_.dev->max_qp_wr());
+  const uint32_t recv_entries = 2 * g.slots;
+  const uint32_t send_entries = send_depth + 2 * g.windows + 8;
+  absl::Status st;
+  if (*env_.recv_cq_used + recv_entries > env_.cq_capacity ||
+      *env_.send_cq_used + send_entries > env_.cq_capacity) {
+    st = absl::ResourceExhaustedError(absl::StrCat("completion queues full (", env_.cq_capacity,
+                                                   " entries)"));
+  }
+  absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
+  uint32_t link_id = 0;
+  if (!st.ok()) {
+    link = st;
+  } else {
+    link_id = env_.next_id();
+    link = UcLink::Create(*env_.dev, env_.dev->pd(), env_.send_cq, env_.recv_cq, link_id, g,
+                          send_depth);
+  }
+  if (!link.ok()) {
+    ++lane_errors_;
+    env_.log->Warn("uc-create", now,
+                   absl::StrCat("verbs: no UC lane for connection ", id, ": ",
+                                link.status().message(), "; it runs over UD"));
+    return;
+  }
+  *env_.recv_cq_used += recv_entries;
+  *env_.send_cq_used += send_entries;
+  Entry& e = entries_[id];
+  e.link = std::move(*link);
+  e.link->set_replay_every(replay_every_);
+  e.recv_entries = recv_entries;
+  e.send_entries = send_entries;
+  by_id_[link_id] = id;
+  Publish(id, e);
+}
+
+void UcDatapath::Release(Entry& e) {
+  for (const Held& h : e.held) env_.free_slots->push_back(h.slot);
+  e.held.clear();
+  e.link->ReleaseSlots(env_.free_slots);
+  const UcLink::Counters& c = e.link->counters();
+  gone_.chunks_sent += c.chunks_sent;
+  gone_.chunk_bytes_sent += c.chunk_bytes_sent;
+  gone_.chunks_received += c.chunks_received;
+  gone_.grant_waits += c.grant_waits;
+  gone_.replays += c.replays;
+  const UcReceiveLane::Stats ls = e.link->lane().stats();
+  gone_stale_ += ls.lane.stale_completions;
+  gone_given_up_ += ls.lane.given_up;
+  *env_.recv_cq_used -= e.recv_entries;
+  *env_.send_cq_used -= e.send_entries;
+  by_id_.erase(e.link->id());
+  e.link.reset();
+}
+
+void UcDatapath::OnConnectionGone(endpoint::ConnectionId id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Release(it->second);
+  entries_.erase(it);
+}
+
+void UcDatapath::Clear() {
+  for (auto& [id, e] : entries_) Release(e);
+  entries_.clear();
+}
+
+void UcDatapath::Publish(endpoint::ConnectionId id, Entry& e) {
+  if (!e.link->changed()) return;
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (conn == nullptr) return;
+  const std::vector<uint8_t> state = e.link->LocalState(*env_.dev).Encode();
+  if (absl::Status s = conn->SetDriverState(state); !s.ok()) {
+    Fail(id, e, s);
+    return;
+  }
+  e.link->ClearChanged();
+  env_.ep->Touch(id);
+}
+
+void UcDatapath::Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s) {
+  ++lane_errors_;
+  env_.log->Warn("uc-lane", Time::FromNanoseconds(MonotonicNs()),
+                 absl::StrCat("verbs: UC lane of connection ", id, ": ", s.message(),
+                              "; the connection goes on over UD"));
+  // What waited for the lane is lost like on a wire (the core resends its data).
+  for (const Held& h : e.held) env_.free_slots->push_back(h.slot);
+  e.held.clear();
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (conn != nullptr && e.raised) conn->SetDatagramLimit(env_.dev->active_mtu());
+  e.raised = false;
+  if (e.blocked) env_.ep->SetConnectionBlocked(id, false);
+  e.blocked = false;
+  env_.ep->Touch(id);
+}
+
+void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (conn == nullptr) return;
+  std::vector<uint8_t> bytes;
+  if (!conn->TakePeerDriverState(&bytes)) return;
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;  // no lane here: the peer's offer is ignored (UD)
+  Entry& e = it->second;
+  const bool was_ready = e.link->ready();
+  if (absl::Status s = e.link->OnPeerState(*env_.dev, bytes); !s.ok()) {
+    if (was_ready || !e.link->ready()) Fail(id, e, s);
+    return;
+  }
+  if (e.link->ready() && !e.raised) {
+    conn->SetDatagramLimit(chunk_bytes_);
+    e.raised = true;
+    ++lanes_opened_;
+    env_.ep->Touch(id);
+    VLOG(1) << "verbs: connection " << id << " writes chunks of " << chunk_bytes_
+            << " bytes over its UC lane (pieces of " << e.link->piece() << ")";
+  }
+  Flush(id, e);
+  Publish(id, e);
+}
+
+bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) {
+  if (t.connection == 0 || len <= env_.dev->active_mtu()) return false;
+  auto it = entries_.find(t.connection);
+  if (it == entries_.end() || !it->second.link->ready()) return false;
+  Entry& e = it->second;
+  if (e.held.empty()) {
+    absl::StatusOr<bool> posted = e.link->Post(env_.arena.Slot(slot), len, env_.arena.lkey, slot);
+    if (!posted.ok()) {
+      env_.free_slots->push_back(slot);
+      Fail(t.connection, e, posted.status());
+      return true;
+    }
+    if (*posted) {
+      Publish(t.connection, e);
+      return true;
+    }
+  }
+  e.held.push_back(Held{slot, len});
+  if (!e.blocked) {
+    e.blocked = true;
+    env_.ep->SetConnectionBlocked(t.connection, true);
+  }
+  Publish(t.connection, e);  // says it waits
+  return true;
+}
+
+void UcDatapath::Flush(endpoint::ConnectionId id, Entry& e) {
+  while (!e.held.empty() && e.link->ready()) {
+    const Held h = e.held.front();
+    absl::StatusOr<bool> posted = e.link->Post(env_.arena.Slot(h.slot), h.len, env_.arena.lkey,
+                                               h.slot);
+    if (!posted.ok()) {
+      Fail(id, e, posted.status());
+      return;
+    }
+    if (!*posted) break;
+    e.held.pop_front();
+  }
+  if (e.held.empty() && e.blocked) {
+    e.blocked = false;
+    env_.ep->SetConnectionBlocked(id, false);
+    env_.ep->Touch(id);
+  }
+}
+
+bool UcDatapath::OnRecv(const ibv_wc& wc, Time now) {
+  auto b = by_id_.find(WrQp(wc.wr_id));
+  if (b == by_id_.end()) return false;
+  const endpoint::ConnectionId id = b->second;
+  Entry& e = entries_.at(id);
+  std::optional<std::span<const uint8_t>> chunk = e.link->OnReceive(wc, now);
+  if (!chunk) return true;
+  const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
+  if (meta == nullptr) return true;
+  const endpoint::LocalId local = meta->is_server ? meta->listener : meta->locals.front();
+  // The endpoint copies what it keeps: the slot is settled when this returns.
+  env_.ep->OnDatagram(now, local, meta->peer, *chunk);
+  return true;
+}
+
+bool UcDatapath::OnSend(const ibv_wc& wc) {
+  if (wc.wr_id == kBindWr) {
+    if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
+      ++lane_errors_;
+      env_.log->Warn("uc-bind", Time::FromNanoseconds(MonotonicNs()),
+                     absl::StrCat("verbs: UC window bind failed: ", Ibverbs().wc_status_str(wc.status)));
+    }
+    return true;
+  }
+  auto b = by_id_.find(WrQp(wc.wr_id));
+  if (b == by_id_.end()) return false;
+  const endpoint::ConnectionId id = b->second;
+  Entry& e = entries_.at(id);
+  const bool was_ready = e.link->ready();
+  e.link->OnSendCompletion(wc, env_.free_slots);
+  if (was_ready && !e.link->ready()) {
+    Fail(id, e, absl::InternalError(
+                    absl::StrCat("write completion: ", Ibverbs().wc_status_str(wc.status))));
+    return true;
+  }
+  Flush(id, e);
+  return true;
+}
+
+void UcDatapath::Maintain(Time now) {
+  for (auto& [id, e] : entries_) {
+    if (absl::Status s = e.link->Maintain(now); !s.ok()) {
+      Fail(id, e, s);
+      continue;
+    }
+    Publish(id, e);
+  }
+}
+
+Time UcDatapath::NextWake(Time now) const {
+  for (const auto& [id, e] : entries_) {
+    if (e.link->peer_waiting()) return now + Duration::Milliseconds(50);
+  }
+  return Time::Infinite();
+}
+
+bool UcDatapath::has_inflight() const {
+  for (const auto& [id, e] : entries_) {
+    if (e.link->has_inflight()) return true;
+  }
+  return false;
+}
+
+void UcDatapath::AddStats(EndpointStats* s) const {
+  UcLink::Counters c = gone_;
+  uint64_t stale = gone_stale_, given_up = gone_given_up_;
+  for (const auto& [id, e] : entries_) {
+    const UcLink::Counters& l = e.link->counters();
+    c.chunks_sent += l.chunks_sent;
+    c.chunk_bytes_sent += l.chunk_bytes_sent;
+    c.chunks_received += l.chunks_received;
+    c.grant_waits += l.grant_waits;
+    c.replays += l.replays;
+    const UcReceiveLane::Stats ls = e.link->lane().stats();
+    stale += ls.lane.stale_completions;
+    given_up += ls.lane.given_up;
+  }
+  s->uc_chunks_sent += c.chunks_sent;
+  s->uc_chunk_bytes_sent += c.chunk_bytes_sent;
+  s->uc_chunks_received += c.chunks_received;
+  s->uc_stale_completions += stale;
+  s->uc_chunks_given_up += given_up;
+  s->uc_grant_waits += c.grant_waits;
+  s->uc_replays += c.replays;
+  s->uc_lane_errors += lane_errors_;
+  s->uc_lanes_opened += lanes_opened_;
+}
+
+}  // namespace longhaul::verbs

@@ -1,0 +1,116 @@
+// The verbs driver's UC datapath (VerbsOptions::qp_type uc; docs/rdma.md section 7): a
+// UcLink per connection, created when the driver is told of the connection and gone
+// with it. The driver hands it
+//   - each datagram PollTransmit wrote (Take): larger than the UD MTU and the link up ->
+//     written as a chunk (or queued while the lane waits for a grant, the connection
+//     blocked meanwhile); otherwise the driver sends it over UD;
+//   - completions whose work request id names a link (OnRecv, OnSend);
+//   - the peer's driver state (OnPeerState);
+// and calls Maintain after each batch. Connections start limited to the UD MTU
+// (Connection::SetDatagramLimit) and are raised to the chunk size when their link is up.
+//
+// Thread-compatible: the driver thread owns it.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "transport/base/clock.h"
+#include "transport/base/rate_limited_log.h"
+#include "transport/core/config.h"
+#include "transport/datapath/options.h"
+#include "transport/drivers/verbs/queue_pair.h"
+#include "transport/drivers/verbs/uc_link.h"
+#include "transport/drivers/verbs/verbs_device.h"
+#include "transport/endpoint/sans_io_endpoint.h"
+
+namespace longhaul::verbs {
+
+class UcDatapath {
+ public:
+  struct Env {
+    const VerbsDevice* dev = nullptr;
+    ibv_cq* send_cq = nullptr;
+    ibv_cq* recv_cq = nullptr;
+    SendArena arena;  // the driver's (chunk-sized slots), registered in dev->pd()
+    endpoint::SansIoEndpoint* ep = nullptr;
+    std::function<uint32_t()> next_id;  // work request id space shared with the UD QPs
+    RateLimitedLog* log = nullptr;
+    std::vector<uint32_t>* free_slots = nullptr;  // the arena's free slots
+    // The driver's completion queue budget (entries used of cq_capacity).
+    uint32_t* recv_cq_used = nullptr;
+    uint32_t* send_cq_used = nullptr;
+    uint32_t cq_capacity = 0;
+  };
+
+  // The chunk size for `o` on a port of `mtu` bytes: o.uc_chunk, or 16 pieces, within the
+  // core's largest datagram.
+  static uint32_t ChunkBytes(const VerbsOptions& o, uint32_t mtu);
+
+  // `replay_every`: VerbsOptions::uc_replay_every (a test mode).
+  UcDatapath(Env env, uint32_t chunk_bytes, uint32_t replay_every = 0);
+  ~UcDatapath();
+
+  uint32_t chunk_bytes() const { return chunk_bytes_; }
+  // The ring a connection's lane gets: rate x initial RTT x 2 of chunks (what the lane
+  // must hold while grants cross the path), in 8 windows, 64 to 2048 slots, 128 MiB at
+  // most.
+  UcRingGeometry RingFor(const TransportConfig& c) const;
+
+  void OnConnectionUp(endpoint::ConnectionId id, Time now);
+  // Arena slots the link still held go back to the free list.
+  void OnConnectionGone(endpoint::ConnectionId id);
+  void OnPeerState(endpoint::ConnectionId id);
+
+  // The datagram PollTransmit wrote into arena slot `slot`: true when the UC path took it
+  // (the slot is the link's until its send completion); false: send it over UD.
+  bool Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len);
+  // A completion whose work request names a link (false: not one of the links').
+  bool OnRecv(const ibv_wc& wc, Time now);
+  bool OnSend(const ibv_wc& wc);
+  void Maintain(Time now);
+  // When Maintain must run again at the latest (a peer waits for a grant: the idle
+  // retirement), or Infinite.
+  Time NextWake(Time now) const;
+  bool has_inflight() const;
+  // Every link goes (the device is closing).
+  void Clear();
+
+  void AddStats(EndpointStats* s) const;
+
+ private:
+  struct Held {
+    uint32_t slot;
+    uint32_t len;
+  };
+  struct Entry {
+    std::unique_ptr<UcLink> link;
+    uint32_t recv_entries = 0;
+    uint32_t send_entries = 0;
+    bool raised = false;   // the connection's datagram limit is the chunk size
+    bool blocked = false;  // SetConnectionBlocked
+    std::deque<Held> held;  // chunks waiting for a grant or send queue room
+  };
+  void Publish(endpoint::ConnectionId id, Entry& e);
+  void Flush(endpoint::ConnectionId id, Entry& e);
+  void Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s);
+  void Release(Entry& e);
+
+  Env env_;
+  uint32_t chunk_bytes_;
+  uint32_t replay_every_;
+  absl::flat_hash_map<endpoint::ConnectionId, Entry> entries_;
+  absl::flat_hash_map<uint32_t, endpoint::ConnectionId> by_id_;
+  UcLink::Counters gone_;  // counters of links that went
+  uint64_t gone_stale_ = 0, gone_given_up_ = 0;
+  uint64_t lane_errors_ = 0;
+  uint64_t lanes_opened_ = 0;
+};
+
+}  // namespace longhaul::verbs
