@@ -266,7 +266,8 @@ def uc_counts(text):
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc"):
+def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc", server_flags="",
+            min_chunks=50):
     """A transfer with the UC datapath on (docs/rdma.md 7): intact at both ends, and the
     chunks went over the lane (the sender wrote them, the receiver was handed them)."""
     c.netem(DELAY + netem_extra)
@@ -274,7 +275,8 @@ def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc"):
     rc, out, src, sout = c.perf_pair(
         "--bytes=6MiB --rate=20mbit --interval=5 --qp_type=uc %s%s"
         % (flags, " --reverse" if reverse else ""),
-        server_flags="--qp_type=" + server_qp, server_keys=skeys, client_keys=ckeys)
+        server_flags="--qp_type=%s %s" % (server_qp, server_flags), server_keys=skeys,
+        client_keys=ckeys)
     expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
     expect(src == 0 and "payload intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
     mine = uc_counts(out)
@@ -285,7 +287,7 @@ def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc"):
     theirs = uc_counts(sout)
     expect(theirs is not None, "no 'verbs uc:' line at the server:\n" + sout[-2000:])
     sender, receiver = (theirs, mine) if reverse else (mine, theirs)
-    expect(sender[1] > 50 and receiver[2] > 50,
+    expect(sender[1] > min_chunks and receiver[2] > min_chunks,
            "chunks did not go over the UC lane (sent %d, received %d):\n%s\n%s"
            % (sender[1], receiver[2], out[-1500:], sout[-1500:]))
     return out, sout
@@ -309,6 +311,37 @@ def case_uc_late_duplicates(c):
     for keys in (None, "--insecure"):
         out, sout = uc_bulk(c, " loss 0.1%", "--uc_replay_every=2 --bytes=12MiB", keys=keys)
         expect(uc_counts(out)[3] > 30, "too few late duplicates written:\n" + out[-1500:])
+
+
+def lane_chunks(text):
+    m = re.search(r"per lane ([\d/]+)\)", text)
+    return [int(x) for x in m.group(1).split("/")] if m else []
+
+
+def lanes_failed(text):
+    m = re.search(r"(\d+) lanes failed", text)
+    return int(m.group(1)) if m else None
+
+
+def case_uc_four_lanes(c):
+    """Four lanes per connection: chunks sprayed over all four, counted per lane, intact
+    under loss and reorder (between lanes too)."""
+    out, _ = uc_bulk(c, " loss 0.1% reorder 2% 50%", "--uc_lanes=4", server_flags="--uc_lanes=4")
+    per = lane_chunks(out)
+    expect(len(per) == 4 and min(per) > 10, "chunks per lane %s:\n%s" % (per, out[-1500:]))
+
+
+def case_uc_lane_error(c):
+    """A writing QP forced into error mid-transfer (the test hook): with four lanes the
+    other three carry on; with one the connection goes on over UD. Intact either way."""
+    for lanes in (4, 1):
+        out, _ = uc_bulk(c, " loss 0.1%", "--uc_lanes=%d --uc_fail_lane_after=40" % lanes,
+                         server_flags="--uc_lanes=%d" % lanes, min_chunks=30)
+        expect(lanes_failed(out) == 1, "%d lanes: not one lane failed:\n%s" % (lanes, out[-1500:]))
+        if lanes == 4:
+            per = lane_chunks(out)
+            expect(len(per) == 4 and sum(per) > 60,
+                   "the other lanes did not carry on: %s\n%s" % (per, out[-1500:]))
 
 
 def case_uc_plaintext_reverse(c):
@@ -335,14 +368,16 @@ def case_uc_messages_0B_to_64MiB(c):
            "the messages did not go over the UC lane:\n%s\n%s" % (out[-800:], sout[-800:]))
 
 
-def case_nccl_allreduce(c):
+def case_nccl_allreduce(c, qp_type="ud"):
     """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
-    verified run is the exact sum, and the data went through rxe0 (its packet counter)."""
+    verified run is the exact sum, and the data went through rxe0 (its packet counter);
+    with qp_type uc, through each connection's UC lane (the driver's log line)."""
     if not os.path.exists(c.rank):
         raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
     c.netem(DELAY + " loss 0.1%")
     env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
-           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_PSK_FILE=" + c.psk)
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_QP_TYPE=%s NCCL_LONGHAUL_PSK_FILE=%s"
+           % (qp_type, c.psk))
     sizes = "4096,1048576,4194304"
     sent_before = rxe_sent_packets(c, "b")
     pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
@@ -361,6 +396,13 @@ def case_nccl_allreduce(c):
         if line.startswith("size "):
             print("         rank 1: " + line, flush=True)
     print("         rank 1: rxe0 sent %d packets" % sent, flush=True)
+    if qp_type == "uc":
+        expect("UC lane up" in out and "UC lane up" in sout,
+               "no UC lane came up:\n%s\n%s" % (out[-1500:], sout[-1500:]))
+
+
+def case_nccl_allreduce_uc(c):
+    case_nccl_allreduce(c, "uc")
 
 
 def case_probe_verbs_server(c):
@@ -392,11 +434,14 @@ CASES = [
     ("two_connections", case_two_connections),
     ("peer_killed", case_peer_killed),
     ("nccl_allreduce_2_ranks", case_nccl_allreduce),
+    ("nccl_allreduce_2_ranks_uc", case_nccl_allreduce_uc),
     ("probe_verbs_server", case_probe_verbs_server),
     ("uc_bulk_rtt58ms", case_uc_bulk_clean),
     ("uc_bulk_rtt58ms_loss1e-2", case_uc_bulk_loss_1e2),
     ("uc_bulk_dup5_reorder5", case_uc_bulk_dup_reorder),
     ("uc_late_duplicates", case_uc_late_duplicates),
+    ("uc_four_lanes", case_uc_four_lanes),
+    ("uc_lane_error", case_uc_lane_error),
     ("uc_plaintext_reverse", case_uc_plaintext_reverse),
     ("uc_client_ud_server", case_uc_client_ud_server),
     ("uc_messages_0B_to_64MiB", case_uc_messages_0B_to_64MiB),

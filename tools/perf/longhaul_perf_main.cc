@@ -84,6 +84,13 @@ DEFINE_string(qp_type, "ud",
 DEFINE_string(uc_chunk, "0",
               "verbs, qp_type uc: chunk size in bytes (0: 16 x the active MTU, at most 16 "
               "single-packet writes)");
+DEFINE_int32(uc_lanes, 1,
+             "verbs, qp_type uc: lanes (UC queue pairs, each its own RoCE v2 source port) per "
+             "connection, 1 to 4; chunks are sprayed over them (both sides use the smaller)");
+DEFINE_int64(uc_fail_lane_after, 0,
+             "verbs, qp_type uc, a test mode: after this many chunks force the writing queue "
+             "pair of the lane in use into the error state; the connection goes on over its "
+             "other lanes, or UD (0: off)");
 DEFINE_int32(uc_replay_every, 0,
              "verbs, qp_type uc, a test mode: after every Nth chunk also write a late duplicate "
              "into the slot of the chunk one lap back, with its old key (docs/rdma.md 7.4); "
@@ -104,14 +111,14 @@ void PrintHelp() {
                "usage: longhaul-perf --server [--bind=ADDR] [--port=5201] [--one_off]\n"
                "                     [--answer_probes=true] [--engines=N [--engine_cpus=LIST]]\n"
                "                     [--datapath=verbs [--device=NAME] [--gid_index=N]\n"
-               "                      [--qp_type=ud|uc [--uc_chunk=BYTES]]] KEYS\n"
+               "                      [--qp_type=ud|uc [--uc_chunk=BYTES] [--uc_lanes=N]]] KEYS\n"
                "       longhaul-perf --client=HOST [--port=5201] [--time=SEC | --bytes=SIZE]\n"
                "                     [--reverse] [--parallel=N] [--message_size=SIZE]\n"
                "                     [--interval=SEC] [--workload=messages --load=F]\n"
                "                     [--verify=on|off] [--profile=FILE] [transport flags]\n"
                "                     [--json] [--engines=N [--engine_cpus=LIST]]\n"
                "                     [--datapath=verbs [--device=NAME] [--gid_index=N]\n"
-               "                      [--qp_type=ud|uc [--uc_chunk=BYTES]]] KEYS\n"
+               "                      [--qp_type=ud|uc [--uc_chunk=BYTES] [--uc_lanes=N]]] KEYS\n"
                "KEYS: --key=FILE --peer_key=FILE (each side's key pair and the other's public\n"
                "key; a server's file lists the clients it allows), --psk_file=FILE (one\n"
                "pre-shared key on both sides), both, or --insecure (plaintext). One is\n"
@@ -211,6 +218,10 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   e.verbs.uc_chunk = static_cast<uint32_t>(chunk);
   if (FLAGS_uc_replay_every < 0) kUsage.Fail("--uc_replay_every must be >= 0");
   e.verbs.uc_replay_every = static_cast<uint32_t>(FLAGS_uc_replay_every);
+  if (FLAGS_uc_lanes < 1 || FLAGS_uc_lanes > 4) kUsage.Fail("--uc_lanes must be in [1, 4]");
+  e.verbs.uc_lanes = static_cast<uint32_t>(FLAGS_uc_lanes);
+  if (FLAGS_uc_fail_lane_after < 0) kUsage.Fail("--uc_fail_lane_after must be >= 0");
+  e.verbs.uc_fail_lane_after = static_cast<uint64_t>(FLAGS_uc_fail_lane_after);
   if (e.verbs.qp_type == QpType::kUc && e.datapath != Datapath::kVerbs) {
     kUsage.Fail("--qp_type=uc needs --datapath=verbs");
   }

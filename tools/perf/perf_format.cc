@@ -30,12 +30,17 @@ std::string FormatBitrate(double bps) {
 
 std::string UcLine(const EndpointOptions& o, const EndpointStats& s) {
   if (o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return "";
+  std::string per_lane;
+  for (uint32_t i = 0; i < o.verbs.uc_lanes && i < s.uc_lane_chunks_sent.size(); ++i) {
+    per_lane += absl::StrFormat("%s%d", i == 0 ? "" : "/", s.uc_lane_chunks_sent[i]);
+  }
   return absl::StrFormat(
-      "verbs uc: %d lane(s) opened, %d chunks sent (%s), %d received, %d stale completions, "
-      "%d given up, %d grant waits, %d lane errors, %d late duplicates written",
-      s.uc_lanes_opened, s.uc_chunks_sent, FormatTransfer(s.uc_chunk_bytes_sent),
+      "verbs uc: %d lane(s) opened, %d chunks sent (%s; per lane %s), %d received, %d stale "
+      "completions, %d given up, %d grant waits, %d lanes failed, %d lane errors, %d late "
+      "duplicates written",
+      s.uc_lanes_opened, s.uc_chunks_sent, FormatTransfer(s.uc_chunk_bytes_sent), per_lane,
       s.uc_chunks_received, s.uc_stale_completions, s.uc_chunks_given_up, s.uc_grant_waits,
-      s.uc_lane_errors, s.uc_replays);
+      s.uc_lanes_failed, s.uc_lane_errors, s.uc_replays);
 }
 
 }  // namespace longhaul::perf

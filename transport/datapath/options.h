@@ -3,6 +3,7 @@
 // Duration).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,13 @@ struct VerbsOptions {
   // immediate): a late duplicate into a reused buffer, which the receiver's retired
   // window must refuse (docs/rdma.md 7.4). 0: off.
   uint32_t uc_replay_every = 0;
+  // kUc: lanes (UC queue pairs, each its own RoCE v2 UDP source port) per connection and
+  // direction, 1 to 4; chunks are sprayed over them. Both sides use the smaller count.
+  uint32_t uc_lanes = 1;
+  // kUc, a test mode: after this many chunks the connection's writing QP of the lane in
+  // use is forced into the error state (a QP error mid-transfer); the lane is taken out
+  // and the connection goes on over its other lanes, or UD. 0: off.
+  uint64_t uc_fail_lane_after = 0;
 };
 // ---- end of the datapath choice ----
 
@@ -237,6 +245,8 @@ struct EndpointStats {
   uint64_t uc_grant_waits = 0;
   uint64_t uc_lane_errors = 0;
   uint64_t uc_replays = 0;  // VerbsOptions::uc_replay_every's late duplicates written
+  uint64_t uc_lanes_failed = 0;  // lanes taken out (their connection went on)
+  std::array<uint64_t, 4> uc_lane_chunks_sent{};  // per lane index, all connections
   // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
   // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).
   uint32_t engines = 1;

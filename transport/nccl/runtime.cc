@@ -60,6 +60,8 @@ absl::Status Runtime::EnsureEndpointLocked() {
   eo.security = keys.security;  // the driver sets the entropy source
   LH_ASSIGN_OR_RETURN(eo.datapath,
                       ParseDatapath(settings.datapath.empty() ? "udp" : settings.datapath));
+  LH_ASSIGN_OR_RETURN(eo.verbs.qp_type,
+                      ParseQpType(settings.qp_type.empty() ? "ud" : settings.qp_type));
   // Auto (0) is one engine for verbs, which runs one (ReadSettings refused more).
   eo.engines = eo.datapath == Datapath::kUdp ? settings.engines : 1;
   eo.engine_cpus = settings.engine_cpus;

@@ -94,6 +94,12 @@ constexpr SettingSpec kSpecs[] = {
      "`udp` (sockets) or `verbs` (UD queue pairs on RoCE v2 through rdma-core: the RDMA "
      "device holding each interface's address; docs/rdma.md)",
      &Settings::datapath},
+    {"QP_TYPE", SettingType::kQpType, 0, 0, "ud", "",
+     "with `verbs`: `ud` (every datagram a UD message) or `uc` (after each connection's "
+     "handshake both ranks offer a UC lane; datagrams larger than the MTU are then written "
+     "as 64 KiB chunks into the peer's registered ring by RDMA WRITE; docs/rdma.md section "
+     "7). `uc` needs `verbs`",
+     &Settings::qp_type},
     {"ENGINES", SettingType::kCount, 0, kMaxEngines, "1", "",
      "engines (driver threads, `lh-engine-<i>`) of the process's endpoint; 0: one per CPU "
      "the process may run on, at most 8 (1 with `verbs`). More than 1 needs `udp`: each peer "
@@ -179,6 +185,8 @@ std::string SettingTypeText(const SettingSpec& spec) {
       return "0 or 1";
     case SettingType::kDatapath:
       return "datapath (udp, verbs)";
+    case SettingType::kQpType:
+      return "queue pair type (ud, uc)";
     case SettingType::kCount:
       return absl::StrCat("count", range);
     case SettingType::kCpuList:
@@ -228,6 +236,11 @@ absl::Status ApplySetting(const SettingSpec& spec, absl::string_view value, Sett
     case SettingType::kDatapath: {
       absl::StatusOr<Datapath> d = ParseDatapath(std::string(value));
       if (!d.ok()) return BadValue(spec, value, d.status());
+      return Store(spec, std::string(value), settings);
+    }
+    case SettingType::kQpType: {
+      absl::StatusOr<QpType> q = ParseQpType(std::string(value));
+      if (!q.ok()) return BadValue(spec, value, q.status());
       return Store(spec, std::string(value), settings);
     }
     case SettingType::kCount: {
@@ -328,6 +341,10 @@ absl::StatusOr<Settings> ReadSettings(const char* const* envp) {
     return absl::FailedPreconditionError(absl::StrCat(
         kSettingPrefix, "ENGINES=", s.engines, ": more than one engine needs ", kSettingPrefix,
         "DATAPATH=udp (the ", s.datapath, " datapath runs one engine)"));
+  }
+  if (s.qp_type == "uc" && s.datapath != "verbs") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        kSettingPrefix, "QP_TYPE=uc needs ", kSettingPrefix, "DATAPATH=verbs"));
   }
   if (!credit_given) s.credit = DefaultCredit(s.config);
   if (!s.ifname.empty()) {

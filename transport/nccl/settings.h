@@ -63,6 +63,7 @@ struct Settings {
   std::string advertise;        // "address:port" listen writes into handles; empty: the
                                 // device's own (validated by ReadSettings)
   std::string datapath;         // "udp" or "verbs" (validated by ReadSettings)
+  std::string qp_type;          // "ud" or "uc" (validated by ReadSettings)
   uint32_t engines = 1;         // driver threads of the endpoint; 0: auto (EndpointOptions)
   std::vector<int> engine_cpus;  // engine i pinned to engine_cpus[i % size]; empty: none
   bool rate_given = false;      // a profile or NCCL_LONGHAUL_RATE set the rate
@@ -84,6 +85,7 @@ enum class SettingType {
   kAddressPort,
   kSwitch,  // 0 or 1
   kDatapath,
+  kQpType,   // ud or uc (VerbsOptions::qp_type)
   kCount,    // a whole number in [min, max]
   kCpuList,  // comma-separated CPU numbers, each in [min, max]
 };

@@ -166,6 +166,8 @@ std::map<std::string, KeyCase> KeyCases(const std::string& profile_path) {
       {"INSECURE",
        {"1", [](const Settings& s) { EXPECT_EQ(s.insecure, std::optional<bool>(true)); }}},
       {"DATAPATH", {"verbs", [](const Settings& s) { EXPECT_EQ(s.datapath, "verbs"); }}},
+      // ud: the value that parses alone (uc needs DATAPATH=verbs: QpTypeUcNeedsVerbs).
+      {"QP_TYPE", {"ud", [](const Settings& s) { EXPECT_EQ(s.qp_type, "ud"); }}},
       // Auto: the one value that goes with DATAPATH=verbs in EveryKeyAtOnce.
       {"ENGINES", {"0", [](const Settings& s) { EXPECT_EQ(s.engines, 0u); }}},
       {"ENGINE_CPUS",
@@ -193,6 +195,16 @@ TEST(NcclSettingsTest, DatapathIsUdpByDefaultAndNamesTheChoicesWhenWrong) {
   const std::string err = ReadError({"NCCL_LONGHAUL_DATAPATH=rdma"});
   EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_DATAPATH=rdma: expected a datapath (udp, verbs)"));
   EXPECT_THAT(err, HasSubstr("unknown datapath 'rdma' (udp, verbs)"));
+}
+
+TEST(NcclSettingsTest, QpTypeUcNeedsVerbsAndNamesTheChoicesWhenWrong) {
+  EXPECT_EQ(MustRead({}).qp_type, "ud");
+  EXPECT_EQ(MustRead({"NCCL_LONGHAUL_DATAPATH=verbs", "NCCL_LONGHAUL_QP_TYPE=uc"}).qp_type, "uc");
+  EXPECT_THAT(ReadError({"NCCL_LONGHAUL_QP_TYPE=uc"}),
+              HasSubstr("NCCL_LONGHAUL_QP_TYPE=uc needs NCCL_LONGHAUL_DATAPATH=verbs"));
+  const std::string err = ReadError({"NCCL_LONGHAUL_QP_TYPE=rc"});
+  EXPECT_THAT(err, StartsWith("NCCL_LONGHAUL_QP_TYPE=rc: expected a queue pair type (ud, uc)"));
+  EXPECT_THAT(err, HasSubstr("unknown qp_type 'rc' (ud, uc)"));
 }
 
 TEST(NcclSettingsTest, EveryKeyOfTheTableIsCoveredHere) {

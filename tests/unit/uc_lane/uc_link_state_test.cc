@@ -1,5 +1,6 @@
 // The UC datapath's set-up state (uc_link_state.h): what one side encodes the other
-// decodes, and a malformed state from a broken or hostile peer is refused by name.
+// decodes, the largest state fits a DRIVER_STATE frame, and a malformed state from a
+// broken or hostile peer is refused by name.
 #include "transport/drivers/verbs/uc_link_state.h"
 
 #include <string>
@@ -9,68 +10,86 @@
 namespace longhaul::verbs {
 namespace {
 
-UcLinkState Full() {
+UcLaneState FullLane(uint32_t i) {
+  UcLaneState l;
+  l.sender = {0x123 + i, 0xabcdef};
+  l.receiver = {0x456 + i, 0x10203};
+  l.has_ring = true;
+  l.ring = 0x7f00deadbeef000 + i;
+  l.geometry = UcRingGeometry{.slots = 64, .windows = 8, .slot_bytes = 65536};
+  for (uint32_t w = 0; w < 8; ++w) {
+    l.keys.push_back(0x1000 * w + w + i);
+    l.grants.push_back((uint64_t{w} << 33) + i);
+  }
+  l.waiting = 977 + i;
+  l.failed = i == 2;
+  return l;
+}
+
+UcLinkState Full(uint32_t lanes) {
   UcLinkState s;
   for (size_t i = 0; i < s.gid.size(); ++i) s.gid[i] = static_cast<uint8_t>(i * 7);
   s.mtu = 4096;
-  s.sender = {0x123, 0xabcdef};
-  s.receiver = {0x456, 0x10203};
-  s.has_ring = true;
-  s.ring = 0x7f00deadbeef000;
-  s.geometry = UcRingGeometry{.slots = 64, .windows = 8, .slot_bytes = 65536};
-  for (uint32_t w = 0; w < 8; ++w) {
-    s.keys.push_back(0x1000 * w + w);
-    s.grants.push_back(uint64_t{w} << 33);
-  }
-  s.waiting = 977;
+  for (uint32_t i = 0; i < lanes; ++i) s.lanes.push_back(FullLane(i));
   return s;
 }
 
 TEST(UcLinkState, WhatIsEncodedDecodes) {
-  for (bool ring : {false, true}) {
-    for (bool waiting : {false, true}) {
-      UcLinkState s = Full();
-      if (!ring) {
-        s.has_ring = false;
-        s.keys.clear();
-        s.grants.clear();
+  for (uint32_t lanes : {1u, 3u}) {
+    for (bool ring : {false, true}) {
+      for (bool waiting : {false, true}) {
+        UcLinkState s = Full(lanes);
+        for (UcLaneState& l : s.lanes) {
+          if (!ring) {
+            l.has_ring = false;
+            l.keys.clear();
+            l.grants.clear();
+          }
+          if (!waiting) l.waiting.reset();
+        }
+        absl::StatusOr<UcLinkState> d = UcLinkState::Decode(s.Encode());
+        ASSERT_TRUE(d.ok()) << d.status();
+        EXPECT_EQ(d->gid, s.gid);
+        EXPECT_EQ(d->mtu, 4096u);
+        ASSERT_EQ(d->lanes.size(), lanes);
+        for (uint32_t i = 0; i < lanes; ++i) {
+          const UcLaneState& a = d->lanes[i];
+          const UcLaneState& b = s.lanes[i];
+          EXPECT_EQ(a.sender.qpn, b.sender.qpn);
+          EXPECT_EQ(a.sender.psn, b.sender.psn);
+          EXPECT_EQ(a.receiver.qpn, b.receiver.qpn);
+          EXPECT_EQ(a.receiver.psn, b.receiver.psn);
+          EXPECT_EQ(a.has_ring, ring);
+          EXPECT_EQ(a.failed, i == 2);
+          if (ring) {
+            EXPECT_EQ(a.ring, b.ring);
+            EXPECT_EQ(a.geometry.slots, 64u);
+            EXPECT_EQ(a.geometry.windows, 8u);
+            EXPECT_EQ(a.geometry.slot_bytes, 65536u);
+            EXPECT_EQ(a.keys, b.keys);
+            EXPECT_EQ(a.grants, b.grants);
+          }
+          EXPECT_EQ(a.waiting, b.waiting);
+        }
       }
-      if (!waiting) s.waiting.reset();
-      const std::vector<uint8_t> b = s.Encode();
-      absl::StatusOr<UcLinkState> d = UcLinkState::Decode(b);
-      ASSERT_TRUE(d.ok()) << d.status();
-      EXPECT_EQ(d->gid, s.gid);
-      EXPECT_EQ(d->mtu, 4096u);
-      EXPECT_EQ(d->sender.qpn, 0x123u);
-      EXPECT_EQ(d->sender.psn, 0xabcdefu);
-      EXPECT_EQ(d->receiver.qpn, 0x456u);
-      EXPECT_EQ(d->receiver.psn, 0x10203u);
-      EXPECT_EQ(d->has_ring, ring);
-      if (ring) {
-        EXPECT_EQ(d->ring, s.ring);
-        EXPECT_EQ(d->geometry.slots, 64u);
-        EXPECT_EQ(d->geometry.windows, 8u);
-        EXPECT_EQ(d->geometry.slot_bytes, 65536u);
-        EXPECT_EQ(d->keys, s.keys);
-        EXPECT_EQ(d->grants, s.grants);
-      }
-      EXPECT_EQ(d->waiting, s.waiting);
     }
   }
 }
 
 TEST(UcLinkState, TheLargestStateFitsADriverStateFrame) {
-  UcLinkState s = Full();
-  s.geometry = UcRingGeometry{.slots = 1u << 20, .windows = UcLinkState::kMaxWindows,
-                              .slot_bytes = 65536};
-  s.keys.assign(UcLinkState::kMaxWindows, 0xffffffffu);
-  s.grants.assign(UcLinkState::kMaxWindows, ~uint64_t{0});
+  UcLinkState s = Full(UcLinkState::kMaxLanes);
+  for (UcLaneState& l : s.lanes) {
+    l.geometry = UcRingGeometry{.slots = 1u << 20, .windows = UcLinkState::kMaxWindows,
+                                .slot_bytes = 65536};
+    l.keys.assign(UcLinkState::kMaxWindows, 0xffffffffu);
+    l.grants.assign(UcLinkState::kMaxWindows, ~uint64_t{0});
+  }
   EXPECT_LE(s.Encode().size(), 1024u);  // wire::kMaxDriverState
   EXPECT_TRUE(UcLinkState::Decode(s.Encode()).ok());
 }
 
 TEST(UcLinkState, EveryTruncationAndTrailingByteIsRefused) {
-  const std::vector<uint8_t> b = Full().Encode();
+  const std::vector<uint8_t> b = Full(2).Encode();
   for (size_t n = 0; n < b.size(); ++n) {
     EXPECT_FALSE(UcLinkState::Decode(std::span<const uint8_t>(b.data(), n)).ok()) << n;
   }
@@ -83,18 +102,23 @@ TEST(UcLinkState, OutOfBoundsFieldsAreRefusedByName) {
   auto message = [](const UcLinkState& s) {
     return std::string(UcLinkState::Decode(s.Encode()).status().message());
   };
-  UcLinkState s = Full();
+  UcLinkState s = Full(1);
   s.mtu = 100;
   EXPECT_NE(message(s).find("MTU"), std::string::npos);
-  s = Full();
-  s.geometry.windows = 7;  // does not divide 64
+  s = Full(1);
+  s.lanes[0].geometry.windows = 7;  // does not divide 64
   EXPECT_NE(message(s).find("geometry"), std::string::npos);
-  s = Full();
-  s.geometry = UcRingGeometry{.slots = 128, .windows = 64, .slot_bytes = 4096};
-  s.keys.assign(64, 1);
-  s.grants.assign(64, 0);
-  EXPECT_NE(message(s).find("geometry"), std::string::npos);  // more windows than 32
-  std::vector<uint8_t> b = Full().Encode();
+  s = Full(1);
+  s.lanes[0].geometry = UcRingGeometry{.slots = 128, .windows = 32, .slot_bytes = 4096};
+  s.lanes[0].keys.assign(32, 1);
+  s.lanes[0].grants.assign(32, 0);
+  EXPECT_NE(message(s).find("geometry"), std::string::npos);  // more windows than 16
+  s = Full(UcLinkState::kMaxLanes + 1);
+  EXPECT_NE(message(s).find("lane count"), std::string::npos);
+  s = Full(1);
+  s.lanes.clear();
+  EXPECT_NE(message(s).find("lane count"), std::string::npos);
+  std::vector<uint8_t> b = Full(1).Encode();
   b[0] = 9;
   EXPECT_NE(UcLinkState::Decode(b).status().message().find("version"), std::string::npos);
 }

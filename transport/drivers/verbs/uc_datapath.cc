@@ -25,13 +25,17 @@ uint32_t UcDatapath::ChunkBytes(const VerbsOptions& o, uint32_t mtu) {
   return std::max(c, mtu);
 }
 
-UcDatapath::UcDatapath(Env env, uint32_t chunk_bytes, uint32_t replay_every)
-    : env_(env), chunk_bytes_(chunk_bytes), replay_every_(replay_every) {}
+UcDatapath::UcDatapath(Env env, uint32_t chunk_bytes, const VerbsOptions& o)
+    : env_(env),
+      chunk_bytes_(chunk_bytes),
+      lanes_(std::clamp<uint32_t>(o.uc_lanes, 1, UcLinkState::kMaxLanes)),
+      replay_every_(o.uc_replay_every),
+      fail_after_(o.uc_fail_lane_after) {}
 
 UcDatapath::~UcDatapath() { Clear(); }
 
 UcRingGeometry UcDatapath::RingFor(const TransportConfig& c) const {
-  const double bytes = 2.0 * c.rate.BytesPerSecond() * c.initial_rtt.seconds();
+  const double bytes = 2.0 * c.rate.BytesPerSecond() * c.initial_rtt.seconds() / lanes_;
   uint64_t slots = static_cast<uint64_t>(bytes / chunk_bytes_) + 1;
   slots = std::min<uint64_t>(slots, kMaxRingBytes / chunk_bytes_);
   slots = std::clamp<uint64_t>(slots, kMinSlots, kMaxSlots);
@@ -48,21 +52,17 @@ void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
   env_.ep->Touch(id);
   const UcRingGeometry g = RingFor(conn->config());
   const uint32_t send_depth = std::min(kSendDepth, env_.dev->max_qp_wr());
-  const uint32_t recv_entries = 2 * g.slots;
-  const uint32_t send_entries = send_depth + 2 * g.windows + 8;
-  absl::Status st;
+  const uint32_t recv_entries = lanes_ * 2 * g.slots;
+  const uint32_t send_entries = lanes_ * (send_depth + 2 * g.windows + 8);
+  absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
+  std::vector<uint32_t> ids;
   if (*env_.recv_cq_used + recv_entries > env_.cq_capacity ||
       *env_.send_cq_used + send_entries > env_.cq_capacity) {
-    st = absl::ResourceExhaustedError(absl::StrCat("completion queues full (", env_.cq_capacity,
-                                                   " entries)"));
-  }
-  absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
-  uint32_t link_id = 0;
-  if (!st.ok()) {
-    link = st;
+    link = absl::ResourceExhaustedError(
+        absl::StrCat("completion queues full (", env_.cq_capacity, " entries)"));
   } else {
-    link_id = env_.next_id();
-    link = UcLink::Create(*env_.dev, env_.dev->pd(), env_.send_cq, env_.recv_cq, link_id, g,
+    for (uint32_t i = 0; i < lanes_; ++i) ids.push_back(env_.next_id());
+    link = UcLink::Create(*env_.dev, env_.dev->pd(), env_.send_cq, env_.recv_cq, ids, g,
                           send_depth);
   }
   if (!link.ok()) {
@@ -77,9 +77,11 @@ void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
   Entry& e = entries_[id];
   e.link = std::move(*link);
   e.link->set_replay_every(replay_every_);
+  e.link->set_fail_after(fail_after_);
   e.recv_entries = recv_entries;
   e.send_entries = send_entries;
-  by_id_[link_id] = id;
+  for (uint32_t i = 0; i < ids.size(); ++i) by_id_[ids[i]] = LaneRef{id, i};
+  e.ids = std::move(ids);
   Publish(id, e);
 }
 
@@ -93,12 +95,17 @@ void UcDatapath::Release(Entry& e) {
   gone_.chunks_received += c.chunks_received;
   gone_.grant_waits += c.grant_waits;
   gone_.replays += c.replays;
-  const UcReceiveLane::Stats ls = e.link->lane().stats();
+  gone_.lanes_failed += c.lanes_failed;
+  const std::vector<uint64_t> per_lane = e.link->lane_chunks();
+  for (size_t i = 0; i < per_lane.size() && i < gone_lane_chunks_.size(); ++i) {
+    gone_lane_chunks_[i] += per_lane[i];
+  }
+  const UcReceiveLane::Stats ls = e.link->receive_stats();
   gone_stale_ += ls.lane.stale_completions;
   gone_given_up_ += ls.lane.given_up;
   *env_.recv_cq_used -= e.recv_entries;
   *env_.send_cq_used -= e.send_entries;
-  by_id_.erase(e.link->id());
+  for (uint32_t lane_id : e.ids) by_id_.erase(lane_id);
   e.link.reset();
 }
 
@@ -159,10 +166,10 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
   if (e.link->ready() && !e.raised) {
     conn->SetDatagramLimit(chunk_bytes_);
     e.raised = true;
-    ++lanes_opened_;
+    lanes_opened_ += e.link->lane_count();
     env_.ep->Touch(id);
-    VLOG(1) << "verbs: connection " << id << " writes chunks of " << chunk_bytes_
-            << " bytes over its UC lane (pieces of " << e.link->piece() << ")";
+    LOG(INFO) << "verbs: connection " << id << ": UC lane up, chunks of " << chunk_bytes_
+              << " bytes written as pieces of " << e.link->piece();
   }
   Flush(id, e);
   Publish(id, e);
@@ -216,9 +223,9 @@ void UcDatapath::Flush(endpoint::ConnectionId id, Entry& e) {
 bool UcDatapath::OnRecv(const ibv_wc& wc, Time now) {
   auto b = by_id_.find(WrQp(wc.wr_id));
   if (b == by_id_.end()) return false;
-  const endpoint::ConnectionId id = b->second;
+  const endpoint::ConnectionId id = b->second.connection;
   Entry& e = entries_.at(id);
-  std::optional<std::span<const uint8_t>> chunk = e.link->OnReceive(wc, now);
+  std::optional<std::span<const uint8_t>> chunk = e.link->OnReceive(b->second.lane, wc, now);
   if (!chunk) return true;
   const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
   if (meta == nullptr) return true;
@@ -239,10 +246,10 @@ bool UcDatapath::OnSend(const ibv_wc& wc) {
   }
   auto b = by_id_.find(WrQp(wc.wr_id));
   if (b == by_id_.end()) return false;
-  const endpoint::ConnectionId id = b->second;
+  const endpoint::ConnectionId id = b->second.connection;
   Entry& e = entries_.at(id);
   const bool was_ready = e.link->ready();
-  e.link->OnSendCompletion(wc, env_.free_slots);
+  e.link->OnSendCompletion(b->second.lane, wc, env_.free_slots);
   if (was_ready && !e.link->ready()) {
     Fail(id, e, absl::InternalError(
                     absl::StrCat("write completion: ", Ibverbs().wc_status_str(wc.status))));
@@ -278,6 +285,7 @@ bool UcDatapath::has_inflight() const {
 
 void UcDatapath::AddStats(EndpointStats* s) const {
   UcLink::Counters c = gone_;
+  std::array<uint64_t, 4> per_lane = gone_lane_chunks_;
   uint64_t stale = gone_stale_, given_up = gone_given_up_;
   for (const auto& [id, e] : entries_) {
     const UcLink::Counters& l = e.link->counters();
@@ -286,7 +294,10 @@ void UcDatapath::AddStats(EndpointStats* s) const {
     c.chunks_received += l.chunks_received;
     c.grant_waits += l.grant_waits;
     c.replays += l.replays;
-    const UcReceiveLane::Stats ls = e.link->lane().stats();
+    c.lanes_failed += l.lanes_failed;
+    const std::vector<uint64_t> lane = e.link->lane_chunks();
+    for (size_t i = 0; i < lane.size() && i < per_lane.size(); ++i) per_lane[i] += lane[i];
+    const UcReceiveLane::Stats ls = e.link->receive_stats();
     stale += ls.lane.stale_completions;
     given_up += ls.lane.given_up;
   }
@@ -297,6 +308,8 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_chunks_given_up += given_up;
   s->uc_grant_waits += c.grant_waits;
   s->uc_replays += c.replays;
+  s->uc_lanes_failed += c.lanes_failed;
+  for (size_t i = 0; i < per_lane.size(); ++i) s->uc_lane_chunks_sent[i] += per_lane[i];
   s->uc_lane_errors += lane_errors_;
   s->uc_lanes_opened += lanes_opened_;
 }

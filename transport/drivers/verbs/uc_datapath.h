@@ -15,6 +15,7 @@
 #include <infiniband/verbs.h>
 
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -53,14 +54,14 @@ class UcDatapath {
   // core's largest datagram.
   static uint32_t ChunkBytes(const VerbsOptions& o, uint32_t mtu);
 
-  // `replay_every`: VerbsOptions::uc_replay_every (a test mode).
-  UcDatapath(Env env, uint32_t chunk_bytes, uint32_t replay_every = 0);
+  // `o`: the lanes per connection and the test modes.
+  UcDatapath(Env env, uint32_t chunk_bytes, const VerbsOptions& o);
   ~UcDatapath();
 
   uint32_t chunk_bytes() const { return chunk_bytes_; }
-  // The ring a connection's lane gets: rate x initial RTT x 2 of chunks (what the lane
-  // must hold while grants cross the path), in 8 windows, 64 to 2048 slots, 128 MiB at
-  // most.
+  // The ring each of a connection's lanes gets: its share of rate x initial RTT x 2 of
+  // chunks (what the lanes must hold while grants cross the path), in 8 windows, 64 to
+  // 2048 slots, 128 MiB at most.
   UcRingGeometry RingFor(const TransportConfig& c) const;
 
   void OnConnectionUp(endpoint::ConnectionId id, Time now);
@@ -91,6 +92,7 @@ class UcDatapath {
   };
   struct Entry {
     std::unique_ptr<UcLink> link;
+    std::vector<uint32_t> ids;  // its lanes' work request ids
     uint32_t recv_entries = 0;
     uint32_t send_entries = 0;
     bool raised = false;   // the connection's datagram limit is the chunk size
@@ -104,10 +106,17 @@ class UcDatapath {
 
   Env env_;
   uint32_t chunk_bytes_;
+  uint32_t lanes_;
   uint32_t replay_every_;
+  uint64_t fail_after_;
   absl::flat_hash_map<endpoint::ConnectionId, Entry> entries_;
-  absl::flat_hash_map<uint32_t, endpoint::ConnectionId> by_id_;
+  struct LaneRef {
+    endpoint::ConnectionId connection;
+    uint32_t lane;
+  };
+  absl::flat_hash_map<uint32_t, LaneRef> by_id_;  // a lane's work request id
   UcLink::Counters gone_;  // counters of links that went
+  std::array<uint64_t, 4> gone_lane_chunks_{};
   uint64_t gone_stale_ = 0, gone_given_up_ = 0;
   uint64_t lane_errors_ = 0;
   uint64_t lanes_opened_ = 0;

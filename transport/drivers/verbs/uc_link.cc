@@ -1,9 +1,6 @@
 #include "transport/drivers/verbs/uc_link.h"
 
-#include <endian.h>
-
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,45 +11,60 @@ namespace longhaul::verbs {
 namespace {
 
 constexpr uint32_t kSignalChunks = 16;
-// The receiver retires its oldest window after this long without a chunk while the
-// sender says it waits (a few round trips at 58 ms).
+// The receiver retires a lane's oldest window after this long without a chunk on it
+// while the sender says it waits on that lane (a few round trips at 58 ms).
 constexpr Duration kIdleRetire = Duration::Milliseconds(200);
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UcLink>> UcLink::Create(const VerbsDevice& dev, ibv_pd* send_pd,
                                                        ibv_cq* send_cq, ibv_cq* recv_cq,
-                                                       uint32_t id, UcRingGeometry g,
-                                                       uint32_t send_depth) {
+                                                       const std::vector<uint32_t>& ids,
+                                                       UcRingGeometry g, uint32_t send_depth) {
+  if (ids.empty() || ids.size() > UcLinkState::kMaxLanes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UC lanes: ", ids.size(), " asked for, 1 to ", UcLinkState::kMaxLanes));
+  }
   std::unique_ptr<UcLink> l(new UcLink());
-  l->id_ = id;
   l->send_depth_ = send_depth;
-  LH_ASSIGN_OR_RETURN(l->rx_, UcReceiveLane::Create(dev, send_cq, recv_cq, g, WrId(id, 0)));
-  LH_ASSIGN_OR_RETURN(l->tx_qp_,
-                      UcQueuePair::Create(dev, send_pd, send_cq, recv_cq, send_depth, 1));
+  l->lanes_.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Lane& lane = l->lanes_[i];
+    lane.id = ids[i];
+    LH_ASSIGN_OR_RETURN(lane.rx, UcReceiveLane::Create(dev, send_cq, recv_cq, g, WrId(ids[i], 0)));
+    LH_ASSIGN_OR_RETURN(lane.tx_qp,
+                        UcQueuePair::Create(dev, send_pd, send_cq, recv_cq, send_depth, 1));
+  }
   return l;
 }
 
 UcLink::~UcLink() {
-  tx_qp_.reset();
-  rx_.reset();
+  for (Lane& l : lanes_) {
+    l.tx_qp.reset();
+    l.rx.reset();
+  }
 }
 
 UcLinkState UcLink::LocalState(const VerbsDevice& dev) const {
   UcLinkState s;
   s.gid = dev.gid();
   s.mtu = dev.active_mtu();
-  s.sender = UcQp{tx_qp_->qpn(), tx_qp_->send_psn()};
-  s.receiver = UcQp{rx_->qpn(), rx_->psn()};
-  if (connected_) {
-    const UcAdvert a = rx_->advert(dev);
-    s.has_ring = true;
-    s.ring = a.ring;
-    s.geometry = a.geometry;
-    s.keys = a.keys;
-    s.grants = rx_->Grants();
+  for (const Lane& l : lanes_) {
+    UcLaneState ls;
+    ls.sender = UcQp{l.tx_qp->qpn(), l.tx_qp->send_psn()};
+    ls.receiver = UcQp{l.rx->qpn(), l.rx->psn()};
+    if (connected_) {
+      const UcAdvert a = l.rx->advert(dev);
+      ls.has_ring = true;
+      ls.ring = a.ring;
+      ls.geometry = a.geometry;
+      ls.keys = a.keys;
+      ls.grants = l.rx->Grants();
+    }
+    ls.waiting = l.waiting;
+    ls.failed = l.failed;
+    s.lanes.push_back(std::move(ls));
   }
-  s.waiting = waiting_;
   return s;
 }
 
@@ -65,128 +77,227 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
   if (failed_) return absl::OkStatus();
   const UcLinkState& p = *st;
   if (!connected_) {
+    // Both sides keep the smaller lane count; lanes beyond it are never connected.
+    if (p.lanes.size() < lanes_.size()) lanes_.resize(p.lanes.size());
     piece_ = std::min(dev.active_mtu(), p.mtu);
-    rx_->set_piece(piece_);
-    // The lane receives from the peer's sending QP; ours sends to the peer's lane.
-    absl::Status s = rx_->Connect(dev, UcPeer{p.gid, p.sender.qpn, p.sender.psn});
-    if (s.ok()) s = tx_qp_->Connect(dev, UcPeer{p.gid, p.receiver.qpn, p.receiver.psn});
-    if (!s.ok()) {
-      failed_ = true;
-      return s;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& l = lanes_[i];
+      const UcLaneState& pl = p.lanes[i];
+      l.rx->set_piece(piece_);
+      // Lane i receives from the peer's writing QP i; our writing QP i feeds its lane i.
+      absl::Status s = l.rx->Connect(dev, UcPeer{p.gid, pl.sender.qpn, pl.sender.psn});
+      if (s.ok()) s = l.tx_qp->Connect(dev, UcPeer{p.gid, pl.receiver.qpn, pl.receiver.psn});
+      if (!s.ok()) {
+        failed_ = true;
+        return s;
+      }
     }
     connected_ = true;
     changed_ = true;
-    sent_grant_version_ = rx_->grant_version();
+    sent_grant_version_ = 0;
+    for (const Lane& l : lanes_) sent_grant_version_ += l.rx->grant_version();
   }
-  if (p.has_ring) {
-    if (!tx_) {
-      tx_.emplace(p.geometry, p.keys);
-      peer_ring_ = p.ring;
-      peer_slots_ = p.geometry.slots;
+  for (size_t i = 0; i < lanes_.size() && i < p.lanes.size(); ++i) {
+    Lane& l = lanes_[i];
+    const UcLaneState& pl = p.lanes[i];
+    if (pl.has_ring) {
+      if (!l.tx) {
+        l.tx.emplace(pl.geometry, pl.keys);
+        l.peer_ring = pl.ring;
+        l.peer_slots = pl.geometry.slots;
+      }
+      l.tx->Grant(pl.grants);
     }
-    tx_->Grant(p.grants);
+    l.peer_waiting = pl.waiting.has_value();
   }
-  peer_waiting_ = p.waiting.has_value();
   return absl::OkStatus();
+}
+
+bool UcLink::ready() const {
+  if (failed_) return false;
+  for (const Lane& l : lanes_) {
+    if (l.writable()) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<bool> UcLink::Post(const uint8_t* buf, uint32_t len, uint32_t lkey,
                                   uint32_t slot) {
-  if (!ready()) return absl::FailedPreconditionError("UC link is not ready");
+  const uint32_t n = lane_count();
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = (next_lane_ + k) % n;
+    Lane& l = lanes_[i];
+    if (!l.writable()) continue;
+    absl::StatusOr<bool> posted = PostOn(l, buf, len, lkey, slot);
+    if (!posted.ok()) {
+      Fail(l);
+      continue;
+    }
+    if (*posted) {
+      next_lane_ = (i + 1) % n;
+      return true;
+    }
+  }
+  if (!ready()) return absl::FailedPreconditionError("every UC lane of the connection failed");
+  return false;
+}
+
+absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, uint32_t lkey,
+                                    uint32_t slot) {
   const uint32_t pieces = std::max<uint32_t>(1, (len + piece_ - 1) / piece_);
-  std::optional<UcLaneSender::Write> w = tx_->Peek();
-  if (!w) {  // no window granted for the next chunk's lap yet
-    if (!waiting_) {
+  std::optional<UcLaneSender::Write> w = l.tx->Peek();
+  if (!w) {  // no window granted for the lane's next chunk's lap yet
+    if (!l.waiting) {
       ++counters_.grant_waits;
-      waiting_ = tx_->next_chunk();
+      l.waiting = l.tx->next_chunk();
       changed_ = true;
     }
     return false;
   }
-  if (send_wrs_ + pieces > send_depth_) return false;  // its completions free it
-  if (waiting_) {
-    waiting_.reset();
+  if (l.send_wrs + pieces > send_depth_) return false;  // its completions free it
+  if (l.waiting) {
+    l.waiting.reset();
     changed_ = true;
   }
-  tx_->Next();
-  const bool signaled = ++unsignalled_ >= kSignalChunks || send_wrs_ + pieces > send_depth_ / 2;
-  if (signaled) unsignalled_ = 0;
+  l.tx->Next();
+  const bool signaled = ++l.unsignalled >= kSignalChunks || l.send_wrs + pieces > send_depth_ / 2;
+  if (signaled) l.unsignalled = 0;
   uint32_t wrs = 0;
-  absl::Status s = tx_qp_->PostPieces(buf, len, piece_, lkey, peer_ring_ + w->offset, w->rkey,
-                                      w->immediate, WrId(id_, slot), signaled, &wrs);
+  absl::Status s = l.tx_qp->PostPieces(buf, len, piece_, lkey, l.peer_ring + w->offset, w->rkey,
+                                       w->immediate, WrId(l.id, slot), signaled, &wrs);
   if (!s.ok()) {
     ++counters_.send_errors;
-    failed_ = true;
     return s;
   }
   ++counters_.chunks_sent;
+  ++l.chunks;
   counters_.chunk_bytes_sent += len;
-  const uint64_t lap_back = uint64_t{peer_slots_} + 1;
+  const uint64_t lap_back = uint64_t{l.peer_slots} + 1;
   if (replay_every_ > 0 && counters_.chunks_sent % replay_every_ == 0 && w->chunk >= lap_back &&
-      send_wrs_ + 2 * wrs <= send_depth_) {
-    // Unsignalled: its work requests complete with this chunk's signalled ones, if any,
-    // or with a later chunk's (the send queue completes in order).
-    const UcLaneSender::Write old = tx_->Place(w->chunk - lap_back);
+      l.send_wrs + 2 * wrs <= send_depth_) {
+    // A late duplicate: this chunk's bytes with the placement of the chunk one lap and
+    // one slot back. Unsignalled: its work requests complete with this slot's.
+    const UcLaneSender::Write old = l.tx->Place(w->chunk - lap_back);
     uint32_t more = 0;
-    if (tx_qp_->PostPieces(buf, len, piece_, lkey, peer_ring_ + old.offset, old.rkey,
-                           old.immediate, WrId(id_, slot), false, &more)
+    if (l.tx_qp
+            ->PostPieces(buf, len, piece_, lkey, l.peer_ring + old.offset, old.rkey,
+                         old.immediate, WrId(l.id, slot), false, &more)
             .ok()) {
       wrs += more;
       ++counters_.replays;
     }
   }
-  posted_.push_back(slot);
-  slot_wrs_.push_back(wrs);
-  send_wrs_ += wrs;
+  l.posted.push_back(slot);
+  l.slot_wrs.push_back(wrs);
+  l.send_wrs += wrs;
+  if (fail_after_ > 0 && counters_.chunks_sent == fail_after_) {
+    // Test mode: the QP errs as for a local protection error; its work requests flush.
+    (void)l.tx_qp->ForceError();
+  }
   return true;
 }
 
-void UcLink::OnSendCompletion(const ibv_wc& wc, std::vector<uint32_t>* freed) {
-  if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
-    ++counters_.send_errors;
-    failed_ = true;  // a UC QP errs only for local reasons; the connection goes on over UD
+void UcLink::Fail(Lane& l) {
+  if (l.failed) return;
+  l.failed = true;
+  l.waiting.reset();
+  ++counters_.lanes_failed;
+  changed_ = true;
+  (void)l.tx_qp->ForceError();  // whatever it still holds flushes
+}
+
+void UcLink::OnSendCompletion(uint32_t lane, const ibv_wc& wc, std::vector<uint32_t>* freed) {
+  if (lane >= lanes_.size()) return;
+  Lane& l = lanes_[lane];
+  if (wc.status != IBV_WC_SUCCESS) {
+    if (wc.status != IBV_WC_WR_FLUSH_ERR) ++counters_.send_errors;
+    Fail(l);
   }
   const uint32_t done = WrSlot(wc.wr_id);
-  while (!posted_.empty()) {
-    const uint32_t s = posted_.front();
-    posted_.pop_front();
-    send_wrs_ -= slot_wrs_.front();
-    slot_wrs_.pop_front();
+  while (!l.posted.empty()) {
+    const uint32_t s = l.posted.front();
+    l.posted.pop_front();
+    l.send_wrs -= l.slot_wrs.front();
+    l.slot_wrs.pop_front();
     freed->push_back(s);
     if (s == done) break;
   }
 }
 
 void UcLink::ReleaseSlots(std::vector<uint32_t>* freed) {
-  freed->insert(freed->end(), posted_.begin(), posted_.end());
-  posted_.clear();
-  slot_wrs_.clear();
-  send_wrs_ = 0;
+  for (Lane& l : lanes_) {
+    freed->insert(freed->end(), l.posted.begin(), l.posted.end());
+    l.posted.clear();
+    l.slot_wrs.clear();
+    l.send_wrs = 0;
+  }
 }
 
-std::optional<std::span<const uint8_t>> UcLink::OnReceive(const ibv_wc& wc, Time now) {
+bool UcLink::has_inflight() const {
+  for (const Lane& l : lanes_) {
+    if (!l.posted.empty()) return true;
+  }
+  return false;
+}
+
+std::optional<std::span<const uint8_t>> UcLink::OnReceive(uint32_t lane, const ibv_wc& wc,
+                                                          Time now) {
+  if (lane >= lanes_.size()) return std::nullopt;
+  Lane& l = lanes_[lane];
   uint64_t chunk = 0;
-  std::optional<std::span<const uint8_t>> c = rx_->OnReceive(wc, &chunk);
+  std::optional<std::span<const uint8_t>> c = l.rx->OnReceive(wc, &chunk);
   if (c) {
     ++counters_.chunks_received;
-    last_chunk_ = now;
+    l.last_chunk = now;
   }
   return c;
 }
 
 absl::Status UcLink::Maintain(Time now) {
   if (!connected_) return absl::OkStatus();
-  if (peer_waiting_ && now - last_chunk_ >= kIdleRetire && now - last_idle_ >= kIdleRetire) {
-    rx_->OnIdle();
-    ++counters_.idle_retirements;
-    last_idle_ = now;
+  uint64_t version = 0;
+  absl::Status status;
+  for (Lane& l : lanes_) {
+    if (l.peer_waiting && now - l.last_chunk >= kIdleRetire && now - l.last_idle >= kIdleRetire) {
+      l.rx->OnIdle();
+      ++counters_.idle_retirements;
+      l.last_idle = now;
+    }
+    if (absl::Status s = l.rx->Maintain(); !s.ok() && status.ok()) status = s;
+    version += l.rx->grant_version();
   }
-  absl::Status s = rx_->Maintain();
-  if (rx_->grant_version() != sent_grant_version_) {
-    sent_grant_version_ = rx_->grant_version();
+  if (version != sent_grant_version_) {
+    sent_grant_version_ = version;
     changed_ = true;
   }
-  return s;
+  return status;
+}
+
+bool UcLink::peer_waiting() const {
+  for (const Lane& l : lanes_) {
+    if (l.peer_waiting) return true;
+  }
+  return false;
+}
+
+std::vector<uint64_t> UcLink::lane_chunks() const {
+  std::vector<uint64_t> out;
+  for (const Lane& l : lanes_) out.push_back(l.chunks);
+  return out;
+}
+
+UcReceiveLane::Stats UcLink::receive_stats() const {
+  UcReceiveLane::Stats sum;
+  for (const Lane& l : lanes_) {
+    const UcReceiveLane::Stats s = l.rx->stats();
+    sum.lane.delivered += s.lane.delivered;
+    sum.lane.stale_completions += s.lane.stale_completions;
+    sum.lane.given_up += s.lane.given_up;
+    sum.lane.rebinds += s.lane.rebinds;
+    sum.receives_posted += s.receives_posted;
+    sum.bind_errors += s.bind_errors;
+  }
+  return sum;
 }
 
 }  // namespace longhaul::verbs

@@ -11,6 +11,7 @@ namespace {
 constexpr uint8_t kStateVersion = 1;
 constexpr uint8_t kFlagRing = 0x01;
 constexpr uint8_t kFlagWaiting = 0x02;
+constexpr uint8_t kFlagFailed = 0x04;
 
 class Writer {
  public:
@@ -50,70 +51,90 @@ class Reader {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "UcLinkState is encoded little endian");
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "UcLinkState is encoded little endian");
-
 }  // namespace
 
 std::vector<uint8_t> UcLinkState::Encode() const {
   Writer w;
   w.U8(kStateVersion);
-  w.U8((has_ring ? kFlagRing : 0) | (waiting ? kFlagWaiting : 0));
   w.Bytes(gid.data(), gid.size());
   w.U32(mtu);
-  w.U32(sender.qpn);
-  w.U32(sender.psn);
-  w.U32(receiver.qpn);
-  w.U32(receiver.psn);
-  if (has_ring) {
-    w.U64(ring);
-    w.U32(geometry.slots);
-    w.U32(geometry.windows);
-    w.U32(geometry.slot_bytes);
-    for (uint32_t k : keys) w.U32(k);
-    for (uint64_t g : grants) w.U64(g);
+  w.U8(static_cast<uint8_t>(lanes.size()));
+  for (const UcLaneState& l : lanes) {
+    w.U8((l.has_ring ? kFlagRing : 0) | (l.waiting ? kFlagWaiting : 0) |
+         (l.failed ? kFlagFailed : 0));
+    w.U32(l.sender.qpn);
+    w.U32(l.sender.psn);
+    w.U32(l.receiver.qpn);
+    w.U32(l.receiver.psn);
+    if (l.has_ring) {
+      w.U64(l.ring);
+      w.U32(l.geometry.slots);
+      w.U32(l.geometry.windows);
+      w.U32(l.geometry.slot_bytes);
+      for (uint32_t k : l.keys) w.U32(k);
+      for (uint64_t g : l.grants) w.U64(g);
+    }
+    if (l.waiting) w.U64(*l.waiting);
   }
-  if (waiting) w.U64(*waiting);
   return w.Take();
 }
 
-absl::StatusOr<UcLinkState> UcLinkState::Decode(std::span<const uint8_t> bytes) {
-  Reader r(bytes);
-  UcLinkState s;
-  uint8_t version = 0, flags = 0;
-  auto bad = [](const char* what) {
-    return absl::InvalidArgumentError(absl::StrCat("UC link state: ", what));
-  };
-  if (!r.U8(&version) || version != kStateVersion) return bad("unknown version");
-  if (!r.U8(&flags) || !r.Bytes(s.gid.data(), s.gid.size()) || !r.U32(&s.mtu) ||
-      !r.U32(&s.sender.qpn) || !r.U32(&s.sender.psn) || !r.U32(&s.receiver.qpn) ||
-      !r.U32(&s.receiver.psn)) {
-    return bad("truncated");
+namespace {
+
+absl::Status Bad(const char* what) {
+  return absl::InvalidArgumentError(absl::StrCat("UC link state: ", what));
+}
+
+absl::Status DecodeLane(Reader& r, UcLaneState* l) {
+  uint8_t flags = 0;
+  if (!r.U8(&flags) || !r.U32(&l->sender.qpn) || !r.U32(&l->sender.psn) ||
+      !r.U32(&l->receiver.qpn) || !r.U32(&l->receiver.psn)) {
+    return Bad("truncated lane");
   }
-  if (s.mtu < 256 || s.mtu > 65536) return bad("MTU outside [256, 65536]");
-  s.has_ring = flags & kFlagRing;
-  if (s.has_ring) {
-    if (!r.U64(&s.ring) || !r.U32(&s.geometry.slots) || !r.U32(&s.geometry.windows) ||
-        !r.U32(&s.geometry.slot_bytes)) {
-      return bad("truncated ring");
+  l->has_ring = flags & kFlagRing;
+  l->failed = flags & kFlagFailed;
+  if (l->has_ring) {
+    if (!r.U64(&l->ring) || !r.U32(&l->geometry.slots) || !r.U32(&l->geometry.windows) ||
+        !r.U32(&l->geometry.slot_bytes)) {
+      return Bad("truncated ring");
     }
-    if (!s.geometry.Validate().ok() || s.geometry.windows > kMaxWindows) {
-      return bad("ring geometry out of bounds");
+    if (!l->geometry.Validate().ok() || l->geometry.windows > UcLinkState::kMaxWindows) {
+      return Bad("ring geometry out of bounds");
     }
-    s.keys.resize(s.geometry.windows);
-    s.grants.resize(s.geometry.windows);
-    for (uint32_t& k : s.keys) {
-      if (!r.U32(&k)) return bad("truncated keys");
+    l->keys.resize(l->geometry.windows);
+    l->grants.resize(l->geometry.windows);
+    for (uint32_t& k : l->keys) {
+      if (!r.U32(&k)) return Bad("truncated keys");
     }
-    for (uint64_t& g : s.grants) {
-      if (!r.U64(&g)) return bad("truncated grants");
+    for (uint64_t& g : l->grants) {
+      if (!r.U64(&g)) return Bad("truncated grants");
     }
   }
   if (flags & kFlagWaiting) {
     uint64_t n = 0;
-    if (!r.U64(&n)) return bad("truncated");
-    s.waiting = n;
+    if (!r.U64(&n)) return Bad("truncated lane");
+    l->waiting = n;
   }
-  if (!r.done()) return bad("trailing bytes");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<UcLinkState> UcLinkState::Decode(std::span<const uint8_t> bytes) {
+  Reader r(bytes);
+  UcLinkState s;
+  uint8_t version = 0, lanes = 0;
+  if (!r.U8(&version) || version != kStateVersion) return Bad("unknown version");
+  if (!r.Bytes(s.gid.data(), s.gid.size()) || !r.U32(&s.mtu) || !r.U8(&lanes)) {
+    return Bad("truncated");
+  }
+  if (s.mtu < 256 || s.mtu > 65536) return Bad("MTU outside [256, 65536]");
+  if (lanes == 0 || lanes > kMaxLanes) return Bad("lane count outside [1, 4]");
+  s.lanes.resize(lanes);
+  for (UcLaneState& l : s.lanes) {
+    if (absl::Status st = DecodeLane(r, &l); !st.ok()) return st;
+  }
+  if (!r.done()) return Bad("trailing bytes");
   return s;
 }
 

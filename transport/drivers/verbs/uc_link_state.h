@@ -19,23 +19,30 @@ struct UcQp {
   uint32_t psn = 0;  // its first send PSN
 };
 
-// What a side tells its peer (encoded as the connection's driver state).
-struct UcLinkState {
-  static constexpr uint32_t kMaxWindows = 32;
-  std::array<uint8_t, 16> gid{};  // RoCE v2 GID of both QPs
-  uint32_t mtu = 0;  // active MTU: the piece size is the smaller of both sides'
-  UcQp sender;       // the QP that writes into the peer's lane
-  UcQp receiver;     // the QP of this side's lane
-  // Once the lane is connected: the ring and its lap-0 keys, and every window's granted
-  // lap (UcLaneReceiver::Grants).
+// One lane as its side tells the peer: the QP that writes into the peer's lane i and the
+// QP of this side's lane i; once that lane is connected its ring, lap-0 keys and every
+// window's granted lap (UcLaneReceiver::Grants); whether this side's sender waits for a
+// grant on it (the chunk number), and whether this side took it out (failed).
+struct UcLaneState {
+  UcQp sender;
+  UcQp receiver;
   bool has_ring = false;
   uint64_t ring = 0;
   UcRingGeometry geometry;
   std::vector<uint32_t> keys;
   std::vector<uint64_t> grants;
-  // The sender has a chunk waiting for a grant (its number): the receiver retires its
-  // oldest window after a quiet spell (UcLaneReceiver::OnIdle).
   std::optional<uint64_t> waiting;
+  bool failed = false;
+};
+
+// What a side tells its peer (encoded as the connection's driver state).
+struct UcLinkState {
+  // Bounds that keep the largest state within a DRIVER_STATE frame (1 KiB).
+  static constexpr uint32_t kMaxLanes = 4;
+  static constexpr uint32_t kMaxWindows = 16;
+  std::array<uint8_t, 16> gid{};  // RoCE v2 GID of every QP
+  uint32_t mtu = 0;  // active MTU: the piece size is the smaller of both sides'
+  std::vector<UcLaneState> lanes;
 
   std::vector<uint8_t> Encode() const;
   // InvalidArgument naming what is malformed (a hostile or broken peer).

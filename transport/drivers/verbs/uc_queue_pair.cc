@@ -197,6 +197,14 @@ absl::Status UcQueuePair::PostPieces(const uint8_t* local, uint32_t len, uint32_
   return absl::OkStatus();
 }
 
+absl::Status UcQueuePair::ForceError() {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  const int err = Ibverbs().modify_qp(qp_, &a, IBV_QP_STATE);
+  if (err != 0) return VerbsError(err, "ibv_modify_qp (UC to ERR)");
+  return absl::OkStatus();
+}
+
 absl::Status UcQueuePair::PostBind(UcRing& ring, uint32_t w, uint64_t lap, uint64_t wr_id) {
   ibv_mw* mw = ring.window(w);
   const uint32_t per = ring.geometry().slots_per_window();

@@ -118,6 +118,10 @@ class UcQueuePair {
                           uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
                           uint64_t wr_id, bool signaled, uint32_t* wrs);
 
+  // Moves the queue pair to the error state: its outstanding work requests complete with
+  // flush errors (a lane being taken out; also a test mode's injected fault).
+  absl::Status ForceError();
+
   // Binds `ring`'s window `w` for `lap` (its first bind is lap 0, every later one the next
   // lap), signalled with `wr_id`; the window's previous key stops working when the bind
   // executes. Internal error if the device's new key is not KeyForLap(lap-0 key, lap).

@@ -230,7 +230,7 @@ class VerbsDriverImpl {
                           .recv_cq_used = &recv_cq_used_,
                           .send_cq_used = &send_cq_used_,
                           .cq_capacity = cq_capacity_},
-          send_slot_size_, opt_.verbs.uc_replay_every);
+          send_slot_size_, opt_.verbs);
     }
     LOG(INFO) << "verbs: " << dev_->Describe();
     return absl::OkStatus();
