@@ -246,6 +246,9 @@ struct EndpointStats {
   uint64_t uc_lane_errors = 0;
   uint64_t uc_replays = 0;  // VerbsOptions::uc_replay_every's late duplicates written
   uint64_t uc_lanes_failed = 0;  // lanes taken out (their connection went on)
+  // Chunk resizes to the loss met (docs/rdma.md 7.7): halvings and doublings.
+  uint64_t uc_chunk_shrinks = 0;
+  uint64_t uc_chunk_grows = 0;
   std::array<uint64_t, 4> uc_lane_chunks_sent{};  // per lane index, all connections
   // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
   // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).

@@ -16,6 +16,11 @@ constexpr uint32_t kMinSlots = 64;
 constexpr uint32_t kMaxSlots = 2048;
 constexpr uint64_t kMaxRingBytes = uint64_t{128} << 20;
 constexpr uint32_t kSendDepth = 1024;  // work requests (pieces) of the writing QP
+// Chunk resizing (UcDatapath::Resize).
+constexpr Duration kResizeEvery = Duration::Milliseconds(500);
+constexpr uint64_t kResizePackets = 100;
+constexpr double kShrinkAbove = 0.02;
+constexpr double kGrowBelow = 0.005;
 
 }  // namespace
 
@@ -166,6 +171,10 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
   if (e.link->ready() && !e.raised) {
     conn->SetDatagramLimit(chunk_bytes_);
     e.raised = true;
+    e.limit = chunk_bytes_;
+    e.sized_at = Time::FromNanoseconds(MonotonicNs());
+    e.sent_mark = conn->stats().data_packets_sent;
+    e.lost_mark = conn->stats().packets_lost;
     lanes_opened_ += e.link->lane_count();
     env_.ep->Touch(id);
     LOG(INFO) << "verbs: connection " << id << ": UC lane up, chunks of " << chunk_bytes_
@@ -265,8 +274,43 @@ void UcDatapath::Maintain(Time now) {
       Fail(id, e, s);
       continue;
     }
+    if (e.raised && now - e.sized_at >= kResizeEvery) Resize(id, e, now);
     Publish(id, e);
   }
+}
+
+// The chunk follows the loss it meets (docs/rdma.md 7.7): a lost packet loses its whole
+// chunk, so over each period with enough data packets the chunk halves while more than
+// kShrinkAbove of them were lost (down to two pieces) and doubles back while fewer than
+// kGrowBelow were (up to the configured chunk): the tuner's 2 % budget, kept at run time.
+void UcDatapath::Resize(endpoint::ConnectionId id, Entry& e, Time now) {
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (conn == nullptr) return;
+  const ConnectionStats& st = conn->stats();
+  const uint64_t sent = st.data_packets_sent - e.sent_mark;
+  const uint64_t lost = st.packets_lost - e.lost_mark;
+  if (sent < kResizePackets) return;
+  e.sent_mark = st.data_packets_sent;
+  e.lost_mark = st.packets_lost;
+  e.sized_at = now;
+  const double loss = static_cast<double>(lost) / static_cast<double>(sent);
+  const uint32_t piece = std::max<uint32_t>(e.link->piece(), 1);
+  uint32_t next = e.limit;
+  // Two pieces at least: a datagram of one goes over UD anyway (Take).
+  const uint32_t floor = std::min(chunk_bytes_, 2 * piece);
+  if (loss > kShrinkAbove && e.limit > floor) {
+    next = std::max(floor, (e.limit / 2 + piece - 1) / piece * piece);
+    ++shrinks_;
+  } else if (loss < kGrowBelow && e.limit < chunk_bytes_) {
+    next = std::min(chunk_bytes_, e.limit * 2);
+    ++grows_;
+  }
+  if (next == e.limit) return;
+  VLOG(1) << "verbs: connection " << id << ": chunk " << e.limit << " -> " << next
+          << " bytes (" << lost << " of " << sent << " data packets lost)";
+  e.limit = next;
+  conn->SetDatagramLimit(next);
+  env_.ep->Touch(id);
 }
 
 Time UcDatapath::NextWake(Time now) const {
@@ -312,6 +356,8 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   for (size_t i = 0; i < per_lane.size(); ++i) s->uc_lane_chunks_sent[i] += per_lane[i];
   s->uc_lane_errors += lane_errors_;
   s->uc_lanes_opened += lanes_opened_;
+  s->uc_chunk_shrinks += shrinks_;
+  s->uc_chunk_grows += grows_;
 }
 
 }  // namespace longhaul::verbs

@@ -95,7 +95,10 @@ class UcDatapath {
     std::vector<uint32_t> ids;  // its lanes' work request ids
     uint32_t recv_entries = 0;
     uint32_t send_entries = 0;
-    bool raised = false;   // the connection's datagram limit is the chunk size
+    bool raised = false;   // the connection's datagram limit is a chunk (`limit`)
+    uint32_t limit = 0;
+    Time sized_at;
+    uint64_t sent_mark = 0, lost_mark = 0;  // the connection's counters at sized_at
     bool blocked = false;  // SetConnectionBlocked
     std::deque<Held> held;  // chunks waiting for a grant or send queue room
   };
@@ -103,6 +106,7 @@ class UcDatapath {
   void Flush(endpoint::ConnectionId id, Entry& e);
   void Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s);
   void Release(Entry& e);
+  void Resize(endpoint::ConnectionId id, Entry& e, Time now);
 
   Env env_;
   uint32_t chunk_bytes_;
@@ -120,6 +124,7 @@ class UcDatapath {
   uint64_t gone_stale_ = 0, gone_given_up_ = 0;
   uint64_t lane_errors_ = 0;
   uint64_t lanes_opened_ = 0;
+  uint64_t shrinks_ = 0, grows_ = 0;
 };
 
 }  // namespace longhaul::verbs
