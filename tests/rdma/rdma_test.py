@@ -354,8 +354,17 @@ def case_uc_plaintext_reverse(c):
 
 
 def case_uc_client_ud_server(c):
-    """A UD-only server: the UC client's offer is ignored and it runs over UD."""
+    """A UD-only server: the UC client's offer is ignored and it runs over UD. A UD client
+    of a UC server: the server builds no lanes for it (it builds them only on an offer)."""
     uc_bulk(c, " loss 0.1%", server_qp="ud")
+    rc, out, src, sout = c.perf_pair("--bytes=3MiB --rate=20mbit --interval=5",
+                                     server_flags="--qp_type=uc")
+    expect(rc == 0 and "verified intact" in out, "client rc %s:\n%s" % (rc, out[-2000:]))
+    expect(src == 0 and "payload intact" in sout, "server rc %s:\n%s" % (src, sout[-2000:]))
+    theirs = uc_counts(sout)
+    expect(theirs is not None and theirs[0] == 0 and theirs[1] == 0,
+           "the UC server opened lanes for a UD client:\n" + sout[-1500:])
+    expect("lane errors" in sout and " 0 lane errors" in sout, sout[-1500:])
 
 
 def case_uc_messages_0B_to_64MiB(c):

@@ -14,7 +14,8 @@ namespace {
 constexpr uint32_t kWindows = 8;
 constexpr uint32_t kMinSlots = 64;
 constexpr uint32_t kMaxSlots = 2048;
-constexpr uint64_t kMaxRingBytes = uint64_t{128} << 20;
+constexpr uint64_t kMaxRingBytes = uint64_t{128} << 20;       // one lane's
+constexpr uint64_t kMaxTotalRingBytes = uint64_t{1} << 30;   // every connection's
 constexpr uint32_t kSendDepth = 1024;  // work requests (pieces) of the writing QP
 // Chunk resizing (UcDatapath::Resize).
 constexpr Duration kResizeEvery = Duration::Milliseconds(500);
@@ -51,20 +52,34 @@ UcRingGeometry UcDatapath::RingFor(const TransportConfig& c) const {
 
 void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
   Connection* conn = env_.ep->ConnectionAt(id);
-  if (conn == nullptr || entries_.contains(id)) return;
-  // UD carries everything until the lane is up.
+  const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
+  if (conn == nullptr || meta == nullptr || entries_.contains(id)) return;
+  // UD carries everything until the lanes are up.
   conn->SetDatagramLimit(env_.dev->active_mtu());
   env_.ep->Touch(id);
-  const UcRingGeometry g = RingFor(conn->config());
+  // The client offers first; a server builds its lanes (and their memory) only for a
+  // client that offered (OnPeerState), so a UD client costs it nothing.
+  if (!meta->is_server) CreateLink(id, *conn, now);
+}
+
+UcDatapath::Entry* UcDatapath::CreateLink(endpoint::ConnectionId id, Connection& conn,
+                                          Time now) {
+  const UcRingGeometry g = RingFor(conn.config());
   const uint32_t send_depth = std::min(kSendDepth, env_.dev->max_qp_wr());
   const uint32_t recv_entries = lanes_ * 2 * g.slots;
   const uint32_t send_entries = lanes_ * (send_depth + 2 * g.windows + 8);
+  const uint64_t ring_bytes = uint64_t{lanes_} * g.ring_bytes();
   absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
   std::vector<uint32_t> ids;
   if (*env_.recv_cq_used + recv_entries > env_.cq_capacity ||
       *env_.send_cq_used + send_entries > env_.cq_capacity) {
     link = absl::ResourceExhaustedError(
         absl::StrCat("completion queues full (", env_.cq_capacity, " entries)"));
+  } else if (ring_bytes_ + ring_bytes > kMaxTotalRingBytes) {
+    // What peers can make this endpoint register and hold, bounded.
+    link = absl::ResourceExhaustedError(absl::StrCat(
+        "the UC rings of this endpoint's connections would pass ", kMaxTotalRingBytes >> 20,
+        " MiB"));
   } else {
     for (uint32_t i = 0; i < lanes_; ++i) ids.push_back(env_.next_id());
     link = UcLink::Create(*env_.dev, env_.dev->pd(), env_.send_cq, env_.recv_cq, ids, g,
@@ -75,19 +90,22 @@ void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
     env_.log->Warn("uc-create", now,
                    absl::StrCat("verbs: no UC lane for connection ", id, ": ",
                                 link.status().message(), "; it runs over UD"));
-    return;
+    return nullptr;
   }
   *env_.recv_cq_used += recv_entries;
   *env_.send_cq_used += send_entries;
+  ring_bytes_ += ring_bytes;
   Entry& e = entries_[id];
   e.link = std::move(*link);
   e.link->set_replay_every(replay_every_);
   e.link->set_fail_after(fail_after_);
   e.recv_entries = recv_entries;
   e.send_entries = send_entries;
+  e.ring_bytes = ring_bytes;
   for (uint32_t i = 0; i < ids.size(); ++i) by_id_[ids[i]] = LaneRef{id, i};
   e.ids = std::move(ids);
   Publish(id, e);
+  return &e;
 }
 
 void UcDatapath::Release(Entry& e) {
@@ -110,11 +128,13 @@ void UcDatapath::Release(Entry& e) {
   gone_given_up_ += ls.lane.given_up;
   *env_.recv_cq_used -= e.recv_entries;
   *env_.send_cq_used -= e.send_entries;
+  ring_bytes_ -= e.ring_bytes;
   for (uint32_t lane_id : e.ids) by_id_.erase(lane_id);
   e.link.reset();
 }
 
 void UcDatapath::OnConnectionGone(endpoint::ConnectionId id) {
+  declined_.erase(id);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   Release(it->second);
@@ -124,6 +144,7 @@ void UcDatapath::OnConnectionGone(endpoint::ConnectionId id) {
 void UcDatapath::Clear() {
   for (auto& [id, e] : entries_) Release(e);
   entries_.clear();
+  declined_.clear();
 }
 
 void UcDatapath::Publish(endpoint::ConnectionId id, Entry& e) {
@@ -161,8 +182,17 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
   std::vector<uint8_t> bytes;
   if (!conn->TakePeerDriverState(&bytes)) return;
   auto it = entries_.find(id);
-  if (it == entries_.end()) return;  // no lane here: the peer's offer is ignored (UD)
-  Entry& e = it->second;
+  Entry* found = it == entries_.end() ? nullptr : &it->second;
+  if (found == nullptr && !declined_.contains(id)) {
+    // A server's first offer from this client (OnConnectionUp): build its lanes now, once.
+    const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
+    if (meta != nullptr && meta->is_server) {
+      found = CreateLink(id, *conn, Time::FromNanoseconds(MonotonicNs()));
+      if (found == nullptr) declined_.insert(id);
+    }
+  }
+  if (found == nullptr) return;  // no lanes here: the peer's offer is ignored (UD)
+  Entry& e = *found;
   const bool was_ready = e.link->ready();
   if (absl::Status s = e.link->OnPeerState(*env_.dev, bytes); !s.ok()) {
     if (was_ready || !e.link->ready()) Fail(id, e, s);

@@ -1,6 +1,6 @@
 // The verbs driver's UC datapath (VerbsOptions::qp_type uc; docs/rdma.md section 7): a
-// UcLink per connection, created when the driver is told of the connection and gone
-// with it. The driver hands it
+// UcLink per connection, created when a client's connection is up or when a server's
+// client first offers its lanes, and gone with the connection. The driver hands it
 //   - each datagram PollTransmit wrote (Take): larger than the UD MTU and the link up ->
 //     written as a chunk (or queued while the lane waits for a grant, the connection
 //     blocked meanwhile); otherwise the driver sends it over UD;
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "transport/base/clock.h"
 #include "transport/base/rate_limited_log.h"
 #include "transport/core/config.h"
@@ -95,6 +96,7 @@ class UcDatapath {
     std::vector<uint32_t> ids;  // its lanes' work request ids
     uint32_t recv_entries = 0;
     uint32_t send_entries = 0;
+    uint64_t ring_bytes = 0;
     bool raised = false;   // the connection's datagram limit is a chunk (`limit`)
     uint32_t limit = 0;
     Time sized_at;
@@ -105,6 +107,9 @@ class UcDatapath {
   void Publish(endpoint::ConnectionId id, Entry& e);
   void Flush(endpoint::ConnectionId id, Entry& e);
   void Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s);
+  // The connection's lanes; null (logged, counted; it stays on UD) when they cannot be
+  // had: completion queue entries, the endpoint's ring budget, the device's refusal.
+  Entry* CreateLink(endpoint::ConnectionId id, Connection& conn, Time now);
   void Release(Entry& e);
   void Resize(endpoint::ConnectionId id, Entry& e, Time now);
 
@@ -125,6 +130,8 @@ class UcDatapath {
   uint64_t lane_errors_ = 0;
   uint64_t lanes_opened_ = 0;
   uint64_t shrinks_ = 0, grows_ = 0;
+  uint64_t ring_bytes_ = 0;  // registered by every link
+  absl::flat_hash_set<endpoint::ConnectionId> declined_;  // a server that could not offer
 };
 
 }  // namespace longhaul::verbs

@@ -5,14 +5,15 @@
 // (Connection::SetDriverState, carried reliably inside the protected connection; the
 // newest wins).
 //
-// Set-up, from either side's connection_up: each side creates its queue pairs and sends
-// its state (its GID, active MTU, every lane's two QPNs and PSNs). On the peer's state it
-// connects every lane (its receiving QP to the peer's writing QP, its writing QP to the
-// peer's receiving QP), binds its rings' windows for lap 0 and sends its state again, now
-// with the rings (address, geometry, lap-0 keys) and the grants. On a peer's ring it may
-// write that lane: ready() once one lane can. About one round trip after the handshake;
-// until then, and for good if the peer offers no lane (a UD-only peer), the connection
-// stays on UD. Both sides use the smaller lane count of the two.
+// Set-up (docs/rdma.md 7.3): the client creates its link when the connection is up and
+// sends its state (its GID, active MTU, every lane's two QPNs and PSNs); the server
+// creates its link on that first state. On the peer's first state a side connects every
+// lane (its receiving QP to the peer's writing QP, its writing QP to the peer's receiving
+// QP), binds its rings' windows for lap 0 and sends its state again, now with the rings
+// (address, geometry, lap-0 keys) and the grants. On a peer's ring it may write that
+// lane: ready() once one lane can. About one round trip after the handshake; until then,
+// and for good if the peer offers no lane (a UD-only peer), the connection stays on UD.
+// Both sides use the smaller lane count of the two.
 //
 // Chunks are sprayed over the lanes in turn (a lane without a grant or send queue room
 // is passed over); each lane's QP number gives RoCE v2 its own UDP source port (ECMP
