@@ -192,14 +192,21 @@ def case_two_connections(c):
     peer_pair(c, 2, 1 << 20)
 
 
-def case_peer_killed(c):
+def case_peer_killed(c, qp=""):
+    """A server killed mid-transfer: the client reports the peer unreachable (over UD, and
+    with qp "--qp_type=uc" once chunks flow over the UC lane)."""
     c.netem(DELAY)
-    pid = c.start_server("%s --server --datapath=verbs --bind=%s --idle_timeout=3s %s"
-                         % (c.perf, SERVER, c.server_keys), "Server listening")
+    pid = c.start_server("%s --server --datapath=verbs --bind=%s --idle_timeout=3s %s %s"
+                         % (c.perf, SERVER, qp, c.server_keys), "Server listening")
     cpid = c.tb.spawn("b", "%s --client=%s --datapath=verbs --time=60 --rate=10mbit --interval=5 "
-                      "--idle_timeout=3s %s" % (c.perf, SERVER, c.client_keys), "/tmp/client.log")
-    rc, _ = c.tb.run("a", "timeout 30 sh -c 'until grep -q Accepted /tmp/server.log; do sleep 0.05; done'", 40)
-    expect(rc == 0, "the server never accepted")
+                      "--idle_timeout=3s %s %s" % (c.perf, SERVER, qp, c.client_keys),
+                      "/tmp/client.log")
+    ready = "UC lane up" if qp else "Accepted"
+    log = "/tmp/client.log" if qp else "/tmp/server.log"
+    guest = "b" if qp else "a"
+    rc, _ = c.tb.run(guest, "timeout 30 sh -c 'until grep -q \"%s\" %s; do sleep 0.05; done'"
+                     % (ready, log), 40)
+    expect(rc == 0, "the connection never got to '%s'" % ready)
     c.tb.kill("a", pid)
     crc = c.tb.wait("b", cpid, 40)
     if crc is None:
@@ -207,6 +214,15 @@ def case_peer_killed(c):
     _, out = c.tb.run("b", "cat /tmp/client.log", 10)
     expect(crc not in (None, 0), "client rc %s after the server was killed:\n%s" % (crc, out[-2000:]))
     expect("peer unreachable" in out, out[-2000:])
+
+
+def case_uc_peer_killed(c):
+    case_peer_killed(c, "--qp_type=uc")
+
+
+def case_uc_bulk_bursty(c):
+    """Loss in bursts (Gilbert-Elliott: a burst of 3.3 packets on average, 1.6 % lost)."""
+    uc_bulk(c, " loss gemodel 0.5% 30%")
 
 
 def case_checkout_under_tmp(c):
@@ -452,6 +468,8 @@ CASES = [
     ("uc_bulk_rtt58ms", case_uc_bulk_clean),
     ("uc_bulk_rtt58ms_loss1e-2", case_uc_bulk_loss_1e2),
     ("uc_bulk_dup5_reorder5", case_uc_bulk_dup_reorder),
+    ("uc_bulk_bursty_loss", case_uc_bulk_bursty),
+    ("uc_peer_killed", case_uc_peer_killed),
     ("uc_late_duplicates", case_uc_late_duplicates),
     ("uc_four_lanes", case_uc_four_lanes),
     ("uc_lane_error", case_uc_lane_error),

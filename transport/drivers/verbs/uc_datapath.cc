@@ -112,20 +112,7 @@ void UcDatapath::Release(Entry& e) {
   for (const Held& h : e.held) env_.free_slots->push_back(h.slot);
   e.held.clear();
   e.link->ReleaseSlots(env_.free_slots);
-  const UcLink::Counters& c = e.link->counters();
-  gone_.chunks_sent += c.chunks_sent;
-  gone_.chunk_bytes_sent += c.chunk_bytes_sent;
-  gone_.chunks_received += c.chunks_received;
-  gone_.grant_waits += c.grant_waits;
-  gone_.replays += c.replays;
-  gone_.lanes_failed += c.lanes_failed;
-  const std::vector<uint64_t> per_lane = e.link->lane_chunks();
-  for (size_t i = 0; i < per_lane.size() && i < gone_lane_chunks_.size(); ++i) {
-    gone_lane_chunks_[i] += per_lane[i];
-  }
-  const UcReceiveLane::Stats ls = e.link->receive_stats();
-  gone_stale_ += ls.lane.stale_completions;
-  gone_given_up_ += ls.lane.given_up;
+  gone_.Add(*e.link);
   *env_.recv_cq_used -= e.recv_entries;
   *env_.send_cq_used -= e.send_entries;
   ring_bytes_ -= e.ring_bytes;
@@ -357,33 +344,33 @@ bool UcDatapath::has_inflight() const {
   return false;
 }
 
+void UcDatapath::Totals::Add(const UcLink& link) {
+  const UcLink::Counters& l = link.counters();
+  c.chunks_sent += l.chunks_sent;
+  c.chunk_bytes_sent += l.chunk_bytes_sent;
+  c.chunks_received += l.chunks_received;
+  c.grant_waits += l.grant_waits;
+  c.replays += l.replays;
+  c.lanes_failed += l.lanes_failed;
+  const std::vector<uint64_t> lane = link.lane_chunks();
+  for (size_t i = 0; i < lane.size() && i < lane_chunks.size(); ++i) lane_chunks[i] += lane[i];
+  const UcReceiveLane::Stats ls = link.receive_stats();
+  stale += ls.lane.stale_completions;
+  given_up += ls.lane.given_up;
+}
+
 void UcDatapath::AddStats(EndpointStats* s) const {
-  UcLink::Counters c = gone_;
-  std::array<uint64_t, 4> per_lane = gone_lane_chunks_;
-  uint64_t stale = gone_stale_, given_up = gone_given_up_;
-  for (const auto& [id, e] : entries_) {
-    const UcLink::Counters& l = e.link->counters();
-    c.chunks_sent += l.chunks_sent;
-    c.chunk_bytes_sent += l.chunk_bytes_sent;
-    c.chunks_received += l.chunks_received;
-    c.grant_waits += l.grant_waits;
-    c.replays += l.replays;
-    c.lanes_failed += l.lanes_failed;
-    const std::vector<uint64_t> lane = e.link->lane_chunks();
-    for (size_t i = 0; i < lane.size() && i < per_lane.size(); ++i) per_lane[i] += lane[i];
-    const UcReceiveLane::Stats ls = e.link->receive_stats();
-    stale += ls.lane.stale_completions;
-    given_up += ls.lane.given_up;
-  }
-  s->uc_chunks_sent += c.chunks_sent;
-  s->uc_chunk_bytes_sent += c.chunk_bytes_sent;
-  s->uc_chunks_received += c.chunks_received;
-  s->uc_stale_completions += stale;
-  s->uc_chunks_given_up += given_up;
-  s->uc_grant_waits += c.grant_waits;
-  s->uc_replays += c.replays;
-  s->uc_lanes_failed += c.lanes_failed;
-  for (size_t i = 0; i < per_lane.size(); ++i) s->uc_lane_chunks_sent[i] += per_lane[i];
+  Totals t = gone_;
+  for (const auto& [id, e] : entries_) t.Add(*e.link);
+  s->uc_chunks_sent += t.c.chunks_sent;
+  s->uc_chunk_bytes_sent += t.c.chunk_bytes_sent;
+  s->uc_chunks_received += t.c.chunks_received;
+  s->uc_stale_completions += t.stale;
+  s->uc_chunks_given_up += t.given_up;
+  s->uc_grant_waits += t.c.grant_waits;
+  s->uc_replays += t.c.replays;
+  s->uc_lanes_failed += t.c.lanes_failed;
+  for (size_t i = 0; i < t.lane_chunks.size(); ++i) s->uc_lane_chunks_sent[i] += t.lane_chunks[i];
   s->uc_lane_errors += lane_errors_;
   s->uc_lanes_opened += lanes_opened_;
   s->uc_chunk_shrinks += shrinks_;

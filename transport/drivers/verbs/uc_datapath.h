@@ -124,9 +124,14 @@ class UcDatapath {
     uint32_t lane;
   };
   absl::flat_hash_map<uint32_t, LaneRef> by_id_;  // a lane's work request id
-  UcLink::Counters gone_;  // counters of links that went
-  std::array<uint64_t, 4> gone_lane_chunks_{};
-  uint64_t gone_stale_ = 0, gone_given_up_ = 0;
+  // Counters summed over links (those gone, and for AddStats the live ones too).
+  struct Totals {
+    UcLink::Counters c;
+    std::array<uint64_t, 4> lane_chunks{};
+    uint64_t stale = 0, given_up = 0;
+    void Add(const UcLink& link);
+  };
+  Totals gone_;
   uint64_t lane_errors_ = 0;
   uint64_t lanes_opened_ = 0;
   uint64_t shrinks_ = 0, grows_ = 0;
