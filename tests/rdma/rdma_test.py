@@ -216,6 +216,13 @@ def case_peer_killed(c, qp=""):
     expect("peer unreachable" in out, out[-2000:])
 
 
+def case_uc_unequal_chunks(c):
+    """A client of 8 KiB chunks and a server of 64 KiB: each writes at most what the other's
+    ring slots hold, in both directions."""
+    for reverse in (False, True):
+        uc_bulk(c, " loss 0.1%", "--uc_chunk=8KiB", reverse=reverse, min_chunks=300)
+
+
 def case_uc_peer_killed(c):
     case_peer_killed(c, "--qp_type=uc")
 
@@ -470,6 +477,7 @@ CASES = [
     ("uc_bulk_dup5_reorder5", case_uc_bulk_dup_reorder),
     ("uc_bulk_bursty_loss", case_uc_bulk_bursty),
     ("uc_peer_killed", case_uc_peer_killed),
+    ("uc_unequal_chunks", case_uc_unequal_chunks),
     ("uc_late_duplicates", case_uc_late_duplicates),
     ("uc_four_lanes", case_uc_four_lanes),
     ("uc_lane_error", case_uc_lane_error),

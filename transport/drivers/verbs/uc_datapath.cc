@@ -186,15 +186,19 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
     return;
   }
   if (e.link->ready() && !e.raised) {
-    conn->SetDatagramLimit(chunk_bytes_);
+    // The largest chunk both ends can take: ours, the peer's slots, 16 pieces of the
+    // smaller MTU.
+    e.max_chunk = std::min({chunk_bytes_, e.link->peer_slot_bytes(),
+                            kMaxPieces * e.link->piece()});
+    conn->SetDatagramLimit(e.max_chunk);
     e.raised = true;
-    e.limit = chunk_bytes_;
+    e.limit = e.max_chunk;
     e.sized_at = Time::FromNanoseconds(MonotonicNs());
     e.sent_mark = conn->stats().data_packets_sent;
     e.lost_mark = conn->stats().packets_lost;
     lanes_opened_ += e.link->lane_count();
     env_.ep->Touch(id);
-    LOG(INFO) << "verbs: connection " << id << ": UC lane up, chunks of " << chunk_bytes_
+    LOG(INFO) << "verbs: connection " << id << ": UC lane up, chunks of " << e.max_chunk
               << " bytes written as pieces of " << e.link->piece();
   }
   Flush(id, e);
@@ -314,12 +318,12 @@ void UcDatapath::Resize(endpoint::ConnectionId id, Entry& e, Time now) {
   const uint32_t piece = std::max<uint32_t>(e.link->piece(), 1);
   uint32_t next = e.limit;
   // Two pieces at least: a datagram of one goes over UD anyway (Take).
-  const uint32_t floor = std::min(chunk_bytes_, 2 * piece);
+  const uint32_t floor = std::min(e.max_chunk, 2 * piece);
   if (loss > kShrinkAbove && e.limit > floor) {
     next = std::max(floor, (e.limit / 2 + piece - 1) / piece * piece);
     ++shrinks_;
-  } else if (loss < kGrowBelow && e.limit < chunk_bytes_) {
-    next = std::min(chunk_bytes_, e.limit * 2);
+  } else if (loss < kGrowBelow && e.limit < e.max_chunk) {
+    next = std::min(e.max_chunk, e.limit * 2);
     ++grows_;
   }
   if (next == e.limit) return;

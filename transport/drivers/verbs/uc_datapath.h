@@ -99,6 +99,7 @@ class UcDatapath {
     uint64_t ring_bytes = 0;
     bool raised = false;   // the connection's datagram limit is a chunk (`limit`)
     uint32_t limit = 0;
+    uint32_t max_chunk = 0;  // what both ends can take (OnPeerState)
     Time sized_at;
     uint64_t sent_mark = 0, lost_mark = 0;  // the connection's counters at sized_at
     bool blocked = false;  // SetConnectionBlocked

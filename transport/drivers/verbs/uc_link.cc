@@ -105,12 +105,21 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
         l.tx.emplace(pl.geometry, pl.keys);
         l.peer_ring = pl.ring;
         l.peer_slots = pl.geometry.slots;
+        l.peer_slot_bytes = pl.geometry.slot_bytes;
       }
       l.tx->Grant(pl.grants);
     }
     l.peer_waiting = pl.waiting.has_value();
   }
   return absl::OkStatus();
+}
+
+uint32_t UcLink::peer_slot_bytes() const {
+  uint32_t least = 0;
+  for (const Lane& l : lanes_) {
+    if (l.tx && (least == 0 || l.peer_slot_bytes < least)) least = l.peer_slot_bytes;
+  }
+  return least;
 }
 
 bool UcLink::ready() const {

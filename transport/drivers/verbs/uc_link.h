@@ -93,6 +93,8 @@ class UcLink {
   // Some lane may be written (the peer's ring is known, the lane works).
   bool ready() const;
   uint32_t piece() const { return piece_; }
+  // The smallest slot of the peer's rings this side may write (0 before any).
+  uint32_t peer_slot_bytes() const;
   // Posts the `len` bytes at `buf` (registered under `lkey`, the driver's arena slot
   // `slot`) as the next chunk of the next lane that can take it. false: none can now
   // (nothing posted; the caller keeps the buffer and calls again after the next grant or
@@ -128,6 +130,7 @@ class UcLink {
     std::optional<UcLaneSender> tx;
     uint64_t peer_ring = 0;
     uint32_t peer_slots = 0;
+    uint32_t peer_slot_bytes = 0;
     bool failed = false;  // this side's writing QP
     std::optional<uint64_t> waiting;
     bool peer_waiting = false;
