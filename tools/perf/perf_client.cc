@@ -347,7 +347,8 @@ void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohma
     driver["qp_type"] = QpTypeName(eo.verbs.qp_type);
     LONGHAUL_JSON_SET_FIELDS(driver, es, uc_lanes_opened, uc_chunks_sent, uc_chunk_bytes_sent,
                              uc_chunks_received, uc_stale_completions, uc_chunks_given_up,
-                             uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_chunk_shrinks, uc_chunk_grows);
+                             uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_lanes_replaced, uc_chunk_shrinks,
+                             uc_chunk_grows);
     driver["uc_lane_chunks_sent"] = es.uc_lane_chunks_sent;
   }
   driver["socket_recv_buffer"] = es.recv_buffer;

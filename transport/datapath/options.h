@@ -246,6 +246,7 @@ struct EndpointStats {
   uint64_t uc_lane_errors = 0;
   uint64_t uc_replays = 0;  // VerbsOptions::uc_replay_every's late duplicates written
   uint64_t uc_lanes_failed = 0;  // lanes taken out (their connection went on)
+  uint64_t uc_lanes_replaced = 0;  // failed lanes given a new writer (docs/rdma.md 7.6)
   // Chunk resizes to the loss met (docs/rdma.md 7.7): halvings and doublings.
   uint64_t uc_chunk_shrinks = 0;
   uint64_t uc_chunk_grows = 0;

@@ -12,6 +12,7 @@ namespace {
 
 UcLaneState FullLane(uint32_t i) {
   UcLaneState l;
+  l.generation = 7 * i;
   l.sender = {0x123 + i, 0xabcdef};
   l.receiver = {0x456 + i, 0x10203};
   l.has_ring = true;
@@ -55,6 +56,7 @@ TEST(UcLinkState, WhatIsEncodedDecodes) {
         for (uint32_t i = 0; i < lanes; ++i) {
           const UcLaneState& a = d->lanes[i];
           const UcLaneState& b = s.lanes[i];
+          EXPECT_EQ(a.generation, b.generation);
           EXPECT_EQ(a.sender.qpn, b.sender.qpn);
           EXPECT_EQ(a.sender.psn, b.sender.psn);
           EXPECT_EQ(a.receiver.qpn, b.receiver.qpn);

@@ -66,7 +66,7 @@ UcDatapath::Entry* UcDatapath::CreateLink(endpoint::ConnectionId id, Connection&
                                           Time now) {
   const UcRingGeometry g = RingFor(conn.config());
   const uint32_t send_depth = std::min(kSendDepth, env_.dev->max_qp_wr());
-  const uint32_t recv_entries = lanes_ * 2 * g.slots;
+  const uint32_t recv_entries = lanes_ * 4 * g.slots;  // UcReceiveLane's queue
   const uint32_t send_entries = lanes_ * (send_depth + 2 * g.windows + 8);
   const uint64_t ring_bytes = uint64_t{lanes_} * g.ring_bytes();
   absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
@@ -83,7 +83,7 @@ UcDatapath::Entry* UcDatapath::CreateLink(endpoint::ConnectionId id, Connection&
   } else {
     for (uint32_t i = 0; i < lanes_; ++i) ids.push_back(env_.next_id());
     link = UcLink::Create(*env_.dev, env_.dev->pd(), env_.send_cq, env_.recv_cq, ids, g,
-                          send_depth);
+                          send_depth, env_.next_id);
   }
   if (!link.ok()) {
     ++lane_errors_;
@@ -185,22 +185,7 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
     if (was_ready || !e.link->ready()) Fail(id, e, s);
     return;
   }
-  if (e.link->ready() && !e.raised) {
-    // The largest chunk both ends can take: ours, the peer's slots, 16 pieces of the
-    // smaller MTU.
-    e.max_chunk = std::min({chunk_bytes_, e.link->peer_slot_bytes(),
-                            kMaxPieces * e.link->piece()});
-    conn->SetDatagramLimit(e.max_chunk);
-    e.raised = true;
-    e.limit = e.max_chunk;
-    e.sized_at = Time::FromNanoseconds(MonotonicNs());
-    e.sent_mark = conn->stats().data_packets_sent;
-    e.lost_mark = conn->stats().packets_lost;
-    lanes_opened_ += e.link->lane_count();
-    env_.ep->Touch(id);
-    LOG(INFO) << "verbs: connection " << id << ": UC lane up, chunks of " << e.max_chunk
-              << " bytes written as pieces of " << e.link->piece();
-  }
+  Raise(id, e, *conn);
   Flush(id, e);
   Publish(id, e);
 }
@@ -229,6 +214,28 @@ bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) 
   }
   Publish(t.connection, e);  // says it waits
   return true;
+}
+
+void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
+  if (!e.link->ready() || e.raised) return;
+  // The largest chunk both ends can take: ours, the peer's slots, 16 pieces of the
+  // smaller MTU.
+  e.max_chunk =
+      std::min({chunk_bytes_, e.link->peer_slot_bytes(), kMaxPieces * e.link->piece()});
+  conn.SetDatagramLimit(e.max_chunk);
+  e.raised = true;
+  e.limit = e.max_chunk;
+  e.sized_at = Time::FromNanoseconds(MonotonicNs());
+  e.sent_mark = conn.stats().data_packets_sent;
+  e.lost_mark = conn.stats().packets_lost;
+  env_.ep->Touch(id);
+  if (!e.opened) {
+    e.opened = true;
+    lanes_opened_ += e.link->lane_count();
+    LOG(INFO) << "verbs: connection " << id << ": UC lane up, " << e.link->lane_count()
+              << " lane(s), chunks of " << e.max_chunk << " bytes written as pieces of "
+              << e.link->piece();
+  }
 }
 
 void UcDatapath::Flush(endpoint::ConnectionId id, Entry& e) {
@@ -291,9 +298,20 @@ bool UcDatapath::OnSend(const ibv_wc& wc) {
 
 void UcDatapath::Maintain(Time now) {
   for (auto& [id, e] : entries_) {
-    if (absl::Status s = e.link->Maintain(now); !s.ok()) {
+    if (absl::Status s = e.link->Maintain(now, env_.free_slots); !s.ok()) {
       Fail(id, e, s);
       continue;
+    }
+    for (const UcLink::IdChange& c : e.link->TakeIdChanges()) {  // a writer replaced
+      by_id_.erase(c.old_id);
+      by_id_[c.new_id] = LaneRef{id, c.lane};
+      std::replace(e.ids.begin(), e.ids.end(), c.old_id, c.new_id);
+    }
+    if (!e.raised && e.link->ready()) {
+      if (Connection* conn = env_.ep->ConnectionAt(id)) {
+        Raise(id, e, *conn);
+        Flush(id, e);
+      }
     }
     if (e.raised && now - e.sized_at >= kResizeEvery) Resize(id, e, now);
     Publish(id, e);
@@ -356,6 +374,7 @@ void UcDatapath::Totals::Add(const UcLink& link) {
   c.grant_waits += l.grant_waits;
   c.replays += l.replays;
   c.lanes_failed += l.lanes_failed;
+  c.lanes_replaced += l.lanes_replaced;
   const std::vector<uint64_t> lane = link.lane_chunks();
   for (size_t i = 0; i < lane.size() && i < lane_chunks.size(); ++i) lane_chunks[i] += lane[i];
   const UcReceiveLane::Stats ls = link.receive_stats();
@@ -374,6 +393,7 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_grant_waits += t.c.grant_waits;
   s->uc_replays += t.c.replays;
   s->uc_lanes_failed += t.c.lanes_failed;
+  s->uc_lanes_replaced += t.c.lanes_replaced;
   for (size_t i = 0; i < t.lane_chunks.size(); ++i) s->uc_lane_chunks_sent[i] += t.lane_chunks[i];
   s->uc_lane_errors += lane_errors_;
   s->uc_lanes_opened += lanes_opened_;

@@ -98,6 +98,7 @@ class UcDatapath {
     uint32_t send_entries = 0;
     uint64_t ring_bytes = 0;
     bool raised = false;   // the connection's datagram limit is a chunk (`limit`)
+    bool opened = false;   // counted in lanes_opened_
     uint32_t limit = 0;
     uint32_t max_chunk = 0;  // what both ends can take (OnPeerState)
     Time sized_at;
@@ -112,6 +113,8 @@ class UcDatapath {
   // had: completion queue entries, the endpoint's ring budget, the device's refusal.
   Entry* CreateLink(endpoint::ConnectionId id, Connection& conn, Time now);
   void Release(Entry& e);
+  // Its connection's datagram limit up to the chunk, once a lane may be written.
+  void Raise(endpoint::ConnectionId id, Entry& e, Connection& conn);
   void Resize(endpoint::ConnectionId id, Entry& e, Time now);
 
   Env env_;

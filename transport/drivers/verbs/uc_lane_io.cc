@@ -29,9 +29,11 @@ absl::StatusOr<std::unique_ptr<UcReceiveLane>> UcReceiveLane::Create(const Verbs
   l->recv_wr_id_ = recv_wr_id;
   LH_ASSIGN_OR_RETURN(l->pd_, LanePd::Create(dev));
   LH_ASSIGN_OR_RETURN(l->ring_, UcRing::Create(dev, l->pd_->pd(), g));
-  // Binds: at most one per window at a time, and lap 0's all at once.
+  // Binds: at most one per window at a time, and lap 0's all at once. Receives: 2 x slots
+  // posted, room for twice that: after a Reconnect the completions the old connection left
+  // in the CQ (2 x slots at most) are reposted too.
   LH_ASSIGN_OR_RETURN(l->qp_, UcQueuePair::Create(dev, l->pd_->pd(), send_cq, recv_cq,
-                                                  2 * g.windows + 8, 2 * g.slots));
+                                                  2 * g.windows + 8, 4 * g.slots));
   LH_RETURN_IF_ERROR(l->qp_->PostReceives(2 * g.slots, recv_wr_id));
   l->stats_.receives_posted = 2 * g.slots;
   return l;
@@ -43,6 +45,15 @@ absl::Status UcReceiveLane::Connect(const VerbsDevice& dev, const UcPeer& sender
     LH_RETURN_IF_ERROR(qp_->PostBind(*ring_, w, 0, kBindWr));
   }
   return absl::OkStatus();
+}
+
+absl::Status UcReceiveLane::Reconnect(const VerbsDevice& dev, const UcPeer& sender) {
+  LH_RETURN_IF_ERROR(qp_->Reset(dev));
+  const uint32_t n = 2 * ring_->geometry().slots;
+  LH_RETURN_IF_ERROR(qp_->PostReceives(n, recv_wr_id_));
+  stats_.receives_posted += n;
+  used_receives_ = 0;
+  return qp_->Connect(dev, sender);
 }
 
 UcAdvert UcReceiveLane::advert(const VerbsDevice& dev) const {

@@ -54,6 +54,10 @@ class UcReceiveLane {
                                                                uint64_t recv_wr_id = 0);
   // Connects to the sending end's queue pair and binds every window for lap 0.
   absl::Status Connect(const VerbsDevice& dev, const UcPeer& sender);
+  // The sending end's writer was replaced: the queue pair is reset, its receives posted
+  // again and connected to `sender`; the windows stay bound (they belong to the lane's
+  // domain) and the ring's bookkeeping goes on.
+  absl::Status Reconnect(const VerbsDevice& dev, const UcPeer& sender);
   // Valid after Connect.
   UcAdvert advert(const VerbsDevice& dev) const;
   uint32_t qpn() const { return qp_->qpn(); }

@@ -20,17 +20,23 @@ constexpr Duration kIdleRetire = Duration::Milliseconds(200);
 absl::StatusOr<std::unique_ptr<UcLink>> UcLink::Create(const VerbsDevice& dev, ibv_pd* send_pd,
                                                        ibv_cq* send_cq, ibv_cq* recv_cq,
                                                        const std::vector<uint32_t>& ids,
-                                                       UcRingGeometry g, uint32_t send_depth) {
+                                                       UcRingGeometry g, uint32_t send_depth,
+                                                       std::function<uint32_t()> next_id) {
   if (ids.empty() || ids.size() > UcLinkState::kMaxLanes) {
     return absl::InvalidArgumentError(
         absl::StrCat("UC lanes: ", ids.size(), " asked for, 1 to ", UcLinkState::kMaxLanes));
   }
   std::unique_ptr<UcLink> l(new UcLink());
   l->send_depth_ = send_depth;
+  l->dev_ = &dev;
+  l->send_pd_ = send_pd;
+  l->send_cq_ = send_cq;
+  l->recv_cq_ = recv_cq;
+  l->next_id_ = std::move(next_id);
   l->lanes_.resize(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     Lane& lane = l->lanes_[i];
-    lane.id = ids[i];
+    lane.id = lane.tx_id = ids[i];
     LH_ASSIGN_OR_RETURN(lane.rx, UcReceiveLane::Create(dev, send_cq, recv_cq, g, WrId(ids[i], 0)));
     LH_ASSIGN_OR_RETURN(lane.tx_qp,
                         UcQueuePair::Create(dev, send_pd, send_cq, recv_cq, send_depth, 1));
@@ -63,6 +69,7 @@ UcLinkState UcLink::LocalState(const VerbsDevice& dev) const {
     }
     ls.waiting = l.waiting;
     ls.failed = l.failed;
+    ls.generation = l.generation;
     s.lanes.push_back(std::move(ls));
   }
   return s;
@@ -85,8 +92,10 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
       const UcLaneState& pl = p.lanes[i];
       l.rx->set_piece(piece_);
       // Lane i receives from the peer's writing QP i; our writing QP i feeds its lane i.
+      l.peer_receiver = UcPeer{p.gid, pl.receiver.qpn, pl.receiver.psn};
+      l.peer_generation = pl.generation;
       absl::Status s = l.rx->Connect(dev, UcPeer{p.gid, pl.sender.qpn, pl.sender.psn});
-      if (s.ok()) s = l.tx_qp->Connect(dev, UcPeer{p.gid, pl.receiver.qpn, pl.receiver.psn});
+      if (s.ok()) s = l.tx_qp->Connect(dev, l.peer_receiver);
       if (!s.ok()) {
         failed_ = true;
         return s;
@@ -100,6 +109,11 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
   for (size_t i = 0; i < lanes_.size() && i < p.lanes.size(); ++i) {
     Lane& l = lanes_[i];
     const UcLaneState& pl = p.lanes[i];
+    if (pl.generation > l.peer_generation) {
+      // The peer replaced its writer: this lane's receiving QP follows it.
+      LH_RETURN_IF_ERROR(l.rx->Reconnect(dev, UcPeer{p.gid, pl.sender.qpn, pl.sender.psn}));
+      l.peer_generation = pl.generation;
+    }
     if (pl.has_ring) {
       if (!l.tx) {
         l.tx.emplace(pl.geometry, pl.keys);
@@ -173,7 +187,7 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, u
   if (signaled) l.unsignalled = 0;
   uint32_t wrs = 0;
   absl::Status s = l.tx_qp->PostPieces(buf, len, piece_, lkey, l.peer_ring + w->offset, w->rkey,
-                                       w->immediate, WrId(l.id, slot), signaled, &wrs);
+                                       w->immediate, WrId(l.tx_id, slot), signaled, &wrs);
   if (!s.ok()) {
     ++counters_.send_errors;
     return s;
@@ -190,7 +204,7 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, u
     uint32_t more = 0;
     if (l.tx_qp
             ->PostPieces(buf, len, piece_, lkey, l.peer_ring + old.offset, old.rkey,
-                         old.immediate, WrId(l.id, slot), false, &more)
+                         old.immediate, WrId(l.tx_id, slot), false, &more)
             .ok()) {
       wrs += more;
       ++counters_.replays;
@@ -213,6 +227,32 @@ void UcLink::Fail(Lane& l) {
   ++counters_.lanes_failed;
   changed_ = true;
   (void)l.tx_qp->ForceError();  // whatever it still holds flushes
+  if (l.replacements < kMaxReplacements && l.tx) {
+    l.replace_at = Time::FromNanoseconds(MonotonicNs()) + kReplaceAfter;
+  }
+}
+
+void UcLink::Replace(Lane& l, std::vector<uint32_t>* freed) {
+  l.replace_at = Time::Infinite();
+  ++l.replacements;
+  absl::StatusOr<std::unique_ptr<UcQueuePair>> q =
+      UcQueuePair::Create(*dev_, send_pd_, send_cq_, recv_cq_, send_depth_, 1);
+  if (!q.ok() || !(*q)->Connect(*dev_, l.peer_receiver).ok()) return;  // stays failed
+  // The old QP goes first: no work request of it can complete after this, so its slots
+  // are free; its completions still queued carry its id, which no longer maps to this lane.
+  l.tx_qp = std::move(*q);
+  freed->insert(freed->end(), l.posted.begin(), l.posted.end());
+  l.posted.clear();
+  l.slot_wrs.clear();
+  l.send_wrs = 0;
+  l.unsignalled = 0;
+  const uint32_t old_id = l.tx_id;
+  l.tx_id = next_id_();
+  id_changes_.push_back(IdChange{static_cast<uint32_t>(&l - lanes_.data()), old_id, l.tx_id});
+  ++l.generation;
+  l.failed = false;
+  ++counters_.lanes_replaced;
+  changed_ = true;
 }
 
 void UcLink::OnSendCompletion(uint32_t lane, const ibv_wc& wc, std::vector<uint32_t>* freed) {
@@ -262,11 +302,12 @@ std::optional<std::span<const uint8_t>> UcLink::OnReceive(uint32_t lane, const i
   return c;
 }
 
-absl::Status UcLink::Maintain(Time now) {
+absl::Status UcLink::Maintain(Time now, std::vector<uint32_t>* freed) {
   if (!connected_) return absl::OkStatus();
   uint64_t version = 0;
   absl::Status status;
   for (Lane& l : lanes_) {
+    if (l.failed && now >= l.replace_at) Replace(l, freed);
     if (l.peer_waiting && now - l.last_chunk >= kIdleRetire && now - l.last_idle >= kIdleRetire) {
       l.rx->OnIdle();
       ++counters_.idle_retirements;

@@ -25,7 +25,10 @@
 //
 // A lane whose writes fail (a refused post, an error completion: a UC QP errs only for
 // local reasons) is taken out: its chunks in flight are losses the core repairs, the
-// other lanes carry on, and with none left the connection runs over UD.
+// other lanes carry on, and with none left the connection runs over UD. A second later
+// its writer is replaced (a new QP, the lane's generation advanced in the state; the
+// peer resets its receiving QP and connects it to the new one; the ring, its keys and
+// the chunk numbering go on), at most kMaxReplacements times per lane.
 //
 // Thread-compatible: the driver thread owns it.
 #pragma once
@@ -34,6 +37,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -62,21 +66,32 @@ class UcLink {
     uint64_t bad_peer_states = 0;
     uint64_t replays = 0;  // test mode (VerbsOptions::uc_replay_every)
     uint64_t lanes_failed = 0;
+    uint64_t lanes_replaced = 0;
   };
+  static constexpr uint32_t kMaxReplacements = 3;
+  static constexpr Duration kReplaceAfter = Duration::Seconds(1);
 
   // `ids`: one work request id space per lane (WrId(ids[i], .)); lane i's receive
-  // completions carry WrId(ids[i], 0). The writing QPs live in `send_pd` (the driver's,
-  // where its send arena is registered: that domain holds no remotely writable memory).
+  // completions carry WrId(ids[i], 0), its writes WrId(tx_id(i), slot) (ids[i] until the
+  // writer is replaced: a fresh id from `next_id` then). The writing QPs live in
+  // `send_pd` (the driver's, where its send arena is registered: that domain holds no
+  // remotely writable memory). `dev` outlives the link.
   static absl::StatusOr<std::unique_ptr<UcLink>> Create(const VerbsDevice& dev, ibv_pd* send_pd,
                                                         ibv_cq* send_cq, ibv_cq* recv_cq,
                                                         const std::vector<uint32_t>& ids,
-                                                        UcRingGeometry g, uint32_t send_depth);
+                                                        UcRingGeometry g, uint32_t send_depth,
+                                                        std::function<uint32_t()> next_id);
   ~UcLink();
   UcLink(const UcLink&) = delete;
   UcLink& operator=(const UcLink&) = delete;
 
   uint32_t lane_count() const { return static_cast<uint32_t>(lanes_.size()); }
-  uint32_t lane_id(uint32_t lane) const { return lanes_[lane].id; }
+  uint32_t tx_id(uint32_t lane) const { return lanes_[lane].tx_id; }
+  // Writers replaced since the last call: (lane, the old writer's id, the new one's).
+  struct IdChange {
+    uint32_t lane, old_id, new_id;
+  };
+  std::vector<IdChange> TakeIdChanges() { return std::move(id_changes_); }
   // Test modes: VerbsOptions::uc_replay_every and uc_fail_lane_after.
   void set_replay_every(uint32_t n) { replay_every_ = n; }
   void set_fail_after(uint64_t n) { fail_after_ = n; }
@@ -111,8 +126,10 @@ class UcLink {
   // nullopt.
   std::optional<std::span<const uint8_t>> OnReceive(uint32_t lane, const ibv_wc& wc, Time now);
   // After a batch: receives reposted, windows rebound (changed() then says to send the
-  // grants); after a quiet spell while the peer waits, the lane's oldest window retired.
-  absl::Status Maintain(Time now);
+  // grants); after a quiet spell while the peer waits, the lane's oldest window retired;
+  // a failed writer due for replacement replaced (the arena slots its old QP held go to
+  // `freed`).
+  absl::Status Maintain(Time now, std::vector<uint32_t>* freed);
 
   // The peer says its sender waits for one of this side's grants.
   bool peer_waiting() const;
@@ -124,7 +141,13 @@ class UcLink {
 
  private:
   struct Lane {
-    uint32_t id = 0;
+    uint32_t id = 0;     // the receiving lane's work request id
+    uint32_t tx_id = 0;  // the writer's
+    uint32_t generation = 0;       // of this side's writer
+    uint32_t peer_generation = 0;  // of the peer's writer, as connected
+    uint32_t replacements = 0;
+    Time replace_at = Time::Infinite();
+    UcPeer peer_receiver;  // what the writer connects to
     std::unique_ptr<UcReceiveLane> rx;
     std::unique_ptr<UcQueuePair> tx_qp;
     std::optional<UcLaneSender> tx;
@@ -147,7 +170,14 @@ class UcLink {
   absl::StatusOr<bool> PostOn(Lane& l, const uint8_t* buf, uint32_t len, uint32_t lkey,
                               uint32_t slot);
   void Fail(Lane& l);
+  void Replace(Lane& l, std::vector<uint32_t>* freed);
 
+  const VerbsDevice* dev_ = nullptr;
+  ibv_pd* send_pd_ = nullptr;
+  ibv_cq* send_cq_ = nullptr;
+  ibv_cq* recv_cq_ = nullptr;
+  std::function<uint32_t()> next_id_;
+  std::vector<IdChange> id_changes_;
   std::vector<Lane> lanes_;
   uint32_t next_lane_ = 0;
   uint32_t piece_ = 0;

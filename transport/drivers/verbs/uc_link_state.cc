@@ -62,6 +62,7 @@ std::vector<uint8_t> UcLinkState::Encode() const {
   for (const UcLaneState& l : lanes) {
     w.U8((l.has_ring ? kFlagRing : 0) | (l.waiting ? kFlagWaiting : 0) |
          (l.failed ? kFlagFailed : 0));
+    w.U32(l.generation);
     w.U32(l.sender.qpn);
     w.U32(l.sender.psn);
     w.U32(l.receiver.qpn);
@@ -87,7 +88,7 @@ absl::Status Bad(const char* what) {
 
 absl::Status DecodeLane(Reader& r, UcLaneState* l) {
   uint8_t flags = 0;
-  if (!r.U8(&flags) || !r.U32(&l->sender.qpn) || !r.U32(&l->sender.psn) ||
+  if (!r.U8(&flags) || !r.U32(&l->generation) || !r.U32(&l->sender.qpn) || !r.U32(&l->sender.psn) ||
       !r.U32(&l->receiver.qpn) || !r.U32(&l->receiver.psn)) {
     return Bad("truncated lane");
   }

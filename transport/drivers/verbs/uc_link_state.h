@@ -19,11 +19,14 @@ struct UcQp {
   uint32_t psn = 0;  // its first send PSN
 };
 
-// One lane as its side tells the peer: the QP that writes into the peer's lane i and the
+// One lane as its side tells the peer: its writer's generation, the QP that writes into the peer's lane i and the
 // QP of this side's lane i; once that lane is connected its ring, lap-0 keys and every
 // window's granted lap (UcLaneReceiver::Grants); whether this side's sender waits for a
 // grant on it (the chunk number), and whether this side took it out (failed).
 struct UcLaneState {
+  // Increments each time this side replaces the lane's writing QP (after an error): the
+  // peer then reconnects its receiving QP to the new `sender`.
+  uint32_t generation = 0;
   UcQp sender;
   UcQp receiver;
   bool has_ring = false;

@@ -75,17 +75,30 @@ absl::StatusOr<std::unique_ptr<UcQueuePair>> UcQueuePair::Create(const VerbsDevi
     return VerbsError(errno, absl::StrCat("ibv_create_qp (UC queue pairs, ", send_depth,
                                           " send and ", recv_depth, " receive work requests)"));
   }
+  LH_RETURN_IF_ERROR(q->ToInit(dev));
+  std::random_device rd;
+  q->psn_ = rd() & 0xffffff;
+  return q;
+}
+
+absl::Status UcQueuePair::ToInit(const VerbsDevice& dev) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = dev.port();
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
   const int err = Ibverbs().modify_qp(
-      q->qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+      qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   if (err != 0) return VerbsError(err, "ibv_modify_qp (UC to INIT)");
-  std::random_device rd;
-  q->psn_ = rd() & 0xffffff;
-  return q;
+  return absl::OkStatus();
+}
+
+absl::Status UcQueuePair::Reset(const VerbsDevice& dev) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RESET;
+  const int err = Ibverbs().modify_qp(qp_, &a, IBV_QP_STATE);
+  if (err != 0) return VerbsError(err, "ibv_modify_qp (UC to RESET)");
+  return ToInit(dev);
 }
 
 UcQueuePair::~UcQueuePair() {

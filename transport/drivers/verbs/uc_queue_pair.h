@@ -118,6 +118,10 @@ class UcQueuePair {
                           uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
                           uint64_t wr_id, bool signaled, uint32_t* wrs);
 
+  // RESET -> INIT again (posted work requests are dropped without completions), ready for
+  // Connect to another peer QP (a lane whose writer was replaced). Errors name the step.
+  absl::Status Reset(const VerbsDevice& dev);
+
   // Moves the queue pair to the error state: its outstanding work requests complete with
   // flush errors (a lane being taken out; also a test mode's injected fault).
   absl::Status ForceError();
@@ -129,6 +133,7 @@ class UcQueuePair {
 
  private:
   UcQueuePair() = default;
+  absl::Status ToInit(const VerbsDevice& dev);
   ibv_qp* qp_ = nullptr;
   uint32_t psn_ = 0;
 };
