@@ -109,6 +109,13 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
   for (size_t i = 0; i < lanes_.size() && i < p.lanes.size(); ++i) {
     Lane& l = lanes_[i];
     const UcLaneState& pl = p.lanes[i];
+    if (pl.generation > kMaxReplacements) {
+      // More replacements than a peer makes: a hostile peer making this side reset its
+      // queue pair over and over.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "UC link state: lane ", i, " generation ", pl.generation, " beyond the ",
+          kMaxReplacements, " replacements a lane gets"));
+    }
     if (pl.generation > l.peer_generation) {
       // The peer replaced its writer: this lane's receiving QP follows it.
       LH_RETURN_IF_ERROR(l.rx->Reconnect(dev, UcPeer{p.gid, pl.sender.qpn, pl.sender.psn}));
