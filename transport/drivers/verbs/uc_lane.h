@@ -6,7 +6,8 @@
 // `slot_bytes` bytes split into `windows` windows, each a type-1 memory window (docs/rdma.md
 // 7.4). The sender numbers its chunks n = 0, 1, ...; chunk n goes to slot n % slots in lap
 // n / slots, with the rkey of its window for that lap: the window's lap-0 key with its low
-// byte (the key variant) advanced by the lap, mod 256 (what rebinding a memory window does to its key).
+// byte (the key variant) advanced by the lap, mod 256 (what rebinding a memory window does
+// to its key).
 // The receiver rebinds window w from lap L to lap L + 1 only once every slot of w in lap L
 // is settled (processed, or given up because a completion arrived two windows further
 // on): so a write of another lap can never land in a slot between its completion and its
