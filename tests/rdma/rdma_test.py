@@ -289,6 +289,31 @@ def uc_counts(text):
     return tuple(int(x) for x in m.groups()) if m else None
 
 
+def zero_copy(text):
+    """(payload bytes gathered from registered memory, regions, payload bytes copied) from
+    longhaul-perf's 'verbs uc:' line (docs/rdma.md 7.14), or None."""
+    m = re.search(r"zero copy: +([\d.]+) (\w?)Bytes of payload gathered from (\d+) registered "
+                  r"region\(s\), +([\d.]+) (\w?)Bytes copied", text)
+    if not m:
+        return None
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return (float(m.group(1)) * scale[m.group(2)], int(m.group(3)),
+            float(m.group(4)) * scale[m.group(5)])
+
+
+def expect_zero_copy(sender_text, payload_bytes, sealed):
+    """The sender's payload went by reference (plaintext: at least 90 % of it gathered by
+    the NIC from the registered pattern, less than 10 % copied) or not at all (sealed:
+    the seal is the one pass)."""
+    z = zero_copy(sender_text)
+    expect(z is not None, "no zero-copy counts:\n" + sender_text[-1500:])
+    if sealed:
+        expect(z[0] == 0, "a sealed connection sent by reference:\n" + sender_text[-1500:])
+        return
+    expect(z[1] >= 1 and z[0] >= 0.9 * payload_bytes and z[2] < 0.1 * payload_bytes,
+           "the plaintext payload was not sent by reference: %s\n%s" % (z, sender_text[-1500:]))
+
+
 def uc_bulk(c, netem_extra, flags="", keys=None, reverse=False, server_qp="uc", server_flags="",
             min_chunks=50):
     """A transfer with the UC datapath on (docs/rdma.md 7): intact at both ends, and the
@@ -338,6 +363,8 @@ def case_uc_late_duplicates(c):
     for keys in (None, "--insecure"):
         out, sout = uc_bulk(c, " loss 0.1%", "--uc_replay_every=2 --bytes=12MiB", keys=keys)
         expect(uc_counts(out)[3] > 30, "too few late duplicates written:\n" + out[-1500:])
+        # Plaintext: zero copy, the late duplicates gathered from the pattern too.
+        expect_zero_copy(out, 12 << 20, sealed=keys is None)
 
 
 def lane_chunks(text):
@@ -380,8 +407,11 @@ def case_uc_lane_error(c):
 
 
 def case_uc_plaintext_reverse(c):
-    out, _ = uc_bulk(c, " loss 0.1%", keys="--insecure", reverse=True)
+    """Plaintext from the server: its payload gathered by the NIC from its registered
+    pattern (zero copy, docs/rdma.md 7.14), intact."""
+    out, sout = uc_bulk(c, " loss 0.1%", keys="--insecure", reverse=True)
     expect("insecure (plaintext)" in out, out[-2000:])
+    expect_zero_copy(sout, 6 << 20, sealed=False)
 
 
 def case_uc_client_ud_server(c):

@@ -98,9 +98,11 @@ int Fail(const ClientOptions& o, const std::string& msg) {
   return 1;
 }
 
-PerfStream::Options StreamOptions(const ClientOptions& o, const std::string& test_id, uint32_t i) {
+PerfStream::Options StreamOptions(const ClientOptions& o, const std::string& test_id, uint32_t i,
+                                  std::shared_ptr<PatternRegions> regions) {
   PerfStream::Options so;
   so.is_client = true;
+  so.regions = std::move(regions);
   so.request.test_id = test_id;
   so.request.stream = i;
   so.request.streams = o.parallel;
@@ -123,6 +125,7 @@ absl::StatusOr<std::vector<StreamTrack>> ConnectStreams(Endpoint& ep, const Clie
                                                         const std::string& app_data,
                                                         const std::string& test_id) {
   std::vector<StreamTrack> tracks(o.parallel);
+  const std::shared_ptr<PatternRegions> regions = ZeroCopyRegions(ep, o.endpoint);
   for (uint32_t i = 0; i < o.parallel; ++i) {
     ConnectOptions co;
     co.config = o.config;
@@ -133,7 +136,7 @@ absl::StatusOr<std::vector<StreamTrack>> ConnectStreams(Endpoint& ep, const Clie
       return absl::UnavailableError(absl::StrCat("unable to connect to server ", o.host, ":",
                                                  o.port, ": ", h.status().message()));
     }
-    tracks[i].stream = std::make_shared<PerfStream>(*h, StreamOptions(o, test_id, i));
+    tracks[i].stream = std::make_shared<PerfStream>(*h, StreamOptions(o, test_id, i, regions));
     tracks[i].stream->Attach();
     tracks[i].local = (*h)->info().local_address;
     tracks[i].remote = (*h)->info().peer_address;
@@ -348,7 +351,8 @@ void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohma
     LONGHAUL_JSON_SET_FIELDS(driver, es, uc_lanes_opened, uc_chunks_sent, uc_chunk_bytes_sent,
                              uc_chunks_received, uc_stale_completions, uc_chunks_given_up,
                              uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_lanes_replaced, uc_chunk_shrinks,
-                             uc_chunk_grows);
+                             uc_chunk_grows, uc_payload_bytes_referenced, uc_payload_bytes_copied,
+                             memory_regions, memory_region_bytes);
     driver["uc_lane_chunks_sent"] = es.uc_lane_chunks_sent;
   }
   driver["socket_recv_buffer"] = es.recv_buffer;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 namespace longhaul::perf {
@@ -35,6 +36,8 @@ class Pattern {
   explicit Pattern(size_t max_message);
 
   size_t max_message() const { return max_message_; }
+  // Every byte a message may be sent from (For's results and max_message() after them).
+  std::span<const uint8_t> bytes() const { return bytes_; }
   size_t Offset(uint64_t message_id, uint32_t stream) const {
     return static_cast<size_t>((message_id * 4099 + uint64_t{stream} * 524287) % kPeriod);
   }

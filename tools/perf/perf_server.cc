@@ -91,12 +91,15 @@ struct Test {
 struct Accepted {
   std::mutex mu;
   std::deque<std::shared_ptr<PerfStream>> fresh;
+  std::shared_ptr<PatternRegions> regions;  // zero copy (reverse tests), or null
 };
 
 // The accepted connection's stream: it prints the test request when it arrives.
-PerfStream::Options AcceptedStreamOptions(const ServerOptions& o, const ConnectionHandle& h) {
+PerfStream::Options AcceptedStreamOptions(const ServerOptions& o, const ConnectionHandle& h,
+                                          std::shared_ptr<PatternRegions> regions) {
   PerfStream::Options so;
   so.is_client = false;
+  so.regions = std::move(regions);
   so.max_duration_s = o.max_duration_s;
   const std::string peer = h.info().peer_address;
   nlohmann::json security = ConnectionSecurityToJson(h.info(), o.keys);
@@ -142,7 +145,7 @@ ListenOptions MakeListenOptions(const ServerOptions& o, Accepted* accepted) {
     return c;
   };
   lo.on_accept = [&o, accepted](std::shared_ptr<ConnectionHandle> h) {
-    auto s = std::make_shared<PerfStream>(h, AcceptedStreamOptions(o, *h));
+    auto s = std::make_shared<PerfStream>(h, AcceptedStreamOptions(o, *h, accepted->regions));
     s->Attach();
     std::lock_guard<std::mutex> l(accepted->mu);
     accepted->fresh.push_back(std::move(s));
@@ -318,6 +321,7 @@ int RunServer(const ServerOptions& o) {
     return 1;
   }
   Accepted accepted;
+  accepted.regions = ZeroCopyRegions(**ep, o.endpoint);
   absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, MakeListenOptions(o, &accepted));
   if (!port.ok()) {
     std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "

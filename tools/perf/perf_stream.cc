@@ -45,6 +45,26 @@ nlohmann::json CpuJson(double user0, double system0) {
 
 }  // namespace
 
+std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o) {
+  if (o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return nullptr;
+  return std::make_shared<PatternRegions>(&ep);
+}
+
+uint64_t PatternRegions::For(const std::shared_ptr<const Pattern>& p) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [pattern, region] : regions_) {
+    if (pattern == p) return region;
+  }
+  absl::StatusOr<uint64_t> r = ep_->RegisterMemory(p->bytes().data(), p->bytes().size());
+  if (!r.ok() && !warned_) {
+    warned_ = true;
+    LOG(WARNING) << "longhaul-perf: the payload pattern is not registered ("
+                 << r.status().message() << "); it is copied";
+  }
+  regions_.emplace_back(p, r.ok() ? *r : 0);
+  return regions_.back().second;
+}
+
 MctSummary Summarize(std::vector<double> s) {
   MctSummary m;
   if (s.empty()) return m;
@@ -74,6 +94,7 @@ PerfStream::PerfStream(std::shared_ptr<ConnectionHandle> handle, Options options
   start_ns_ = MonotonicNs();
   if (opt_.is_client) {
     pattern_ = PatternFor(opt_.request.message_size);
+    if (opt_.regions) pattern_region_ = opt_.regions->For(pattern_);
     with_header_ = opt_.request.workload == "messages";
     has_request_ = true;
   }
@@ -158,6 +179,7 @@ void PerfStream::PumpLocked() {
     b.data = pattern_->For(opt_.request.verify ? next_id_ : 0, opt_.request.stream);
     b.size = size;
     b.owner = pattern_;
+    b.region = pattern_region_;
     absl::StatusOr<uint64_t> id = handle_->Send(std::move(b), kTagData);
     if (!id.ok()) return;  // closed; kClosed reports why
     ++next_id_;
@@ -467,6 +489,7 @@ void PerfStream::OnRequest(const nlohmann::json& j) {
   }
   opt_.request = *r;
   pattern_ = PatternFor(r->message_size);
+  if (opt_.regions && r->reverse) pattern_region_ = opt_.regions->For(pattern_);
   with_header_ = r->workload == "messages";
   state_ = r->reverse ? State::kSending : State::kReceiving;
   has_request_ = true;

@@ -28,6 +28,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/perf/perf_control.h"
 #include "tools/perf/perf_pattern.h"
+#include "transport/api/endpoint.h"
 #include "transport/datapath/connection_handle.h"
 
 namespace longhaul::perf {
@@ -39,6 +40,26 @@ struct MctSummary {
 MctSummary Summarize(std::vector<double> samples);
 nlohmann::json MctToJson(const MctSummary& m);
 
+// Zero copy (docs/rdma.md 7.14): the patterns the bulk workload sends from, each
+// registered with the endpoint once (Endpoint::RegisterMemory), so that the verbs
+// datapath's UC lanes send them without copying. Thread-safe.
+class PatternRegions {
+ public:
+  explicit PatternRegions(Endpoint* ep) : ep_(ep) {}
+  // The pattern's region; 0 (logged once) when the endpoint refused it: sends copy.
+  uint64_t For(const std::shared_ptr<const Pattern>& p);
+
+ private:
+  Endpoint* ep_;
+  std::mutex mu_;
+  std::vector<std::pair<std::shared_ptr<const Pattern>, uint64_t>> regions_;
+  bool warned_ = false;
+};
+
+// A PatternRegions for `ep` where its datapath sends registered memory without copying
+// (verbs with UC lanes), else null.
+std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o);
+
 class PerfStream : public std::enable_shared_from_this<PerfStream> {
  public:
   struct Options {
@@ -48,6 +69,8 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
     Duration request_timeout = Duration::Seconds(10);  // server: first message deadline
     // Server: called (driver thread) when the request arrived and was accepted.
     std::function<void(PerfStream*)> on_request;
+    // Zero copy: register what the bulk workload sends from (null: nothing registered).
+    std::shared_ptr<PatternRegions> regions;
   };
 
   PerfStream(std::shared_ptr<ConnectionHandle> handle, Options options);
@@ -137,6 +160,7 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   std::shared_ptr<ConnectionHandle> handle_;
   Options opt_;
   std::shared_ptr<const Pattern> pattern_;
+  uint64_t pattern_region_ = 0;  // Options::regions: SendBuffer::region of the bulk sends
   bool with_header_ = false;
 
   mutable std::mutex mu_;

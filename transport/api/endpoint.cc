@@ -66,6 +66,16 @@ absl::StatusOr<std::shared_ptr<ConnectionHandle>> Endpoint::Accept(Duration time
 
 void Endpoint::Close() { driver_->Shutdown(); }
 
+absl::StatusOr<uint64_t> Endpoint::RegisterMemory(const void* data, size_t size) {
+  const uint64_t region = next_region_.fetch_add(1);
+  LH_RETURN_IF_ERROR(driver_->RegisterMemory(region, data, size));
+  return region;
+}
+
+absl::Status Endpoint::DeregisterMemory(uint64_t region) {
+  return driver_->DeregisterMemory(region);
+}
+
 EndpointStats Endpoint::stats() const { return driver_->stats(); }
 
 std::vector<EndpointStats> Endpoint::engine_stats() const { return driver_->engine_stats(); }

@@ -21,6 +21,8 @@
 // the driver still held when it stopped).
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -62,6 +64,18 @@ class Endpoint {
   // Closes every connection and stops the driver thread. Idempotent.
   void Close();
 
+  // Zero copy (docs/rdma.md 7.14): memory the application sends from and keeps until
+  // DeregisterMemory. Send a message from it with SendBuffer::region set to the returned
+  // id (never 0): with the verbs datapath's UC lanes (qp_type uc) and no packet
+  // protection, the NIC gathers its bytes from where they are instead of the transport
+  // copying them; with any other datapath, or sealed, the message is copied as usual.
+  // Errors: InvalidArgument for null or empty memory, the device's refusal
+  // (ResourceExhausted naming the locked-memory limit), Cancelled after Close().
+  absl::StatusOr<uint64_t> RegisterMemory(const void* data, size_t size);
+  // The region's memory is the application's again once every send from it completed.
+  // NotFound for an unknown region.
+  absl::Status DeregisterMemory(uint64_t region);
+
   // Counters of every engine summed (EndpointOptions::engines; `engines` says how many).
   EndpointStats stats() const;
   // Each engine's counters and its thread's CPU time, in engine order.
@@ -70,6 +84,7 @@ class Endpoint {
  private:
   explicit Endpoint(std::unique_ptr<Driver> driver);
   std::unique_ptr<Driver> driver_;
+  std::atomic<uint64_t> next_region_{1};
 };
 
 }  // namespace longhaul

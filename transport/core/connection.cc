@@ -397,6 +397,7 @@ void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
 void Connection::OnTimeout(Time now) { impl_->OnTimeout(now); }
 void Connection::OnPathMtu(ByteCount mtu) { impl_->OnPathMtu(mtu); }
 void Connection::SetDatagramLimit(ByteCount datagram) { impl_->SetDatagramLimit(datagram); }
+void Connection::SetPayloadByReference(bool on) { impl_->SetPayloadByReference(on); }
 absl::Status Connection::SetDriverState(std::span<const uint8_t> state) {
   return impl_->SetDriverState(state);
 }

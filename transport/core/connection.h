@@ -59,6 +59,11 @@ struct SendBuffer {
   // Deliver as soon as the message is complete, not after every earlier message (the
   // DATA frames carry wire::kDataFlagUnordered).
   bool unordered = false;
+  // Memory the driver registered (longhaul::Endpoint::RegisterMemory; 0: none). On a
+  // connection whose driver sends payloads by reference (SetPayloadByReference) the
+  // packets leave this message's bytes in `data`, where the NIC reads them: the memory
+  // must stay as it is until the send completion, as always.
+  uint64_t region = 0;
 };
 
 // Receive memory allocated by the connection (messages that had no posted buffer).
@@ -121,7 +126,9 @@ struct TransmitInfo {
   // payloads into the datagram itself (the endpoint encrypts them from the message
   // straight into place); PollTransmit then leaves up to wire::kMaxDeferredPayloads DATA
   // payloads out of the buffer and lists them here (the bytes at their offsets are
-  // undefined until filled). Without it every byte is written.
+  // undefined until filled). Without it every byte is written. On a plaintext
+  // connection set to send by reference (Connection::SetPayloadByReference) `deferred`
+  // lists the payloads left in registered memory, whatever fills_payload says.
   bool fills_payload = false;
   uint32_t deferred_count = 0;
   std::array<wire::DeferredPayload, wire::kMaxDeferredPayloads> deferred{};
@@ -213,6 +220,13 @@ class Connection {
   // wire::kSealExpansion when sealed)], and the path MTU search stops and from then on
   // stays at or under it. Data in flight is resent in pieces that fit.
   void SetDatagramLimit(ByteCount datagram);
+  // Zero copy, for a driver whose datapath gathers payloads from the application's
+  // registered memory (the verbs driver's UC lanes): from now on PollTransmit leaves the
+  // DATA payloads of messages with a SendBuffer::region out of plaintext datagrams (their
+  // CRC32C still covers them) and lists them in TransmitInfo::deferred, for the driver to
+  // send from their source or copy into place. Sealed connections ignore it (the seal
+  // is the one pass over the bytes). Off by default.
+  void SetPayloadByReference(bool on);
   // Payload bytes per packet now (config.segment, or less after OnPathMtu or
   // SetDatagramLimit).
   ByteCount segment() const;

@@ -74,6 +74,7 @@ class ConnectionImpl {
                                                        cfg_.MaxDatagramSize()));
     ApplyPacketSize(pmtu_.current());
   }
+  void SetPayloadByReference(bool on) { by_reference_ = on; }
   // Packet and frame headers of a full data packet.
   ByteCount PacketOverhead() const { return cfg_.MaxDatagramSize() - cfg_.segment; }
   // Segments follow the path MTU search (never above the configured segment). Data
@@ -103,7 +104,7 @@ class ConnectionImpl {
     workload_.OnSend(b.size, cfg_.segment);
     fec_tx_.OnStartWorkload(workload_.message_packets(),
                             cc_->PacingRate().BytesIn(rtt_.srtt()) / max_datagram_);
-    return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered);
+    return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered, b.region);
   }
 
   absl::Status SetDriverState(std::span<const uint8_t> state) {
@@ -568,6 +569,7 @@ class ConnectionImpl {
   // the driver has yet to take it.
   std::vector<uint8_t> driver_state_;
   uint64_t driver_state_seq_ = 0;
+  bool by_reference_ = false;  // SetPayloadByReference
   bool driver_state_pending_ = false;
   bool driver_state_resend_ = false;
   PacketNumber driver_state_pn_ = 0;

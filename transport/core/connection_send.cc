@@ -28,6 +28,10 @@ size_t ConnectionImpl::PollTransmit(Time now, uint8_t* buf, size_t cap, Transmit
   // place by the caller's sealer.
   w.set_defer_payload(integrity_ == wire::Integrity::kCrc32c ||
                       (info != nullptr && info->fills_payload));
+  // Zero copy: registered payloads stay in the application's memory (the driver sends
+  // them from there); only where the caller takes the list.
+  w.set_payload_by_reference(by_reference_ && info != nullptr &&
+                             integrity_ == wire::Integrity::kCrc32c);
   const PacketNumber pn = sent_.next_packet_number();
   wire::PacketHeader h;
   h.connection_id = ids_.peer;

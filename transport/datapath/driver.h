@@ -48,6 +48,26 @@ class Driver {
   virtual void Shutdown() = 0;
 
   virtual EndpointStats stats() const = 0;
+
+  // Zero copy: `size` bytes at `data` the application sends from (SendBuffer::region =
+  // `region`, an id the API's Endpoint chose) and keeps until DeregisterMemory. A driver
+  // whose datapath can send from it without copying (the verbs driver's UC lanes)
+  // registers it with its device; the others copy, as for any message, and only check
+  // the arguments. Errors: InvalidArgument for null or empty memory or a region in use,
+  // the device's refusal (ResourceExhausted naming memlock).
+  virtual absl::Status RegisterMemory(uint64_t region, const void* data, size_t size) {
+    (void)region;
+    if (data == nullptr || size == 0) {
+      return absl::InvalidArgumentError("RegisterMemory: null or empty memory");
+    }
+    return absl::OkStatus();
+  }
+  // The memory is the application's again once the sends from it completed (a send
+  // still in flight keeps the device's registration until it is done).
+  virtual absl::Status DeregisterMemory(uint64_t region) {
+    (void)region;
+    return absl::OkStatus();
+  }
   // One entry per engine (EndpointOptions::engines), in engine order.
   virtual std::vector<EndpointStats> engine_stats() const { return {stats()}; }
 };

@@ -251,6 +251,14 @@ struct EndpointStats {
   uint64_t uc_chunk_shrinks = 0;
   uint64_t uc_chunk_grows = 0;
   std::array<uint64_t, 4> uc_lane_chunks_sent{};  // per lane index, all connections
+  // Zero copy (docs/rdma.md 7.14): DATA payload bytes the NIC gathered from the
+  // application's registered memory, and payload bytes of registered messages the driver
+  // copied after all (over UD, or a chunk needing more gather entries than the device
+  // takes); the regions registered (Endpoint::RegisterMemory) and their bytes.
+  uint64_t uc_payload_bytes_referenced = 0;
+  uint64_t uc_payload_bytes_copied = 0;
+  uint64_t memory_regions = 0;
+  uint64_t memory_region_bytes = 0;
   // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
   // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).
   uint32_t engines = 1;

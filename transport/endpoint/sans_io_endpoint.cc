@@ -383,6 +383,7 @@ size_t SansIoEndpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, 
       out->connection = 0;
       out->ecn = Ecn::kNotEct;
       out->size = n;
+      out->payload_count = 0;
     }
     outgoing_.pop_front();
     if (n <= capacity) return n;
@@ -425,6 +426,8 @@ size_t SansIoEndpoint::PollTransmit(Time now, uint8_t* buffer, size_t capacity, 
         out->size = n;
         out->ecn = info.ecn;
         out->connection = c->meta.id;
+        out->payload_count = c->protector ? 0 : info.deferred_count;
+        if (out->payload_count > 0) out->payloads = info.deferred;
         if (c->meta.is_server) {
           out->local = c->meta.listener;
           out->to = c->paths[info.flow < c->paths.size() ? info.flow : 0].address();

@@ -30,6 +30,7 @@
 //   - SetBlocked(local) while a local cannot take datagrams (socket buffer full).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -129,6 +130,15 @@ struct Transmit {
   ConnectionId connection = 0;  // whose packet (0: a handshake datagram)
   Ecn ecn = Ecn::kNotEct;
   size_t size = 0;
+  // Zero copy (Connection::SetPayloadByReference, plaintext): payloads the datagram
+  // leaves out: `length` bytes from `source` (memory of `region`) belong at `offset`.
+  // The bytes there are undefined: the driver sends them from the source (a gather
+  // list) or copies them in before the datagram leaves. Its CRC32C covers them.
+  uint32_t payload_count = 0;
+  std::array<wire::DeferredPayload, wire::kMaxDeferredPayloads> payloads{};
+  std::span<const wire::DeferredPayload> referenced() const {
+    return std::span<const wire::DeferredPayload>(payloads.data(), payload_count);
+  }
 };
 
 struct EndpointEvent {

@@ -1,6 +1,7 @@
 #include "transport/testing/endpoint_net.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace longhaul::testing {
 namespace {
@@ -101,6 +102,12 @@ void EndpointNet::Pump(int node) {
   for (int i = 0; i < 1'000'000; ++i) {
     const size_t len = nodes_[node].ep->PollTransmit(now_, buf_.data(), buf_.size(), &t);
     if (len == 0) break;
+    // Payloads sent by reference (Connection::SetPayloadByReference): a driver gathers
+    // them from the application's memory; here they are copied in, and counted.
+    for (const wire::DeferredPayload& d : t.referenced()) {
+      std::memcpy(buf_.data() + d.offset, d.source, d.length);
+      referenced_bytes_ += d.length;
+    }
     Send(node, t, buf_.data());
   }
   Drain(node);

@@ -72,6 +72,8 @@ class EndpointNet {
   uint64_t sent(int node) const { return nodes_[node].sent; }
   uint64_t sent_bytes(int node) const { return nodes_[node].sent_bytes; }
   uint64_t undeliverable() const { return undeliverable_; }
+  // Payload bytes PollTransmit left in the application's memory (Transmit::referenced).
+  uint64_t referenced_bytes() const { return referenced_bytes_; }
   // Everything that was sent, in order, fingerprinted (determinism checks).
   uint64_t trace_hash() const { return trace_; }
 
@@ -100,6 +102,7 @@ class EndpointNet {
   std::multimap<std::pair<int64_t, uint64_t>, InFlight> queue_;
   uint64_t seq_ = 0;
   uint64_t undeliverable_ = 0;
+  uint64_t referenced_bytes_ = 0;
   uint64_t trace_ = 0xcbf29ce484222325ULL;
   std::vector<uint8_t> buf_;
   std::vector<endpoint::ConnectionId> ids_;

@@ -99,12 +99,13 @@ PacketWriter::PacketWriter(uint8_t* buffer, size_t capacity, Integrity integrity
   CHECK_LE(capacity, kMaxDatagramSize);
 }
 
-void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, bool deferrable) {
+void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, bool deferrable,
+                              uint64_t region) {
   if (src != nullptr && n > 0) {
     if (deferrable && defer_ && n >= kMinDeferredPayload &&
         deferred_count_ < kMaxDeferredPayloads) {
       deferred_[deferred_count_++] = DeferredPayload{src, static_cast<uint32_t>(p_ - begin_),
-                                                     static_cast<uint32_t>(n)};
+                                                     static_cast<uint32_t>(n), region};
     } else {
       std::memcpy(p_, src, n);
     }
@@ -211,7 +212,7 @@ uint8_t* PacketWriter::WriteData(const DataFrame& f) {
     }
     return payload;
   }
-  PutPayload(f.payload, f.length, /*deferrable=*/true);
+  PutPayload(f.payload, f.length, /*deferrable=*/true, f.region);
   return payload;
 }
 
@@ -349,13 +350,19 @@ size_t PacketWriter::Finish() {
   }
   uint32_t crc = kCrc32cStart;
   const uint8_t* done = begin_;
+  size_t kept = 0;  // by reference: left for the caller
   for (size_t i = 0; i < deferred_count_; ++i) {
     const DeferredPayload& d = deferred_[i];
     crc = Crc32cUpdate(crc, done, static_cast<size_t>(begin_ + d.offset - done));
-    crc = Crc32cCopy(crc, begin_ + d.offset, d.source, d.length);
+    if (by_reference_ && d.region != 0) {
+      crc = Crc32cUpdate(crc, d.source, d.length);
+      deferred_[kept++] = d;
+    } else {
+      crc = Crc32cCopy(crc, begin_ + d.offset, d.source, d.length);
+    }
     done = begin_ + d.offset + d.length;
   }
-  deferred_count_ = 0;
+  deferred_count_ = kept;
   crc = Crc32cUpdate(crc, done, static_cast<size_t>(p_ - done));
   PutU32(p_, Crc32cFinish(crc));
   p_ += kChecksumSize;

@@ -98,6 +98,10 @@ struct DataFrame {
   uint64_t stream_base = 0;     // connection-wide byte offset of the message's first byte
   uint64_t length = 0;          // bytes of payload that follow
   const uint8_t* payload = nullptr;  // elided: the stamps (StampBytes of them)
+  // Sender only, never encoded: the registration the payload's memory belongs to
+  // (SendBuffer::region; 0: none). PacketWriter::set_payload_by_reference leaves such
+  // payloads where they are.
+  uint64_t region = 0;
   bool last() const { return flags & kDataFlagLast; }
   bool unordered() const { return flags & kDataFlagUnordered; }
   bool elided() const { return flags & kDataFlagElided; }
@@ -217,6 +221,7 @@ struct DeferredPayload {
   const uint8_t* source = nullptr;
   uint32_t offset = 0;
   uint32_t length = 0;
+  uint64_t region = 0;  // DataFrame::region of the payload's frame
 };
 inline constexpr size_t kMaxDeferredPayloads = 4;
 // Shorter payloads are copied at once (a deferral costs more than the copy).
@@ -270,6 +275,12 @@ class PacketWriter {
   // their offsets are undefined. Nothing may read the frames before Finish (an FEC
   // encoder does: leave deferral off for such packets). Off by default.
   void set_defer_payload(bool on) { defer_ = on; }
+  // Zero copy (kCrc32c only, with deferral on): Finish reads the deferred payloads whose
+  // frame names a memory region (DataFrame::region != 0) for the checksum but copies
+  // none of them; after Finish, deferred() lists those, whose bytes the caller sends from
+  // their source (a NIC's gather list) or copies into place. The checksum covers them
+  // as if they were in the datagram. Off by default.
+  void set_payload_by_reference(bool on) { by_reference_ = on; }
   std::span<const DeferredPayload> deferred() const {
     return std::span<const DeferredPayload>(deferred_, deferred_count_);
   }
@@ -288,9 +299,10 @@ class PacketWriter {
   // Copies n bytes from src at the cursor (src null: leaves them) and advances, or, for a
   // DATA payload while deferring, notes it instead of copying. A repair shard is always
   // copied: its memory may go once the frame is written.
-  void PutPayload(const uint8_t* src, uint64_t n, bool deferrable);
+  void PutPayload(const uint8_t* src, uint64_t n, bool deferrable, uint64_t region = 0);
 
   bool defer_ = false;
+  bool by_reference_ = false;
   size_t deferred_count_ = 0;
   DeferredPayload deferred_[kMaxDeferredPayloads];
 };

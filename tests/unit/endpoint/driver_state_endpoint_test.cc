@@ -4,6 +4,7 @@
 // a server connection is reported right after its kIncoming.
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -216,6 +217,51 @@ TEST_P(DriverStateEndpointTest, DatagramLimitBoundsWhatTheDriverSends) {
   transfer(2);
   EXPECT_GT(largest, 1400u);
   EXPECT_LE(largest, full);
+}
+
+// Zero copy: with SetPayloadByReference a plaintext connection leaves the DATA payloads
+// of registered messages (SendBuffer::region) in the application's memory for the
+// driver (EndpointNet copies them in, counting them), and the transfer is intact; a
+// message without a region, and any sealed connection, are copied as before.
+TEST_P(DriverStateEndpointTest, PayloadsByReferenceOnlyForRegisteredPlaintextMessages) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  Connection* c = net_->node(client_).ConnectionAt(cid);
+  c->SetPayloadByReference(true);
+  const std::vector<uint8_t> data = Pattern(300'000, 9);
+  auto transfer = [&](uint64_t region, uint64_t tag) {
+    SendBuffer b{data.data(), data.size()};
+    b.region = region;
+    ASSERT_TRUE(c->Send(std::move(b), tag).ok());
+    net_->node(client_).Touch(cid);
+    ASSERT_TRUE(net_->RunUntil([&] { return c->pending_send_messages() == 0; },
+                               Duration::Seconds(10)));
+  };
+  transfer(/*region=*/0, 1);
+  EXPECT_EQ(net_->referenced_bytes(), 0u) << "a message without a region is copied";
+  transfer(/*region=*/3, 2);
+  if (GetParam()) {
+    EXPECT_EQ(net_->referenced_bytes(), 0u) << "sealing is the one pass: nothing by reference";
+  } else {
+    // Nearly all of the message (short pieces are copied at once).
+    EXPECT_GE(net_->referenced_bytes(), data.size() * 9 / 10);
+  }
+  const uint64_t before = net_->referenced_bytes();
+  c->SetPayloadByReference(false);
+  transfer(/*region=*/3, 3);
+  EXPECT_EQ(net_->referenced_bytes(), before) << "off again: copied";
+  // The server got all three messages intact.
+  size_t intact = 0;
+  for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
+    if (e.id != sid || e.event.type != Event::Type::kReceiveComplete) continue;
+    ASSERT_EQ(e.event.size, data.size());
+    ASSERT_NE(e.event.data, nullptr);
+    EXPECT_EQ(0, std::memcmp(e.event.data, data.data(), data.size())) << "message " << e.event.tag;
+    ++intact;
+  }
+  EXPECT_EQ(intact, 3u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Security, DriverStateEndpointTest, ::testing::Values(false, true),

@@ -7,6 +7,7 @@
 // property: every slot processed holds exactly the chunk its completion names, whole, and
 // no chunk is processed twice.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -405,6 +406,58 @@ TEST(UcLaneReceiver, ACompletionNamingAnotherLapOrABadSlotIsIgnored) {
   EXPECT_FALSE(rx.OnCompletion(EncodeImmediate(0, 3)).deliver);   // settled already
   EXPECT_EQ(rx.stats().stale_completions, 3u);
   EXPECT_EQ(rx.stats().delivered, 1u);
+}
+
+
+// Zero copy (docs/rdma.md 7.14): a chunk gathered from its slot's bytes around payloads
+// in the application's memory, cut into single-packet pieces: every byte lands in its
+// piece in order, and no piece is longer than the piece size.
+TEST(SplitGather, PiecesCoverTheAreasInOrder) {
+  // Slot bytes 100, a payload of 5000, slot bytes 30, a payload of 3000, slot bytes 4.
+  const GatherPart areas[] = {{1000, 100, 1}, {50000, 5000, 2}, {1100, 30, 1},
+                              {90000, 3000, 3}, {1130, 4, 1}};
+  const uint32_t len = 100 + 5000 + 30 + 3000 + 4;
+  GatherPart parts[kMaxPieces + 5];
+  std::array<uint32_t, kMaxPieces> per{};
+  const uint32_t n = SplitGather(areas, len, 4096, parts, per);
+  ASSERT_EQ(n, 2u);
+  EXPECT_EQ(per[0], 2u);  // 100 slot bytes + 3996 of the first payload
+  EXPECT_EQ(per[1], 4u);  // its last 1004 + 30 + 3000 + 4
+  uint64_t total = 0;
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t piece = 0;
+    for (uint32_t j = 0; j < per[i]; ++j, ++k) piece += parts[k].length;
+    EXPECT_EQ(piece, i + 1 < n ? 4096u : len - 4096u);
+    total += piece;
+  }
+  EXPECT_EQ(total, len);
+  EXPECT_EQ(parts[1].addr, 50000u);
+  EXPECT_EQ(parts[1].length, 3996u);
+  EXPECT_EQ(parts[1].key, 2u);
+  EXPECT_EQ(parts[2].addr, 50000u + 3996);  // the split area goes on in the next piece
+  EXPECT_EQ(parts[2].length, 1004u);
+  EXPECT_EQ(parts[5].addr, 1130u);
+  EXPECT_EQ(parts[5].key, 1u);
+}
+
+TEST(SplitGather, ShortAreasTooManyPiecesAndEmptyChunks) {
+  const GatherPart one[] = {{0, 5000, 1}};
+  GatherPart parts[kMaxPieces + 4];
+  std::array<uint32_t, kMaxPieces> per{};
+  EXPECT_EQ(SplitGather(one, 6000, 4096, parts, per), 0u) << "areas shorter than the chunk";
+  const GatherPart big[] = {{0, 17 * 4096, 1}};
+  EXPECT_EQ(SplitGather(big, 17 * 4096, 4096, parts, per), 0u) << "more than kMaxPieces";
+  EXPECT_EQ(SplitGather(big, 16 * 4096, 4096, parts, per), 16u);
+  EXPECT_EQ(SplitGather(std::span<const GatherPart>(), 0, 4096, parts, per), 1u);
+  EXPECT_EQ(per[0], 0u) << "a zero-length chunk is one piece of no part";
+  const GatherPart with_empty[] = {{0, 0, 1}, {10, 4096, 2}, {0, 0, 1}};
+  ASSERT_EQ(SplitGather(with_empty, 4096, 4096, parts, per), 1u);
+  EXPECT_EQ(per[0], 1u);
+  EXPECT_EQ(parts[0].key, 2u);
+  GatherPart few[1];
+  const GatherPart two[] = {{0, 10, 1}, {100, 10, 2}};
+  EXPECT_EQ(SplitGather(two, 20, 4096, few, per), 0u) << "more parts than room";
 }
 
 }  // namespace

@@ -87,6 +87,61 @@ TEST(OnePassTest, SealedPacketsListTheirDeferredPayloads) {
   EXPECT_EQ(0, std::memcmp(w.a.data(), w.b.data(), w.na - kSealTagSize));
 }
 
+// Zero copy: payloads whose frame names a memory region stay in the message; the
+// checksum covers them as if copied, and the datagram is whole once they are filled in.
+TEST(OnePassTest, RegionPayloadsByReferenceAreChecksummedInPlace) {
+  const std::vector<uint8_t> m = Message(8000);
+  std::vector<uint8_t> a(9000, 0);
+  const size_t na = Build(a.data(), a.size(), Integrity::kCrc32c, false, m);
+  std::vector<uint8_t> b(9000, 0xAB);
+  PacketWriter w(b.data(), b.size(), Integrity::kCrc32c);
+  w.set_defer_payload(true);
+  w.set_payload_by_reference(true);
+  PacketHeader h;
+  h.connection_id = 77;
+  h.packet_number = 1234;
+  w.WriteHeader(h);
+  AckFrame ack;
+  ack.largest = 99;
+  const AckRange r{90, 99};
+  ASSERT_EQ(w.WriteAck(ack, std::span<const AckRange>(&r, 1), 1), 1u);
+  DataFrame first = Data(3, m, 0, 3000);
+  first.region = 5;  // registered: by reference
+  ASSERT_NE(w.WriteData(first), nullptr);
+  DataFrame shorter = Data(3, m, 3000, 100);
+  shorter.region = 5;  // too short to defer: copied at once
+  ASSERT_NE(w.WriteData(shorter), nullptr);
+  ASSERT_NE(w.WriteData(Data(3, m, 3100, m.size() - 3100)), nullptr);  // no region: copied
+  const size_t nb = w.Finish();
+  ASSERT_EQ(na, nb);
+  ASSERT_EQ(w.deferred().size(), 1u);
+  const DeferredPayload d = w.deferred()[0];
+  EXPECT_EQ(d.source, m.data());
+  EXPECT_EQ(d.length, 3000u);
+  EXPECT_EQ(d.region, 5u);
+  // Nothing was copied there: the datagram fails its checksum until the caller fills it.
+  EXPECT_EQ(b[d.offset], 0xAB);
+  EXPECT_FALSE(ParsePacket(std::span<const uint8_t>(b.data(), nb)).ok());
+  std::memcpy(b.data() + d.offset, d.source, d.length);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), na));
+  EXPECT_TRUE(ParsePacket(std::span<const uint8_t>(b.data(), nb)).ok());
+}
+
+// Without by-reference a region changes nothing: the payload is copied while checksummed.
+TEST(OnePassTest, RegionPayloadsAreCopiedUnlessByReference) {
+  const std::vector<uint8_t> m = Message(8000);
+  std::vector<uint8_t> b(9000, 0xAB);
+  PacketWriter w(b.data(), b.size(), Integrity::kCrc32c);
+  w.set_defer_payload(true);
+  w.WriteHeader(PacketHeader{});
+  DataFrame f = Data(0, m, 0, 4000);
+  f.region = 9;
+  ASSERT_NE(w.WriteData(f), nullptr);
+  const size_t n = w.Finish();
+  EXPECT_TRUE(w.deferred().empty());
+  EXPECT_TRUE(ParsePacket(std::span<const uint8_t>(b.data(), n)).ok());
+}
+
 // A repair shard is copied at once even while deferring: the FEC sender may free it as
 // soon as the frame is written.
 TEST(OnePassTest, RepairShardsAreNeverDeferred) {

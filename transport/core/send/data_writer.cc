@@ -29,6 +29,7 @@ bool WritePiece(const MessagePiece& piece, wire::PacketWriter* w) {
   df.stream_base = piece.message->base;
   df.length = piece.length;
   df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
+  df.region = piece.message->region;
   return w->WriteData(df) != nullptr;
 }
 

@@ -7,7 +7,7 @@
 namespace longhaul {
 
 uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<const void> owner,
-                          uint64_t tag, bool unordered) {
+                          uint64_t tag, bool unordered, uint64_t region) {
   SendMessage m;
   m.id = next_id_++;
   m.base = end_;
@@ -17,6 +17,7 @@ uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<c
   m.owner = std::move(owner);
   m.tag = tag;
   m.unordered = unordered;
+  m.region = region;
   end_ += m.units;
   pending_bytes_ += size;
   messages_.push_back(std::move(m));

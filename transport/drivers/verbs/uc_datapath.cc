@@ -1,6 +1,8 @@
 #include "transport/drivers/verbs/uc_datapath.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -156,7 +158,10 @@ void UcDatapath::Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s
   for (const Held& h : e.held) env_.free_slots->push_back(h.slot);
   e.held.clear();
   Connection* conn = env_.ep->ConnectionAt(id);
-  if (conn != nullptr && e.raised) conn->SetDatagramLimit(env_.dev->active_mtu());
+  if (conn != nullptr && e.raised) {
+    conn->SetDatagramLimit(env_.dev->active_mtu());
+    conn->SetPayloadByReference(false);
+  }
   e.raised = false;
   if (e.blocked) env_.ep->SetConnectionBlocked(id, false);
   e.blocked = false;
@@ -190,13 +195,63 @@ void UcDatapath::OnPeerState(endpoint::ConnectionId id) {
   Publish(id, e);
 }
 
+uint64_t UcDatapath::FillPayloads(uint8_t* buf, const endpoint::Transmit& t) {
+  uint64_t copied = 0;
+  for (const wire::DeferredPayload& d : t.referenced()) {
+    std::memcpy(buf + d.offset, d.source, d.length);
+    copied += d.length;
+  }
+  return copied;
+}
+
+UcDatapath::Gather UcDatapath::GatherFor(const endpoint::Transmit& t, uint32_t slot,
+                                         uint32_t len) {
+  static_assert(kMaxGather >= 2 * wire::kMaxDeferredPayloads + 1);
+  uint8_t* buf = env_.arena.Slot(slot);
+  Gather g;
+  std::array<uint64_t, wire::kMaxDeferredPayloads> ids{};
+  size_t id_count = 0;
+  const uint32_t max_sge = std::min(env_.dev->max_sge(), kMaxGather);
+  uint32_t done = 0;  // bytes of the datagram covered
+  for (const wire::DeferredPayload& d : t.referenced()) {
+    std::optional<uint32_t> lkey =
+        env_.regions != nullptr ? env_.regions->Lookup(d.region, d.source, d.length)
+                                : std::nullopt;
+    // Room for this payload, the slot's bytes before it and those after the last one.
+    if (!lkey || g.count + 3 > max_sge) {
+      std::memcpy(buf + d.offset, d.source, d.length);
+      payload_bytes_copied_ += d.length;
+      continue;
+    }
+    if (d.offset > done) {
+      g.sge[g.count++] = ibv_sge{reinterpret_cast<uintptr_t>(buf + done), d.offset - done,
+                                 env_.arena.lkey};
+    }
+    g.sge[g.count++] = ibv_sge{reinterpret_cast<uintptr_t>(d.source), d.length, *lkey};
+    done = d.offset + d.length;
+    payload_bytes_referenced_ += d.length;
+    if (std::find(ids.begin(), ids.begin() + id_count, d.region) == ids.begin() + id_count) {
+      ids[id_count++] = d.region;
+    }
+  }
+  if (len > done || g.count == 0) {
+    g.sge[g.count++] =
+        ibv_sge{reinterpret_cast<uintptr_t>(buf + done), len - done, env_.arena.lkey};
+  }
+  if (env_.regions != nullptr) {
+    env_.regions->NoteSlot(slot, std::span<const uint64_t>(ids.data(), id_count));
+  }
+  return g;
+}
+
 bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) {
   if (t.connection == 0 || len <= env_.dev->active_mtu()) return false;
   auto it = entries_.find(t.connection);
   if (it == entries_.end() || !it->second.link->ready()) return false;
   Entry& e = it->second;
+  const Gather g = GatherFor(t, slot, len);
   if (e.held.empty()) {
-    absl::StatusOr<bool> posted = e.link->Post(env_.arena.Slot(slot), len, env_.arena.lkey, slot);
+    absl::StatusOr<bool> posted = e.link->Post(g.span(), len, slot);
     if (!posted.ok()) {
       env_.free_slots->push_back(slot);
       Fail(t.connection, e, posted.status());
@@ -207,7 +262,7 @@ bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) 
       return true;
     }
   }
-  e.held.push_back(Held{slot, len});
+  e.held.push_back(Held{slot, len, g});
   if (!e.blocked) {
     e.blocked = true;
     env_.ep->SetConnectionBlocked(t.connection, true);
@@ -223,6 +278,7 @@ void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
   e.max_chunk =
       std::min({chunk_bytes_, e.link->peer_slot_bytes(), kMaxPieces * e.link->piece()});
   conn.SetDatagramLimit(e.max_chunk);
+  conn.SetPayloadByReference(true);  // registered payloads gathered from where they are
   e.raised = true;
   e.limit = e.max_chunk;
   e.sized_at = Time::FromNanoseconds(MonotonicNs());
@@ -241,8 +297,7 @@ void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
 void UcDatapath::Flush(endpoint::ConnectionId id, Entry& e) {
   while (!e.held.empty() && e.link->ready()) {
     const Held h = e.held.front();
-    absl::StatusOr<bool> posted = e.link->Post(env_.arena.Slot(h.slot), h.len, env_.arena.lkey,
-                                               h.slot);
+    absl::StatusOr<bool> posted = e.link->Post(h.gather.span(), h.len, h.slot);
     if (!posted.ok()) {
       Fail(id, e, posted.status());
       return;
@@ -399,6 +454,8 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_lanes_opened += lanes_opened_;
   s->uc_chunk_shrinks += shrinks_;
   s->uc_chunk_grows += grows_;
+  s->uc_payload_bytes_referenced += payload_bytes_referenced_;
+  s->uc_payload_bytes_copied += payload_bytes_copied_;
 }
 
 }  // namespace longhaul::verbs

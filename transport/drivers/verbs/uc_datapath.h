@@ -3,11 +3,14 @@
 // client first offers its lanes, and gone with the connection. The driver hands it
 //   - each datagram PollTransmit wrote (Take): larger than the UD MTU and the link up ->
 //     written as a chunk (or queued while the lane waits for a grant, the connection
-//     blocked meanwhile); otherwise the driver sends it over UD;
+//     blocked meanwhile); otherwise the driver sends it over UD (FillPayloads first);
 //   - completions whose work request id names a link (OnRecv, OnSend);
 //   - the peer's driver state (OnPeerState);
 // and calls Maintain after each batch. Connections start limited to the UD MTU
-// (Connection::SetDatagramLimit) and are raised to the chunk size when their link is up.
+// (Connection::SetDatagramLimit) and are raised to the chunk size when their link is up;
+// then they also send by reference (Connection::SetPayloadByReference): a chunk's DATA
+// payloads from memory the application registered (MemoryRegions) are gathered by the
+// NIC from where they are, not copied (docs/rdma.md 7.14).
 //
 // Thread-compatible: the driver thread owns it.
 #pragma once
@@ -27,8 +30,10 @@
 #include "transport/base/rate_limited_log.h"
 #include "transport/core/config.h"
 #include "transport/datapath/options.h"
+#include "transport/drivers/verbs/memory_regions.h"
 #include "transport/drivers/verbs/queue_pair.h"
 #include "transport/drivers/verbs/uc_link.h"
+#include "transport/drivers/verbs/uc_queue_pair.h"
 #include "transport/drivers/verbs/verbs_device.h"
 #include "transport/endpoint/sans_io_endpoint.h"
 
@@ -49,6 +54,7 @@ class UcDatapath {
     uint32_t* recv_cq_used = nullptr;
     uint32_t* send_cq_used = nullptr;
     uint32_t cq_capacity = 0;
+    MemoryRegions* regions = nullptr;  // zero copy: the application's registered memory
   };
 
   // The chunk size for `o` on a port of `mtu` bytes: o.uc_chunk, or 16 pieces, within the
@@ -73,6 +79,10 @@ class UcDatapath {
   // The datagram PollTransmit wrote into arena slot `slot`: true when the UC path took it
   // (the slot is the link's until its send completion); false: send it over UD.
   bool Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len);
+  // The payloads `t` left in the application's memory (Transmit::referenced), copied
+  // into the datagram at `buf` (one going over UD). Returns the bytes copied.
+  static uint64_t FillPayloads(uint8_t* buf, const endpoint::Transmit& t);
+  void CountCopied(uint64_t bytes) { payload_bytes_copied_ += bytes; }
   // A completion whose work request names a link (false: not one of the links').
   bool OnRecv(const ibv_wc& wc, Time now);
   bool OnSend(const ibv_wc& wc);
@@ -87,10 +97,20 @@ class UcDatapath {
   void AddStats(EndpointStats* s) const;
 
  private:
+  // A chunk's bytes: its arena slot around the payloads sent from where they are.
+  struct Gather {
+    std::array<ibv_sge, kMaxGather> sge{};
+    uint32_t count = 0;
+    std::span<const ibv_sge> span() const { return std::span<const ibv_sge>(sge.data(), count); }
+  };
   struct Held {
     uint32_t slot;
     uint32_t len;
+    Gather gather;
   };
+  // The gather list of the datagram in `slot`: payloads of registered memory by
+  // reference, any other payload copied into the slot (counted).
+  Gather GatherFor(const endpoint::Transmit& t, uint32_t slot, uint32_t len);
   struct Entry {
     std::unique_ptr<UcLink> link;
     std::vector<uint32_t> ids;  // its lanes' work request ids
@@ -140,6 +160,8 @@ class UcDatapath {
   uint64_t lanes_opened_ = 0;
   uint64_t shrinks_ = 0, grows_ = 0;
   uint64_t ring_bytes_ = 0;  // registered by every link
+  uint64_t payload_bytes_referenced_ = 0;  // gathered from the application's memory
+  uint64_t payload_bytes_copied_ = 0;      // by-reference payloads that had to be copied
   absl::flat_hash_set<endpoint::ConnectionId> declined_;  // a server that could not offer
 };
 

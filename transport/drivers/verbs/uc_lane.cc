@@ -1,5 +1,6 @@
 #include "transport/drivers/verbs/uc_lane.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +141,32 @@ void UcLaneReceiver::Rebound(const Rebind& r) {
   const uint32_t first = r.window * g_.slots_per_window();
   for (uint32_t s = first; s < first + g_.slots_per_window(); ++s) settled_[s] = false;
   ++stats_.rebinds;
+}
+
+uint32_t SplitGather(std::span<const GatherPart> areas, uint32_t len, uint32_t piece,
+                     std::span<GatherPart> parts, std::span<uint32_t, kMaxPieces> per_piece) {
+  const uint32_t n = len == 0 || piece == 0 ? 1 : (len + piece - 1) / piece;
+  if (n > kMaxPieces) return 0;
+  size_t a = 0;       // area
+  uint32_t used = 0;  // of it, bytes in earlier pieces
+  size_t out = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t left = i + 1 < n ? piece : len - i * piece;
+    per_piece[i] = 0;
+    while (left > 0) {
+      while (a < areas.size() && used == areas[a].length) {  // skip empty areas
+        ++a;
+        used = 0;
+      }
+      if (a == areas.size() || out == parts.size()) return 0;
+      const uint32_t take = std::min(left, areas[a].length - used);
+      parts[out++] = GatherPart{areas[a].addr + used, take, areas[a].key};
+      ++per_piece[i];
+      used += take;
+      left -= take;
+    }
+  }
+  return n;
 }
 
 }  // namespace longhaul::verbs

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,22 @@ inline uint32_t ImmediatePieces(uint32_t imm) { return ((imm >> 20) & 0xfu) + 1;
 inline uint32_t WithPieces(uint32_t imm, uint32_t pieces) {
   return (imm & ~(0xfu << 20)) | (((pieces - 1) & 0xfu) << 20);
 }
+
+// Zero copy (docs/rdma.md 7.14): a chunk of `len` bytes gathered from memory areas in
+// order (its arena slot's bytes around payloads in the application's memory), cut into
+// single-packet pieces of `piece` bytes. Writes, piece after piece, the parts of the
+// areas each piece covers into `parts` and each piece's part count into `per_piece`;
+// returns the number of pieces (a zero-length chunk: one piece of no part), or 0 when the
+// areas hold fewer than `len` bytes, the pieces would be more than kMaxPieces, or the
+// parts more than `parts` holds. (A piece boundary splits at most one area: pieces +
+// areas - 1 parts at most.)
+struct GatherPart {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t key = 0;
+};
+uint32_t SplitGather(std::span<const GatherPart> areas, uint32_t len, uint32_t piece,
+                     std::span<GatherPart> parts, std::span<uint32_t, kMaxPieces> per_piece);
 
 // The rkey of a window for `lap`, from its key for lap 0: each rebinding advances the key
 // variant (the low byte) by one, mod 256 (ibv_inc_rkey).

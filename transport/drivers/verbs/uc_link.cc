@@ -151,14 +151,14 @@ bool UcLink::ready() const {
   return false;
 }
 
-absl::StatusOr<bool> UcLink::Post(const uint8_t* buf, uint32_t len, uint32_t lkey,
+absl::StatusOr<bool> UcLink::Post(std::span<const ibv_sge> gather, uint32_t len,
                                   uint32_t slot) {
   const uint32_t n = lane_count();
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = (next_lane_ + k) % n;
     Lane& l = lanes_[i];
     if (!l.writable()) continue;
-    absl::StatusOr<bool> posted = PostOn(l, buf, len, lkey, slot);
+    absl::StatusOr<bool> posted = PostOn(l, gather, len, slot);
     if (!posted.ok()) {
       Fail(l);
       continue;
@@ -172,7 +172,7 @@ absl::StatusOr<bool> UcLink::Post(const uint8_t* buf, uint32_t len, uint32_t lke
   return false;
 }
 
-absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, uint32_t lkey,
+absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
                                     uint32_t slot) {
   const uint32_t pieces = std::max<uint32_t>(1, (len + piece_ - 1) / piece_);
   std::optional<UcLaneSender::Write> w = l.tx->Peek();
@@ -193,7 +193,7 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, u
   const bool signaled = ++l.unsignalled >= kSignalChunks || l.send_wrs + pieces > send_depth_ / 2;
   if (signaled) l.unsignalled = 0;
   uint32_t wrs = 0;
-  absl::Status s = l.tx_qp->PostPieces(buf, len, piece_, lkey, l.peer_ring + w->offset, w->rkey,
+  absl::Status s = l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset, w->rkey,
                                        w->immediate, WrId(l.tx_id, slot), signaled, &wrs);
   if (!s.ok()) {
     ++counters_.send_errors;
@@ -210,8 +210,8 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, const uint8_t* buf, uint32_t len, u
     const UcLaneSender::Write old = l.tx->Place(w->chunk - lap_back);
     uint32_t more = 0;
     if (l.tx_qp
-            ->PostPieces(buf, len, piece_, lkey, l.peer_ring + old.offset, old.rkey,
-                         old.immediate, WrId(l.tx_id, slot), false, &more)
+            ->PostPieces(gather, len, piece_, l.peer_ring + old.offset, old.rkey, old.immediate,
+                         WrId(l.tx_id, slot), false, &more)
             .ok()) {
       wrs += more;
       ++counters_.replays;

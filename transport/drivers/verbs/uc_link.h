@@ -110,11 +110,12 @@ class UcLink {
   uint32_t piece() const { return piece_; }
   // The smallest slot of the peer's rings this side may write (0 before any).
   uint32_t peer_slot_bytes() const;
-  // Posts the `len` bytes at `buf` (registered under `lkey`, the driver's arena slot
-  // `slot`) as the next chunk of the next lane that can take it. false: none can now
-  // (nothing posted; the caller keeps the buffer and calls again after the next grant or
-  // send completion). Errors: the link cannot write any more (ready() is false).
-  absl::StatusOr<bool> Post(const uint8_t* buf, uint32_t len, uint32_t lkey, uint32_t slot);
+  // Posts the `len` bytes gathered from `gather` (the driver's arena slot `slot`, and
+  // with zero copy the application's registered memory; UcQueuePair::PostPieces) as the
+  // next chunk of the next lane that can take it. false: none can now (nothing posted;
+  // the caller keeps the buffer and calls again after the next grant or send
+  // completion). Errors: the link cannot write any more (ready() is false).
+  absl::StatusOr<bool> Post(std::span<const ibv_sge> gather, uint32_t len, uint32_t slot);
   // A send completion of lane `lane`'s writing QP: the arena slots up to the signalled
   // one are free again (appended to `freed`). An error completion takes the lane out.
   void OnSendCompletion(uint32_t lane, const ibv_wc& wc, std::vector<uint32_t>* freed);
@@ -167,7 +168,7 @@ class UcLink {
     bool writable() const { return tx.has_value() && !failed; }
   };
   UcLink() = default;
-  absl::StatusOr<bool> PostOn(Lane& l, const uint8_t* buf, uint32_t len, uint32_t lkey,
+  absl::StatusOr<bool> PostOn(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
                               uint32_t slot);
   void Fail(Lane& l);
   void Replace(Lane& l, std::vector<uint32_t>* freed);

@@ -1,5 +1,7 @@
 #include "transport/drivers/verbs/uc_queue_pair.h"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -68,7 +70,8 @@ absl::StatusOr<std::unique_ptr<UcQueuePair>> UcQueuePair::Create(const VerbsDevi
   ia.qp_type = IBV_QPT_UC;
   ia.cap.max_send_wr = send_depth;
   ia.cap.max_recv_wr = recv_depth;
-  ia.cap.max_send_sge = 2;
+  q->max_send_sge_ = std::clamp<uint32_t>(dev.max_sge(), 1, kMaxGather);
+  ia.cap.max_send_sge = q->max_send_sge_;
   ia.cap.max_recv_sge = 1;
   q->qp_ = Ibverbs().create_qp(pd, &ia);
   if (q->qp_ == nullptr) {
@@ -181,21 +184,49 @@ absl::Status UcQueuePair::PostPieces(const uint8_t* local, uint32_t len, uint32_
                                      uint32_t lkey, uint64_t remote_addr, uint32_t rkey,
                                      uint32_t immediate, uint64_t wr_id, bool signaled,
                                      uint32_t* wrs) {
+  const ibv_sge whole{reinterpret_cast<uintptr_t>(local), len, lkey};
+  return PostPieces(std::span<const ibv_sge>(&whole, 1), len, piece, remote_addr, rkey,
+                    immediate, wr_id, signaled, wrs);
+}
+
+absl::Status UcQueuePair::PostPieces(std::span<const ibv_sge> gather, uint32_t len,
+                                     uint32_t piece, uint64_t remote_addr, uint32_t rkey,
+                                     uint32_t immediate, uint64_t wr_id, bool signaled,
+                                     uint32_t* wrs) {
   const uint32_t n = len == 0 || piece == 0 ? 1 : (len + piece - 1) / piece;
   if (n > kMaxPieces) {
     return absl::InvalidArgumentError(
         absl::StrCat("UC chunk of ", len, " bytes is more than ", kMaxPieces, " pieces of ", piece));
   }
-  ibv_sge sges[kMaxPieces];
+  if (gather.size() > max_send_sge_) {
+    return absl::InvalidArgumentError(absl::StrCat("UC chunk gathered from ", gather.size(),
+                                                   " entries; the queue pair takes ",
+                                                   max_send_sge_));
+  }
+  GatherPart areas[kMaxGather];
+  for (size_t i = 0; i < gather.size(); ++i) {
+    areas[i] = GatherPart{gather[i].addr, gather[i].length, gather[i].lkey};
+  }
+  GatherPart parts[kMaxPieces + kMaxGather];
+  std::array<uint32_t, kMaxPieces> per_piece{};
+  if (SplitGather(std::span<const GatherPart>(areas, gather.size()), len, piece, parts,
+                  per_piece) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UC chunk of ", len, " bytes gathered from fewer bytes"));
+  }
+  ibv_sge sges[kMaxPieces + kMaxGather];
   ibv_send_wr ws[kMaxPieces];
+  uint32_t next_sge = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t off = i * piece;
-    const uint32_t l = i + 1 < n ? piece : len - off;
-    sges[i] = ibv_sge{reinterpret_cast<uintptr_t>(local + off), l, lkey};
+    ibv_sge* first = &sges[next_sge];
+    for (uint32_t k = 0; k < per_piece[i]; ++k, ++next_sge) {
+      sges[next_sge] = ibv_sge{parts[next_sge].addr, parts[next_sge].length, parts[next_sge].key};
+    }
     ws[i] = ibv_send_wr{};
     ws[i].wr_id = wr_id;
-    ws[i].sg_list = &sges[i];
-    ws[i].num_sge = l > 0 ? 1 : 0;
+    ws[i].sg_list = first;
+    ws[i].num_sge = static_cast<int>(per_piece[i]);
     ws[i].opcode = i + 1 < n ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM;
     ws[i].send_flags = i + 1 == n && signaled ? IBV_SEND_SIGNALED : 0;
     ws[i].wr.rdma.remote_addr = remote_addr + off;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -82,6 +83,10 @@ struct UcPeer {
   uint32_t psn = 0;  // the peer's first send PSN
 };
 
+// Gather entries a chunk may need: the datagram's own bytes around up to four payloads
+// sent from the application's memory (wire::kMaxDeferredPayloads; docs/rdma.md 7.14).
+inline constexpr uint32_t kMaxGather = 9;
+
 class UcQueuePair {
  public:
   // A UC queue pair in `pd` on `dev`'s port, in INIT with remote write allowed. Errors:
@@ -117,6 +122,14 @@ class UcQueuePair {
   absl::Status PostPieces(const uint8_t* local, uint32_t len, uint32_t piece, uint32_t lkey,
                           uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
                           uint64_t wr_id, bool signaled, uint32_t* wrs);
+  // The same, gathered: the chunk's `len` bytes are the concatenation of `gather` (at
+  // most kMaxGather entries and max_send_sge(): InvalidArgument otherwise; zero copy,
+  // docs/rdma.md 7.14), each piece carrying the entries' parts it covers.
+  absl::Status PostPieces(std::span<const ibv_sge> gather, uint32_t len, uint32_t piece,
+                          uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
+                          uint64_t wr_id, bool signaled, uint32_t* wrs);
+  // Gather entries per work request this queue pair takes (min(kMaxGather, the device's)).
+  uint32_t max_send_sge() const { return max_send_sge_; }
 
   // RESET -> INIT again (posted work requests are dropped without completions), ready for
   // Connect to another peer QP (a lane whose writer was replaced). Errors name the step.
@@ -136,6 +149,7 @@ class UcQueuePair {
   absl::Status ToInit(const VerbsDevice& dev);
   ibv_qp* qp_ = nullptr;
   uint32_t psn_ = 0;
+  uint32_t max_send_sge_ = 1;
 };
 
 }  // namespace longhaul::verbs

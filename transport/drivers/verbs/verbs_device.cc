@@ -215,6 +215,7 @@ absl::StatusOr<std::unique_ptr<VerbsDevice>> VerbsDevice::Open(const VerbsOption
     d->gid_ = gid;
     d->active_mtu_ = MtuBytes(pa.active_mtu);
     d->max_qp_wr_ = static_cast<uint32_t>(da.max_qp_wr);
+    d->max_sge_ = static_cast<uint32_t>(std::max(da.max_sge, 1));
     d->max_cqe_ = static_cast<uint32_t>(da.max_cqe);
     d->pd_ = Ibverbs().alloc_pd(ctx);
     if (d->pd_ == nullptr) return VerbsError(errno, absl::StrCat("ibv_alloc_pd(", d->name_, ")"));

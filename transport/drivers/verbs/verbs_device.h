@@ -55,6 +55,8 @@ class VerbsDevice {
   // The port's active MTU in bytes (the largest UD message).
   uint32_t active_mtu() const { return active_mtu_; }
   uint32_t max_qp_wr() const { return max_qp_wr_; }
+  // Scatter/gather entries a work request may carry (ibv_device_attr::max_sge).
+  uint32_t max_sge() const { return max_sge_; }
   uint32_t max_cqe() const { return max_cqe_; }
   uint32_t max_inline() const { return 64; }
   // "rxe0 port 1 gid 1 (198.18.1.1, RoCE v2), active MTU 4096"
@@ -70,6 +72,7 @@ class VerbsDevice {
   Gid gid_{};
   uint32_t active_mtu_ = 0;
   uint32_t max_qp_wr_ = 0;
+  uint32_t max_sge_ = 1;
   uint32_t max_cqe_ = 0;
 };
 

@@ -157,6 +157,19 @@ class VerbsDriverImpl {
     return datapath::DriverRuntime::WaitConnect(*wait, timeout, server.ToString());
   }
 
+  // Zero copy (docs/rdma.md 7.14): the registry lives on the driver thread.
+  absl::Status RegisterMemory(uint64_t id, const void* data, size_t size) {
+    absl::Status s = absl::CancelledError("endpoint is shut down");
+    thread_.RunOnThread(
+        [&] { s = regions_.Add(id, data, size, dev_ != nullptr ? dev_->pd() : nullptr); });
+    return s;
+  }
+  absl::Status DeregisterMemory(uint64_t id) {
+    absl::Status s = absl::CancelledError("endpoint is shut down");
+    thread_.RunOnThread([&] { s = regions_.Remove(id); });
+    return s;
+  }
+
   absl::StatusOr<std::shared_ptr<ConnectionHandle>> Accept(Duration timeout) {
     return runtime_.Accept(timeout);
   }
@@ -229,8 +242,12 @@ class VerbsDriverImpl {
                           .free_slots = &free_slots_,
                           .recv_cq_used = &recv_cq_used_,
                           .send_cq_used = &send_cq_used_,
-                          .cq_capacity = cq_capacity_},
+                          .cq_capacity = cq_capacity_,
+                          .regions = &regions_},
           send_slot_size_, opt_.verbs);
+    }
+    if (absl::Status s = regions_.Open(dev_->pd()); !s.ok()) {
+      LOG(WARNING) << "verbs: " << s.message() << "; sends from it are copied";
     }
     LOG(INFO) << "verbs: " << dev_->Describe();
     return absl::OkStatus();
@@ -238,6 +255,7 @@ class VerbsDriverImpl {
 
   void DestroyDeviceObjects() {
     uc_.reset();  // its queue pairs use the CQs
+    regions_.Close();  // nothing is posted any more
     while (!qps_.empty()) DestroyQp(qps_.begin()->first);
     for (auto& [gid, ah] : ahs_) Ibverbs().destroy_ah(ah);
     ahs_.clear();
@@ -456,6 +474,7 @@ class VerbsDriverImpl {
     }
     const Time now = Now();
     if (uc_) uc_->Maintain(now);
+    if (regions_.collect_pending()) regions_.Collect(free_slots_, send_slots_);
     Transmit(now);
     runtime_.ProcessEndpointEvents();
     runtime_.DeliverAll(now);
@@ -710,6 +729,7 @@ class VerbsDriverImpl {
         free_slots_.pop_back();
         if (uc_->Take(t, slot, static_cast<uint32_t>(n))) continue;
         free_slots_.push_back(slot);
+        uc_->CountCopied(UcDatapath::FillPayloads(buf, t));  // over UD
       }
       UdQueuePair* q = FindQp(t.local);
       if (q == nullptr) continue;  // destroyed meanwhile: lost like on a wire
@@ -750,6 +770,8 @@ class VerbsDriverImpl {
     EndpointStats s = counters_;
     runtime_.AddStats(&s);
     if (uc_) uc_->AddStats(&s);
+    s.memory_regions = regions_.registered();
+    s.memory_region_bytes = regions_.registered_bytes();
     thread_.Publish(s);
   }
 
@@ -794,6 +816,7 @@ class VerbsDriverImpl {
   uint32_t send_slot_size_ = 0;  // the send arena's slots (a chunk with UC lanes)
   uint32_t send_slots_ = 0;
   std::unique_ptr<UcDatapath> uc_;  // qp_type uc
+  MemoryRegions regions_;           // the application's, for zero-copy sends
   std::vector<uint8_t> send_mem_;
   ibv_mr* send_mr_ = nullptr;
   SendArena arena_;
@@ -847,6 +870,14 @@ absl::StatusOr<std::shared_ptr<ConnectionHandle>> VerbsDriver::Accept(Duration t
 }
 
 void VerbsDriver::Shutdown() { impl_->Shutdown(); }
+
+absl::Status VerbsDriver::RegisterMemory(uint64_t region, const void* data, size_t size) {
+  return impl_->RegisterMemory(region, data, size);
+}
+
+absl::Status VerbsDriver::DeregisterMemory(uint64_t region) {
+  return impl_->DeregisterMemory(region);
+}
 
 EndpointStats VerbsDriver::stats() const { return impl_->stats(); }
 

@@ -50,6 +50,11 @@ class VerbsDriver final : public Driver {
   // send_syscalls / recv_syscalls count ibv_post_send / ibv_post_recv calls (each a post
   // list); gso_sends counts post lists of more than one work request.
   EndpointStats stats() const override;
+  // Zero copy (docs/rdma.md 7.14): registered in the device's protection domain now, or
+  // when the device opens; UC lanes gather DATA payloads of messages sent with this
+  // SendBuffer::region from it. Errors: MemoryRegions::Add's (memlock named).
+  absl::Status RegisterMemory(uint64_t region, const void* data, size_t size) override;
+  absl::Status DeregisterMemory(uint64_t region) override;
 
  private:
   explicit VerbsDriver(std::unique_ptr<VerbsDriverImpl> impl);
