@@ -442,16 +442,19 @@ def case_uc_messages_0B_to_64MiB(c):
            "the messages did not go over the UC lane:\n%s\n%s" % (out[-800:], sout[-800:]))
 
 
-def case_nccl_allreduce(c, qp_type="ud"):
+def case_nccl_allreduce(c, qp_type="ud", zero_copy=False):
     """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
     verified run is the exact sum, and the data went through rxe0 (its packet counter);
-    with qp_type uc, through each connection's UC lane (the driver's log line)."""
+    with qp_type uc, through each connection's UC lane (the driver's log line). zero_copy:
+    in plaintext with every send in place (COPY_MAX=0), the ranks' regMr'd buffers are
+    registered and the payload gathered from them (the plugin's regMr line at finalize)."""
     if not os.path.exists(c.rank):
         raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
     c.netem(DELAY + " loss 0.1%")
     env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
-           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_QP_TYPE=%s NCCL_LONGHAUL_PSK_FILE=%s"
-           % (qp_type, c.psk))
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_QP_TYPE=%s " % qp_type)
+    env += ("NCCL_LONGHAUL_INSECURE=1 NCCL_LONGHAUL_COPY_MAX=0 NCCL_DEBUG=INFO" if zero_copy
+            else "NCCL_LONGHAUL_PSK_FILE=%s" % c.psk)
     sizes = "4096,1048576,4194304"
     sent_before = rxe_sent_packets(c, "b")
     pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
@@ -473,10 +476,24 @@ def case_nccl_allreduce(c, qp_type="ud"):
     if qp_type == "uc":
         expect("UC lane up" in out and "UC lane up" in sout,
                "no UC lane came up:\n%s\n%s" % (out[-1500:], sout[-1500:]))
+    if zero_copy:
+        for text in (out, sout):
+            m = re.search(r"regMr: (\d+) regions registered \((\d+) bytes\), (\d+) refused; (\d+) "
+                          r"sends in place \((\d+) bytes\); zero copy: (\d+) payload bytes gathered "
+                          r"from registered memory, (\d+) copied", text)
+            expect(m is not None, "no regMr line:\n" + text[-2000:])
+            reg, _, refused, sends, in_place, gathered, copied = (int(x) for x in m.groups())
+            print("         " + m.group(0), flush=True)
+            # Each rank sends about 4 x (4 MiB + 1 MiB + 4 KiB) / 2 of its own: all in
+            # place, nearly all of it gathered by the NIC (a send's pieces under 256 bytes
+            # and what went over UD before the lane came up are copied).
+            expect(reg == 2 and refused == 0 and sends > 0, m.group(0))
+            expect(gathered >= 0.9 * in_place and copied <= 0.1 * in_place, m.group(0))
 
 
 def case_nccl_allreduce_uc(c):
     case_nccl_allreduce(c, "uc")
+    case_nccl_allreduce(c, "uc", zero_copy=True)
 
 
 def case_probe_verbs_server(c):

@@ -129,6 +129,7 @@ int RankMain(const RankOptions& o, Clock::time_point deadline) {
     }
     if (!SendMsg(fd, result.get(), sizeof(ResultMsg))) return 1;
   }
+  ring.Deregister();
   net->closeSend(send);
   net->closeRecv(recv);
   net->finalize(ctx);

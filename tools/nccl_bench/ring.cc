@@ -16,7 +16,25 @@ absl::Status Ring::Allocate(size_t max_count) {
   tmp_.resize(ahead_);
   for (auto& t : tmp_) t.assign(slice_elems_, 0.0f);
   for (size_t i = 0; i < max_count; ++i) sendbuf_[i] = Value(i, rank_);
+  Deregister();
+  const size_t bytes = max_count * sizeof(float);
+  if (bytes > 0) {
+    if (ncclResult_t r = net_->regMr(send_, sendbuf_.data(), bytes, LH_NCCL_PTR_HOST, &send_mh_);
+        r != ncclSuccess) {
+      return absl::InternalError(absl::StrCat("regMr: ncclResult ", r));
+    }
+    if (ncclResult_t r = net_->regMr(send_, recvbuf_.data(), bytes, LH_NCCL_PTR_HOST, &recv_mh_);
+        r != ncclSuccess) {
+      return absl::InternalError(absl::StrCat("regMr: ncclResult ", r));
+    }
+  }
   return absl::OkStatus();
+}
+
+void Ring::Deregister() {
+  if (send_mh_ != nullptr) net_->deregMr(send_, send_mh_);
+  if (recv_mh_ != nullptr) net_->deregMr(send_, recv_mh_);
+  send_mh_ = recv_mh_ = nullptr;
 }
 
 absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
@@ -100,7 +118,7 @@ absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
       const float* src = next_send < nslices ? sendbuf_.data() + b : recvbuf_.data() + b;
       void* req = nullptr;
       ncclResult_t r = net_->isend(send_, const_cast<float*>(src), len * sizeof(float), rank_,
-                                   nullptr, nullptr, &req);
+                                   next_send < nslices ? send_mh_ : recv_mh_, nullptr, &req);
       if (r != ncclSuccess) return absl::InternalError(absl::StrCat("isend: ncclResult ", r));
       if (req == nullptr) break;  // back-pressure
       sreq.push_back(req);

@@ -43,8 +43,12 @@ class Ring {
         ahead_(std::clamp(recv_ahead, 1, 32)),
         idle_nap_us_(idle_nap_us) {}
 
-  // Buffers for up to `max_count` floats per rank; fills the input.
+  // Buffers for up to `max_count` floats per rank; fills the input. As NCCL does, the
+  // buffers sends come from are registered with the send comm (regMr, host memory) and
+  // their handles passed to isend: the plugin may send them without copying.
   absl::Status Allocate(size_t max_count);
+  // deregMr of what Allocate registered (before the comms close). Idempotent.
+  void Deregister();
 
   static float Value(size_t i, int rank) {
     return static_cast<float>(((i % 251) + 1) * (rank + 1) % 1021);
@@ -65,6 +69,8 @@ class Ring {
   int ahead_;
   int idle_nap_us_;
   std::vector<float> sendbuf_, recvbuf_;
+  void* send_mh_ = nullptr;  // regMr of sendbuf_ on the send comm
+  void* recv_mh_ = nullptr;  // of recvbuf_ (what later steps send from)
   std::vector<std::vector<float>> tmp_;
 };
 

@@ -92,6 +92,10 @@ struct MrHandle {
   uint32_t magic = kMrMagic;
   void* data = nullptr;
   size_t size = 0;
+  // Zero copy: the endpoint's registration of [data, data + size) (Runtime::
+  // RegisterMemory; 0: none, sends from it copy) and the runtime that holds it.
+  uint64_t region = 0;
+  std::shared_ptr<Runtime> rt;
 };
 
 }  // namespace longhaul::nccl

@@ -94,7 +94,8 @@ void Progress(RecvComm* c) {
 
 }  // namespace
 
-absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void** request) {
+absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void* mhandle,
+                   void** request) {
   if (request == nullptr) return absl::InvalidArgumentError("isend: NULL request");
   *request = nullptr;
   auto* c = static_cast<SendComm*>(send_comm);
@@ -124,9 +125,19 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
   }
   if (size > c->rt->settings.copy_max) {
     auto wait = std::make_shared<ZeroCopyWait>();
-    if (absl::Status s = c->link->SendInPlace(c->state->id, tag, data, size, wait); !s.ok()) {
+    // Zero copy: memory regMr registered, where this send lies within it.
+    const auto* mr = static_cast<const MrHandle*>(mhandle);
+    const auto* p = static_cast<const uint8_t*>(data);
+    const auto* base = mr != nullptr && mr->magic == kMrMagic
+                           ? static_cast<const uint8_t*>(mr->data) : nullptr;
+    const uint64_t region =
+        base != nullptr && p >= base && size <= mr->size && size_t(p - base) <= mr->size - size
+            ? mr->region : 0;
+    if (absl::Status s = c->link->SendInPlace(c->state->id, tag, data, size, wait, region);
+        !s.ok()) {
       return s;
     }
+    c->rt->CountInPlaceSend(size);
     c->sent += charge;
     r->kind = Request::Kind::kSend;
     r->done = false;  // NCCL's buffer is read until longhaul reports it acknowledged

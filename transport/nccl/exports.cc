@@ -194,18 +194,20 @@ ncclResult_t DeregMrImpl(void* comm, void* mhandle) {
   return Result("deregMr", DeregMr(comm, mhandle));
 }
 
-ncclResult_t IsendV8(void* comm, void* data, int size, int tag, void*, void** request) {
+ncclResult_t IsendV8(void* comm, void* data, int size, int tag, void* mhandle, void** request) {
   if (size < 0) {
     if (request) *request = nullptr;
     return Result("isend", absl::InvalidArgumentError("negative size"));
   }
-  return Result("isend", Isend(comm, data, static_cast<size_t>(size), tag, request));
+  return Result("isend", Isend(comm, data, static_cast<size_t>(size), tag, mhandle, request));
 }
-ncclResult_t IsendV9(void* comm, void* data, size_t size, int tag, void*, void** request) {
-  return Result("isend", Isend(comm, data, size, tag, request));
+ncclResult_t IsendV9(void* comm, void* data, size_t size, int tag, void* mhandle,
+                     void** request) {
+  return Result("isend", Isend(comm, data, size, tag, mhandle, request));
 }
-ncclResult_t IsendV10(void* comm, void* data, size_t size, int tag, void*, void*, void** request) {
-  return Result("isend", Isend(comm, data, size, tag, request));
+ncclResult_t IsendV10(void* comm, void* data, size_t size, int tag, void* mhandle, void*,
+                      void** request) {
+  return Result("isend", Isend(comm, data, size, tag, mhandle, request));
 }
 ncclResult_t IrecvV8(void* comm, int n, void** data, int* sizes, int* tags, void**,
                      void** request) {

@@ -135,7 +135,7 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
 }
 
 absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
-                               std::shared_ptr<ZeroCopyWait> wait) {
+                               std::shared_ptr<ZeroCopyWait> wait, uint64_t region) {
   auto head =
       std::shared_ptr<uint8_t>(new uint8_t[kFrameHeaderBytes], std::default_delete<uint8_t[]>());
   EncodeFrameHeader(MakeFrameHeader(FrameKind::kDataHead, comm, tag, size, 0), head.get());
@@ -149,8 +149,9 @@ absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t 
         absl::StrCat("longhaul connection ", key_, ": ", id.status().message()));
   }
   ++pending_sends_;
-  absl::StatusOr<uint64_t> pid =
-      conn_->Send(SendBuffer{static_cast<const uint8_t*>(data), size, nullptr}, 0);
+  SendBuffer payload{static_cast<const uint8_t*>(data), size, nullptr};
+  payload.region = region;
+  absl::StatusOr<uint64_t> pid = conn_->Send(std::move(payload), 0);
   if (!pid.ok()) {
     return absl::AbortedError(
         absl::StrCat("longhaul connection ", key_, ": ", pid.status().message()));

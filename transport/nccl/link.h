@@ -143,8 +143,9 @@ class Link : public std::enable_shared_from_this<Link> {
   absl::Status SendData(std::shared_ptr<uint8_t> buf, size_t bytes);
   // Sends a kDataHead frame and, right behind it on the connection, `size` bytes at
   // `data` in place; `wait` completes when longhaul reports them acknowledged.
+  // `region`: the memory's registration (MrHandle::region; 0: none), for zero copy.
   absl::Status SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
-                           std::shared_ptr<ZeroCopyWait> wait);
+                           std::shared_ptr<ZeroCopyWait> wait, uint64_t region = 0);
   // Aborts the connection (pending in-place sends are cancelled: longhaul stops reading
   // their memory) and waits up to `timeout` for its end.
   void AbortAndWait(const std::string& reason, Duration timeout);

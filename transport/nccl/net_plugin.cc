@@ -340,6 +340,11 @@ absl::Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle
   auto* mr = new MrHandle;
   mr->data = data;
   mr->size = size;
+  // Zero copy: the endpoint registers it for the verbs datapath's UC lanes (0: copied).
+  const std::shared_ptr<Runtime>& rt = *any == kSendMagic ? static_cast<SendComm*>(comm)->rt
+                                                          : static_cast<RecvComm*>(comm)->rt;
+  if (size > 0 && data != nullptr) mr->region = rt->RegisterMemory(data, size);
+  mr->rt = rt;
   *mhandle = mr;
   return absl::OkStatus();
 }
@@ -350,6 +355,7 @@ absl::Status DeregMr(void* comm, void* mhandle) {
     return absl::InvalidArgumentError("deregMr: not a memory handle of this plugin");
   }
   mr->magic = kDeadMagic;
+  if (mr->rt) mr->rt->DeregisterMemory(mr->region);
   delete mr;
   return absl::OkStatus();
 }

@@ -113,7 +113,10 @@ absl::Status RegMr(void* comm, void* data, size_t size, int type, void** mhandle
 absl::Status DeregMr(void* comm, void* mhandle);
 
 // *request = NULL (and OK) means "not now" (credit exhausted): call again later.
-absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void** request);
+// `mhandle`: regMr's handle of the memory (may be NULL): an in-place send from it names
+// its registration (zero copy, docs/nccl.md section 4).
+absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void* mhandle,
+                   void** request);
 // n in [1, kMaxRecvs]; sizes are maxima. Matching is in order: messages fill the oldest
 // irecv, each the first unfilled buffer of that irecv whose tag matches (n == 1: any tag).
 absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,

@@ -283,6 +283,49 @@ void Runtime::NotifyProgress() {
   idle_cv_.notify_all();
 }
 
+bool Runtime::zero_copy() const {
+  const absl::StatusOr<Datapath> d = ParseDatapath(settings.datapath);
+  const absl::StatusOr<QpType> q = ParseQpType(settings.qp_type);
+  return d.ok() && *d == Datapath::kVerbs && q.ok() && *q == QpType::kUc;
+}
+
+uint64_t Runtime::RegisterMemory(void* data, size_t size) {
+  if (!zero_copy()) return 0;  // other datapaths copy whatever is registered
+  absl::StatusOr<uint64_t> region = absl::FailedPreconditionError("no longhaul endpoint yet");
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (endpoint_) region = endpoint_->RegisterMemory(data, size);
+  }
+  std::lock_guard<std::mutex> l(count_mu_);
+  if (!region.ok()) {
+    if (mr_.refused++ == 0) {
+      LogWarn("regMr of %zu bytes: %s; sends from it are copied (logged once)", size,
+              std::string(region.status().message()).c_str());
+    }
+    return 0;
+  }
+  ++mr_.registered;
+  mr_.bytes += size;
+  return *region;
+}
+
+void Runtime::DeregisterMemory(uint64_t region) {
+  if (region == 0) return;
+  std::lock_guard<std::mutex> l(mu_);
+  if (endpoint_) (void)endpoint_->DeregisterMemory(region);
+}
+
+Runtime::MrCounts Runtime::mr_counts() {
+  std::lock_guard<std::mutex> l(count_mu_);
+  return mr_;
+}
+
+void Runtime::CountInPlaceSend(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(count_mu_);
+  ++mr_.in_place_sends;
+  mr_.in_place_bytes += bytes;
+}
+
 void Runtime::Stop() {
   std::vector<std::shared_ptr<Link>> links;
   {
@@ -309,6 +352,20 @@ void Runtime::Stop() {
     ep = std::move(endpoint_);
   }
   if (ep) ep->Close();  // joins the engine threads; pending Connects fail
+  if (ep && zero_copy()) {
+    // What zero copy did (docs/nccl.md section 4): the send side's regMr and gathers.
+    const EndpointStats s = ep->stats();
+    const MrCounts m = mr_counts();
+    LogInfo("regMr: %llu regions registered (%llu bytes), %llu refused; %llu sends in place "
+            "(%llu bytes); zero copy: %llu payload bytes gathered from registered memory, "
+            "%llu copied",
+            static_cast<unsigned long long>(m.registered),
+            static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.refused),
+            static_cast<unsigned long long>(m.in_place_sends),
+            static_cast<unsigned long long>(m.in_place_bytes),
+            static_cast<unsigned long long>(s.uc_payload_bytes_referenced),
+            static_cast<unsigned long long>(s.uc_payload_bytes_copied));
+  }
   for (auto& lk : links) {
     if (lk->connect_thread.joinable()) lk->connect_thread.join();
   }

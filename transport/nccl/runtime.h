@@ -83,6 +83,20 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::shared_ptr<ListenState> FindListen(uint64_t id);
   void RemoveListen(uint64_t id);
 
+  // regMr (zero copy, docs/nccl.md section 4): host memory NCCL sends from, registered
+  // with the endpoint, whose verbs datapath with UC lanes gathers plaintext payloads from
+  // it (Endpoint::RegisterMemory). Returns the region for SendBuffer::region, 0 when it
+  // is not registered (no endpoint yet, or refused: logged once): sends from it copy.
+  uint64_t RegisterMemory(void* data, size_t size);
+  // Whether regMr registers anything: NCCL_LONGHAUL_DATAPATH=verbs with QP_TYPE=uc.
+  bool zero_copy() const;
+  void DeregisterMemory(uint64_t region);
+  struct MrCounts {
+    uint64_t registered = 0, bytes = 0, refused = 0, in_place_sends = 0, in_place_bytes = 0;
+  };
+  MrCounts mr_counts();
+  void CountInPlaceSend(uint64_t bytes);
+
   // OPENs refused (by reason) and comms ended for exceeding their credit, since init.
   // Each call counts one and returns the totals as text for the log line ("3 OPENs
   // refused since init (no such listen comm 2, other communicator 1)"); `total` (may be
@@ -153,6 +167,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   uint64_t refused_[6] = {};  // by RejectReason
   uint64_t refused_total_ = 0;
   uint64_t credit_ended_ = 0;
+  MrCounts mr_;  // under count_mu_
   std::map<std::string, ClientPeer> client_peers_;
   std::vector<std::shared_ptr<Link>> links_;
   std::mutex idle_mu_;
