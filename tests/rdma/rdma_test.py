@@ -386,8 +386,14 @@ def case_uc_four_lanes(c):
 
 
 def lanes_replaced(text):
-    m = re.search(r"(\d+) lanes failed, (\d+) replaced", text)
+    """(lanes failed, replaced) from the 'verbs uc:' line."""
+    m = re.search(r"(\d+) lanes failed \(\d+ stalled\), (\d+) replaced", text)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def lanes_stalled(text):
+    m = re.search(r"lanes failed \((\d+) stalled\)", text)
+    return int(m.group(1)) if m else None
 
 
 def case_uc_lane_error(c):
@@ -404,6 +410,18 @@ def case_uc_lane_error(c):
             per = lane_chunks(out)
             expect(len(per) == 4 and min(per) > 10,
                    "the lanes did not all carry chunks: %s\n%s" % (per, out[-1500:]))
+
+
+def case_uc_lane_stall(c):
+    """A lane whose writes the peer's NIC drops without a word (the test mode writes with
+    a key it does not know; UC reports nothing): the sender retires it when the peer's
+    count of that lane stops, a second later a new writer carries chunks again; the
+    connection goes on over its other lanes (4) or UD (1), intact."""
+    for lanes in (4, 1):
+        out, _ = uc_bulk(c, "", "--bytes=12MiB --uc_lanes=%d --uc_stall_lane_after=40" % lanes,
+                         server_flags="--uc_lanes=%d" % lanes, min_chunks=60)
+        expect(lanes_stalled(out) == 1 and lanes_replaced(out) == (1, 1),
+               "%d lanes: not one lane stalled, retired and replaced:\n%s" % (lanes, out[-1500:]))
 
 
 def case_uc_plaintext_reverse(c):
@@ -536,6 +554,7 @@ CASES = [
     ("uc_late_duplicates", case_uc_late_duplicates),
     ("uc_four_lanes", case_uc_four_lanes),
     ("uc_lane_error", case_uc_lane_error),
+    ("uc_lane_stall", case_uc_lane_stall),
     ("uc_plaintext_reverse", case_uc_plaintext_reverse),
     ("uc_client_ud_server", case_uc_client_ud_server),
     ("uc_messages_0B_to_64MiB", case_uc_messages_0B_to_64MiB),

@@ -87,10 +87,18 @@ DEFINE_string(uc_chunk, "0",
 DEFINE_int32(uc_lanes, 1,
              "verbs, qp_type uc: lanes (UC queue pairs, each its own RoCE v2 source port) per "
              "connection, 1 to 4; chunks are sprayed over them (both sides use the smaller)");
+DEFINE_bool(zero_copy, true,
+            "verbs, qp_type uc: register the payload this side sends from, so that plaintext "
+            "chunks gather it from there instead of the transport copying it (docs/rdma.md "
+            "7.14); --nozero_copy copies, for comparison");
 DEFINE_int64(uc_fail_lane_after, 0,
              "verbs, qp_type uc, a test mode: after this many chunks force the writing queue "
              "pair of the lane in use into the error state; the connection goes on over its "
              "other lanes, or UD (0: off)");
+DEFINE_int64(uc_stall_lane_after, 0,
+             "verbs, qp_type uc, a test mode: after this many chunks the first lane writes "
+             "with a key the peer's NIC drops silently (a lane that stalls); the sender "
+             "retires it when the peer's count of that lane stops (0: off)");
 DEFINE_int32(uc_replay_every, 0,
              "verbs, qp_type uc, a test mode: after every Nth chunk also write a late duplicate "
              "into the slot of the chunk one lap back, with its old key (docs/rdma.md 7.4); "
@@ -222,6 +230,8 @@ EndpointOptions EndpointFromFlags(const crypto::LoadedKeys& keys) {
   e.verbs.uc_lanes = static_cast<uint32_t>(FLAGS_uc_lanes);
   if (FLAGS_uc_fail_lane_after < 0) kUsage.Fail("--uc_fail_lane_after must be >= 0");
   e.verbs.uc_fail_lane_after = static_cast<uint64_t>(FLAGS_uc_fail_lane_after);
+  if (FLAGS_uc_stall_lane_after < 0) kUsage.Fail("--uc_stall_lane_after must be >= 0");
+  e.verbs.uc_stall_lane_after = static_cast<uint64_t>(FLAGS_uc_stall_lane_after);
   if (e.verbs.qp_type == QpType::kUc && e.datapath != Datapath::kVerbs) {
     kUsage.Fail("--qp_type=uc needs --datapath=verbs");
   }
@@ -253,6 +263,7 @@ int Main(int argc, char** argv) {
     o.json = FLAGS_json;
     o.one_off = FLAGS_one_off;
     o.answer_probes = FLAGS_answer_probes;
+    o.zero_copy = FLAGS_zero_copy;
     o.max_duration_s = SecondsFlag(FLAGS_max_test_duration, "max_test_duration");
     if (!(o.max_duration_s > 0)) kUsage.Fail("--max_test_duration must be > 0");
     return RunServer(o);
@@ -296,6 +307,7 @@ int Main(int argc, char** argv) {
         "time: give --rate (or a profile that sets rate)");
   }
   o.verify = verify;
+  o.zero_copy = FLAGS_zero_copy;
   o.json = FLAGS_json;
   o.connect_timeout = kUsage.Or(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
   o.timeout_s = SecondsFlag(FLAGS_timeout, "timeout");

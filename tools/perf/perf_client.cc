@@ -125,7 +125,7 @@ absl::StatusOr<std::vector<StreamTrack>> ConnectStreams(Endpoint& ep, const Clie
                                                         const std::string& app_data,
                                                         const std::string& test_id) {
   std::vector<StreamTrack> tracks(o.parallel);
-  const std::shared_ptr<PatternRegions> regions = ZeroCopyRegions(ep, o.endpoint);
+  const std::shared_ptr<PatternRegions> regions = ZeroCopyRegions(ep, o.endpoint, o.zero_copy);
   for (uint32_t i = 0; i < o.parallel; ++i) {
     ConnectOptions co;
     co.config = o.config;
@@ -350,7 +350,7 @@ void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohma
     driver["qp_type"] = QpTypeName(eo.verbs.qp_type);
     LONGHAUL_JSON_SET_FIELDS(driver, es, uc_lanes_opened, uc_chunks_sent, uc_chunk_bytes_sent,
                              uc_chunks_received, uc_stale_completions, uc_chunks_given_up,
-                             uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_lanes_replaced, uc_chunk_shrinks,
+                             uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_lanes_replaced, uc_lanes_stalled, uc_chunk_shrinks,
                              uc_chunk_grows, uc_payload_bytes_referenced, uc_payload_bytes_copied,
                              memory_regions, memory_region_bytes);
     driver["uc_lane_chunks_sent"] = es.uc_lane_chunks_sent;

@@ -37,11 +37,11 @@ std::string UcLine(const EndpointOptions& o, const EndpointStats& s) {
   return absl::StrFormat(
       "verbs uc: %d lane(s) opened, %d chunks sent (%s; per lane %s), %d received, %d stale "
       "completions, %d given up, %d grant waits, chunk halved %d and doubled %d times, %d lanes "
-      "failed, %d replaced, %d lane errors, %d late duplicates written; zero copy: %s of "
+      "failed (%d stalled), %d replaced, %d lane errors, %d late duplicates written; zero copy: %s of "
       "payload gathered from %d registered region(s), %s copied",
       s.uc_lanes_opened, s.uc_chunks_sent, FormatTransfer(s.uc_chunk_bytes_sent), per_lane,
       s.uc_chunks_received, s.uc_stale_completions, s.uc_chunks_given_up, s.uc_grant_waits,
-      s.uc_chunk_shrinks, s.uc_chunk_grows, s.uc_lanes_failed, s.uc_lanes_replaced,
+      s.uc_chunk_shrinks, s.uc_chunk_grows, s.uc_lanes_failed, s.uc_lanes_stalled, s.uc_lanes_replaced,
       s.uc_lane_errors, s.uc_replays, FormatTransfer(s.uc_payload_bytes_referenced),
       s.memory_regions, FormatTransfer(s.uc_payload_bytes_copied));
 }

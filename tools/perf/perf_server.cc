@@ -321,7 +321,7 @@ int RunServer(const ServerOptions& o) {
     return 1;
   }
   Accepted accepted;
-  accepted.regions = ZeroCopyRegions(**ep, o.endpoint);
+  accepted.regions = ZeroCopyRegions(**ep, o.endpoint, o.zero_copy);
   absl::StatusOr<uint16_t> port = (*ep)->Listen(o.bind, o.port, MakeListenOptions(o, &accepted));
   if (!port.ok()) {
     std::cerr << "longhaul-perf: error - cannot listen on " << o.bind << ":" << o.port << ": "

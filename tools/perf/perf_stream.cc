@@ -45,8 +45,9 @@ nlohmann::json CpuJson(double user0, double system0) {
 
 }  // namespace
 
-std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o) {
-  if (o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return nullptr;
+std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o,
+                                                bool on) {
+  if (!on || o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return nullptr;
   return std::make_shared<PatternRegions>(&ep);
 }
 

@@ -57,8 +57,8 @@ class PatternRegions {
 };
 
 // A PatternRegions for `ep` where its datapath sends registered memory without copying
-// (verbs with UC lanes), else null.
-std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o);
+// (verbs with UC lanes) and `on` (--zero_copy), else null.
+std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOptions& o, bool on);
 
 class PerfStream : public std::enable_shared_from_this<PerfStream> {
  public:

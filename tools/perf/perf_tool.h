@@ -37,6 +37,9 @@ struct ClientOptions {
   // --verify=on: fill every message with the pattern and check it on receipt; off: send
   // the same bytes every time and check nothing (the server learns it from the request).
   bool verify = true;
+  // Zero copy with the verbs datapath's UC lanes (--zero_copy): the payload pattern is
+  // registered (Endpoint::RegisterMemory); off, it is copied like any message.
+  bool zero_copy = true;
 };
 
 struct ServerOptions {
@@ -51,6 +54,7 @@ struct ServerOptions {
   // Answer the tuner's probes (longhaul-probe / longhaul-tune --target) on the same UDP
   // port, so a link can be measured against any longhaul-perf server.
   bool answer_probes = true;
+  bool zero_copy = true;  // as ClientOptions::zero_copy, for reverse tests
 };
 
 // Runs a test; returns the exit status (0: every byte delivered and, unless verify is

@@ -76,6 +76,11 @@ struct VerbsOptions {
   // use is forced into the error state (a QP error mid-transfer); the lane is taken out
   // and the connection goes on over its other lanes, or UD. 0: off.
   uint64_t uc_fail_lane_after = 0;
+  // kUc, a test mode: after this many chunks the first lane's writer writes with a wrong
+  // key, which the receiving NIC drops without a word (UC reports no remote error): a
+  // lane that stalls; the sender retires it from the receiver's per-lane counts
+  // (docs/rdma.md 7.6). Its replacement writes correctly. 0: off.
+  uint64_t uc_stall_lane_after = 0;
 };
 // ---- end of the datapath choice ----
 
@@ -247,6 +252,7 @@ struct EndpointStats {
   uint64_t uc_replays = 0;  // VerbsOptions::uc_replay_every's late duplicates written
   uint64_t uc_lanes_failed = 0;  // lanes taken out (their connection went on)
   uint64_t uc_lanes_replaced = 0;  // failed lanes given a new writer (docs/rdma.md 7.6)
+  uint64_t uc_lanes_stalled = 0;   // of the failed: retired because the peer saw nothing
   // Chunk resizes to the loss met (docs/rdma.md 7.7): halvings and doublings.
   uint64_t uc_chunk_shrinks = 0;
   uint64_t uc_chunk_grows = 0;

@@ -24,6 +24,7 @@ UcLaneState FullLane(uint32_t i) {
   }
   l.waiting = 977 + i;
   l.failed = i == 2;
+  l.received = 0xfffffff0u + i;  // near the wrap: mod 2^32
   return l;
 }
 
@@ -72,6 +73,7 @@ TEST(UcLinkState, WhatIsEncodedDecodes) {
             EXPECT_EQ(a.grants, b.grants);
           }
           EXPECT_EQ(a.waiting, b.waiting);
+          EXPECT_EQ(a.received, b.received);
         }
       }
     }

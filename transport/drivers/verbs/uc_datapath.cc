@@ -38,7 +38,8 @@ UcDatapath::UcDatapath(Env env, uint32_t chunk_bytes, const VerbsOptions& o)
       chunk_bytes_(chunk_bytes),
       lanes_(std::clamp<uint32_t>(o.uc_lanes, 1, UcLinkState::kMaxLanes)),
       replay_every_(o.uc_replay_every),
-      fail_after_(o.uc_fail_lane_after) {}
+      fail_after_(o.uc_fail_lane_after),
+      stall_after_(o.uc_stall_lane_after) {}
 
 UcDatapath::~UcDatapath() { Clear(); }
 
@@ -101,6 +102,7 @@ UcDatapath::Entry* UcDatapath::CreateLink(endpoint::ConnectionId id, Connection&
   e.link = std::move(*link);
   e.link->set_replay_every(replay_every_);
   e.link->set_fail_after(fail_after_);
+  e.link->set_stall_after(stall_after_);
   e.recv_entries = recv_entries;
   e.send_entries = send_entries;
   e.ring_bytes = ring_bytes;
@@ -353,9 +355,13 @@ bool UcDatapath::OnSend(const ibv_wc& wc) {
 
 void UcDatapath::Maintain(Time now) {
   for (auto& [id, e] : entries_) {
+    const bool was_ready = e.link->ready();
     if (absl::Status s = e.link->Maintain(now, env_.free_slots); !s.ok()) {
       Fail(id, e, s);
       continue;
+    }
+    if (was_ready && !e.link->ready()) {  // its last lane stalled (7.6)
+      Fail(id, e, absl::UnavailableError("the peer received nothing of its lanes' writes"));
     }
     for (const UcLink::IdChange& c : e.link->TakeIdChanges()) {  // a writer replaced
       by_id_.erase(c.old_id);
@@ -430,6 +436,7 @@ void UcDatapath::Totals::Add(const UcLink& link) {
   c.replays += l.replays;
   c.lanes_failed += l.lanes_failed;
   c.lanes_replaced += l.lanes_replaced;
+  c.lanes_stalled += l.lanes_stalled;
   const std::vector<uint64_t> lane = link.lane_chunks();
   for (size_t i = 0; i < lane.size() && i < lane_chunks.size(); ++i) lane_chunks[i] += lane[i];
   const UcReceiveLane::Stats ls = link.receive_stats();
@@ -449,6 +456,7 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_replays += t.c.replays;
   s->uc_lanes_failed += t.c.lanes_failed;
   s->uc_lanes_replaced += t.c.lanes_replaced;
+  s->uc_lanes_stalled += t.c.lanes_stalled;
   for (size_t i = 0; i < t.lane_chunks.size(); ++i) s->uc_lane_chunks_sent[i] += t.lane_chunks[i];
   s->uc_lane_errors += lane_errors_;
   s->uc_lanes_opened += lanes_opened_;

@@ -142,6 +142,7 @@ class UcDatapath {
   uint32_t lanes_;
   uint32_t replay_every_;
   uint64_t fail_after_;
+  uint64_t stall_after_;
   absl::flat_hash_map<endpoint::ConnectionId, Entry> entries_;
   struct LaneRef {
     endpoint::ConnectionId connection;

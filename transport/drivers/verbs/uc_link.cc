@@ -70,6 +70,7 @@ UcLinkState UcLink::LocalState(const VerbsDevice& dev) const {
     ls.waiting = l.waiting;
     ls.failed = l.failed;
     ls.generation = l.generation;
+    ls.received = l.received;
     s.lanes.push_back(std::move(ls));
   }
   return s;
@@ -131,6 +132,11 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
       l.tx->Grant(pl.grants);
     }
     l.peer_waiting = pl.waiting.has_value();
+    if (pl.received != l.peer_received) {  // the peer got chunks of this lane
+      l.peer_received = pl.received;
+      l.unconfirmed = 0;
+      l.unconfirmed_since = Time::Infinite();
+    }
   }
   return absl::OkStatus();
 }
@@ -193,14 +199,20 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, ui
   const bool signaled = ++l.unsignalled >= kSignalChunks || l.send_wrs + pieces > send_depth_ / 2;
   if (signaled) l.unsignalled = 0;
   uint32_t wrs = 0;
-  absl::Status s = l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset, w->rkey,
-                                       w->immediate, WrId(l.tx_id, slot), signaled, &wrs);
+  // Test mode: a key the receiving NIC does not know, silently dropped there (a stall).
+  const bool stall = stall_after_ > 0 && counters_.chunks_sent >= stall_after_ &&
+                     &l == &lanes_[0] && l.generation == 0;
+  absl::Status s =
+      l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset,
+                          stall ? w->rkey ^ 0x80000000u : w->rkey, w->immediate,
+                          WrId(l.tx_id, slot), signaled, &wrs);
   if (!s.ok()) {
     ++counters_.send_errors;
     return s;
   }
   ++counters_.chunks_sent;
   ++l.chunks;
+  if (l.unconfirmed++ == 0) l.unconfirmed_since = Time::FromNanoseconds(MonotonicNs());
   counters_.chunk_bytes_sent += len;
   const uint64_t lap_back = uint64_t{l.peer_slots} + 1;
   if (replay_every_ > 0 && counters_.chunks_sent % replay_every_ == 0 && w->chunk >= lap_back &&
@@ -255,6 +267,8 @@ void UcLink::Replace(Lane& l, std::vector<uint32_t>* freed) {
   l.unsignalled = 0;
   const uint32_t old_id = l.tx_id;
   l.tx_id = next_id_();
+  l.unconfirmed = 0;
+  l.unconfirmed_since = Time::Infinite();
   id_changes_.push_back(IdChange{static_cast<uint32_t>(&l - lanes_.data()), old_id, l.tx_id});
   ++l.generation;
   l.failed = false;
@@ -304,6 +318,7 @@ std::optional<std::span<const uint8_t>> UcLink::OnReceive(uint32_t lane, const i
   std::optional<std::span<const uint8_t>> c = l.rx->OnReceive(wc, &chunk);
   if (c) {
     ++counters_.chunks_received;
+    ++l.received;
     l.last_chunk = now;
   }
   return c;
@@ -313,8 +328,14 @@ absl::Status UcLink::Maintain(Time now, std::vector<uint32_t>* freed) {
   if (!connected_) return absl::OkStatus();
   uint64_t version = 0;
   absl::Status status;
+  uint64_t received = 0;
   for (Lane& l : lanes_) {
     if (l.failed && now >= l.replace_at) Replace(l, freed);
+    if (l.writable() && l.unconfirmed >= kStallChunks && now - l.unconfirmed_since >= kStallAfter) {
+      ++counters_.lanes_stalled;
+      Fail(l);  // taken out; replaced kReplaceAfter later
+    }
+    received += l.received;
     if (l.peer_waiting && now - l.last_chunk >= kIdleRetire && now - l.last_idle >= kIdleRetire) {
       l.rx->OnIdle();
       ++counters_.idle_retirements;
@@ -325,6 +346,15 @@ absl::Status UcLink::Maintain(Time now, std::vector<uint32_t>* freed) {
   }
   if (version != sent_grant_version_) {
     sent_grant_version_ = version;
+    changed_ = true;
+  }
+  // The per-lane counts reach the peer at least every kCountEvery while they move.
+  if (changed_) {
+    published_received_ = received;
+    counts_at_ = now;
+  } else if (received != published_received_ && now - counts_at_ >= kCountEvery) {
+    published_received_ = received;
+    counts_at_ = now;
     changed_ = true;
   }
   return status;

@@ -67,9 +67,19 @@ class UcLink {
     uint64_t replays = 0;  // test mode (VerbsOptions::uc_replay_every)
     uint64_t lanes_failed = 0;
     uint64_t lanes_replaced = 0;
+    uint64_t lanes_stalled = 0;  // of lanes_failed: the peer saw none of their chunks
   };
   static constexpr uint32_t kMaxReplacements = 3;
   static constexpr Duration kReplaceAfter = Duration::Seconds(1);
+  // A lane stalls (docs/rdma.md 7.6) when at least kStallChunks of its chunks went out
+  // over at least kStallAfter without the peer's count of that lane moving: UC reports
+  // nothing of writes the path or the receiving NIC drops. Taken out like a lane that
+  // erred (and replaced: a new QP number is a new RoCE v2 source port, maybe a new path).
+  // The peer publishes its counts at least every kCountEvery while they move, so paths
+  // up to about kStallAfter - kCountEvery of round trip are never mistaken for a stall.
+  static constexpr uint64_t kStallChunks = 32;
+  static constexpr Duration kStallAfter = Duration::Seconds(1);
+  static constexpr Duration kCountEvery = Duration::Milliseconds(100);
 
   // `ids`: one work request id space per lane (WrId(ids[i], .)); lane i's receive
   // completions carry WrId(ids[i], 0), its writes WrId(tx_id(i), slot) (ids[i] until the
@@ -95,6 +105,9 @@ class UcLink {
   // Test modes: VerbsOptions::uc_replay_every and uc_fail_lane_after.
   void set_replay_every(uint32_t n) { replay_every_ = n; }
   void set_fail_after(uint64_t n) { fail_after_ = n; }
+  // Test mode (VerbsOptions::uc_stall_lane_after): lane 0's first writer writes with a
+  // wrong key after n chunks.
+  void set_stall_after(uint64_t n) { stall_after_ = n; }
 
   // The state to send the peer (after Create, and whenever changed() says so).
   UcLinkState LocalState(const VerbsDevice& dev) const;
@@ -165,6 +178,10 @@ class UcLink {
     uint32_t send_wrs = 0;           // work requests outstanding (pieces)
     uint32_t unsignalled = 0;
     uint64_t chunks = 0;
+    uint32_t received = 0;       // chunks this side's lane was handed (published)
+    uint32_t peer_received = 0;  // the peer's count of this lane's chunks
+    uint64_t unconfirmed = 0;    // chunks written since that count last moved
+    Time unconfirmed_since = Time::Infinite();
     bool writable() const { return tx.has_value() && !failed; }
   };
   UcLink() = default;
@@ -189,6 +206,9 @@ class UcLink {
   uint64_t sent_grant_version_ = 0;
   uint32_t replay_every_ = 0;
   uint64_t fail_after_ = 0;
+  uint64_t stall_after_ = 0;
+  uint64_t published_received_ = 0;  // the counts' sum when last made to publish
+  Time counts_at_ = Time::Zero();
   Counters counters_;
 };
 

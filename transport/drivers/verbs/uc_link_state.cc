@@ -8,7 +8,9 @@
 namespace longhaul::verbs {
 namespace {
 
-constexpr uint8_t kStateVersion = 1;
+// 2: per-lane received counts. A peer of version 1 refuses the state (and this side its):
+// the connection stays on UD.
+constexpr uint8_t kStateVersion = 2;
 constexpr uint8_t kFlagRing = 0x01;
 constexpr uint8_t kFlagWaiting = 0x02;
 constexpr uint8_t kFlagFailed = 0x04;
@@ -67,6 +69,7 @@ std::vector<uint8_t> UcLinkState::Encode() const {
     w.U32(l.sender.psn);
     w.U32(l.receiver.qpn);
     w.U32(l.receiver.psn);
+    w.U32(l.received);
     if (l.has_ring) {
       w.U64(l.ring);
       w.U32(l.geometry.slots);
@@ -89,7 +92,7 @@ absl::Status Bad(const char* what) {
 absl::Status DecodeLane(Reader& r, UcLaneState* l) {
   uint8_t flags = 0;
   if (!r.U8(&flags) || !r.U32(&l->generation) || !r.U32(&l->sender.qpn) || !r.U32(&l->sender.psn) ||
-      !r.U32(&l->receiver.qpn) || !r.U32(&l->receiver.psn)) {
+      !r.U32(&l->receiver.qpn) || !r.U32(&l->receiver.psn) || !r.U32(&l->received)) {
     return Bad("truncated lane");
   }
   l->has_ring = flags & kFlagRing;

@@ -36,6 +36,9 @@ struct UcLaneState {
   std::vector<uint64_t> grants;
   std::optional<uint64_t> waiting;
   bool failed = false;
+  // Chunks this side's lane i was handed so far (mod 2^32): the peer's writer sees its
+  // chunks arrive, and retires a lane whose count stops while it writes (a stall).
+  uint32_t received = 0;
 };
 
 // What a side tells its peer (encoded as the connection's driver state).
