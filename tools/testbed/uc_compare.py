@@ -3,10 +3,12 @@
 
 1. No netem: perftest `ib_write_bw -c UC -s 65536` and `ib_write_bw` RC (what the NIC path
    moves, no crypto), then longhaul-perf over verbs with --qp_type=uc and over UD, in
-   plaintext and protected, each unpaced (cc bbr, no cap); and both in plaintext with
-   --verify=off (no test pattern written or checked: longhaul's own cost).
-2. The same offered rate with no netem (--rate, fixed): UC and UD, plaintext and
-   protected, for CPU seconds per GB at equal rates.
+   plaintext and protected, each unpaced (cc bbr, no cap); UC in plaintext with its
+   sender copying the payload as before zero copy (--nozero_copy; docs/rdma.md 7.14); and
+   both in plaintext with --verify=off (no test pattern written or checked: longhaul's
+   own cost).
+2. The same offered rate with no netem (--rate, fixed): UC (with and without zero copy)
+   and UD, plaintext and protected, for CPU seconds per GB at equal rates.
 3. netem on both guests' eth0 (RATE, 29 ms each way, each loss): longhaul UC protected
    (paced at 97.5 % of the netem rate, as rdma_compare.py does), longhaul UC with
    longhaul-tune's chunk for the loss where it differs, longhaul UD protected and perftest
@@ -18,7 +20,7 @@ CPU from /proc/stat per GB moved (rxe works in softirq, billed to whatever runs)
 a line per run and a markdown table.
 
     uc_compare.py --build_dir=build [--seconds=15] [--rate_mbit=50] [--fixed_mbit=50]
-                  [--losses=0,0.001,0.01]
+                  [--losses=0,0.001,0.01] [--parts=1,2,3]
 """
 
 import argparse
@@ -67,6 +69,9 @@ def main(argv):
     ap.add_argument("--rate_mbit", type=float, default=50, help="netem rate of part 3")
     ap.add_argument("--fixed_mbit", type=float, default=50, help="offered rate of part 2")
     ap.add_argument("--losses", default="0,0.001,0.01")
+    ap.add_argument("--parts", default="1,2,3",
+                    help="which parts to run: 1 no netem flat out, 2 no netem at "
+                         "--fixed_mbit, 3 through netem")
     args = ap.parse_args(argv)
     build = os.path.abspath(args.build_dir)
     why = lt.check_available(lt.default_cache())
@@ -111,9 +116,13 @@ def main(argv):
         print("booted in %.1f s (%s)" % (tb.boot_s, tb.accel), flush=True)
         tb.netem("a", "")
         tb.netem("b", "")
-        go(tb, [perftest("no netem", "ib_write_bw -c UC -s 65536", "-c UC -s 65536"),
+        parts = set(args.parts.split(","))
+        go(tb, [] if "1" not in parts else [perftest("no netem", "ib_write_bw -c UC -s 65536", "-c UC -s 65536"),
                 perftest("no netem", "ib_write_bw RC -s 65536", "-s 65536"),
                 lh("longhaul UC plaintext, bbr", "insecure", "uc", "", "no netem"),
+                # The sender copying its payload as before zero copy (docs/rdma.md 7.14).
+                lh("longhaul UC plaintext, bbr, --nozero_copy", "insecure", "uc",
+                   "--nozero_copy", "no netem"),
                 lh("longhaul UC protected, bbr", "ik", "uc", "", "no netem"),
                 lh("longhaul UD plaintext, bbr", "insecure", "ud", "", "no netem"),
                 lh("longhaul UD protected, bbr", "ik", "ud", "", "no netem"),
@@ -125,13 +134,16 @@ def main(argv):
                    "no netem")])
         fixed = "--rate=%gmbit" % args.fixed_mbit
         sec = "no netem, %g Mbit/s offered" % args.fixed_mbit
-        go(tb, [lh("longhaul UC plaintext", "insecure", "uc", fixed, sec),
+        go(tb, [] if "2" not in parts else [
+                lh("longhaul UC plaintext", "insecure", "uc", fixed, sec),
+                lh("longhaul UC plaintext, --nozero_copy", "insecure", "uc",
+                   fixed + " --nozero_copy", sec),
                 lh("longhaul UD plaintext", "insecure", "ud", fixed, sec),
                 lh("longhaul UC protected", "ik", "uc", fixed, sec),
                 lh("longhaul UD protected", "ik", "ud", fixed, sec)])
         r = args.rate_mbit
         paced = "--rate=%gmbit --pacing_burst=20ms" % (r * 0.975)
-        for loss in [float(x) for x in args.losses.split(",")]:
+        for loss in [float(x) for x in args.losses.split(",")] if "3" in parts else []:
             spec = "rate %gmbit delay 29ms limit 100000%s" % (
                 r, " loss %g%%" % (loss * 100) if loss else "")
             tb.netem("a", spec)
