@@ -114,7 +114,7 @@ absl::Status DeregMr(void* comm, void* mhandle);
 
 // *request = NULL (and OK) means "not now" (credit exhausted): call again later.
 // `mhandle`: regMr's handle of the memory (may be NULL): an in-place send from it names
-// its registration (zero copy, docs/nccl.md section 4).
+// its registration (zero copy, docs/nccl.md section 3, "Zero copy").
 absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void* mhandle,
                    void** request);
 // n in [1, kMaxRecvs]; sizes are maxima. Matching is in order: messages fill the oldest

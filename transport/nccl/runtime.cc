@@ -353,7 +353,7 @@ void Runtime::Stop() {
   }
   if (ep) ep->Close();  // joins the engine threads; pending Connects fail
   if (ep && zero_copy()) {
-    // What zero copy did (docs/nccl.md section 4): the send side's regMr and gathers.
+    // What zero copy did (docs/nccl.md section 3, "Zero copy"): regMr and the gathers.
     const EndpointStats s = ep->stats();
     const MrCounts m = mr_counts();
     LogInfo("regMr: %llu regions registered (%llu bytes), %llu refused; %llu sends in place "

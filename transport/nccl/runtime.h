@@ -83,7 +83,7 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   std::shared_ptr<ListenState> FindListen(uint64_t id);
   void RemoveListen(uint64_t id);
 
-  // regMr (zero copy, docs/nccl.md section 4): host memory NCCL sends from, registered
+  // regMr (docs/nccl.md section 3, "Zero copy"): host memory NCCL sends from, registered
   // with the endpoint, whose verbs datapath with UC lanes gathers plaintext payloads from
   // it (Endpoint::RegisterMemory). Returns the region for SendBuffer::region, 0 when it
   // is not registered (no endpoint yet, or refused: logged once): sends from it copy.

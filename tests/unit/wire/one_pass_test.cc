@@ -28,11 +28,14 @@ DataFrame Data(uint64_t id, const std::vector<uint8_t>& m, uint64_t off, uint64_
   return f;
 }
 
-// Writes a header, an ACK and DATA pieces (a long one, a short one, a long one).
+// Writes a header, an ACK and DATA pieces (a long one, a short one, a long one); with
+// `by_reference`, the first two name memory region 5 and the writer sends by reference.
 size_t Build(uint8_t* buf, size_t cap, Integrity integrity, bool defer,
-             const std::vector<uint8_t>& m, std::vector<DeferredPayload>* deferred = nullptr) {
+             const std::vector<uint8_t>& m, std::vector<DeferredPayload>* deferred = nullptr,
+             bool by_reference = false) {
   PacketWriter w(buf, cap, integrity);
   w.set_defer_payload(defer);
+  w.set_payload_by_reference(by_reference);
   PacketHeader h;
   h.connection_id = 77;
   h.packet_number = 1234;
@@ -41,9 +44,11 @@ size_t Build(uint8_t* buf, size_t cap, Integrity integrity, bool defer,
   ack.largest = 99;
   const AckRange r{90, 99};
   EXPECT_EQ(w.WriteAck(ack, std::span<const AckRange>(&r, 1), 1), 1u);
-  EXPECT_NE(w.WriteData(Data(3, m, 0, 3000)), nullptr);
-  EXPECT_NE(w.WriteData(Data(3, m, 3000, 100)), nullptr);  // short: copied at once
-  EXPECT_NE(w.WriteData(Data(3, m, 3100, m.size() - 3100)), nullptr);
+  DataFrame first = Data(3, m, 0, 3000), shorter = Data(3, m, 3000, 100);
+  if (by_reference) first.region = shorter.region = 5;
+  EXPECT_NE(w.WriteData(first), nullptr);
+  EXPECT_NE(w.WriteData(shorter), nullptr);  // short: copied at once
+  EXPECT_NE(w.WriteData(Data(3, m, 3100, m.size() - 3100)), nullptr);  // no region
   const size_t n = w.Finish();
   if (deferred != nullptr) deferred->assign(w.deferred().begin(), w.deferred().end());
   return n;
@@ -94,28 +99,11 @@ TEST(OnePassTest, RegionPayloadsByReferenceAreChecksummedInPlace) {
   std::vector<uint8_t> a(9000, 0);
   const size_t na = Build(a.data(), a.size(), Integrity::kCrc32c, false, m);
   std::vector<uint8_t> b(9000, 0xAB);
-  PacketWriter w(b.data(), b.size(), Integrity::kCrc32c);
-  w.set_defer_payload(true);
-  w.set_payload_by_reference(true);
-  PacketHeader h;
-  h.connection_id = 77;
-  h.packet_number = 1234;
-  w.WriteHeader(h);
-  AckFrame ack;
-  ack.largest = 99;
-  const AckRange r{90, 99};
-  ASSERT_EQ(w.WriteAck(ack, std::span<const AckRange>(&r, 1), 1), 1u);
-  DataFrame first = Data(3, m, 0, 3000);
-  first.region = 5;  // registered: by reference
-  ASSERT_NE(w.WriteData(first), nullptr);
-  DataFrame shorter = Data(3, m, 3000, 100);
-  shorter.region = 5;  // too short to defer: copied at once
-  ASSERT_NE(w.WriteData(shorter), nullptr);
-  ASSERT_NE(w.WriteData(Data(3, m, 3100, m.size() - 3100)), nullptr);  // no region: copied
-  const size_t nb = w.Finish();
+  std::vector<DeferredPayload> left;
+  const size_t nb = Build(b.data(), b.size(), Integrity::kCrc32c, true, m, &left, true);
   ASSERT_EQ(na, nb);
-  ASSERT_EQ(w.deferred().size(), 1u);
-  const DeferredPayload d = w.deferred()[0];
+  ASSERT_EQ(left.size(), 1u);  // the 100-byte piece was copied, the last has no region
+  const DeferredPayload d = left[0];
   EXPECT_EQ(d.source, m.data());
   EXPECT_EQ(d.length, 3000u);
   EXPECT_EQ(d.region, 5u);
