@@ -293,8 +293,10 @@ uint64_t Runtime::RegisterMemory(void* data, size_t size) {
   if (!zero_copy()) return 0;  // other datapaths copy whatever is registered
   absl::StatusOr<uint64_t> region = absl::FailedPreconditionError("no longhaul endpoint yet");
   {
-    std::lock_guard<std::mutex> l(mu_);
-    if (endpoint_) region = endpoint_->RegisterMemory(data, size);
+    // Not under mu_: registering waits for the driver thread, whose callbacks (OnAccept)
+    // take mu_. reg_mu_ keeps Stop from closing the endpoint meanwhile.
+    std::lock_guard<std::mutex> r(reg_mu_);
+    if (Endpoint* ep = endpoint_for_registration()) region = ep->RegisterMemory(data, size);
   }
   std::lock_guard<std::mutex> l(count_mu_);
   if (!region.ok()) {
@@ -311,8 +313,13 @@ uint64_t Runtime::RegisterMemory(void* data, size_t size) {
 
 void Runtime::DeregisterMemory(uint64_t region) {
   if (region == 0) return;
+  std::lock_guard<std::mutex> r(reg_mu_);  // as RegisterMemory
+  if (Endpoint* ep = endpoint_for_registration()) (void)ep->DeregisterMemory(region);
+}
+
+Endpoint* Runtime::endpoint_for_registration() {
   std::lock_guard<std::mutex> l(mu_);
-  if (endpoint_) (void)endpoint_->DeregisterMemory(region);
+  return endpoint_.get();
 }
 
 Runtime::MrCounts Runtime::mr_counts() {
@@ -348,6 +355,7 @@ void Runtime::Stop() {
   }
   std::unique_ptr<Endpoint> ep;
   {
+    std::lock_guard<std::mutex> r(reg_mu_);  // no registration in flight
     std::lock_guard<std::mutex> l(mu_);
     ep = std::move(endpoint_);
   }

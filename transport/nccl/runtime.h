@@ -157,6 +157,10 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   // Engine thread: a client connected to one of our listen sockets.
   void OnAccept(std::shared_ptr<ConnectionHandle> h);
 
+  // The endpoint, read under mu_; a registration holds reg_mu_ (taken before mu_) across
+  // its call, which waits for the driver thread, so Stop cannot close it meanwhile.
+  Endpoint* endpoint_for_registration();
+  std::mutex reg_mu_;
   std::mutex mu_;
   std::unique_ptr<Endpoint> endpoint_;
   uint32_t engines_ = 0;  // the endpoint's, once it exists
