@@ -73,7 +73,7 @@ class Endpoint {
   // (ResourceExhausted naming the locked-memory limit), Cancelled after Close().
   absl::StatusOr<uint64_t> RegisterMemory(const void* data, size_t size);
   // The region's memory is the application's again once every send from it completed.
-  // NotFound for an unknown region.
+  // NotFound for a region the verbs datapath does not know (the others accept any id).
   absl::Status DeregisterMemory(uint64_t region);
 
   // Counters of every engine summed (EndpointOptions::engines; `engines` says how many).

@@ -153,6 +153,40 @@ TEST(Endpoint, ConnectSendReceivePollingAndCleanClose) {
   EXPECT_GE(st.retries_sent, 1u);  // the stateless cookie round trip happened
 }
 
+// Zero copy's registration on a datapath that copies (UDP): ids are distinct and never
+// 0, bad memory is refused by name, and a message naming its region arrives intact.
+TEST(Endpoint, RegisteredMemoryOverUdpIsCopiedAsAnyMessage) {
+  Server srv = StartServer();
+  std::unique_ptr<Endpoint> cep = NewEndpoint();
+  const std::vector<uint8_t> msg = Pattern(200000, 7);
+  absl::StatusOr<uint64_t> r1 = cep->RegisterMemory(msg.data(), msg.size());
+  absl::StatusOr<uint64_t> r2 = cep->RegisterMemory(msg.data(), msg.size() / 2);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_NE(*r1, 0u);
+  EXPECT_NE(*r1, *r2);
+  absl::StatusOr<uint64_t> bad = cep->RegisterMemory(nullptr, 10);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("null or empty"));
+  EXPECT_EQ(cep->RegisterMemory(msg.data(), 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> c =
+      cep->Connect("127.0.0.1", srv.port, Client());
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<std::shared_ptr<ConnectionHandle>> s = srv.ep->Accept(kWait);
+  ASSERT_TRUE(s.ok()) << s.status();
+  SendBuffer b{msg.data(), msg.size()};
+  b.region = *r1;
+  ASSERT_TRUE((*c)->Send(std::move(b), 5).ok());
+  Event e;
+  ASSERT_TRUE(WaitFor(**s, Event::Type::kReceiveComplete, &e));
+  ASSERT_EQ(e.size, msg.size());
+  EXPECT_EQ(std::memcmp(e.data, msg.data(), msg.size()), 0);
+  ASSERT_TRUE(WaitFor(**c, Event::Type::kSendComplete, &e));
+  EXPECT_TRUE(cep->DeregisterMemory(*r1).ok());
+  EXPECT_TRUE(cep->DeregisterMemory(*r2).ok());
+}
+
 crypto::KeyPair TestPair(uint8_t v) {
   crypto::Key32 k;
   k.fill(v);
