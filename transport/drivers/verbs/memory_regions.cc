@@ -11,11 +11,11 @@ namespace longhaul::verbs {
 
 MemoryRegions::~MemoryRegions() { Close(); }
 
-absl::Status MemoryRegions::Register(uint64_t id, Region& r, ibv_pd* pd) {
+absl::Status MemoryRegions::Register(Region& r, ibv_pd* pd) {
   // Read by the NIC as a send's source only: no access flags (local read is implied).
   r.mr = Ibverbs().reg_mr(pd, const_cast<uint8_t*>(r.data), r.size, 0);
   if (r.mr == nullptr) {
-    return VerbsError(errno, absl::StrCat("ibv_reg_mr of memory region ", id, " (", r.size,
+    return VerbsError(errno, absl::StrCat("ibv_reg_mr of memory region ", r.id, " (", r.size,
                                           " bytes the application sends from)"));
   }
   ++registered_;
@@ -30,9 +30,9 @@ absl::Status MemoryRegions::Add(uint64_t id, const void* data, size_t size, ibv_
   if (id == 0 || regions_.contains(id)) {
     return absl::InvalidArgumentError(absl::StrCat("memory region id ", id, " is in use"));
   }
-  Region r{static_cast<const uint8_t*>(data), size, nullptr};
+  Region r{id, static_cast<const uint8_t*>(data), size, nullptr};
   if (pd != nullptr) {
-    if (absl::Status s = Register(id, r, pd); !s.ok()) return s;
+    if (absl::Status s = Register(r, pd); !s.ok()) return s;
   }
   regions_[id] = r;
   return absl::OkStatus();
@@ -42,7 +42,7 @@ absl::Status MemoryRegions::Open(ibv_pd* pd) {
   absl::Status first;
   for (auto it = regions_.begin(); it != regions_.end();) {
     if (it->second.mr == nullptr) {
-      if (absl::Status s = Register(it->first, it->second, pd); !s.ok()) {
+      if (absl::Status s = Register(it->second, pd); !s.ok()) {
         if (first.ok()) first = s;
         regions_.erase(it++);
         continue;
@@ -58,10 +58,7 @@ absl::Status MemoryRegions::Remove(uint64_t id) {
   if (it == regions_.end()) {
     return absl::NotFoundError(absl::StrCat("memory region ", id, " is not registered"));
   }
-  if (it->second.mr != nullptr) {
-    removed_.push_back(it->second);
-    removed_ids_.push_back(id);
-  }
+  if (it->second.mr != nullptr) removed_.push_back(it->second);
   regions_.erase(it);
   return absl::OkStatus();
 }
@@ -93,7 +90,7 @@ void MemoryRegions::Collect(std::span<const uint32_t> free_slots, uint32_t slot_
     if (s < free.size()) free[s] = true;
   }
   for (size_t i = 0; i < removed_.size();) {
-    const uint64_t id = removed_ids_[i];
+    const uint64_t id = removed_[i].id;
     bool posted = false;
     for (size_t s = 0; s < slots_.size() && !posted; ++s) {
       if (free[s]) continue;
@@ -106,8 +103,6 @@ void MemoryRegions::Collect(std::span<const uint32_t> free_slots, uint32_t slot_
     Ibverbs().dereg_mr(removed_[i].mr);
     removed_[i] = removed_.back();
     removed_.pop_back();
-    removed_ids_[i] = removed_ids_.back();
-    removed_ids_.pop_back();
   }
 }
 
@@ -118,7 +113,6 @@ void MemoryRegions::Close() {
   }
   for (Region& r : removed_) Ibverbs().dereg_mr(r.mr);
   removed_.clear();
-  removed_ids_.clear();
   slots_.clear();
 }
 

@@ -64,14 +64,14 @@ class MemoryRegions {
 
  private:
   struct Region {
+    uint64_t id = 0;
     const uint8_t* data = nullptr;
     size_t size = 0;
     ibv_mr* mr = nullptr;
   };
-  absl::Status Register(uint64_t id, Region& r, ibv_pd* pd);
+  absl::Status Register(Region& r, ibv_pd* pd);
   absl::flat_hash_map<uint64_t, Region> regions_;
   std::vector<Region> removed_;  // registered, waiting for their slots
-  std::vector<uint64_t> removed_ids_;
   // Per arena slot: the regions its chunk references (0: none).
   std::vector<std::array<uint64_t, kMaxPerSlot>> slots_;
   uint64_t registered_ = 0;
