@@ -25,6 +25,7 @@
 #include "transport/core/connection.h"
 
 #include <algorithm>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -61,16 +62,102 @@ bool ConnectionImpl::CheckWhilePlacing(std::span<const uint8_t> d) {
   return true;
 }
 
+Connection::Placed ConnectionImpl::CheckPlaced(std::span<uint8_t> d, size_t payload_offset,
+                                               const uint8_t* payload, size_t length,
+                                               bool* lies) {
+  using Placed = Connection::Placed;
+  if (integrity_ != wire::Integrity::kCrc32c || d.size() < wire::kPacketOverhead ||
+      payload_offset < wire::kHeaderSize || payload_offset > d.size() - wire::kChecksumSize ||
+      length > d.size() - wire::kChecksumSize - payload_offset ||
+      (payload == nullptr && length > 0)) {
+    ++stats_.malformed_packets;
+    return Placed::kRefused;
+  }
+  uint8_t* const at = d.data() + payload_offset;
+  const uint8_t* end = d.data() + d.size() - wire::kChecksumSize;
+  wire::DataFrame f;
+  const bool found = d[0] == wire::kVersion &&
+                     d[1] == static_cast<uint8_t>(wire::PacketType::kOneRtt) && length > 0 &&
+                     wire::FindDataPayload(d.data() + wire::kHeaderSize, end, end, &f) &&
+                     f.payload == at && f.length == length;
+  uint8_t* to = found ? PlaceData(f) : nullptr;
+  // Where the message lands overlaps the placed bytes without being them (a sender that
+  // placed at the wrong offset): copying between them would change what the checksum read.
+  const bool overlaps =
+      to != nullptr && to != payload && to < payload + length && payload < to + length;
+  if (!found || overlaps) {
+    // Not the frame the payload was placed for: the datagram gets its payload back and is
+    // taken as any other, its checksum included.
+    if (length > 0) std::memcpy(at, payload, length);
+    return Placed::kCopied;
+  }
+  uint32_t crc = wire::Crc32cUpdate(wire::kCrc32cStart, d.data(), payload_offset);
+  crc = to == nullptr || to == payload ? wire::Crc32cUpdate(crc, payload, length)
+                                       : wire::Crc32cCopy(crc, to, payload, length);
+  crc = wire::Crc32cUpdate(crc, at + length, end - (at + length));
+  const uint32_t want = (uint32_t{end[0]} << 24) | (uint32_t{end[1]} << 16) |
+                        (uint32_t{end[2]} << 8) | uint32_t{end[3]};
+  if (wire::Crc32cFinish(crc) != want) {
+    ++stats_.checksum_failures;
+    return Placed::kRefused;
+  }
+  placed_at_ = at;
+  checked_ = true;
+  if (to == nullptr) {
+    // No memory to check into (a duplicate, or a message with no buffer yet): the bytes
+    // stay where they lie and OnData copies what it keeps (counted by the caller).
+    placed_to_ = const_cast<uint8_t*>(payload);
+    *lies = true;
+    return Placed::kInPlace;
+  }
+  placed_to_ = to;
+  if (to == payload) {
+    stats_.placed_payload_bytes += length;
+    return Placed::kInPlace;
+  }
+  stats_.placed_payload_bytes_copied += length;
+  return Placed::kCopied;
+}
+
+Connection::Placed ConnectionImpl::OnPlacedDatagram(Time now, std::span<uint8_t> d, Ecn ecn,
+                                                    size_t payload_offset,
+                                                    const uint8_t* payload, size_t length) {
+  using Placed = Connection::Placed;
+  if (state_ == State::kClosed) return Placed::kRefused;
+  bool lies = false;  // checked where it lies, with nowhere to go yet
+  Placed p = CheckPlaced(d, payload_offset, payload, length, &lies);
+  if (p == Placed::kRefused) return p;
+  const bool checked = checked_;
+  const uint64_t failures = stats_.checksum_failures + stats_.malformed_packets;
+  const uint64_t fresh = stats_.data_bytes_received;
+  OnDatagram(now, d, ecn);
+  if (!checked) {
+    // Copied back into the datagram: it counts once the datagram's own checksum matched.
+    if (stats_.checksum_failures + stats_.malformed_packets != failures) return Placed::kRefused;
+    stats_.placed_payload_bytes_copied += length;
+  } else if (lies) {
+    // OnData copied what was new into the message's memory (nothing, for a duplicate).
+    const uint64_t copied = std::min<uint64_t>(stats_.data_bytes_received - fresh, length);
+    if (copied > 0) {
+      stats_.placed_payload_bytes_copied += copied;
+      p = Placed::kCopied;
+    }
+  }
+  return p;
+}
+
 void ConnectionImpl::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   if (state_ == State::kClosed) return;
-  // Checksummed packets: the DATA payload goes into place while it is checked (one pass).
-  const bool checked = integrity_ == wire::Integrity::kCrc32c && placed_at_ == nullptr &&
-                       CheckWhilePlacing(d);
+  // Checksummed packets: the DATA payload goes into place while it is checked (one pass),
+  // unless OnPlacedDatagram checked it already.
+  const bool checked = integrity_ == wire::Integrity::kCrc32c &&
+                       (checked_ || (placed_at_ == nullptr && CheckWhilePlacing(d)));
   struct Unplace {
     ConnectionImpl* c;
     bool on;
     ~Unplace() {
       if (on) c->placed_at_ = nullptr, c->placed_to_ = nullptr;
+      c->checked_ = false;
     }
   } unplace{this, checked};
   absl::StatusOr<wire::PacketView> v =
@@ -394,6 +481,20 @@ void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn,
 void Connection::OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn) {
   impl_->OnDatagram(now, d, ecn);
 }
+
+Connection::Placed Connection::OnPlacedDatagram(Time now, std::span<uint8_t> d, Ecn ecn,
+                                                size_t payload_offset, const uint8_t* payload,
+                                                size_t length) {
+  return impl_->OnPlacedDatagram(now, d, ecn, payload_offset, payload, length);
+}
+bool Connection::PostedBuffer(uint64_t id, uint8_t** data, ByteCount* capacity) const {
+  return impl_->recv().PostedFor(id, data, capacity);
+}
+uint64_t Connection::next_undelivered_id() const { return impl_->recv().next_undelivered_id(); }
+uint64_t Connection::next_posted_id() const { return impl_->recv().next_posted_id(); }
+absl::Status Connection::HoldDelivery(uint64_t id) { return impl_->recv().Hold(id); }
+bool Connection::TakeHeldComplete(uint64_t* id) { return impl_->recv().TakeHeldComplete(id); }
+void Connection::ReleaseDelivery(uint64_t id) { impl_->ReleaseDelivery(id); }
 void Connection::OnTimeout(Time now) { impl_->OnTimeout(now); }
 void Connection::OnPathMtu(ByteCount mtu) { impl_->OnPathMtu(mtu); }
 void Connection::SetDatagramLimit(ByteCount datagram) { impl_->SetDatagramLimit(datagram); }

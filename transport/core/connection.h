@@ -203,6 +203,35 @@ class Connection {
   // bytes at `placed_at` are then not read.
   void OnDatagram(Time now, std::span<const uint8_t> datagram, Ecn ecn, const uint8_t* placed_at,
                   uint8_t* placed_to);
+  // Receive-side placement on checksummed (plaintext) connections (docs/rdma.md 7.15): the
+  // datapath wrote the payload of the datagram's first DATA frame somewhere else. The
+  // payload belongs at `payload_offset` in `datagram`, whose bytes there are not read (they
+  // may be overwritten, see below), and its `length` bytes are at `payload`. The CRC32C is
+  // checked by reading them there. When `payload` is exactly where the message lands
+  // (PlaceData) they are not copied; when it lands elsewhere they are copied there while
+  // checked (or, for a message with no memory yet, copied by the receive stream as any
+  // payload). Until the checksum matches nothing counts as received, so stale or
+  // half-written bytes at `payload` cost only this datagram (a lost packet). A datagram
+  // whose first DATA frame is not the placed one gets the bytes back at `payload_offset`
+  // and is taken as any other. kInPlace: nothing was copied (delivered where it lies, or a
+  // duplicate); kCopied: copied once; kRefused: dropped and counted (checksum, malformed,
+  // closed). Counted in ConnectionStats::placed_payload_bytes(_copied).
+  enum class Placed { kInPlace, kCopied, kRefused };
+  Placed OnPlacedDatagram(Time now, std::span<uint8_t> datagram, Ecn ecn, size_t payload_offset,
+                          const uint8_t* payload, size_t length);
+  // What a datapath that places payloads needs of the receive side. PostedBuffer: the
+  // buffer posted for message `id` while the message is not delivered (false if none);
+  // ids in [next_undelivered_id(), next_posted_id()) may have one. HoldDelivery: the
+  // message is not delivered when it completes (FailedPrecondition unless it has a posted
+  // buffer and is not delivered) until ReleaseDelivery, so the datapath can first revoke
+  // the peer's access to that buffer; TakeHeldComplete hands out each held message that
+  // completed, once.
+  bool PostedBuffer(uint64_t id, uint8_t** data, ByteCount* capacity) const;
+  uint64_t next_undelivered_id() const;
+  uint64_t next_posted_id() const;
+  absl::Status HoldDelivery(uint64_t id);
+  bool TakeHeldComplete(uint64_t* id);
+  void ReleaseDelivery(uint64_t id);
   void OnTimeout(Time now);
   // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize(), plus
   // wire::kSealExpansion when sealed) and returns its

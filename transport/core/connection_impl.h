@@ -145,6 +145,9 @@ class ConnectionImpl {
   // ---- receive path ----
 
   void OnDatagram(Time now, std::span<const uint8_t> d, Ecn ecn);
+  Connection::Placed OnPlacedDatagram(Time now, std::span<uint8_t> d, Ecn ecn,
+                                      size_t payload_offset, const uint8_t* payload,
+                                      size_t length);
   uint8_t* PlaceData(const wire::DataFrame& f) const {
     if (state_ != State::kOpen || cfg_.elide_payload) return nullptr;
     return recv_.Place(f);
@@ -152,6 +155,12 @@ class ConnectionImpl {
   // A checksummed datagram whose DATA payload has a place (PlaceData): copies it there
   // while checking the CRC32C; true when it matched (placed_at_ / placed_to_ set).
   bool CheckWhilePlacing(std::span<const uint8_t> d);
+  // OnPlacedDatagram's check (Connection::OnPlacedDatagram); on a match placed_at_ /
+  // placed_to_ are set and checked_ tells OnDatagram the checksum was verified; `lies`:
+  // the payload had no place to go and stays where it lies for OnData.
+  Connection::Placed CheckPlaced(std::span<uint8_t> d, size_t payload_offset,
+                                 const uint8_t* payload, size_t length, bool* lies);
+  bool checked_ = false;
   // During OnDatagram: the DATA payload opened (or checked) into place.
   const uint8_t* placed_at_ = nullptr;
   uint8_t* placed_to_ = nullptr;
@@ -269,6 +278,11 @@ class ConnectionImpl {
   uint64_t stream_units_submitted() const { return send_.stream_end(); }
   uint64_t stream_units_sent() const { return send_.next_unsent(); }
   ReceiveStream& recv() { return recv_; }
+  // A held message (ReceiveStream::Hold) may be delivered now.
+  void ReleaseDelivery(uint64_t id) {
+    recv_.Release(id);
+    DeliverReceived();
+  }
   void set_track_consumption(bool on) { track_consumption_ = on; }
   int64_t largest_acked_packet() const {
     return loss_.has_largest_acked() ? static_cast<int64_t>(loss_.largest_acked()) : -1;

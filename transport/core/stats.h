@@ -32,6 +32,11 @@ struct ConnectionStats {
   uint64_t acks_sent = 0;
   uint64_t checksum_failures = 0;      // dropped: CRC32C mismatch (treated as loss)
   uint64_t malformed_packets = 0;      // dropped: undecodable or for another connection
+  // Receive-side placement (Connection::OnPlacedDatagram): DATA payload bytes the datapath
+  // wrote where their message lands (checked there, never copied), and placed bytes that
+  // had to be copied (their message lands elsewhere). Checksum matches only.
+  uint64_t placed_payload_bytes = 0;
+  uint64_t placed_payload_bytes_copied = 0;
   uint64_t ecn_ce_received = 0;
   // FEC
   uint64_t fec_repair_packets_sent = 0;

@@ -109,8 +109,24 @@ SansIoEndpoint::Verdict SansIoEndpoint::OnDatagram(Time now, LocalId local, cons
   return Verdict::kHandled;
 }
 
+Connection::Placed SansIoEndpoint::OnPlacedDatagram(Time now, LocalId local,
+                                                    const PeerAddress& from,
+                                                    std::span<uint8_t> datagram,
+                                                    size_t payload_offset,
+                                                    const uint8_t* payload, size_t length) {
+  (void)local;  // a placed datagram only ever belongs to an established connection
+  absl::StatusOr<wire::PacketHeader> h = wire::PeekHeader(datagram);
+  if (!h.ok() || h->type != wire::PacketType::kOneRtt) {
+    ++counters_.undecodable;
+    return Connection::Placed::kRefused;
+  }
+  PlacedPayload placed{payload_offset, payload, length};
+  OnOneRtt(now, *h, from, datagram, Ecn::kNotEct, &placed);
+  return placed.result;
+}
+
 void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress& from,
-                        std::span<const uint8_t> datagram, Ecn ecn) {
+                        std::span<const uint8_t> datagram, Ecn ecn, PlacedPayload* placed) {
   auto it = conns_.find(h.connection_id);
   if (it == conns_.end()) {
     ++counters_.unknown_connection;
@@ -119,6 +135,11 @@ void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerA
   Conn& c = *it->second;
   const uint8_t* placed_at = nullptr;
   uint8_t* placed_to = nullptr;
+  if (placed != nullptr && c.protector) {
+    // Placement is for plaintext connections only: a sealed chunk is opened from its slot.
+    ++counters_.undecodable;
+    return;
+  }
   if (c.protector) {
     if (h.type != wire::PacketType::kSealed) {
       ++counters_.plaintext_refused;
@@ -151,7 +172,11 @@ void SansIoEndpoint::OnOneRtt(Time now, const wire::PacketHeader& h, const PeerA
   const size_t wire_bytes = datagram.size();
   // The driver takes a state between our calls: from then on a new one gets an event.
   if (!c.conn->has_new_peer_driver_state()) c.driver_state_reported = false;
-  if (placed_to != nullptr) {
+  if (placed != nullptr) {
+    placed->result = c.conn->OnPlacedDatagram(
+        now, std::span<uint8_t>(const_cast<uint8_t*>(datagram.data()), datagram.size()), ecn,
+        placed->offset, placed->data, placed->length);
+  } else if (placed_to != nullptr) {
     c.conn->OnDatagram(now, datagram, ecn, placed_at, placed_to);
   } else {
     c.conn->OnDatagram(now, datagram, ecn);

@@ -261,6 +261,14 @@ class SansIoEndpoint {
   // here (delivered, answered, or dropped and counted).
   Verdict OnDatagram(Time now, LocalId local, const PeerAddress& from,
                      std::span<const uint8_t> datagram, Ecn ecn = Ecn::kNotEct);
+  // A datagram of an established plaintext connection whose DATA payload the datapath
+  // wrote elsewhere (receive-side placement, docs/rdma.md 7.15;
+  // Connection::OnPlacedDatagram): the payload's `length` bytes belong at `payload_offset`
+  // in `datagram` and are at `payload`. kRefused, counted, when it is not such a datagram
+  // (a handshake packet, an unknown or sealed connection) or its checksum fails.
+  Connection::Placed OnPlacedDatagram(Time now, LocalId local, const PeerAddress& from,
+                                      std::span<uint8_t> datagram, size_t payload_offset,
+                                      const uint8_t* payload, size_t length);
 
   // The driver saw an error on `local`: Unavailable (ICMP port unreachable) fails a
   // pending handshake from it at once ("connection refused"), and closes an established
@@ -340,8 +348,16 @@ class SansIoEndpoint {
     }
   };
 
+  // A placed datagram's payload (OnPlacedDatagram) and what became of it.
+  struct PlacedPayload {
+    size_t offset = 0;
+    const uint8_t* data = nullptr;
+    size_t length = 0;
+    Connection::Placed result = Connection::Placed::kRefused;
+  };
+  // `datagram` is writable when `placed` is set (OnPlacedDatagram's).
   void OnOneRtt(Time now, const wire::PacketHeader& h, const PeerAddress& from,
-                std::span<const uint8_t> datagram, Ecn ecn);
+                std::span<const uint8_t> datagram, Ecn ecn, PlacedPayload* placed = nullptr);
   void OnHandshakePacket(Time now, LocalId local, const PeerAddress& from,
                          std::span<const uint8_t> datagram);
   void ServerOnHello(Time now, LocalId local, const Listener& listener, size_t received,

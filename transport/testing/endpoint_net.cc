@@ -49,7 +49,8 @@ endpoint::SansIoEndpoint::Verdict EndpointNet::Inject(int node, endpoint::LocalI
   return v;
 }
 
-void EndpointNet::Send(int node, const endpoint::Transmit& t, const uint8_t* data) {
+void EndpointNet::Send(int node, const endpoint::Transmit& t, const uint8_t* data,
+                       PlacedAt placed) {
   Node& n = nodes_[node];
   NetDatagram d;
   d.from_node = node;
@@ -78,7 +79,7 @@ void EndpointNet::Send(int node, const endpoint::Transmit& t, const uint8_t* dat
   }
   if (v.corrupt && !d.bytes.empty()) d.bytes[d.bytes.size() / 2] ^= 0x10;
   const Time arrive = now_ + delay_ + v.extra_delay;
-  InFlight f{to_node, to_local, AddressOf(node, t.local), std::move(d.bytes)};
+  InFlight f{to_node, to_local, AddressOf(node, t.local), std::move(d.bytes), placed};
   if (v.duplicate) queue_.emplace(std::make_pair(arrive.ns() + 1, seq_++), f);
   queue_.emplace(std::make_pair(arrive.ns(), seq_++), std::move(f));
 }
@@ -104,13 +105,35 @@ void EndpointNet::Pump(int node) {
     if (len == 0) break;
     // Payloads sent by reference (Connection::SetPayloadByReference): a driver gathers
     // them from the application's memory; here they are copied in, and counted.
+    PlacedAt placed;
     for (const wire::DeferredPayload& d : t.referenced()) {
-      std::memcpy(buf_.data() + d.offset, d.source, d.length);
       referenced_bytes_ += d.length;
+      const Placement p =
+          placer_ && t.referenced().size() == 1 ? placer_(node, d) : Placement{};
+      if (p.to == nullptr) {
+        std::memcpy(buf_.data() + d.offset, d.source, d.length);
+        continue;
+      }
+      if (!p.lose) std::memcpy(p.to, d.source, d.length);
+      std::memset(buf_.data() + d.offset, 0xa5, d.length);
+      placed = PlacedAt{d.offset, p.to, d.length};
     }
-    Send(node, t, buf_.data());
+    Send(node, t, buf_.data(), placed);
   }
   Drain(node);
+}
+
+void EndpointNet::Arrive(InFlight& f) {
+  endpoint::SansIoEndpoint& ep = *nodes_[f.to_node].ep;
+  if (f.placed.data == nullptr) {
+    ep.OnDatagram(now_, f.to_local, f.from, f.bytes);
+  } else {
+    const Connection::Placed r = ep.OnPlacedDatagram(now_, f.to_local, f.from, f.bytes,
+                                                     f.placed.offset, f.placed.data,
+                                                     f.placed.length);
+    ++placed_results_[static_cast<size_t>(r)];
+  }
+  Drain(f.to_node);
 }
 
 bool EndpointNet::RunUntil(const std::function<bool()>& done, Duration limit,
@@ -127,8 +150,7 @@ bool EndpointNet::RunUntil(const std::function<bool()>& done, Duration limit,
     while (!queue_.empty() && queue_.begin()->first.first <= now_.ns()) {
       InFlight f = std::move(queue_.begin()->second);
       queue_.erase(queue_.begin());
-      nodes_[f.to_node].ep->OnDatagram(now_, f.to_local, f.from, f.bytes);
-      Drain(f.to_node);
+      Arrive(f);
     }
   }
   return done();

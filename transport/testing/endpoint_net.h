@@ -9,6 +9,7 @@
 // drains every node's endpoint events and its connections' events after each step.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,18 @@ struct NetDatagram {
 
 using NetFilter = std::function<NetVerdict(const NetDatagram&)>;
 
+// Receive-side placement, as a NIC writing a payload where the receiver advertised it
+// (docs/rdma.md 7.15): for a datagram with exactly one payload by reference, a placer
+// names where the receiving node wants it (null: nowhere, the datagram carries it). The
+// harness then writes it there when it is sent (not at all when `lose`: a lost write
+// leaves whatever was there), fills its place in the datagram with garbage and hands the
+// datagram over with OnPlacedDatagram.
+struct Placement {
+  uint8_t* to = nullptr;
+  bool lose = false;
+};
+using NetPlacer = std::function<Placement(int from_node, const wire::DeferredPayload&)>;
+
 struct ConnectionEvent {
   endpoint::ConnectionId id = 0;
   Event event;
@@ -52,6 +65,9 @@ class EndpointNet {
   static endpoint::PeerAddress AddressOf(int node, endpoint::LocalId local);
 
   void set_filter(NetFilter f) { filter_ = std::move(f); }
+  void set_placer(NetPlacer p) { placer_ = std::move(p); }
+  // OnPlacedDatagram's answers so far: [kInPlace, kCopied, kRefused].
+  const std::array<uint64_t, 3>& placed_results() const { return placed_results_; }
   Time now() const { return now_; }
   // Advances the clock (nothing happens in between that RunUntil would not do).
   void set_now(Time t) { now_ = t; }
@@ -85,18 +101,28 @@ class EndpointNet {
     uint64_t sent = 0;
     uint64_t sent_bytes = 0;
   };
+  struct PlacedAt {
+    size_t offset = 0;
+    const uint8_t* data = nullptr;  // null: not placed
+    size_t length = 0;
+  };
   struct InFlight {
     int to_node;
     endpoint::LocalId to_local;
     endpoint::PeerAddress from;
     std::vector<uint8_t> bytes;
+    PlacedAt placed;
   };
   void Pump(int node);
-  void Send(int node, const endpoint::Transmit& t, const uint8_t* data);
+  void Send(int node, const endpoint::Transmit& t, const uint8_t* data, PlacedAt placed);
+  // Hands an arrived datagram to its node.
+  void Arrive(InFlight& f);
   void Drain(int node);
 
   Duration delay_;
   NetFilter filter_;
+  NetPlacer placer_;
+  std::array<uint64_t, 3> placed_results_{};
   Time now_;
   std::vector<Node> nodes_;
   std::multimap<std::pair<int64_t, uint64_t>, InFlight> queue_;

@@ -99,13 +99,13 @@ PacketWriter::PacketWriter(uint8_t* buffer, size_t capacity, Integrity integrity
   CHECK_LE(capacity, kMaxDatagramSize);
 }
 
-void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, bool deferrable,
-                              uint64_t region) {
+void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, const DataFrame* f) {
   if (src != nullptr && n > 0) {
-    if (deferrable && defer_ && n >= kMinDeferredPayload &&
+    if (f != nullptr && defer_ && n >= kMinDeferredPayload &&
         deferred_count_ < kMaxDeferredPayloads) {
-      deferred_[deferred_count_++] = DeferredPayload{src, static_cast<uint32_t>(p_ - begin_),
-                                                     static_cast<uint32_t>(n), region};
+      deferred_[deferred_count_++] =
+          DeferredPayload{src,          static_cast<uint32_t>(p_ - begin_),
+                          static_cast<uint32_t>(n), f->region, f->message_id, f->offset};
     } else {
       std::memcpy(p_, src, n);
     }
@@ -212,7 +212,7 @@ uint8_t* PacketWriter::WriteData(const DataFrame& f) {
     }
     return payload;
   }
-  PutPayload(f.payload, f.length, /*deferrable=*/true, f.region);
+  PutPayload(f.payload, f.length, &f);
   return payload;
 }
 
@@ -306,7 +306,7 @@ uint8_t* PacketWriter::WriteFecRepair(const FecRepairFrame& f) {
   *p_++ = f.m;
   p_ += WriteVarint(p_, f.length);
   uint8_t* payload = p_;
-  PutPayload(f.payload, f.length, /*deferrable=*/false);
+  PutPayload(f.payload, f.length);
   return payload;
 }
 

@@ -222,6 +222,10 @@ struct DeferredPayload {
   uint32_t offset = 0;
   uint32_t length = 0;
   uint64_t region = 0;  // DataFrame::region of the payload's frame
+  // The frame's message and where the payload starts in it (receive-side placement:
+  // docs/rdma.md 7.15).
+  uint64_t message_id = 0;
+  uint64_t message_offset = 0;
 };
 inline constexpr size_t kMaxDeferredPayloads = 4;
 // Shorter payloads are copied at once (a deferral costs more than the copy).
@@ -299,7 +303,8 @@ class PacketWriter {
   // Copies n bytes from src at the cursor (src null: leaves them) and advances, or, for a
   // DATA payload while deferring, notes it instead of copying. A repair shard is always
   // copied: its memory may go once the frame is written.
-  void PutPayload(const uint8_t* src, uint64_t n, bool deferrable, uint64_t region = 0);
+  // `f`: the DATA frame a deferrable payload belongs to (null: not deferrable).
+  void PutPayload(const uint8_t* src, uint64_t n, const DataFrame* f = nullptr);
 
   bool defer_ = false;
   bool by_reference_ = false;

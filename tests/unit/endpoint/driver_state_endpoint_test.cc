@@ -4,6 +4,7 @@
 // a server connection is reported right after its kIncoming.
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -262,6 +263,155 @@ TEST_P(DriverStateEndpointTest, PayloadsByReferenceOnlyForRegisteredPlaintextMes
     ++intact;
   }
   EXPECT_EQ(intact, 3u);
+}
+
+// Receive-side placement (docs/rdma.md 7.15): a payload the "NIC" wrote straight into the
+// buffer posted for its message is checked there and never copied; delivered in that
+// buffer, intact. Sealed connections send nothing by reference, so nothing is placed.
+TEST_P(DriverStateEndpointTest, PlacedPayloadsAreCheckedInPostedBuffersAndNotCopied) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  Connection* c = net_->node(client_).ConnectionAt(cid);
+  Connection* s = net_->node(server_).ConnectionAt(sid);
+  c->SetPayloadByReference(true);
+  constexpr size_t kMessages = 3;
+  const std::vector<uint8_t> data = Pattern(300'000, 5);
+  std::vector<std::vector<uint8_t>> posted(kMessages, std::vector<uint8_t>(data.size()));
+  for (size_t i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(s->PostReceive(posted[i].data(), posted[i].size(), 100 + i).ok());
+  }
+  size_t lost = 0;
+  uint64_t lost_offset = 0;
+  net_->set_placer([&](int from, const wire::DeferredPayload& d) {
+    if (from != client_ || d.message_id >= kMessages) return ::longhaul::testing::Placement{};
+    // Every write of one piece of message 1 is lost five times (its first sending, tail
+    // copies, resends): the stale bytes there fail the checksum until one lands.
+    if (d.message_id == 1 && lost_offset == 0 && d.message_offset > 20'000) {
+      lost_offset = d.message_offset;
+    }
+    const bool lose = d.message_id == 1 && d.message_offset == lost_offset && lost < 5;
+    lost += lose;
+    return ::longhaul::testing::Placement{posted[d.message_id].data() + d.message_offset, lose};
+  });
+  for (size_t i = 0; i < kMessages; ++i) {
+    SendBuffer b{data.data(), data.size()};
+    b.region = 3;
+    ASSERT_TRUE(c->Send(std::move(b), i + 1).ok());
+  }
+  net_->node(client_).Touch(cid);
+  ASSERT_TRUE(
+      net_->RunUntil([&] { return c->pending_send_messages() == 0; }, Duration::Seconds(20)));
+  size_t intact = 0;
+  for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
+    if (e.id != sid || e.event.type != Event::Type::kReceiveComplete) continue;
+    ASSERT_EQ(e.event.size, data.size());
+    ASSERT_LT(intact, kMessages);
+    EXPECT_EQ(e.event.data, posted[intact].data()) << "delivered in its posted buffer";
+    EXPECT_EQ(0, std::memcmp(posted[intact].data(), data.data(), data.size())) << intact;
+    ++intact;
+  }
+  EXPECT_EQ(intact, kMessages);
+  const std::array<uint64_t, 3>& r = net_->placed_results();
+  if (GetParam()) {
+    EXPECT_EQ(r[0] + r[1] + r[2], 0u) << "sealed: nothing by reference, nothing placed";
+    EXPECT_EQ(s->stats().placed_payload_bytes, 0u);
+    return;
+  }
+  EXPECT_EQ(lost, 5u);
+  EXPECT_GE(r[static_cast<size_t>(Connection::Placed::kRefused)], 1u) << "the lost writes";
+  EXPECT_EQ(s->stats().checksum_failures, r[static_cast<size_t>(Connection::Placed::kRefused)]);
+  EXPECT_GT(r[static_cast<size_t>(Connection::Placed::kInPlace)], 0u);
+  // Nearly every byte checked where it lay (short pieces go in the datagram).
+  EXPECT_GE(s->stats().placed_payload_bytes, kMessages * data.size() * 9 / 10);
+  EXPECT_LE(s->stats().placed_payload_bytes_copied, kMessages * data.size() / 10);
+}
+
+// A payload placed somewhere other than where its message lands (no buffer was posted:
+// the message gets transport-owned memory) is copied there once, counted, and intact;
+// a duplicated datagram finds its range received and changes nothing.
+TEST_P(DriverStateEndpointTest, PlacedPayloadsElsewhereAreCopiedOnce) {
+  if (GetParam()) return;  // sealed connections place nothing (the test above)
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  Connection* c = net_->node(client_).ConnectionAt(cid);
+  Connection* s = net_->node(server_).ConnectionAt(sid);
+  c->SetPayloadByReference(true);
+  const std::vector<uint8_t> data = Pattern(200'000, 6);
+  std::vector<uint8_t> staging(data.size());
+  net_->set_placer([&](int from, const wire::DeferredPayload& d) {
+    if (from != client_ || d.message_id != 0) return ::longhaul::testing::Placement{};
+    return ::longhaul::testing::Placement{staging.data() + d.message_offset, false};
+  });
+  uint64_t sent = 0;
+  net_->set_filter([&](const ::longhaul::testing::NetDatagram& d) {
+    ::longhaul::testing::NetVerdict v;
+    v.duplicate = d.from_node == client_ && ++sent % 7 == 0;
+    return v;
+  });
+  SendBuffer b{data.data(), data.size()};
+  b.region = 3;
+  ASSERT_TRUE(c->Send(std::move(b), 1).ok());
+  net_->node(client_).Touch(cid);
+  ASSERT_TRUE(
+      net_->RunUntil([&] { return c->pending_send_messages() == 0; }, Duration::Seconds(20)));
+  size_t intact = 0;
+  for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
+    if (e.id != sid || e.event.type != Event::Type::kReceiveComplete) continue;
+    ASSERT_EQ(e.event.size, data.size());
+    EXPECT_NE(e.event.data, staging.data());
+    EXPECT_EQ(0, std::memcmp(e.event.data, data.data(), data.size()));
+    ++intact;
+  }
+  EXPECT_EQ(intact, 1u);
+  const std::array<uint64_t, 3>& r = net_->placed_results();
+  EXPECT_GT(r[static_cast<size_t>(Connection::Placed::kCopied)], 0u);
+  EXPECT_GT(r[static_cast<size_t>(Connection::Placed::kInPlace)], 0u) << "duplicates: no copy";
+  EXPECT_EQ(r[static_cast<size_t>(Connection::Placed::kRefused)], 0u);
+  EXPECT_EQ(s->stats().placed_payload_bytes, 0u);
+  // Every byte at most once, duplicates and tail copies included.
+  EXPECT_GE(s->stats().placed_payload_bytes_copied, data.size() * 9 / 10);
+  EXPECT_LE(s->stats().placed_payload_bytes_copied, data.size());
+  EXPECT_GT(s->stats().duplicate_data_bytes, 0u) << "the duplicates arrived and were dropped";
+}
+
+// What is not a placed datagram of an established plaintext connection is refused and
+// counted: garbage, a payload place outside the datagram, a sealed packet.
+TEST_P(DriverStateEndpointTest, MalformedPlacedDatagramsAreRefused) {
+  const ConnectionId cid = Connect();
+  ASSERT_NE(cid, 0u);
+  const ConnectionId sid = ServerId();
+  ASSERT_NE(sid, 0u);
+  SansIoEndpoint& server = net_->node(server_);
+  std::vector<uint8_t> junk(100, 0x33);
+  const uint64_t undecodable = server.counters().undecodable;
+  EXPECT_EQ(server.OnPlacedDatagram(net_->now(), kListen, EndpointNet::AddressOf(client_, kClient),
+                                    junk, 10, junk.data(), 10),
+            Connection::Placed::kRefused);
+  EXPECT_EQ(server.counters().undecodable, undecodable + 1);
+  // A real packet of the connection, its payload place past its end.
+  std::vector<uint8_t> packet;
+  net_->set_filter([&](const ::longhaul::testing::NetDatagram& d) {
+    if (d.from_node == client_ && packet.empty()) packet = d.bytes;
+    return ::longhaul::testing::NetVerdict{};
+  });
+  Set(client_, cid, {1, 2, 3});
+  ASSERT_TRUE(net_->RunUntil([&] { return !packet.empty(); }, Duration::Seconds(2)));
+  Connection* s = net_->node(server_).ConnectionAt(sid);
+  const uint64_t malformed = s->stats().malformed_packets;
+  const uint64_t undecodable2 = server.counters().undecodable;
+  std::vector<uint8_t> payload(64, 1);
+  EXPECT_EQ(server.OnPlacedDatagram(net_->now(), kListen, EndpointNet::AddressOf(client_, kClient),
+                                    packet, packet.size(), payload.data(), payload.size()),
+            Connection::Placed::kRefused);
+  if (GetParam()) {
+    EXPECT_EQ(server.counters().undecodable, undecodable2 + 1) << "sealed: never placed";
+  } else {
+    EXPECT_EQ(s->stats().malformed_packets, malformed + 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Security, DriverStateEndpointTest, ::testing::Values(false, true),

@@ -86,6 +86,46 @@ uint8_t* ReceiveStream::Place(const wire::DataFrame& f) const {
 
 uint64_t ReceiveStream::posted_count() const { return posted_next_id_ - next_id_; }
 
+bool ReceiveStream::PostedFor(uint64_t id, uint8_t** data, ByteCount* capacity) const {
+  if (id < next_id_ || id - next_id_ >= posted_.size() || !posted_[id - next_id_].valid) {
+    return false;
+  }
+  const uint64_t idx = id - next_id_;
+  if (idx < messages_.size() && messages_[idx].delivered) return false;
+  *data = posted_[idx].data;
+  *capacity = posted_[idx].capacity;
+  return true;
+}
+
+absl::Status ReceiveStream::Hold(uint64_t id) {
+  uint8_t* data = nullptr;
+  ByteCount capacity = 0;
+  if (!PostedFor(id, &data, &capacity)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("hold: message ", id, " has no posted buffer waiting for it"));
+  }
+  const uint64_t idx = id - next_id_;
+  if (posted_[idx].held) return absl::OkStatus();
+  posted_[idx].held = true;
+  if (idx < messages_.size() && messages_[idx].complete) held_complete_.push_back(id);
+  return absl::OkStatus();
+}
+
+bool ReceiveStream::TakeHeldComplete(uint64_t* id) {
+  while (!held_complete_.empty()) {
+    const uint64_t h = held_complete_.front();
+    held_complete_.pop_front();
+    if (!Held(h)) continue;  // released, or cancelled at close
+    *id = h;
+    return true;
+  }
+  return false;
+}
+
+void ReceiveStream::Release(uint64_t id) {
+  if (Held(id)) posted_[id - next_id_].held = false;
+}
+
 absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   if (f.message_id < next_id_) return 0;  // already delivered: a late duplicate
   if (f.message_id - next_id_ >= max_messages_) {
@@ -185,6 +225,7 @@ absl::StatusOr<uint64_t> ReceiveStream::OnData(const wire::DataFrame& f) {
   if (m.received_units == m.units) {
     m.complete = true;
     if (m.unordered) ready_.push_back(f.message_id);
+    if (Held(f.message_id)) held_complete_.push_back(f.message_id);
   }
   return m.size == 0 ? 0 : fresh;
 }
@@ -267,10 +308,12 @@ void ReceiveStream::AdvanceFront() {
 }
 
 bool ReceiveStream::PopDelivered(Event* e) {
-  // Complete unordered messages first, wherever they are.
-  while (!ready_.empty()) {
-    const uint64_t id = ready_.front();
-    ready_.pop_front();
+  // Complete unordered messages first, wherever they are (a held one waits its turn).
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    const uint64_t id = ready_[i];
+    if (id >= next_id_ && Held(id)) continue;
+    ready_.erase(ready_.begin() + static_cast<ptrdiff_t>(i));
+    --i;
     if (id < next_id_) continue;  // dropped by PopCancelledPost at close
     const uint64_t idx = id - next_id_;
     Message& m = messages_[idx];
@@ -285,7 +328,8 @@ bool ReceiveStream::PopDelivered(Event* e) {
     AdvanceFront();
     return true;
   }
-  if (messages_.empty() || !messages_.front().complete || messages_.front().unordered) {
+  if (messages_.empty() || !messages_.front().complete || messages_.front().unordered ||
+      Held(next_id_)) {
     return false;
   }
   Message m = std::move(messages_.front());

@@ -45,6 +45,20 @@ class ReceiveStream {
   uint8_t* Place(const wire::DataFrame& f) const;
 
   absl::Status Post(uint8_t* data, ByteCount capacity, uint64_t tag);
+  // The buffer posted for message `id`, while the message is not delivered; false if none.
+  bool PostedFor(uint64_t id, uint8_t** data, ByteCount* capacity) const;
+  // Ids below this have a posted buffer or were delivered (Post's next id).
+  uint64_t next_posted_id() const { return posted_next_id_; }
+  uint64_t next_undelivered_id() const { return next_id_; }
+
+  // Held delivery (receive-side placement, docs/rdma.md 7.15): a message whose posted
+  // buffer a datapath let the peer write into is not delivered when it completes until
+  // the datapath has revoked that access. Hold: FailedPrecondition unless `id` has a
+  // posted buffer and is not delivered. TakeHeldComplete: the next held message that
+  // completed (each once). Release: deliverable again (a no-op for an unknown id).
+  absl::Status Hold(uint64_t id);
+  bool TakeHeldComplete(uint64_t* id);
+  void Release(uint64_t id);
   void ReturnBuffer(OwnedBuffer b);
 
   // Next deliverable message: a complete unordered one, else the next in order; false
@@ -86,7 +100,11 @@ class ReceiveStream {
     ByteCount capacity = 0;
     uint64_t tag = 0;
     bool valid = false;
+    bool held = false;  // Hold: not delivered until Release
   };
+  bool Held(uint64_t id) const {
+    return id >= next_id_ && id - next_id_ < posted_.size() && posted_[id - next_id_].held;
+  }
   struct Message {
     bool started = false;
     bool complete = false;
@@ -130,6 +148,7 @@ class ReceiveStream {
   std::deque<Message> messages_;    // ids next_id_ .. next_id_ + size - 1
   std::deque<Posted> posted_;       // ids next_id_ .. ; may be longer than messages_
   std::deque<uint64_t> ready_;      // complete unordered messages not yet delivered
+  std::deque<uint64_t> held_complete_;  // held messages that completed, for TakeHeldComplete
   uint64_t posted_next_id_ = 0;     // id the next Post() is for
   std::vector<OwnedBuffer> pool_;   // returned owned buffers
 };
