@@ -53,8 +53,13 @@ TEST(UcLaneSender, ChunksFillTheRingInLapsWithTheLapsKey) {
     EXPECT_EQ(ImmediateSlot(w.immediate), n % 8);
     EXPECT_EQ(ImmediateLap(w.immediate), (n / 8) & 0xff);
   }
-  EXPECT_EQ(EncodeImmediate(0x1ff, 0xbcdef), 0xff0bcdefu);
-  EXPECT_EQ(EncodeImmediate(0x1ff, 0xbcdef, 16), 0xfffbcdefu);
+  EXPECT_EQ(EncodeImmediate(0x1ff, 0x3cdef), 0xff03cdefu);
+  EXPECT_EQ(EncodeImmediate(0x1ff, 0x3cdef, 16), 0xfff3cdefu);
+  EXPECT_EQ(EncodeImmediate(0x1ff, 0xbcdef), 0xff03cdefu) << "the direct bit is not the slot's";
+  EXPECT_FALSE(ImmediateDirect(EncodeImmediate(0x1ff, 0x7ffff, 16)));
+  EXPECT_TRUE(ImmediateDirect(EncodeImmediate(3, 5, 7) | kImmediateDirect));
+  EXPECT_EQ(ImmediateSlot(EncodeImmediate(3, 5, 7) | kImmediateDirect), 5u);
+  EXPECT_EQ(ImmediatePieces(EncodeImmediate(3, 5, 7) | kImmediateDirect), 7u);
   EXPECT_EQ(ImmediatePieces(EncodeImmediate(3, 5, 7)), 7u);
   EXPECT_EQ(ImmediateSlot(EncodeImmediate(3, 5, 7)), 5u);
   EXPECT_EQ(ImmediateLap(EncodeImmediate(3, 5, 7)), 3u);
@@ -458,6 +463,47 @@ TEST(SplitGather, ShortAreasTooManyPiecesAndEmptyChunks) {
   GatherPart few[1];
   const GatherPart two[] = {{0, 10, 1}, {100, 10, 2}};
   EXPECT_EQ(SplitGather(two, 20, 4096, few, per), 0u) << "more parts than room";
+}
+
+}  // namespace
+}  // namespace longhaul::verbs
+
+namespace longhaul::verbs {
+namespace {
+
+TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
+  UcDirectDescriptor d;
+  d.length = 65000;
+  d.hole_offset = 61;
+  d.hole_length = 64000;
+  d.message_id = (uint64_t{1} << 40) + 7;
+  d.message_offset = (uint64_t{3} << 32) + 11;
+  uint8_t b[UcDirectDescriptor::kBytes];
+  d.Encode(b);
+  absl::StatusOr<UcDirectDescriptor> e = UcDirectDescriptor::Decode(b, 65536);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->length, d.length);
+  EXPECT_EQ(e->hole_offset, d.hole_offset);
+  EXPECT_EQ(e->hole_length, d.hole_length);
+  EXPECT_EQ(e->message_id, d.message_id);
+  EXPECT_EQ(e->message_offset, d.message_offset);
+  // The datagram may not reach into the descriptor's own bytes.
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65000).ok());
+  UcDirectDescriptor bad = d;
+  bad.hole_length = d.length - d.hole_offset + 1;
+  bad.Encode(b);
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "payload past the datagram";
+  bad = d;
+  bad.hole_length = 0;
+  bad.Encode(b);
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "empty payload";
+  bad = d;
+  bad.message_offset = ~uint64_t{0} - 10;
+  bad.Encode(b);
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "offset overflow";
+  d.Encode(b);
+  b[0] ^= 1;
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "stale bytes, no magic";
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ TEST(UcLinkState, WhatIsEncodedDecodes) {
 TEST(UcLinkState, TheLargestStateFitsADriverStateFrame) {
   UcLinkState s = Full(UcLinkState::kMaxLanes);
   for (UcLaneState& l : s.lanes) {
-    l.geometry = UcRingGeometry{.slots = 1u << 20, .windows = UcLinkState::kMaxWindows,
+    l.geometry = UcRingGeometry{.slots = 1u << 19, .windows = UcLinkState::kMaxWindows,
                                 .slot_bytes = 65536};
     l.keys.assign(UcLinkState::kMaxWindows, 0xffffffffu);
     l.grants.assign(UcLinkState::kMaxWindows, ~uint64_t{0});
@@ -125,6 +125,59 @@ TEST(UcLinkState, OutOfBoundsFieldsAreRefusedByName) {
   std::vector<uint8_t> b = Full(1).Encode();
   b[0] = 9;
   EXPECT_NE(UcLinkState::Decode(b).status().message().find("version"), std::string::npos);
+}
+
+UcPlacementAd Ad(uint64_t id, uint32_t lanes) {
+  UcPlacementAd a;
+  a.message_id = id;
+  a.address = 0x7f0000000000 + id * 0x10000;
+  a.length = 65536 + static_cast<uint32_t>(id);
+  for (uint32_t l = 0; l < lanes; ++l) a.keys.push_back(0x5000 + 0x100 * l + static_cast<uint32_t>(id));
+  return a;
+}
+
+// Receive-side placement: the advertised buffers travel with the rest, as many as the
+// frame holds (the earliest messages first), and a placement out of bounds is refused.
+TEST(UcLinkState, PlacementsRoundTripAsManyAsFit) {
+  UcLinkState s = Full(3);
+  for (uint64_t id = 100; id < 103; ++id) s.placements.push_back(Ad(id, 3));
+  EXPECT_EQ(s.EncodedPlacements(), 3u);
+  absl::StatusOr<UcLinkState> d = UcLinkState::Decode(s.Encode());
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_EQ(d->placements.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(d->placements[i].message_id, s.placements[i].message_id);
+    EXPECT_EQ(d->placements[i].address, s.placements[i].address);
+    EXPECT_EQ(d->placements[i].length, s.placements[i].length);
+    EXPECT_EQ(d->placements[i].keys, s.placements[i].keys);
+  }
+  for (uint32_t lanes : {1u, 4u}) {
+    UcLinkState big = Full(lanes);
+    for (UcLaneState& l : big.lanes) {
+      l.geometry.windows = UcLinkState::kMaxWindows;
+      l.keys.assign(UcLinkState::kMaxWindows, 1);
+      l.grants.assign(UcLinkState::kMaxWindows, 2);
+    }
+    for (uint64_t id = 0; id < 40; ++id) big.placements.push_back(Ad(id, lanes));
+    const size_t n = big.EncodedPlacements();
+    EXPECT_LE(n, UcLinkState::kMaxPlacements);
+    const std::vector<uint8_t> b = big.Encode();
+    EXPECT_LE(b.size(), 1024u) << lanes;
+    // One more placement would not have fit.
+    if (n < UcLinkState::kMaxPlacements) EXPECT_GT(b.size() + 20 + 4 * lanes, 1024u) << lanes;
+    absl::StatusOr<UcLinkState> e = UcLinkState::Decode(b);
+    ASSERT_TRUE(e.ok()) << e.status();
+    ASSERT_EQ(e->placements.size(), n);
+    if (n > 0) EXPECT_EQ(e->placements[n - 1].message_id, n - 1) << "the earliest first";
+  }
+  UcLinkState bad = Full(1);
+  bad.placements.push_back(Ad(5, 1));
+  bad.placements[0].length = 0;
+  EXPECT_NE(std::string(UcLinkState::Decode(bad.Encode()).status().message()).find("placement"),
+            std::string::npos);
+  bad.placements[0].length = 16;
+  bad.placements[0].address = ~uint64_t{0} - 3;
+  EXPECT_FALSE(UcLinkState::Decode(bad.Encode()).ok()) << "wraps the address space";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "transport/drivers/verbs/uc_lane.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +22,46 @@ absl::Status UcRingGeometry::Validate() const {
 }
 
 uint32_t EncodeImmediate(uint64_t lap, uint32_t slot, uint32_t pieces) {
-  return WithPieces(static_cast<uint32_t>((lap & 0xff) << 24) | (slot & 0xfffffu), pieces);
+  return WithPieces(static_cast<uint32_t>((lap & 0xff) << 24) | (slot & 0x7ffffu), pieces);
+}
+
+namespace {
+constexpr uint32_t kDescriptorMagic = 0x4c484443;  // "LHDC"
+}  // namespace
+
+void UcDirectDescriptor::Encode(uint8_t out[kBytes]) const {
+  const uint32_t w[4] = {kDescriptorMagic, length, hole_offset, hole_length};
+  std::memcpy(out, w, sizeof(w));
+  std::memcpy(out + 16, &message_id, 8);
+  std::memcpy(out + 24, &message_offset, 8);
+}
+
+absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[kBytes],
+                                                              uint32_t slot_bytes) {
+  uint32_t w[4];
+  std::memcpy(w, in, sizeof(w));
+  UcDirectDescriptor d;
+  d.length = w[1];
+  d.hole_offset = w[2];
+  d.hole_length = w[3];
+  std::memcpy(&d.message_id, in + 16, 8);
+  std::memcpy(&d.message_offset, in + 24, 8);
+  if (w[0] != kDescriptorMagic) return absl::InvalidArgumentError("direct chunk: no descriptor");
+  if (slot_bytes < kBytes || d.length > slot_bytes - kBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("direct chunk: length ", d.length, " overlaps the descriptor of a ",
+                     slot_bytes, "-byte slot"));
+  }
+  if (d.hole_length == 0 || d.hole_offset > d.length ||
+      d.hole_length > d.length - d.hole_offset) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("direct chunk: payload [", d.hole_offset, ", +", d.hole_length,
+                     ") outside its ", d.length, "-byte datagram"));
+  }
+  if (d.message_offset > ~uint64_t{0} - d.hole_length) {
+    return absl::InvalidArgumentError("direct chunk: message offset overflows");
+  }
+  return d;
 }
 
 UcLaneSender::UcLaneSender(UcRingGeometry g, std::vector<uint32_t> window_keys)

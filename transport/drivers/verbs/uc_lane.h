@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace longhaul::verbs {
 
@@ -38,7 +39,7 @@ struct UcRingGeometry {
   uint32_t slots = 128;              // R: at most kMaxSlots
   uint32_t windows = 8;              // W: at least 3, divides R
   uint32_t slot_bytes = 64 * 1024;   // C: one chunk (a core datagram) at most
-  static constexpr uint32_t kMaxSlots = 1u << 20;  // the immediate's slot field
+  static constexpr uint32_t kMaxSlots = 1u << 19;  // the immediate's slot field
 
   // InvalidArgument naming the field.
   absl::Status Validate() const;
@@ -48,10 +49,14 @@ struct UcRingGeometry {
 
 // The 32-bit immediate of a chunk's write: lap % 256 in the top byte, then 4 bits of
 // pieces - 1 (a chunk written as several single-packet writes, the last with the
-// immediate: docs/rdma.md 7.5), then the slot in the low 20 bits.
+// immediate: docs/rdma.md 7.5), one bit that says the chunk is direct (its payload was
+// written into the receiver's advertised buffer and a UcDirectDescriptor ends its slot:
+// docs/rdma.md 7.15), then the slot in the low 19 bits.
 inline constexpr uint32_t kMaxPieces = 16;
+inline constexpr uint32_t kImmediateDirect = 1u << 19;
 uint32_t EncodeImmediate(uint64_t lap, uint32_t slot, uint32_t pieces = 1);
-inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0xfffffu; }
+inline uint32_t ImmediateSlot(uint32_t imm) { return imm & 0x7ffffu; }
+inline bool ImmediateDirect(uint32_t imm) { return (imm & kImmediateDirect) != 0; }
 inline uint8_t ImmediateLap(uint32_t imm) { return static_cast<uint8_t>(imm >> 24); }
 inline uint32_t ImmediatePieces(uint32_t imm) { return ((imm >> 20) & 0xfu) + 1; }
 // `imm` with its pieces field set (1..kMaxPieces).
@@ -74,6 +79,24 @@ struct GatherPart {
 };
 uint32_t SplitGather(std::span<const GatherPart> areas, uint32_t len, uint32_t piece,
                      std::span<GatherPart> parts, std::span<uint32_t, kMaxPieces> per_piece);
+
+// A direct chunk (docs/rdma.md 7.15): the datagram's one DATA payload went to the buffer
+// the receiver advertised for its message, the rest of the datagram to the ring slot at
+// the same offsets (a hole where the payload belongs), and this descriptor to the slot's
+// last kBytes, written last with the immediate (its direct bit set). Decode checks it
+// against the slot: InvalidArgument naming what does not hold.
+struct UcDirectDescriptor {
+  static constexpr uint32_t kBytes = 32;
+  uint32_t length = 0;        // the datagram's
+  uint32_t hole_offset = 0;   // where the payload belongs in it
+  uint32_t hole_length = 0;   // the payload's bytes
+  uint64_t message_id = 0;    // whose advertised buffer holds them
+  uint64_t message_offset = 0;  // and where in it (from the message's first byte)
+
+  void Encode(uint8_t out[kBytes]) const;
+  // `slot_bytes`: the ring slot's size (the descriptor is its last kBytes).
+  static absl::StatusOr<UcDirectDescriptor> Decode(const uint8_t in[kBytes], uint32_t slot_bytes);
+};
 
 // The rkey of a window for `lap`, from its key for lap 0: each rebinding advances the key
 // variant (the low byte) by one, mod 256 (ibv_inc_rkey).

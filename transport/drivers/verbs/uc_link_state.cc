@@ -1,16 +1,18 @@
 #include "transport/drivers/verbs/uc_link_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "transport/wire/packet.h"
 
 namespace longhaul::verbs {
 namespace {
 
-// 2: per-lane received counts. A peer of version 1 refuses the state (and this side its):
-// the connection stays on UD.
-constexpr uint8_t kStateVersion = 2;
+// 2: per-lane received counts. 3: placement advertisements. A peer of another version
+// refuses the state (and this side its): the connection stays on UD.
+constexpr uint8_t kStateVersion = 3;
 constexpr uint8_t kFlagRing = 0x01;
 constexpr uint8_t kFlagWaiting = 0x02;
 constexpr uint8_t kFlagFailed = 0x04;
@@ -80,7 +82,29 @@ std::vector<uint8_t> UcLinkState::Encode() const {
     }
     if (l.waiting) w.U64(*l.waiting);
   }
+  const size_t n = EncodedPlacements();
+  w.U8(static_cast<uint8_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const UcPlacementAd& a = placements[i];
+    w.U64(a.message_id);
+    w.U64(a.address);
+    w.U32(a.length);
+    for (size_t k = 0; k < lanes.size(); ++k) w.U32(k < a.keys.size() ? a.keys[k] : 0);
+  }
   return w.Take();
+}
+
+size_t UcLinkState::EncodedPlacements() const {
+  size_t base = 1 + gid.size() + 4 + 1 + 1;  // version, gid, mtu, lane count, placements
+  for (const UcLaneState& l : lanes) {
+    base += 1 + 6 * 4;
+    if (l.has_ring) base += 8 + 3 * 4 + l.keys.size() * 4 + l.grants.size() * 8;
+    if (l.waiting) base += 8;
+  }
+  const size_t each = 8 + 8 + 4 + 4 * lanes.size();
+  if (base >= wire::kMaxDriverState) return 0;
+  return std::min<size_t>({placements.size(), kMaxPlacements,
+                           (wire::kMaxDriverState - base) / each});
 }
 
 namespace {
@@ -137,6 +161,20 @@ absl::StatusOr<UcLinkState> UcLinkState::Decode(std::span<const uint8_t> bytes) 
   s.lanes.resize(lanes);
   for (UcLaneState& l : s.lanes) {
     if (absl::Status st = DecodeLane(r, &l); !st.ok()) return st;
+  }
+  uint8_t placements = 0;
+  if (!r.U8(&placements)) return Bad("truncated placements");
+  if (placements > kMaxPlacements) return Bad("more than 32 placements");
+  s.placements.resize(placements);
+  for (UcPlacementAd& a : s.placements) {
+    a.keys.resize(lanes);
+    if (!r.U64(&a.message_id) || !r.U64(&a.address) || !r.U32(&a.length)) {
+      return Bad("truncated placement");
+    }
+    for (uint32_t& k : a.keys) {
+      if (!r.U32(&k)) return Bad("truncated placement keys");
+    }
+    if (a.length == 0 || a.address > ~uint64_t{0} - a.length) return Bad("placement out of bounds");
   }
   if (!r.done()) return Bad("trailing bytes");
   return s;

@@ -41,16 +41,32 @@ struct UcLaneState {
   uint32_t received = 0;
 };
 
+// Receive-side placement (docs/rdma.md 7.15): a buffer posted for message `message_id`
+// that the peer may write that message's payload into, through each lane's memory window
+// over exactly [address, address + length).
+struct UcPlacementAd {
+  uint64_t message_id = 0;
+  uint64_t address = 0;
+  uint32_t length = 0;
+  std::vector<uint32_t> keys;  // one per lane, in lane order
+};
+
 // What a side tells its peer (encoded as the connection's driver state).
 struct UcLinkState {
   // Bounds that keep the largest state within a DRIVER_STATE frame (1 KiB).
   static constexpr uint32_t kMaxLanes = 4;
   static constexpr uint32_t kMaxWindows = 16;
+  static constexpr uint32_t kMaxPlacements = 32;
   std::array<uint8_t, 16> gid{};  // RoCE v2 GID of every QP
   uint32_t mtu = 0;  // active MTU: the piece size is the smaller of both sides'
   std::vector<UcLaneState> lanes;
+  // In message order. Encode keeps the first ones that fit the frame (at most
+  // kMaxPlacements); each must have one key per lane.
+  std::vector<UcPlacementAd> placements;
 
   std::vector<uint8_t> Encode() const;
+  // How many of `placements` Encode keeps.
+  size_t EncodedPlacements() const;
   // InvalidArgument naming what is malformed (a hostile or broken peer).
   static absl::StatusOr<UcLinkState> Decode(std::span<const uint8_t> bytes);
 };
