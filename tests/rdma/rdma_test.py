@@ -432,6 +432,50 @@ def case_uc_plaintext_reverse(c):
     expect_zero_copy(sout, 6 << 20, sealed=False)
 
 
+def placement(text):
+    """(chunks sent direct, their payload bytes, buffers advertised, direct chunks received,
+    payload bytes checked in place, bytes copied, direct chunks refused) from
+    longhaul-perf's 'verbs uc:' line (docs/rdma.md 7.15), or None."""
+    m = re.search(r"placement: (\d+) chunks \( *([\d.]+) (\w?)Bytes\) sent direct, (\d+) buffers "
+                  r"advertised, (\d+) direct chunks received \( *([\d.]+) (\w?)Bytes in place, "
+                  r"+([\d.]+) (\w?)Bytes copied\), (\d+) refused", text)
+    if not m:
+        return None
+    scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    g = m.groups()
+    return (int(g[0]), float(g[1]) * scale[g[2]], int(g[3]), int(g[4]),
+            float(g[5]) * scale[g[6]], float(g[7]) * scale[g[8]], int(g[9]))
+
+
+def case_uc_placement(c):
+    """Receive-side placement (docs/rdma.md 7.15), plaintext, both directions: the receiver
+    posts registered buffers, advertises them, and the sender's NIC writes most payloads
+    straight into them, where the receiver checks them and copies nothing; late duplicates
+    written through advertisements already withdrawn (the buffer handed back and reposted)
+    change nothing; intact. Protected, nothing goes direct (the seal is the one pass)."""
+    total = 12 << 20
+    for reverse in (False, True):
+        # The late-duplicate test mode is the sender's (the server's in reverse).
+        replay = "--uc_replay_every=2"
+        out, sout = uc_bulk(c, " loss 0.1%", "--bytes=12MiB " + ("" if reverse else replay),
+                            keys="--insecure", reverse=reverse,
+                            server_flags=replay if reverse else "")
+        sender, receiver = (sout, out) if reverse else (out, sout)
+        ps, pr = placement(sender), placement(receiver)
+        expect(ps is not None and pr is not None,
+               "no placement counts:\n%s\n%s" % (sender[-1500:], receiver[-1500:]))
+        expect(pr[2] >= 8, "too few buffers advertised: %s\n%s" % (pr, receiver[-1500:]))
+        expect(ps[0] > 50 and ps[1] >= 0.7 * total,
+               "the payload did not go direct: %s\n%s" % (ps, sender[-1500:]))
+        expect(pr[4] >= 0.7 * total and pr[5] < 0.1 * total,
+               "the payload was not checked in place: %s\n%s" % (pr, receiver[-1500:]))
+        expect(uc_counts(sender)[3] > 30, "too few late duplicates written:\n" + sender[-1500:])
+    out, sout = uc_bulk(c, " loss 0.1%", "--bytes=6MiB")
+    ps, pr = placement(out), placement(sout)
+    expect(ps is not None and ps[0] == 0 and pr[3] == 0,
+           "a sealed connection went direct: %s %s\n%s" % (ps, pr, out[-1500:]))
+
+
 def case_uc_client_ud_server(c):
     """A UD-only server: the UC client's offer is ignored and it runs over UD. A UD client
     of a UC server: the server builds no lanes for it (it builds them only on an offer)."""
@@ -556,6 +600,7 @@ CASES = [
     ("uc_lane_error", case_uc_lane_error),
     ("uc_lane_stall", case_uc_lane_stall),
     ("uc_plaintext_reverse", case_uc_plaintext_reverse),
+    ("uc_placement", case_uc_placement),
     ("uc_client_ud_server", case_uc_client_ud_server),
     ("uc_messages_0B_to_64MiB", case_uc_messages_0B_to_64MiB),
     ("uc_lane_64k", case_uc_lane_64k),

@@ -352,7 +352,11 @@ void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohma
                              uc_chunks_received, uc_stale_completions, uc_chunks_given_up,
                              uc_grant_waits, uc_lane_errors, uc_replays, uc_lanes_failed, uc_lanes_replaced, uc_lanes_stalled, uc_chunk_shrinks,
                              uc_chunk_grows, uc_payload_bytes_referenced, uc_payload_bytes_copied,
-                             memory_regions, memory_region_bytes);
+                             memory_regions, memory_region_bytes, uc_direct_chunks_sent,
+                             uc_direct_bytes_sent, uc_placements_advertised,
+                             uc_placements_revoked, uc_placement_errors,
+                             uc_direct_chunks_received, uc_direct_bytes_in_place,
+                             uc_direct_bytes_copied, uc_direct_chunks_refused);
     driver["uc_lane_chunks_sent"] = es.uc_lane_chunks_sent;
   }
   driver["socket_recv_buffer"] = es.recv_buffer;

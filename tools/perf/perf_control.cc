@@ -23,7 +23,9 @@ bool IsControl(const uint8_t* data, size_t size) {
 
 absl::StatusOr<nlohmann::json> DecodeControl(const uint8_t* data, size_t size) {
   if (!IsControl(data, size)) return absl::InvalidArgumentError("not a control message");
-  if (size > (1u << 20)) return absl::InvalidArgumentError("control message larger than 1 MiB");
+  if (size > kMaxControlMessage) {
+    return absl::InvalidArgumentError("control message larger than 1 MiB");
+  }
   nlohmann::json j = nlohmann::json::parse(
       reinterpret_cast<const char*>(data) + sizeof(kControlMagic),
       reinterpret_cast<const char*>(data) + size, nullptr, /*allow_exceptions=*/false);

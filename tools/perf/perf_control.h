@@ -42,6 +42,8 @@ struct TestRequest {
 
 inline constexpr uint64_t kMinMessageSize = 64;
 inline constexpr uint64_t kMaxMessageSize = uint64_t{64} << 20;
+// The largest control message a side accepts.
+inline constexpr size_t kMaxControlMessage = size_t{1} << 20;
 
 // Encodes `j` as a control message (magic + JSON text).
 std::string EncodeControl(const nlohmann::json& j);

@@ -12,6 +12,7 @@
 #include "tools/common/json_fields.h"
 #include "tools/common/transport_flags.h"
 #include "transport/base/clock.h"
+#include "transport/base/status.h"
 #include "transport/base/parse.h"
 #include "transport/base/percentile.h"
 
@@ -49,6 +50,39 @@ std::shared_ptr<PatternRegions> ZeroCopyRegions(Endpoint& ep, const EndpointOpti
                                                 bool on) {
   if (!on || o.datapath != Datapath::kVerbs || o.verbs.qp_type != QpType::kUc) return nullptr;
   return std::make_shared<PatternRegions>(&ep);
+}
+
+std::unique_ptr<ReceiveBuffers> ReceiveBuffers::Create(Endpoint* ep, size_t size,
+                                                       uint32_t count) {
+  std::unique_ptr<ReceiveBuffers> b(new ReceiveBuffers());
+  b->ep_ = ep;
+  b->size_ = std::max<size_t>(size, 1);
+  b->count_ = count;
+  b->mem_.reset(new uint8_t[b->size_ * count]);
+  absl::StatusOr<uint64_t> r = ep->RegisterMemory(b->mem_.get(), b->size_ * count);
+  if (!r.ok()) {
+    LOG(WARNING) << "longhaul-perf: receive buffers not registered (" << r.status().message()
+                 << "); messages arrive in the transport's memory";
+    return nullptr;
+  }
+  b->region_ = *r;
+  return b;
+}
+
+ReceiveBuffers::~ReceiveBuffers() {
+  if (region_ != 0) (void)ep_->DeregisterMemory(region_);
+}
+
+absl::Status ReceiveBuffers::PostAll(ConnectionHandle& h) {
+  for (uint32_t i = 0; i < count_; ++i) {
+    LH_RETURN_IF_ERROR(h.PostReceive(mem_.get() + i * size_, size_, kFirstTag + i));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReceiveBuffers::Repost(ConnectionHandle& h, uint64_t tag) {
+  if (!Owns(tag)) return absl::InvalidArgumentError("not a receive buffer's tag");
+  return h.PostReceive(mem_.get() + (tag - kFirstTag) * size_, size_, tag);
 }
 
 uint64_t PatternRegions::For(const std::shared_ptr<const Pattern>& p) {
@@ -98,7 +132,20 @@ PerfStream::PerfStream(std::shared_ptr<ConnectionHandle> handle, Options options
     if (opt_.regions) pattern_region_ = opt_.regions->For(pattern_);
     with_header_ = opt_.request.workload == "messages";
     has_request_ = true;
+    if (opt_.request.reverse) PostReceiveBuffersLocked();
   }
+}
+
+void PerfStream::PostReceiveBuffersLocked() {
+  if (!opt_.regions || receive_buffers_) return;
+  // Every message lands in them, control messages too (up to 1 MiB); enough of them for
+  // the advertisements a link carries (32 at most) and more, 8 to 64 within 64 MiB (more
+  // for messages of more than 8 MiB).
+  const size_t size = std::max<size_t>(opt_.request.message_size, kMaxControlMessage);
+  const uint32_t count =
+      static_cast<uint32_t>(std::clamp<size_t>((size_t{64} << 20) / size, 8, 64));
+  receive_buffers_ = ReceiveBuffers::Create(opt_.regions->endpoint(), size, count);
+  if (receive_buffers_ && !receive_buffers_->PostAll(*handle_).ok()) receive_buffers_.reset();
 }
 
 PerfStream::~PerfStream() {
@@ -341,6 +388,8 @@ void PerfStream::Fail(const std::string& why, bool abort_connection) {
 void PerfStream::OnEvent(Event& e) {
   switch (e.type) {
     case Event::Type::kReceiveComplete: {
+      const bool posted = receive_buffers_ && receive_buffers_->Owns(e.tag);
+      if (posted && absl::IsCancelled(e.status)) return;  // handed back at the close
       if (!e.status.ok()) {
         Fail(absl::StrCat("message ", e.message_id, " not received: ", e.status.message()), true);
       } else if (IsControl(e.data, e.size)) {
@@ -354,6 +403,7 @@ void PerfStream::OnEvent(Event& e) {
         OnData(e);
       }
       handle_->ReturnBuffer(std::move(e.owned));
+      if (posted && !closed_) (void)receive_buffers_->Repost(*handle_, e.tag);
       return;
     }
     case Event::Type::kSendComplete: {
@@ -494,6 +544,7 @@ void PerfStream::OnRequest(const nlohmann::json& j) {
   with_header_ = r->workload == "messages";
   state_ = r->reverse ? State::kSending : State::kReceiving;
   has_request_ = true;
+  if (!r->reverse) PostReceiveBuffersLocked();
   StartRole();
   if (opt_.on_request) opt_.on_request(this);
 }

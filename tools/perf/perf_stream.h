@@ -48,12 +48,36 @@ class PatternRegions {
   explicit PatternRegions(Endpoint* ep) : ep_(ep) {}
   // The pattern's region; 0 (logged once) when the endpoint refused it: sends copy.
   uint64_t For(const std::shared_ptr<const Pattern>& p);
+  Endpoint* endpoint() const { return ep_; }
 
  private:
   Endpoint* ep_;
   std::mutex mu_;
   std::vector<std::pair<std::shared_ptr<const Pattern>, uint64_t>> regions_;
   bool warned_ = false;
+};
+
+// Receive-side placement (docs/rdma.md 7.15): the receiver's own buffers, `count` of
+// `size` bytes in one region registered with the endpoint, posted for the messages to
+// come (PostReceive, tags kFirstTag..) and reposted as each one is handled, so that the
+// verbs datapath can advertise them and the sender's NIC write payloads straight there.
+class ReceiveBuffers {
+ public:
+  static constexpr uint64_t kFirstTag = 1000;
+  // Null (logged) when the endpoint refuses the memory: messages arrive in its own.
+  static std::unique_ptr<ReceiveBuffers> Create(Endpoint* ep, size_t size, uint32_t count);
+  ~ReceiveBuffers();  // deregisters (after the connection closed)
+  bool Owns(uint64_t tag) const { return tag >= kFirstTag && tag < kFirstTag + count_; }
+  absl::Status PostAll(ConnectionHandle& h);
+  absl::Status Repost(ConnectionHandle& h, uint64_t tag);
+
+ private:
+  ReceiveBuffers() = default;
+  Endpoint* ep_ = nullptr;
+  uint64_t region_ = 0;
+  size_t size_ = 0;
+  uint32_t count_ = 0;
+  std::unique_ptr<uint8_t[]> mem_;
 };
 
 // A PatternRegions for `ep` where its datapath sends registered memory without copying
@@ -156,11 +180,14 @@ class PerfStream : public std::enable_shared_from_this<PerfStream> {
   // acknowledged (the result can overtake the ACK of the last message), or kFinalWait
   // after the result at the latest.
   void MaybeSendFinalLocked(int64_t now_ns);
+  // The receiver's posted buffers (Options::regions): created and posted.
+  void PostReceiveBuffersLocked();
 
   std::shared_ptr<ConnectionHandle> handle_;
   Options opt_;
   std::shared_ptr<const Pattern> pattern_;
   uint64_t pattern_region_ = 0;  // Options::regions: SendBuffer::region of the bulk sends
+  std::unique_ptr<ReceiveBuffers> receive_buffers_;  // Options::regions, receiving
   bool with_header_ = false;
 
   mutable std::mutex mu_;

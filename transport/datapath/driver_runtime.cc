@@ -420,10 +420,11 @@ void DriverRuntime::DeliverAll(Time now) {
     if (it == entries_.end()) continue;
     Entry& e = it->second;
     Connection* conn = endpoint_.ConnectionAt(id);
+    const bool closed = conn->closed();
+    if (closed && hooks_.connection_closed) hooks_.connection_closed(id);
     events_.clear();
     Event ev;
     while (conn->PollEvent(&ev)) events_.push_back(std::move(ev));
-    const bool closed = conn->closed();
     e.handle->PublishSent(conn->stream_units_sent());
     if (closed || now - e.last_publish >= kStatsPublishPeriod) {
       e.handle->PublishStats(conn->stats(), conn->debug_state());

@@ -118,6 +118,10 @@ class DriverRuntime final : public ConnectionHost {
     // close delivered): a datapath of its own (the verbs driver's UC lanes) lives between.
     std::function<void(endpoint::ConnectionId)> connection_up;
     std::function<void(endpoint::ConnectionId)> connection_gone;
+    // Optional. The connection closed; called before its last events (its posted buffers
+    // handed back among them) reach the application: a datapath that let the peer write
+    // into those buffers ends that access here.
+    std::function<void(endpoint::ConnectionId)> connection_closed;
     // Optional. The connection holds a new driver state from its peer
     // (Connection::TakePeerDriverState).
     std::function<void(endpoint::ConnectionId)> driver_state;

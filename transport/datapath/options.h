@@ -265,6 +265,21 @@ struct EndpointStats {
   uint64_t uc_payload_bytes_copied = 0;
   uint64_t memory_regions = 0;
   uint64_t memory_region_bytes = 0;
+  // Receive-side placement (docs/rdma.md 7.15). Sending: chunks written direct (their
+  // payload into the peer's advertised buffer) and their payload bytes. Receiving: posted
+  // buffers advertised, revoked (their messages delivered), refused by the device; direct
+  // chunks taken, their payload bytes checked where they landed (no copy) or copied
+  // (their message landed elsewhere), and direct chunks dropped (checksum, or no
+  // advertisement for their message any more).
+  uint64_t uc_direct_chunks_sent = 0;
+  uint64_t uc_direct_bytes_sent = 0;
+  uint64_t uc_placements_advertised = 0;
+  uint64_t uc_placements_revoked = 0;
+  uint64_t uc_placement_errors = 0;
+  uint64_t uc_direct_chunks_received = 0;
+  uint64_t uc_direct_bytes_in_place = 0;
+  uint64_t uc_direct_bytes_copied = 0;
+  uint64_t uc_direct_chunks_refused = 0;
   // Engines: how many the endpoint runs, and the CPU time their threads used (seconds,
   // user + system; per engine in Endpoint::engine_stats, summed in Endpoint::stats).
   uint32_t engines = 1;

@@ -508,3 +508,41 @@ TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
 
 }  // namespace
 }  // namespace longhaul::verbs
+
+namespace longhaul::verbs {
+namespace {
+
+// Receive-side placement cuts a chunk's gather list at its payload: the slices cover
+// exactly the asked bytes, across area boundaries, and refuse what the areas do not hold.
+TEST(SliceGatherTest, SlicesCoverExactlyTheRange) {
+  const GatherPart areas[] = {{1000, 100, 1}, {5000, 300, 2}, {9000, 50, 3}};
+  GatherPart out[4];
+  // Inside one area.
+  ASSERT_EQ(SliceGather(areas, 10, 60, out), 1);
+  EXPECT_EQ(out[0].addr, 1010u);
+  EXPECT_EQ(out[0].length, 50u);
+  EXPECT_EQ(out[0].key, 1u);
+  // Across all three: the tail of the first, the whole second, the head of the third.
+  ASSERT_EQ(SliceGather(areas, 90, 420, out), 3);
+  EXPECT_EQ(out[0].addr, 1090u);
+  EXPECT_EQ(out[0].length, 10u);
+  EXPECT_EQ(out[1].addr, 5000u);
+  EXPECT_EQ(out[1].length, 300u);
+  EXPECT_EQ(out[2].addr, 9000u);
+  EXPECT_EQ(out[2].length, 20u);
+  EXPECT_EQ(out[2].key, 3u);
+  // Exactly an area's bounds; an empty range; the very end.
+  ASSERT_EQ(SliceGather(areas, 100, 400, out), 1);
+  EXPECT_EQ(out[0].addr, 5000u);
+  EXPECT_EQ(out[0].length, 300u);
+  EXPECT_EQ(SliceGather(areas, 50, 50, out), 0);
+  ASSERT_EQ(SliceGather(areas, 400, 450, out), 1);
+  EXPECT_EQ(out[0].addr, 9000u);
+  // Past the areas, a reversed range, too little room.
+  EXPECT_EQ(SliceGather(areas, 400, 451, out), -1);
+  EXPECT_EQ(SliceGather(areas, 60, 10, out), -1);
+  EXPECT_EQ(SliceGather(areas, 0, 450, std::span<GatherPart>(out, 2)), -1);
+}
+
+}  // namespace
+}  // namespace longhaul::verbs

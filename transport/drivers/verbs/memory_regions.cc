@@ -53,6 +53,17 @@ absl::Status MemoryRegions::Open(ibv_pd* pd) {
   return first;
 }
 
+std::optional<MemoryRegions::Span> MemoryRegions::Containing(const uint8_t* p,
+                                                            size_t len) const {
+  for (const auto& [id, r] : regions_) {
+    if (r.mr != nullptr && p >= r.data && len <= r.size &&
+        static_cast<size_t>(p - r.data) <= r.size - len) {
+      return Span{id, const_cast<uint8_t*>(r.data), r.size};
+    }
+  }
+  return std::nullopt;
+}
+
 absl::Status MemoryRegions::Remove(uint64_t id) {
   auto it = regions_.find(id);
   if (it == regions_.end()) {

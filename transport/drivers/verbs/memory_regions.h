@@ -50,6 +50,15 @@ class MemoryRegions {
   // such region, removed, not registered yet, or out of its bounds).
   std::optional<uint32_t> Lookup(uint64_t id, const uint8_t* p, size_t len) const;
 
+  // The registered region that holds all of [p, p + len) (receive-side placement: a
+  // posted buffer in registered memory), or nullopt.
+  struct Span {
+    uint64_t id = 0;
+    uint8_t* data = nullptr;
+    size_t size = 0;
+  };
+  std::optional<Span> Containing(const uint8_t* p, size_t len) const;
+
   // The chunk in arena slot `slot` references these regions (empty: none) until the slot
   // is free again.
   void NoteSlot(uint32_t slot, std::span<const uint64_t> ids);

@@ -19,6 +19,8 @@ constexpr uint32_t kMaxSlots = 2048;
 constexpr uint64_t kMaxRingBytes = uint64_t{128} << 20;       // one lane's
 constexpr uint64_t kMaxTotalRingBytes = uint64_t{1} << 30;   // every connection's
 constexpr uint32_t kSendDepth = 1024;  // work requests (pieces) of the writing QP
+// Posted buffers smaller than this are not advertised (a window per buffer costs more).
+constexpr ByteCount kMinPlacement = 4096;
 // Chunk resizing (UcDatapath::Resize).
 constexpr Duration kResizeEvery = Duration::Milliseconds(500);
 constexpr uint64_t kResizePackets = 100;
@@ -49,8 +51,9 @@ UcRingGeometry UcDatapath::RingFor(const TransportConfig& c) const {
   slots = std::min<uint64_t>(slots, kMaxRingBytes / chunk_bytes_);
   slots = std::clamp<uint64_t>(slots, kMinSlots, kMaxSlots);
   slots = (slots + kWindows - 1) / kWindows * kWindows;
+  // A slot holds a chunk and, past it, a direct chunk's descriptor (docs/rdma.md 7.15).
   return UcRingGeometry{.slots = static_cast<uint32_t>(slots), .windows = kWindows,
-                        .slot_bytes = chunk_bytes_};
+                        .slot_bytes = chunk_bytes_ + UcDirectDescriptor::kBytes};
 }
 
 void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
@@ -70,7 +73,8 @@ UcDatapath::Entry* UcDatapath::CreateLink(endpoint::ConnectionId id, Connection&
   const UcRingGeometry g = RingFor(conn.config());
   const uint32_t send_depth = std::min(kSendDepth, env_.dev->max_qp_wr());
   const uint32_t recv_entries = lanes_ * 4 * g.slots;  // UcReceiveLane's queue
-  const uint32_t send_entries = lanes_ * (send_depth + 2 * g.windows + 8);
+  const uint32_t send_entries =
+      lanes_ * (send_depth + 2 * g.windows + 8 + UcReceiveLane::kPlacementBinds);
   const uint64_t ring_bytes = uint64_t{lanes_} * g.ring_bytes();
   absl::StatusOr<std::unique_ptr<UcLink>> link = absl::InternalError("not created");
   std::vector<uint32_t> ids;
@@ -207,7 +211,7 @@ uint64_t UcDatapath::FillPayloads(uint8_t* buf, const endpoint::Transmit& t) {
 }
 
 UcDatapath::Gather UcDatapath::GatherFor(const endpoint::Transmit& t, uint32_t slot,
-                                         uint32_t len) {
+                                         uint32_t len, std::optional<UcLink::Direct>* direct) {
   static_assert(kMaxGather >= 2 * wire::kMaxDeferredPayloads + 1);
   uint8_t* buf = env_.arena.Slot(slot);
   Gather g;
@@ -232,6 +236,11 @@ UcDatapath::Gather UcDatapath::GatherFor(const endpoint::Transmit& t, uint32_t s
     g.sge[g.count++] = ibv_sge{reinterpret_cast<uintptr_t>(d.source), d.length, *lkey};
     done = d.offset + d.length;
     payload_bytes_referenced_ += d.length;
+    if (t.referenced().size() == 1 && d.length >= UcDirectDescriptor::kBytes) {
+      // The slot's bytes under the payload are unused: the descriptor goes there.
+      *direct = UcLink::Direct{d.offset, d.length, d.message_id, d.message_offset,
+                               buf + d.offset, env_.arena.lkey};
+    }
     if (std::find(ids.begin(), ids.begin() + id_count, d.region) == ids.begin() + id_count) {
       ids[id_count++] = d.region;
     }
@@ -251,9 +260,10 @@ bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) 
   auto it = entries_.find(t.connection);
   if (it == entries_.end() || !it->second.link->ready()) return false;
   Entry& e = it->second;
-  const Gather g = GatherFor(t, slot, len);
+  std::optional<UcLink::Direct> direct;
+  const Gather g = GatherFor(t, slot, len, &direct);
   if (e.held.empty()) {
-    absl::StatusOr<bool> posted = e.link->Post(g.span(), len, slot);
+    absl::StatusOr<bool> posted = e.link->Post(g.span(), len, slot, direct ? &*direct : nullptr);
     if (!posted.ok()) {
       env_.free_slots->push_back(slot);
       Fail(t.connection, e, posted.status());
@@ -264,7 +274,7 @@ bool UcDatapath::Take(const endpoint::Transmit& t, uint32_t slot, uint32_t len) 
       return true;
     }
   }
-  e.held.push_back(Held{slot, len, g});
+  e.held.push_back(Held{slot, len, g, direct});
   if (!e.blocked) {
     e.blocked = true;
     env_.ep->SetConnectionBlocked(t.connection, true);
@@ -277,8 +287,11 @@ void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
   if (!e.link->ready() || e.raised) return;
   // The largest chunk both ends can take: ours, the peer's slots, 16 pieces of the
   // smaller MTU.
-  e.max_chunk =
-      std::min({chunk_bytes_, e.link->peer_slot_bytes(), kMaxPieces * e.link->piece()});
+  // smaller MTU (a peer slot also holds a direct chunk's descriptor past the chunk).
+  const uint32_t peer_slot = e.link->peer_slot_bytes();
+  e.max_chunk = std::min({chunk_bytes_,
+                          peer_slot > UcDirectDescriptor::kBytes ? peer_slot - UcDirectDescriptor::kBytes : 0,
+                          kMaxPieces * e.link->piece()});
   conn.SetDatagramLimit(e.max_chunk);
   conn.SetPayloadByReference(true);  // registered payloads gathered from where they are
   e.raised = true;
@@ -299,7 +312,8 @@ void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
 void UcDatapath::Flush(endpoint::ConnectionId id, Entry& e) {
   while (!e.held.empty() && e.link->ready()) {
     const Held h = e.held.front();
-    absl::StatusOr<bool> posted = e.link->Post(h.gather.span(), h.len, h.slot);
+    absl::StatusOr<bool> posted =
+        e.link->Post(h.gather.span(), h.len, h.slot, h.direct ? &*h.direct : nullptr);
     if (!posted.ok()) {
       Fail(id, e, posted.status());
       return;
@@ -319,14 +333,117 @@ bool UcDatapath::OnRecv(const ibv_wc& wc, Time now) {
   if (b == by_id_.end()) return false;
   const endpoint::ConnectionId id = b->second.connection;
   Entry& e = entries_.at(id);
-  std::optional<std::span<const uint8_t>> chunk = e.link->OnReceive(b->second.lane, wc, now);
+  std::optional<UcDirectDescriptor> direct;
+  std::optional<std::span<const uint8_t>> chunk =
+      e.link->OnReceive(b->second.lane, wc, now, &direct);
   if (!chunk) return true;
+  if (direct) {
+    OnDirect(id, e, *chunk, *direct, now);
+    return true;
+  }
   const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
   if (meta == nullptr) return true;
   const endpoint::LocalId local = meta->is_server ? meta->listener : meta->locals.front();
   // The endpoint copies what it keeps: the slot is settled when this returns.
   env_.ep->OnDatagram(now, local, meta->peer, *chunk);
   return true;
+}
+
+void UcDatapath::OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const uint8_t> chunk,
+                          const UcDirectDescriptor& d, Time now) {
+  const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
+  UcPlacements* p = e.link->placements();
+  std::optional<UcPlacements::Buffer> buf =
+      p != nullptr ? p->Find(d.message_id) : std::nullopt;
+  if (meta == nullptr || !buf || d.message_offset > buf->length ||
+      d.hole_length > buf->length - d.message_offset) {
+    // Its payload went to a buffer that is no longer advertised (its message completed)
+    // or never was: nothing readable holds it. Lost, as a chunk that did not arrive.
+    ++direct_unplaceable_;
+    return;
+  }
+  const endpoint::LocalId local = meta->is_server ? meta->listener : meta->locals.front();
+  // The slot is the link's until this returns; the endpoint may write into its hole.
+  const Connection::Placed r = env_.ep->OnPlacedDatagram(
+      now, local, meta->peer,
+      std::span<uint8_t>(const_cast<uint8_t*>(chunk.data()), chunk.size()), d.hole_offset,
+      buf->data + d.message_offset, d.hole_length);
+  switch (r) {
+    case Connection::Placed::kInPlace:
+      ++direct_in_place_;
+      direct_bytes_in_place_ += d.hole_length;
+      break;
+    case Connection::Placed::kCopied:
+      ++direct_copied_;
+      direct_bytes_copied_ += d.hole_length;
+      break;
+    case Connection::Placed::kRefused:
+      ++direct_refused_;
+      break;
+  }
+}
+
+void UcDatapath::OnConnectionClosed(endpoint::ConnectionId id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end() || it->second.link->placements() == nullptr) return;
+  it->second.link->placements()->ForgetAll();
+  (void)it->second.link->placements()->TakeRevoked();  // nothing left to deliver them to
+}
+
+void UcDatapath::OnRegionRemoved(uint64_t region) {
+  for (auto& [id, e] : entries_) {
+    if (e.link->placements() != nullptr) e.link->placements()->ForgetRegion(region);
+  }
+}
+
+void UcDatapath::Place(endpoint::ConnectionId id, Entry& e) {
+  UcPlacements* p = e.link->placements();
+  Connection* conn = env_.ep->ConnectionAt(id);
+  if (p == nullptr || conn == nullptr) return;
+  bool changed = false;
+  uint64_t done = 0;
+  while (conn->TakeHeldComplete(&done)) {  // complete: take the peer's access away first
+    if (p->Revoke(done)) {
+      changed = true;
+    } else {
+      conn->ReleaseDelivery(done);
+    }
+  }
+  for (uint64_t m : p->TakeRevoked()) {  // every window unbound: the message is delivered
+    conn->ReleaseDelivery(m);
+    ++placements_revoked_;
+    env_.ep->Touch(id);
+  }
+  if (env_.regions != nullptr && e.raised) {
+    e.next_placement = std::max(e.next_placement, conn->next_undelivered_id());
+    const uint64_t end = conn->next_posted_id();
+    while (e.next_placement < end && p->active_count() < UcPlacements::kMaxActive) {
+      const uint64_t m = e.next_placement;
+      uint8_t* data = nullptr;
+      ByteCount capacity = 0;
+      if (!conn->PostedBuffer(m, &data, &capacity)) {
+        ++e.next_placement;
+        continue;
+      }
+      ++e.next_placement;
+      if (capacity < kMinPlacement || capacity > UINT32_MAX) continue;
+      std::optional<MemoryRegions::Span> region = env_.regions->Containing(data, capacity);
+      if (!region || !conn->HoldDelivery(m).ok()) continue;
+      absl::Status s = p->Advertise(m, data, static_cast<uint32_t>(capacity), region->id,
+                                    region->data, region->size);
+      if (!s.ok()) {
+        conn->ReleaseDelivery(m);
+        ++placement_errors_;
+        env_.log->Warn("uc-placement", Time::FromNanoseconds(MonotonicNs()),
+                       absl::StrCat("verbs: connection ", id, ": a receive buffer cannot be "
+                                    "advertised (", s.message(), "); its message is copied"));
+        continue;
+      }
+      ++placements_advertised_;
+      changed = true;
+    }
+  }
+  if (changed) e.link->MarkChanged();
 }
 
 bool UcDatapath::OnSend(const ibv_wc& wc) {
@@ -364,10 +481,16 @@ void UcDatapath::Maintain(Time now) {
       Fail(id, e, absl::UnavailableError("the peer received nothing of its lanes' writes"));
     }
     for (const UcLink::IdChange& c : e.link->TakeIdChanges()) {  // a writer replaced
-      by_id_.erase(c.old_id);
+      // The lane's receiving end keeps its id (its receives and binds still carry it).
+      if (c.old_id != e.link->rx_id(c.lane)) {
+        by_id_.erase(c.old_id);
+        std::replace(e.ids.begin(), e.ids.end(), c.old_id, c.new_id);
+      } else {
+        e.ids.push_back(c.new_id);
+      }
       by_id_[c.new_id] = LaneRef{id, c.lane};
-      std::replace(e.ids.begin(), e.ids.end(), c.old_id, c.new_id);
     }
+    Place(id, e);
     if (!e.raised && e.link->ready()) {
       if (Connection* conn = env_.ep->ConnectionAt(id)) {
         Raise(id, e, *conn);
@@ -437,6 +560,8 @@ void UcDatapath::Totals::Add(const UcLink& link) {
   c.lanes_failed += l.lanes_failed;
   c.lanes_replaced += l.lanes_replaced;
   c.lanes_stalled += l.lanes_stalled;
+  c.direct_chunks += l.direct_chunks;
+  c.direct_bytes += l.direct_bytes;
   const std::vector<uint64_t> lane = link.lane_chunks();
   for (size_t i = 0; i < lane.size() && i < lane_chunks.size(); ++i) lane_chunks[i] += lane[i];
   const UcReceiveLane::Stats ls = link.receive_stats();
@@ -464,6 +589,15 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_chunk_grows += grows_;
   s->uc_payload_bytes_referenced += payload_bytes_referenced_;
   s->uc_payload_bytes_copied += payload_bytes_copied_;
+  s->uc_direct_chunks_sent += t.c.direct_chunks;
+  s->uc_direct_bytes_sent += t.c.direct_bytes;
+  s->uc_placements_advertised += placements_advertised_;
+  s->uc_placements_revoked += placements_revoked_;
+  s->uc_placement_errors += placement_errors_;
+  s->uc_direct_chunks_received += direct_in_place_ + direct_copied_;
+  s->uc_direct_bytes_in_place += direct_bytes_in_place_;
+  s->uc_direct_bytes_copied += direct_bytes_copied_;
+  s->uc_direct_chunks_refused += direct_refused_ + direct_unplaceable_;
 }
 
 }  // namespace longhaul::verbs

@@ -22,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -72,6 +73,11 @@ class UcDatapath {
   UcRingGeometry RingFor(const TransportConfig& c) const;
 
   void OnConnectionUp(endpoint::ConnectionId id, Time now);
+  // The connection closed (before the application gets its last events, its posted
+  // buffers among them): the peer's access to this side's advertised buffers ends now.
+  void OnConnectionClosed(endpoint::ConnectionId id);
+  // The application deregistered region `region`: advertisements in it end at once.
+  void OnRegionRemoved(uint64_t region);
   // Arena slots the link still held go back to the free list.
   void OnConnectionGone(endpoint::ConnectionId id);
   void OnPeerState(endpoint::ConnectionId id);
@@ -107,10 +113,13 @@ class UcDatapath {
     uint32_t slot;
     uint32_t len;
     Gather gather;
+    std::optional<UcLink::Direct> direct;
   };
   // The gather list of the datagram in `slot`: payloads of registered memory by
-  // reference, any other payload copied into the slot (counted).
-  Gather GatherFor(const endpoint::Transmit& t, uint32_t slot, uint32_t len);
+  // reference, any other payload copied into the slot (counted). `direct`: set when the
+  // datagram's one payload went by reference (receive-side placement may take it).
+  Gather GatherFor(const endpoint::Transmit& t, uint32_t slot, uint32_t len,
+                   std::optional<UcLink::Direct>* direct);
   struct Entry {
     std::unique_ptr<UcLink> link;
     std::vector<uint32_t> ids;  // its lanes' work request ids
@@ -125,7 +134,14 @@ class UcDatapath {
     uint64_t sent_mark = 0, lost_mark = 0;  // the connection's counters at sized_at
     bool blocked = false;  // SetConnectionBlocked
     std::deque<Held> held;  // chunks waiting for a grant or send queue room
+    uint64_t next_placement = 0;  // the next message whose posted buffer to look at
   };
+  // Receive-side placement (docs/rdma.md 7.15): posted buffers in registered memory
+  // advertised (their messages held), completed messages revoked, revoked ones released.
+  void Place(endpoint::ConnectionId id, Entry& e);
+  // A direct chunk arrived: its payload is in the buffer advertised for its message.
+  void OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const uint8_t> chunk,
+                const UcDirectDescriptor& d, Time now);
   void Publish(endpoint::ConnectionId id, Entry& e);
   void Flush(endpoint::ConnectionId id, Entry& e);
   void Fail(endpoint::ConnectionId id, Entry& e, const absl::Status& s);
@@ -163,6 +179,13 @@ class UcDatapath {
   uint64_t ring_bytes_ = 0;  // registered by every link
   uint64_t payload_bytes_referenced_ = 0;  // gathered from the application's memory
   uint64_t payload_bytes_copied_ = 0;      // by-reference payloads that had to be copied
+  // Receive-side placement, this side's: buffers advertised and revoked, direct chunks
+  // whose payload was checked in place / copied / refused (checksum) / unplaceable (no
+  // advertisement for their message any more), and advertisements the device refused.
+  uint64_t placements_advertised_ = 0, placements_revoked_ = 0, placement_errors_ = 0;
+  uint64_t direct_in_place_ = 0, direct_copied_ = 0, direct_refused_ = 0,
+           direct_unplaceable_ = 0;
+  uint64_t direct_bytes_in_place_ = 0, direct_bytes_copied_ = 0;
   absl::flat_hash_set<endpoint::ConnectionId> declined_;  // a server that could not offer
 };
 

@@ -209,4 +209,22 @@ uint32_t SplitGather(std::span<const GatherPart> areas, uint32_t len, uint32_t p
   return n;
 }
 
+int SliceGather(std::span<const GatherPart> areas, uint64_t from, uint64_t to,
+                std::span<GatherPart> out) {
+  if (to < from) return -1;
+  size_t n = 0;
+  uint64_t pos = 0;  // of the current area's first byte
+  for (const GatherPart& a : areas) {
+    const uint64_t end = pos + a.length;
+    const uint64_t lo = std::max(pos, from), hi = std::min(end, to);
+    if (lo < hi) {
+      if (n == out.size()) return -1;
+      out[n++] = GatherPart{a.addr + (lo - pos), static_cast<uint32_t>(hi - lo), a.key};
+    }
+    pos = end;
+    if (pos >= to) break;
+  }
+  return pos >= to ? static_cast<int>(n) : -1;
+}
+
 }  // namespace longhaul::verbs

@@ -79,6 +79,12 @@ struct GatherPart {
 };
 uint32_t SplitGather(std::span<const GatherPart> areas, uint32_t len, uint32_t piece,
                      std::span<GatherPart> parts, std::span<uint32_t, kMaxPieces> per_piece);
+// The areas that hold bytes [from, to) of the concatenation of `areas` (receive-side
+// placement cuts a chunk into the part before its payload, the payload and the part
+// after it), written into `out`; returns how many, or -1 when the areas hold fewer than
+// `to` bytes or `out` is too short. An empty range gives 0 areas.
+int SliceGather(std::span<const GatherPart> areas, uint64_t from, uint64_t to,
+                std::span<GatherPart> out);
 
 // A direct chunk (docs/rdma.md 7.15): the datagram's one DATA payload went to the buffer
 // the receiver advertised for its message, the rest of the datagram to the ring slot at

@@ -33,7 +33,8 @@ absl::StatusOr<std::unique_ptr<UcReceiveLane>> UcReceiveLane::Create(const Verbs
   // posted, room for twice that: after a Reconnect the completions the old connection left
   // in the CQ (2 x slots at most) are reposted too.
   LH_ASSIGN_OR_RETURN(l->qp_, UcQueuePair::Create(dev, l->pd_->pd(), send_cq, recv_cq,
-                                                  2 * g.windows + 8, 4 * g.slots));
+                                                  2 * g.windows + 8 + kPlacementBinds,
+                                                  4 * g.slots));
   LH_RETURN_IF_ERROR(l->qp_->PostReceives(2 * g.slots, recv_wr_id));
   l->stats_.receives_posted = 2 * g.slots;
   return l;
@@ -67,14 +68,33 @@ UcAdvert UcReceiveLane::advert(const VerbsDevice& dev) const {
   return a;
 }
 
-std::optional<std::span<const uint8_t>> UcReceiveLane::OnReceive(const ibv_wc& wc,
-                                                                 uint64_t* chunk) {
+std::optional<std::span<const uint8_t>> UcReceiveLane::OnReceive(
+    const ibv_wc& wc, uint64_t* chunk, std::optional<UcDirectDescriptor>* direct) {
   ++used_receives_;
   if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
     ++stats_.lane.stale_completions;
     return std::nullopt;
   }
   const uint32_t imm = be32toh(wc.imm_data);
+  if (ImmediateDirect(imm)) {
+    // The descriptor ends the slot; the datagram's bytes are at its start.
+    const uint32_t slot_bytes = ring_->geometry().slot_bytes;
+    if (direct == nullptr || wc.byte_len != UcDirectDescriptor::kBytes) {
+      ++stats_.lane.stale_completions;
+      return std::nullopt;
+    }
+    const UcLaneReceiver::Completion c = rx_.OnCompletion(imm & ~kImmediateDirect);
+    if (!c.deliver) return std::nullopt;
+    absl::StatusOr<UcDirectDescriptor> d = UcDirectDescriptor::Decode(
+        ring_->base() + c.offset + slot_bytes - UcDirectDescriptor::kBytes, slot_bytes);
+    if (!d.ok()) {
+      ++stats_.lane.stale_completions;
+      return std::nullopt;
+    }
+    *chunk = c.chunk;
+    *direct = *d;
+    return std::span<const uint8_t>(ring_->base() + c.offset, d->length);
+  }
   const uint32_t pieces = ImmediatePieces(imm);
   const uint64_t len =
       pieces == 1 ? wc.byte_len : uint64_t{pieces - 1} * piece_ + wc.byte_len;

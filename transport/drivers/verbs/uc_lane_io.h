@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "transport/drivers/verbs/uc_lane.h"
+#include "transport/drivers/verbs/uc_link_state.h"
 #include "transport/drivers/verbs/uc_queue_pair.h"
 #include "transport/drivers/verbs/verbs_device.h"
 
@@ -69,8 +70,16 @@ class UcReceiveLane {
   void set_piece(uint32_t bytes) { piece_ = bytes; }
   // A receive completion of this lane's queue pair: the chunk to process now (valid until
   // the next Maintain), or nullopt for a completion that is not a chunk (counted).
-  // `chunk` receives the sender's chunk number.
-  std::optional<std::span<const uint8_t>> OnReceive(const ibv_wc& wc, uint64_t* chunk);
+  // `chunk` receives the sender's chunk number; `direct` (when not null) the descriptor of
+  // a direct chunk (docs/rdma.md 7.15; a direct chunk is not a chunk without it).
+  std::optional<std::span<const uint8_t>> OnReceive(
+      const ibv_wc& wc, uint64_t* chunk, std::optional<UcDirectDescriptor>* direct = nullptr);
+  // Its domain and queue pair (receive-side placement binds its windows there).
+  ibv_pd* pd() const { return pd_->pd(); }
+  UcQueuePair& qp() { return *qp_; }
+  // Send queue room kept for placement binds (one advertising and one revoking bind for
+  // each of UcLinkState::kMaxPlacements buffers).
+  static constexpr uint32_t kPlacementBinds = 2 * UcLinkState::kMaxPlacements;
   // After a batch: repost the receives used, rebind the windows retired.
   absl::Status Maintain();
   // A completion of this lane's send queue (binds): errors counted.

@@ -73,6 +73,7 @@ UcLinkState UcLink::LocalState(const VerbsDevice& dev) const {
     ls.received = l.received;
     s.lanes.push_back(std::move(ls));
   }
+  if (placements_) s.placements = placements_->Ads();
   return s;
 }
 
@@ -102,6 +103,9 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
         return s;
       }
     }
+    std::vector<UcPlacements::Lane> pl;
+    for (Lane& l : lanes_) pl.push_back(UcPlacements::Lane{l.rx->pd(), &l.rx->qp(), l.id});
+    placements_ = std::make_unique<UcPlacements>(std::move(pl));
     connected_ = true;
     changed_ = true;
     sent_grant_version_ = 0;
@@ -121,6 +125,7 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
       // The peer replaced its writer: this lane's receiving QP follows it.
       LH_RETURN_IF_ERROR(l.rx->Reconnect(dev, UcPeer{p.gid, pl.sender.qpn, pl.sender.psn}));
       l.peer_generation = pl.generation;
+      if (placements_) placements_->OnLaneReset(static_cast<uint32_t>(i));
     }
     if (pl.has_ring) {
       if (!l.tx) {
@@ -138,6 +143,17 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
       l.unconfirmed_since = Time::Infinite();
     }
   }
+  // The peer's advertised buffers; those it withdrew are kept a while for the
+  // late-duplicate test mode (replayed writes through keys no longer valid).
+  for (const UcPlacementAd& old : peer_placements_) {
+    const bool kept = std::any_of(p.placements.begin(), p.placements.end(),
+                                  [&](const UcPlacementAd& a) { return a.message_id == old.message_id; });
+    if (!kept && replay_every_ > 0) {
+      old_peer_placements_.push_back(old);
+      if (old_peer_placements_.size() > 8) old_peer_placements_.pop_front();
+    }
+  }
+  peer_placements_ = p.placements;
   return absl::OkStatus();
 }
 
@@ -157,14 +173,30 @@ bool UcLink::ready() const {
   return false;
 }
 
+const UcPlacementAd* UcLink::PeerAd(const Direct& d) const {
+  for (const UcPlacementAd& a : peer_placements_) {
+    if (a.message_id != d.message_id) continue;
+    if (d.message_offset > a.length || d.hole_length > a.length - d.message_offset ||
+        a.keys.size() < lanes_.size()) {
+      return nullptr;
+    }
+    return &a;
+  }
+  return nullptr;
+}
+
+bool UcLink::CanPlace(const Direct& d) const {
+  return d.hole_length > 0 && d.descriptor != nullptr && PeerAd(d) != nullptr;
+}
+
 absl::StatusOr<bool> UcLink::Post(std::span<const ibv_sge> gather, uint32_t len,
-                                  uint32_t slot) {
+                                  uint32_t slot, const Direct* direct) {
   const uint32_t n = lane_count();
   for (uint32_t k = 0; k < n; ++k) {
     const uint32_t i = (next_lane_ + k) % n;
     Lane& l = lanes_[i];
     if (!l.writable()) continue;
-    absl::StatusOr<bool> posted = PostOn(l, gather, len, slot);
+    absl::StatusOr<bool> posted = PostOn(l, gather, len, slot, direct);
     if (!posted.ok()) {
       Fail(l);
       continue;
@@ -178,9 +210,57 @@ absl::StatusOr<bool> UcLink::Post(std::span<const ibv_sge> gather, uint32_t len,
   return false;
 }
 
+absl::Status UcLink::PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
+                                const Direct& d, const UcPlacementAd& ad, uint64_t ring_addr,
+                                uint32_t ring_key, uint32_t immediate, uint64_t wr_id,
+                                bool signaled, uint32_t* wrs) {
+  const uint32_t lane = static_cast<uint32_t>(&l - lanes_.data());
+  GatherPart areas[kMaxGather];
+  for (size_t i = 0; i < gather.size() && i < kMaxGather; ++i) {
+    areas[i] = GatherPart{gather[i].addr, gather[i].length, gather[i].lkey};
+  }
+  const std::span<const GatherPart> all(areas, std::min<size_t>(gather.size(), kMaxGather));
+  const uint32_t hole_end = d.hole_offset + d.hole_length;
+  GatherPart before[kMaxGather], payload[kMaxGather], after[kMaxGather];
+  const int nb = SliceGather(all, 0, d.hole_offset, before);
+  const int np = SliceGather(all, d.hole_offset, hole_end, payload);
+  const int na = SliceGather(all, hole_end, len, after);
+  if (nb < 0 || np < 0 || na < 0) {
+    return absl::InvalidArgumentError("direct UC chunk: its gather list is shorter than it");
+  }
+  UcDirectDescriptor desc{len, d.hole_offset, d.hole_length, d.message_id, d.message_offset};
+  desc.Encode(d.descriptor);
+  const GatherPart tail{reinterpret_cast<uintptr_t>(d.descriptor), UcDirectDescriptor::kBytes,
+                        d.descriptor_lkey};
+  UcQueuePair::Segment segs[UcQueuePair::kMaxSegments];
+  size_t n = 0;
+  segs[n++] = {std::span<const GatherPart>(payload, np), d.hole_length,
+               ad.address + d.message_offset, ad.keys[lane]};
+  if (d.hole_offset > 0) {
+    segs[n++] = {std::span<const GatherPart>(before, nb), d.hole_offset, ring_addr, ring_key};
+  }
+  if (len > hole_end) {
+    segs[n++] = {std::span<const GatherPart>(after, na), len - hole_end, ring_addr + hole_end,
+                 ring_key};
+  }
+  segs[n++] = {std::span<const GatherPart>(&tail, 1), UcDirectDescriptor::kBytes,
+               ring_addr + l.peer_slot_bytes - UcDirectDescriptor::kBytes, ring_key};
+  return l.tx_qp->PostSegments(std::span<const UcQueuePair::Segment>(segs, n), piece_,
+                               WithPieces(immediate, 1) | kImmediateDirect, wr_id, signaled, wrs);
+}
+
 absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
-                                    uint32_t slot) {
-  const uint32_t pieces = std::max<uint32_t>(1, (len + piece_ - 1) / piece_);
+                                    uint32_t slot, const Direct* direct) {
+  const UcPlacementAd* ad = direct != nullptr && CanPlace(*direct) &&
+                                    len + UcDirectDescriptor::kBytes <= l.peer_slot_bytes
+                                ? PeerAd(*direct)
+                                : nullptr;
+  // A direct chunk's writes: its payload's, the datagram's around it, the descriptor.
+  const uint32_t pieces =
+      ad == nullptr
+          ? std::max<uint32_t>(1, (len + piece_ - 1) / piece_)
+          : (direct->hole_length + piece_ - 1) / piece_ + (direct->hole_offset + piece_ - 1) / piece_ +
+                (len - direct->hole_offset - direct->hole_length + piece_ - 1) / piece_ + 1;
   std::optional<UcLaneSender::Write> w = l.tx->Peek();
   if (!w) {  // no window granted for the lane's next chunk's lap yet
     if (!l.waiting) {
@@ -202,13 +282,20 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, ui
   // Test mode: a key the receiving NIC does not know, silently dropped there (a stall).
   const bool stall = stall_after_ > 0 && counters_.chunks_sent >= stall_after_ &&
                      &l == &lanes_[0] && l.generation == 0;
+  const uint32_t ring_key = stall ? w->rkey ^ 0x80000000u : w->rkey;
   absl::Status s =
-      l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset,
-                          stall ? w->rkey ^ 0x80000000u : w->rkey, w->immediate,
-                          WrId(l.tx_id, slot), signaled, &wrs);
+      ad != nullptr
+          ? PostDirect(l, gather, len, *direct, *ad, l.peer_ring + w->offset, ring_key,
+                       w->immediate, WrId(l.tx_id, slot), signaled, &wrs)
+          : l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset, ring_key,
+                                w->immediate, WrId(l.tx_id, slot), signaled, &wrs);
   if (!s.ok()) {
     ++counters_.send_errors;
     return s;
+  }
+  if (ad != nullptr) {
+    ++counters_.direct_chunks;
+    counters_.direct_bytes += direct->hole_length;
   }
   ++counters_.chunks_sent;
   ++l.chunks;
@@ -221,10 +308,22 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, ui
     // one slot back. Unsignalled: its work requests complete with this slot's.
     const UcLaneSender::Write old = l.tx->Place(w->chunk - lap_back);
     uint32_t more = 0;
-    if (l.tx_qp
-            ->PostPieces(gather, len, piece_, l.peer_ring + old.offset, old.rkey, old.immediate,
-                         WrId(l.tx_id, slot), false, &more)
-            .ok()) {
+    // A direct chunk's duplicate writes its payload through a withdrawn advertisement
+    // (a buffer the peer took back and may have reused) when one is known.
+    const UcPlacementAd* late = ad;
+    if (ad != nullptr && !old_peer_placements_.empty()) {
+      const UcPlacementAd& o = old_peer_placements_.back();
+      if (o.keys.size() >= lanes_.size() && o.length >= direct->hole_length) late = &o;
+    }
+    Direct moved = direct != nullptr ? *direct : Direct{};
+    if (late != nullptr && late != ad) moved.message_offset = 0;
+    const absl::Status r =
+        ad != nullptr
+            ? PostDirect(l, gather, len, moved, *late, l.peer_ring + old.offset, old.rkey,
+                         old.immediate, WrId(l.tx_id, slot), false, &more)
+            : l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + old.offset, old.rkey,
+                                  old.immediate, WrId(l.tx_id, slot), false, &more);
+    if (r.ok()) {
       wrs += more;
       ++counters_.replays;
     }
@@ -278,6 +377,10 @@ void UcLink::Replace(Lane& l, std::vector<uint32_t>* freed) {
 
 void UcLink::OnSendCompletion(uint32_t lane, const ibv_wc& wc, std::vector<uint32_t>* freed) {
   if (lane >= lanes_.size()) return;
+  if (WrSlot(wc.wr_id) & kPlacementWr) {  // a placement window's bind, on the receiving QP
+    if (placements_) placements_->OnBindCompletion(lane, wc);
+    return;
+  }
   Lane& l = lanes_[lane];
   if (wc.status != IBV_WC_SUCCESS) {
     if (wc.status != IBV_WC_WR_FLUSH_ERR) ++counters_.send_errors;
@@ -310,12 +413,12 @@ bool UcLink::has_inflight() const {
   return false;
 }
 
-std::optional<std::span<const uint8_t>> UcLink::OnReceive(uint32_t lane, const ibv_wc& wc,
-                                                          Time now) {
+std::optional<std::span<const uint8_t>> UcLink::OnReceive(
+    uint32_t lane, const ibv_wc& wc, Time now, std::optional<UcDirectDescriptor>* direct) {
   if (lane >= lanes_.size()) return std::nullopt;
   Lane& l = lanes_[lane];
   uint64_t chunk = 0;
-  std::optional<std::span<const uint8_t>> c = l.rx->OnReceive(wc, &chunk);
+  std::optional<std::span<const uint8_t>> c = l.rx->OnReceive(wc, &chunk, direct);
   if (c) {
     ++counters_.chunks_received;
     ++l.received;

@@ -49,6 +49,7 @@
 #include "transport/drivers/verbs/uc_lane.h"
 #include "transport/drivers/verbs/uc_lane_io.h"
 #include "transport/drivers/verbs/uc_link_state.h"
+#include "transport/drivers/verbs/uc_placement.h"
 #include "transport/drivers/verbs/uc_queue_pair.h"
 #include "transport/drivers/verbs/verbs_device.h"
 
@@ -68,6 +69,8 @@ class UcLink {
     uint64_t lanes_failed = 0;
     uint64_t lanes_replaced = 0;
     uint64_t lanes_stalled = 0;  // of lanes_failed: the peer saw none of their chunks
+    uint64_t direct_chunks = 0;  // chunks whose payload went into the peer's buffer
+    uint64_t direct_bytes = 0;   // their payload bytes
   };
   static constexpr uint32_t kMaxReplacements = 3;
   static constexpr Duration kReplaceAfter = Duration::Seconds(1);
@@ -112,6 +115,8 @@ class UcLink {
   // The state to send the peer (after Create, and whenever changed() says so).
   UcLinkState LocalState(const VerbsDevice& dev) const;
   bool changed() const { return changed_; }
+  // Something the state carries changed outside the link (this side's placements).
+  void MarkChanged() { changed_ = true; }
   void ClearChanged() { changed_ = false; }
 
   // The peer's latest state. Errors (a malformed or inconsistent state, a refused
@@ -123,12 +128,32 @@ class UcLink {
   uint32_t piece() const { return piece_; }
   // The smallest slot of the peer's rings this side may write (0 before any).
   uint32_t peer_slot_bytes() const;
+  // Receive-side placement (docs/rdma.md 7.15), the sending end: the chunk's one DATA
+  // payload, [hole_offset, hole_offset + hole_length) of the datagram, belongs to message
+  // `message_id` at `message_offset`. If the peer advertised a buffer for that message
+  // that holds it, the chunk goes direct: the payload into that buffer, the rest of the
+  // datagram into the ring slot around a hole, and a UcDirectDescriptor (encoded into
+  // `descriptor`, kBytes of registered memory under `descriptor_lkey` that the caller
+  // does not need until the chunk's send completion: the arena slot's own hole) to the
+  // slot's end, with the immediate.
+  struct Direct {
+    uint32_t hole_offset = 0;
+    uint32_t hole_length = 0;
+    uint64_t message_id = 0;
+    uint64_t message_offset = 0;
+    uint8_t* descriptor = nullptr;
+    uint32_t descriptor_lkey = 0;
+  };
+  // Whether the peer advertised a buffer that holds `d`'s payload.
+  bool CanPlace(const Direct& d) const;
   // Posts the `len` bytes gathered from `gather` (the driver's arena slot `slot`, and
   // with zero copy the application's registered memory; UcQueuePair::PostPieces) as the
-  // next chunk of the next lane that can take it. false: none can now (nothing posted;
-  // the caller keeps the buffer and calls again after the next grant or send
-  // completion). Errors: the link cannot write any more (ready() is false).
-  absl::StatusOr<bool> Post(std::span<const ibv_sge> gather, uint32_t len, uint32_t slot);
+  // next chunk of the next lane that can take it, direct when `direct` is set and the
+  // peer's advertisement allows (CanPlace). false: none can now (nothing posted; the
+  // caller keeps the buffer and calls again after the next grant or send completion).
+  // Errors: the link cannot write any more (ready() is false).
+  absl::StatusOr<bool> Post(std::span<const ibv_sge> gather, uint32_t len, uint32_t slot,
+                            const Direct* direct = nullptr);
   // A send completion of lane `lane`'s writing QP: the arena slots up to the signalled
   // one are free again (appended to `freed`). An error completion takes the lane out.
   void OnSendCompletion(uint32_t lane, const ibv_wc& wc, std::vector<uint32_t>* freed);
@@ -137,8 +162,14 @@ class UcLink {
   bool has_inflight() const;
 
   // A receive completion of lane `lane`: the chunk to hand to the endpoint now, or
-  // nullopt.
-  std::optional<std::span<const uint8_t>> OnReceive(uint32_t lane, const ibv_wc& wc, Time now);
+  // nullopt; `direct` is set for a direct chunk (its payload is in one of this side's
+  // advertised buffers: placements()).
+  std::optional<std::span<const uint8_t>> OnReceive(uint32_t lane, const ibv_wc& wc, Time now,
+                                                    std::optional<UcDirectDescriptor>* direct);
+  // This side's advertised buffers (null until the link is connected).
+  UcPlacements* placements() { return placements_.get(); }
+  // The work request id of lane `lane`'s receiving end (it never changes).
+  uint32_t rx_id(uint32_t lane) const { return lanes_[lane].id; }
   // After a batch: receives reposted, windows rebound (changed() then says to send the
   // grants); after a quiet spell while the peer waits, the lane's oldest window retired;
   // a failed writer due for replacement replaced (the arena slots its old QP held go to
@@ -186,7 +217,14 @@ class UcLink {
   };
   UcLink() = default;
   absl::StatusOr<bool> PostOn(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
-                              uint32_t slot);
+                              uint32_t slot, const Direct* direct);
+  // The peer's advertisement that holds `d`'s payload, or null.
+  const UcPlacementAd* PeerAd(const Direct& d) const;
+  // Posts the chunk direct through `ad` at ring placement `w` (or a late duplicate of it).
+  absl::Status PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
+                          const Direct& d, const UcPlacementAd& ad, uint64_t ring_addr,
+                          uint32_t ring_key, uint32_t immediate, uint64_t wr_id, bool signaled,
+                          uint32_t* wrs);
   void Fail(Lane& l);
   void Replace(Lane& l, std::vector<uint32_t>* freed);
 
@@ -207,6 +245,9 @@ class UcLink {
   uint32_t replay_every_ = 0;
   uint64_t fail_after_ = 0;
   uint64_t stall_after_ = 0;
+  std::unique_ptr<UcPlacements> placements_;     // this side's advertised buffers
+  std::vector<UcPlacementAd> peer_placements_;  // the peer's, from its latest state
+  std::deque<UcPlacementAd> old_peer_placements_;  // withdrawn ones (late-duplicate test mode)
   uint64_t published_received_ = 0;  // the counts' sum when last made to publish
   Time counts_at_ = Time::Zero();
   Counters counters_;

@@ -241,6 +241,58 @@ absl::Status UcQueuePair::PostPieces(std::span<const ibv_sge> gather, uint32_t l
   return absl::OkStatus();
 }
 
+absl::Status UcQueuePair::PostSegments(std::span<const Segment> segments, uint32_t piece,
+                                       uint32_t immediate, uint64_t wr_id, bool signaled,
+                                       uint32_t* wrs) {
+  if (segments.empty() || segments.size() > kMaxSegments || piece == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UC chunk in ", segments.size(), " segments (1 to ", kMaxSegments, ")"));
+  }
+  constexpr uint32_t kMaxWrs = kMaxSegments * kMaxPieces;
+  GatherPart parts[kMaxWrs + kMaxSegments * kMaxGather];
+  ibv_sge sges[kMaxWrs + kMaxSegments * kMaxGather];
+  ibv_send_wr ws[kMaxWrs];
+  uint32_t n = 0, next_part = 0;
+  for (const Segment& seg : segments) {
+    if (seg.areas.size() > max_send_sge_) {
+      return absl::InvalidArgumentError(absl::StrCat("UC chunk segment gathered from ",
+                                                     seg.areas.size(), " entries; the queue pair takes ",
+                                                     max_send_sge_));
+    }
+    std::array<uint32_t, kMaxPieces> per_piece{};
+    const uint32_t k = SplitGather(
+        seg.areas, seg.len, piece,
+        std::span<GatherPart>(parts + next_part, kMaxPieces + kMaxGather), per_piece);
+    if (k == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "UC chunk segment of ", seg.len, " bytes: more than ", kMaxPieces,
+          " pieces of ", piece, " or gathered from fewer bytes"));
+    }
+    for (uint32_t i = 0; i < k; ++i, ++n) {
+      ibv_sge* first = &sges[next_part];
+      for (uint32_t p = 0; p < per_piece[i]; ++p, ++next_part) {
+        sges[next_part] = ibv_sge{parts[next_part].addr, parts[next_part].length, parts[next_part].key};
+      }
+      ws[n] = ibv_send_wr{};
+      ws[n].wr_id = wr_id;
+      ws[n].sg_list = first;
+      ws[n].num_sge = static_cast<int>(per_piece[i]);
+      ws[n].opcode = IBV_WR_RDMA_WRITE;
+      ws[n].wr.rdma.remote_addr = seg.remote_addr + uint64_t{i} * piece;
+      ws[n].wr.rdma.rkey = seg.rkey;
+      if (n > 0) ws[n - 1].next = &ws[n];
+    }
+  }
+  ws[n - 1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  ws[n - 1].imm_data = htobe32(immediate);
+  ws[n - 1].send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+  ibv_send_wr* bad = nullptr;
+  const int err = ibv_post_send(qp_, ws, &bad);
+  if (err != 0) return VerbsError(err, "ibv_post_send (direct UC chunk)");
+  *wrs = n;
+  return absl::OkStatus();
+}
+
 absl::Status UcQueuePair::ForceError() {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_ERR;
@@ -271,6 +323,23 @@ absl::Status UcQueuePair::PostBind(UcRing& ring, uint32_t w, uint64_t lap, uint6
                                             KeyForLap(ring.lap0_keys_[w], lap)));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> UcQueuePair::BindWindow(ibv_mw* mw, ibv_mr* mr, uint64_t addr,
+                                                 uint64_t len, uint64_t wr_id) {
+  ibv_mw_bind b{};
+  b.wr_id = wr_id;
+  b.send_flags = IBV_SEND_SIGNALED;
+  b.bind_info.mr = mr;
+  b.bind_info.addr = addr;
+  b.bind_info.length = len;
+  b.bind_info.mw_access_flags = len == 0 ? 0 : IBV_ACCESS_REMOTE_WRITE;
+  const int err = ibv_bind_mw(qp_, mw, &b);
+  if (err != 0) {
+    return VerbsError(err, len == 0 ? "ibv_bind_mw (unbinding a placement window)"
+                                    : "ibv_bind_mw (a placement window)");
+  }
+  return mw->rkey;
 }
 
 }  // namespace longhaul::verbs

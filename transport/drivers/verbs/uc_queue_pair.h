@@ -128,6 +128,22 @@ class UcQueuePair {
   absl::Status PostPieces(std::span<const ibv_sge> gather, uint32_t len, uint32_t piece,
                           uint64_t remote_addr, uint32_t rkey, uint32_t immediate,
                           uint64_t wr_id, bool signaled, uint32_t* wrs);
+  // A chunk written to several places (receive-side placement, docs/rdma.md 7.15): each
+  // segment's `len` bytes, gathered from `areas`, go to [remote_addr, remote_addr + len)
+  // through `rkey`, cut into single-packet RDMA WRITEs of `piece` bytes, all in one post
+  // list; the last write of the last segment is WITH IMMEDIATE (`immediate` as given) and,
+  // when `signaled`, the only one signalled. InvalidArgument when a segment is more than
+  // kMaxPieces pieces, its areas hold fewer bytes or need more gather entries than the
+  // queue pair takes, or there are more than kMaxSegments segments.
+  struct Segment {
+    std::span<const GatherPart> areas;
+    uint32_t len = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+  };
+  static constexpr uint32_t kMaxSegments = 4;
+  absl::Status PostSegments(std::span<const Segment> segments, uint32_t piece,
+                            uint32_t immediate, uint64_t wr_id, bool signaled, uint32_t* wrs);
   // Gather entries per work request this queue pair takes (min(kMaxGather, the device's)).
   uint32_t max_send_sge() const { return max_send_sge_; }
 
@@ -143,6 +159,11 @@ class UcQueuePair {
   // lap), signalled with `wr_id`; the window's previous key stops working when the bind
   // executes. Internal error if the device's new key is not KeyForLap(lap-0 key, lap).
   absl::Status PostBind(UcRing& ring, uint32_t w, uint64_t lap, uint64_t wr_id);
+  // Binds type-1 window `mw` over [addr, addr + len) of `mr` for remote write, or, with
+  // `len` 0, to nothing; signalled with `wr_id`. Returns the window's new key (each bind
+  // advances its low byte; the old key stops working when it executes).
+  absl::StatusOr<uint32_t> BindWindow(ibv_mw* mw, ibv_mr* mr, uint64_t addr, uint64_t len,
+                                      uint64_t wr_id);
 
  private:
   UcQueuePair() = default;

@@ -92,6 +92,10 @@ class VerbsDriverImpl {
                          [this](endpoint::ConnectionId id) {
                            if (uc_) uc_->OnConnectionGone(id);
                          },
+                     .connection_closed =
+                         [this](endpoint::ConnectionId id) {
+                           if (uc_) uc_->OnConnectionClosed(id);
+                         },
                      .driver_state =
                          [this](endpoint::ConnectionId id) {
                            if (uc_) uc_->OnPeerState(id);
@@ -166,7 +170,10 @@ class VerbsDriverImpl {
   }
   absl::Status DeregisterMemory(uint64_t id) {
     absl::Status s = absl::CancelledError("endpoint is shut down");
-    thread_.RunOnThread([&] { s = regions_.Remove(id); });
+    thread_.RunOnThread([&] {
+      s = regions_.Remove(id);
+      if (s.ok() && uc_) uc_->OnRegionRemoved(id);  // advertised receive buffers in it end
+    });
     return s;
   }
 
