@@ -6,9 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "transport/base/status.h"
 #include "transport/drivers/verbs/queue_pair.h"
+#include "transport/wire/packet.h"
 
 namespace longhaul::verbs {
 namespace {
+
+static_assert(UcLinkState::kMaxBytes == wire::kMaxDriverState,
+              "the UC link state is sized for the DRIVER_STATE frame");
 
 constexpr uint32_t kSignalChunks = 16;
 // The receiver retires a lane's oldest window after this long without a chunk on it

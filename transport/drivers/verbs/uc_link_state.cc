@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "transport/wire/packet.h"
 
 namespace longhaul::verbs {
 namespace {
@@ -102,9 +101,9 @@ size_t UcLinkState::EncodedPlacements() const {
     if (l.waiting) base += 8;
   }
   const size_t each = 8 + 8 + 4 + 4 * lanes.size();
-  if (base >= wire::kMaxDriverState) return 0;
+  if (base >= kMaxBytes) return 0;
   return std::min<size_t>({placements.size(), kMaxPlacements,
-                           (wire::kMaxDriverState - base) / each});
+                           (kMaxBytes - base) / each});
 }
 
 namespace {

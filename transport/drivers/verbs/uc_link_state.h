@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -57,6 +58,8 @@ struct UcLinkState {
   static constexpr uint32_t kMaxLanes = 4;
   static constexpr uint32_t kMaxWindows = 16;
   static constexpr uint32_t kMaxPlacements = 32;
+  // The DRIVER_STATE frame's limit (wire::kMaxDriverState; checked where both are seen).
+  static constexpr size_t kMaxBytes = 1024;
   std::array<uint8_t, 16> gid{};  // RoCE v2 GID of every QP
   uint32_t mtu = 0;  // active MTU: the piece size is the smaller of both sides'
   std::vector<UcLaneState> lanes;
