@@ -448,18 +448,21 @@ def placement(text):
 
 
 def case_uc_placement(c):
-    """Receive-side placement (docs/rdma.md 7.15), plaintext, both directions: the receiver
-    posts registered buffers, advertises them, and the sender's NIC writes most payloads
-    straight into them, where the receiver checks them and copies nothing; late duplicates
-    written through advertisements already withdrawn (the buffer handed back and reposted)
-    change nothing; intact. Protected, nothing goes direct (the seal is the one pass)."""
+    """Receive-side placement (docs/rdma.md 7.15), plaintext, both directions and with four
+    lanes: the receiver posts registered buffers, advertises them, and the sender's NIC
+    writes most payloads straight into them, where the receiver checks them and copies
+    nothing; late duplicates written through advertisements already withdrawn (the buffer
+    handed back and reposted) change nothing; intact. Protected, nothing goes direct (the
+    seal is the one pass)."""
     total = 12 << 20
-    for reverse in (False, True):
-        # The late-duplicate test mode is the sender's (the server's in reverse).
-        replay = "--uc_replay_every=2"
-        out, sout = uc_bulk(c, " loss 0.1%", "--bytes=12MiB " + ("" if reverse else replay),
+    for reverse, lanes in ((False, 1), (True, 1), (False, 4)):
+        # The late-duplicate test mode is the sender's (the server's in reverse). Four
+        # lanes: a window per lane over each buffer, chunks direct on every lane.
+        replay = "--uc_replay_every=2 --uc_lanes=%d" % lanes
+        out, sout = uc_bulk(c, " loss 0.1%", "--bytes=12MiB --uc_lanes=%d %s"
+                            % (lanes, "" if reverse else replay),
                             keys="--insecure", reverse=reverse,
-                            server_flags=replay if reverse else "")
+                            server_flags=replay if reverse else "--uc_lanes=%d" % lanes)
         sender, receiver = (sout, out) if reverse else (out, sout)
         ps, pr = placement(sender), placement(receiver)
         expect(ps is not None and pr is not None,
@@ -470,6 +473,9 @@ def case_uc_placement(c):
         expect(pr[4] >= 0.7 * total and pr[5] < 0.1 * total,
                "the payload was not checked in place: %s\n%s" % (pr, receiver[-1500:]))
         expect(uc_counts(sender)[3] > 30, "too few late duplicates written:\n" + sender[-1500:])
+        if lanes == 4:
+            per = lane_chunks(sender)
+            expect(len(per) == 4 and min(per) > 10, "chunks per lane %s:\n%s" % (per, sender[-1500:]))
     out, sout = uc_bulk(c, " loss 0.1%", "--bytes=6MiB")
     ps, pr = placement(out), placement(sout)
     expect(ps is not None and ps[0] == 0 and pr[3] == 0,

@@ -90,7 +90,9 @@ DEFINE_int32(uc_lanes, 1,
 DEFINE_bool(zero_copy, true,
             "verbs, qp_type uc: register the payload this side sends from, so that plaintext "
             "chunks gather it from there instead of the transport copying it (docs/rdma.md "
-            "7.14); --nozero_copy copies, for comparison");
+            "7.14), and post registered receive buffers, so that the peer's NIC writes "
+            "plaintext payloads straight into them (7.15); --nozero_copy copies, for "
+            "comparison");
 DEFINE_int64(uc_fail_lane_after, 0,
              "verbs, qp_type uc, a test mode: after this many chunks force the writing queue "
              "pair of the lane in use into the error state; the connection goes on over its "

@@ -138,12 +138,12 @@ PerfStream::PerfStream(std::shared_ptr<ConnectionHandle> handle, Options options
 
 void PerfStream::PostReceiveBuffersLocked() {
   if (!opt_.regions || receive_buffers_) return;
-  // Every message lands in them, control messages too (up to 1 MiB); enough of them for
-  // the advertisements a link carries (32 at most) and more, 8 to 64 within 64 MiB (more
-  // for messages of more than 8 MiB).
+  // Every message lands in them, control messages too (up to 1 MiB): 4 to 32 within
+  // 16 MiB (more for messages of more than 4 MiB). Registering pins them, which costs
+  // CPU time in proportion (a short test pays it whole).
   const size_t size = std::max<size_t>(opt_.request.message_size, kMaxControlMessage);
   const uint32_t count =
-      static_cast<uint32_t>(std::clamp<size_t>((size_t{64} << 20) / size, 8, 64));
+      static_cast<uint32_t>(std::clamp<size_t>((size_t{16} << 20) / size, 4, 32));
   receive_buffers_ = ReceiveBuffers::Create(opt_.regions->endpoint(), size, count);
   if (receive_buffers_ && !receive_buffers_->PostAll(*handle_).ok()) receive_buffers_.reset();
 }

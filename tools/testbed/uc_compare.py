@@ -4,11 +4,13 @@
 1. No netem: perftest `ib_write_bw -c UC -s 65536` and `ib_write_bw` RC (what the NIC path
    moves, no crypto), then longhaul-perf over verbs with --qp_type=uc and over UD, in
    plaintext and protected, each unpaced (cc bbr, no cap); UC in plaintext with its
-   sender copying the payload as before zero copy (--nozero_copy; docs/rdma.md 7.14); and
+   sender copying the payload as before zero copy (--nozero_copy; docs/rdma.md 7.14), and
+   with the receiver staging every chunk instead of posting buffers for the sender's NIC
+   to write into (the server's --nozero_copy; docs/rdma.md 7.15); and
    both in plaintext with --verify=off (no test pattern written or checked: longhaul's
    own cost).
-2. The same offered rate with no netem (--rate, fixed): UC (with and without zero copy)
-   and UD, plaintext and protected, for CPU seconds per GB at equal rates.
+2. The same offered rate with no netem (--rate, fixed): UC (with and without zero copy
+   at either end) and UD, plaintext and protected, for CPU seconds per GB at equal rates.
 3. netem on both guests' eth0 (RATE, 29 ms each way, each loss): longhaul UC protected
    (paced at 97.5 % of the netem rate, as rdma_compare.py does), longhaul UC with
    longhaul-tune's chunk for the loss where it differs, longhaul UD protected and perftest
@@ -84,9 +86,9 @@ def main(argv):
     dev = "-d rxe0 -x %d --report_gbits" % GID
     results = []
 
-    def lh(name, mode, qp, client_flags, section):
-        scmd = "%s --server --datapath=verbs --one_off --bind=%s --qp_type=%s %s" % (
-            perf, SERVER, qp, keys.flags(mode, "server"))
+    def lh(name, mode, qp, client_flags, section, server_flags=""):
+        scmd = "%s --server --datapath=verbs --one_off --bind=%s --qp_type=%s %s %s" % (
+            perf, SERVER, qp, server_flags, keys.flags(mode, "server"))
         ccmd = ("%s --client=%s --datapath=verbs --qp_type=%s --time=%d --interval=%d --json %s %s"
                 % (perf, SERVER, qp, T, T, client_flags, keys.flags(mode, "client")))
         return (section, name, scmd, "Server listening", ccmd, lh_mbit)
@@ -123,6 +125,10 @@ def main(argv):
                 # The sender copying its payload as before zero copy (docs/rdma.md 7.14).
                 lh("longhaul UC plaintext, bbr, --nozero_copy", "insecure", "uc",
                    "--nozero_copy", "no netem"),
+                # The receiver staging every chunk in its ring and copying the payload out
+                # (no posted buffers: docs/rdma.md 7.15).
+                lh("longhaul UC plaintext, bbr, receiver --nozero_copy", "insecure", "uc", "",
+                   "no netem", "--nozero_copy"),
                 lh("longhaul UC protected, bbr", "ik", "uc", "", "no netem"),
                 lh("longhaul UD plaintext, bbr", "insecure", "ud", "", "no netem"),
                 lh("longhaul UD protected, bbr", "ik", "ud", "", "no netem"),
@@ -138,6 +144,8 @@ def main(argv):
                 lh("longhaul UC plaintext", "insecure", "uc", fixed, sec),
                 lh("longhaul UC plaintext, --nozero_copy", "insecure", "uc",
                    fixed + " --nozero_copy", sec),
+                lh("longhaul UC plaintext, receiver --nozero_copy", "insecure", "uc", fixed, sec,
+                   "--nozero_copy"),
                 lh("longhaul UD plaintext", "insecure", "ud", fixed, sec),
                 lh("longhaul UC protected", "ik", "uc", fixed, sec),
                 lh("longhaul UD protected", "ik", "ud", fixed, sec)])

@@ -86,6 +86,38 @@ class DriverStateEndpointTest : public ::testing::TestWithParam<bool> {
     return in.empty() ? 0 : in[0].id;
   }
 
+  // Connected, the client sending registered payloads by reference (zero copy); ids 0 on
+  // failure.
+  struct ByReference {
+    ConnectionId cid = 0, sid = 0;
+    Connection* c = nullptr;
+    Connection* s = nullptr;
+  };
+  ByReference ConnectByReference() {
+    ByReference p;
+    p.cid = Connect();
+    p.sid = p.cid == 0 ? 0 : ServerId();
+    if (p.sid == 0) return ByReference{};
+    p.c = net_->node(client_).ConnectionAt(p.cid);
+    p.s = net_->node(server_).ConnectionAt(p.sid);
+    p.c->SetPayloadByReference(true);
+    return p;
+  }
+  // The server's delivered messages of connection `sid`, in order: where and how long.
+  struct Got {
+    const uint8_t* data = nullptr;
+    uint64_t size = 0;
+  };
+  std::vector<Got> Delivered(ConnectionId sid) {
+    std::vector<Got> out;
+    for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
+      if (e.id == sid && e.event.type == Event::Type::kReceiveComplete) {
+        out.push_back(Got{e.event.data, e.event.size});
+      }
+    }
+    return out;
+  }
+
   void Set(int node, ConnectionId id, const std::vector<uint8_t>& state) {
     ASSERT_TRUE(net_->node(node).ConnectionAt(id)->SetDriverState(state).ok());
     net_->node(node).Touch(id);
@@ -269,13 +301,11 @@ TEST_P(DriverStateEndpointTest, PayloadsByReferenceOnlyForRegisteredPlaintextMes
 // buffer posted for its message is checked there and never copied; delivered in that
 // buffer, intact. Sealed connections send nothing by reference, so nothing is placed.
 TEST_P(DriverStateEndpointTest, PlacedPayloadsAreCheckedInPostedBuffersAndNotCopied) {
-  const ConnectionId cid = Connect();
-  ASSERT_NE(cid, 0u);
-  const ConnectionId sid = ServerId();
-  ASSERT_NE(sid, 0u);
-  Connection* c = net_->node(client_).ConnectionAt(cid);
-  Connection* s = net_->node(server_).ConnectionAt(sid);
-  c->SetPayloadByReference(true);
+  const ByReference p = ConnectByReference();
+  ASSERT_NE(p.sid, 0u);
+  const ConnectionId cid = p.cid, sid = p.sid;
+  Connection* c = p.c;
+  Connection* s = p.s;
   constexpr size_t kMessages = 3;
   const std::vector<uint8_t> data = Pattern(300'000, 5);
   std::vector<std::vector<uint8_t>> posted(kMessages, std::vector<uint8_t>(data.size()));
@@ -303,16 +333,13 @@ TEST_P(DriverStateEndpointTest, PlacedPayloadsAreCheckedInPostedBuffersAndNotCop
   net_->node(client_).Touch(cid);
   ASSERT_TRUE(
       net_->RunUntil([&] { return c->pending_send_messages() == 0; }, Duration::Seconds(20)));
-  size_t intact = 0;
-  for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
-    if (e.id != sid || e.event.type != Event::Type::kReceiveComplete) continue;
-    ASSERT_EQ(e.event.size, data.size());
-    ASSERT_LT(intact, kMessages);
-    EXPECT_EQ(e.event.data, posted[intact].data()) << "delivered in its posted buffer";
-    EXPECT_EQ(0, std::memcmp(posted[intact].data(), data.data(), data.size())) << intact;
-    ++intact;
+  const std::vector<Got> got = Delivered(sid);
+  ASSERT_EQ(got.size(), kMessages);
+  for (size_t i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(got[i].size, data.size());
+    EXPECT_EQ(got[i].data, posted[i].data()) << "delivered in its posted buffer";
+    EXPECT_EQ(0, std::memcmp(posted[i].data(), data.data(), data.size())) << i;
   }
-  EXPECT_EQ(intact, kMessages);
   const std::array<uint64_t, 3>& r = net_->placed_results();
   if (GetParam()) {
     EXPECT_EQ(r[0] + r[1] + r[2], 0u) << "sealed: nothing by reference, nothing placed";
@@ -332,14 +359,11 @@ TEST_P(DriverStateEndpointTest, PlacedPayloadsAreCheckedInPostedBuffersAndNotCop
 // the message gets transport-owned memory) is copied there once, counted, and intact;
 // a duplicated datagram finds its range received and changes nothing.
 TEST_P(DriverStateEndpointTest, PlacedPayloadsElsewhereAreCopiedOnce) {
-  if (GetParam()) return;  // sealed connections place nothing (the test above)
-  const ConnectionId cid = Connect();
-  ASSERT_NE(cid, 0u);
-  const ConnectionId sid = ServerId();
-  ASSERT_NE(sid, 0u);
-  Connection* c = net_->node(client_).ConnectionAt(cid);
-  Connection* s = net_->node(server_).ConnectionAt(sid);
-  c->SetPayloadByReference(true);
+  const ByReference p = ConnectByReference();
+  ASSERT_NE(p.sid, 0u);
+  const ConnectionId cid = p.cid, sid = p.sid;
+  Connection* c = p.c;
+  Connection* s = p.s;
   const std::vector<uint8_t> data = Pattern(200'000, 6);
   std::vector<uint8_t> staging(data.size());
   net_->set_placer([&](int from, const wire::DeferredPayload& d) {
@@ -358,16 +382,16 @@ TEST_P(DriverStateEndpointTest, PlacedPayloadsElsewhereAreCopiedOnce) {
   net_->node(client_).Touch(cid);
   ASSERT_TRUE(
       net_->RunUntil([&] { return c->pending_send_messages() == 0; }, Duration::Seconds(20)));
-  size_t intact = 0;
-  for (const ::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
-    if (e.id != sid || e.event.type != Event::Type::kReceiveComplete) continue;
-    ASSERT_EQ(e.event.size, data.size());
-    EXPECT_NE(e.event.data, staging.data());
-    EXPECT_EQ(0, std::memcmp(e.event.data, data.data(), data.size()));
-    ++intact;
-  }
-  EXPECT_EQ(intact, 1u);
+  const std::vector<Got> got = Delivered(sid);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].size, data.size());
+  EXPECT_NE(got[0].data, staging.data());
+  EXPECT_EQ(0, std::memcmp(got[0].data, data.data(), data.size()));
   const std::array<uint64_t, 3>& r = net_->placed_results();
+  if (GetParam()) {
+    EXPECT_EQ(r[0] + r[1] + r[2], 0u) << "sealed: nothing by reference, nothing placed";
+    return;
+  }
   EXPECT_GT(r[static_cast<size_t>(Connection::Placed::kCopied)], 0u);
   EXPECT_GT(r[static_cast<size_t>(Connection::Placed::kInPlace)], 0u) << "duplicates: no copy";
   EXPECT_EQ(r[static_cast<size_t>(Connection::Placed::kRefused)], 0u);
