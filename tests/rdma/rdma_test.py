@@ -456,9 +456,10 @@ def case_uc_placement(c):
     seal is the one pass)."""
     total = 12 << 20
     for reverse, lanes in ((False, 1), (True, 1), (False, 4)):
-        # The late-duplicate test mode is the sender's (the server's in reverse). Four
-        # lanes: a window per lane over each buffer, chunks direct on every lane.
-        replay = "--uc_replay_every=2 --uc_lanes=%d" % lanes
+        # The late-duplicate test mode is the sender's (the server's in reverse); it
+        # replays a lap back, which four lanes' 12 MiB do not reach. Four lanes: a window
+        # per lane over each buffer, chunks direct on every lane.
+        replay = ("--uc_replay_every=2 " if lanes == 1 else "") + "--uc_lanes=%d" % lanes
         out, sout = uc_bulk(c, " loss 0.1%", "--bytes=12MiB --uc_lanes=%d %s"
                             % (lanes, "" if reverse else replay),
                             keys="--insecure", reverse=reverse,
@@ -472,8 +473,9 @@ def case_uc_placement(c):
                "the payload did not go direct: %s\n%s" % (ps, sender[-1500:]))
         expect(pr[4] >= 0.7 * total and pr[5] < 0.1 * total,
                "the payload was not checked in place: %s\n%s" % (pr, receiver[-1500:]))
-        expect(uc_counts(sender)[3] > 30, "too few late duplicates written:\n" + sender[-1500:])
-        if lanes == 4:
+        if lanes == 1:
+            expect(uc_counts(sender)[3] > 30, "too few late duplicates written:\n" + sender[-1500:])
+        else:
             per = lane_chunks(sender)
             expect(len(per) == 4 and min(per) > 10, "chunks per lane %s:\n%s" % (per, sender[-1500:]))
     out, sout = uc_bulk(c, " loss 0.1%", "--bytes=6MiB")

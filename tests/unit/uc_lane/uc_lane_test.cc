@@ -480,30 +480,34 @@ TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
   d.message_offset = (uint64_t{3} << 32) + 11;
   uint8_t b[UcDirectDescriptor::kBytes];
   d.Encode(b);
-  absl::StatusOr<UcDirectDescriptor> e = UcDirectDescriptor::Decode(b, 65536);
+  const uint32_t tail = 65000 - 64000 + UcDirectDescriptor::kBytes;
+  EXPECT_EQ(d.tail_bytes(), tail);
+  absl::StatusOr<UcDirectDescriptor> e = UcDirectDescriptor::Decode(b, tail, 65536);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->length, d.length);
   EXPECT_EQ(e->hole_offset, d.hole_offset);
   EXPECT_EQ(e->hole_length, d.hole_length);
   EXPECT_EQ(e->message_id, d.message_id);
   EXPECT_EQ(e->message_offset, d.message_offset);
-  // The datagram may not reach into the descriptor's own bytes.
-  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65000).ok());
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail, 64999).ok()) << "longer than its slot";
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail + 1, 65536).ok()) << "not its tail";
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail - 4096, 65536).ok()) << "a lost piece";
+  auto refused = [&](UcDirectDescriptor bad) {
+    bad.Encode(b);
+    return !UcDirectDescriptor::Decode(b, bad.tail_bytes(), 65536).ok();
+  };
   UcDirectDescriptor bad = d;
   bad.hole_length = d.length - d.hole_offset + 1;
-  bad.Encode(b);
-  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "payload past the datagram";
+  EXPECT_TRUE(refused(bad)) << "payload past the datagram";
   bad = d;
-  bad.hole_length = 0;
-  bad.Encode(b);
-  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "empty payload";
+  bad.hole_length = 16;
+  EXPECT_TRUE(refused(bad)) << "payload shorter than a descriptor";
   bad = d;
   bad.message_offset = ~uint64_t{0} - 10;
-  bad.Encode(b);
-  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "offset overflow";
+  EXPECT_TRUE(refused(bad)) << "offset overflow";
   d.Encode(b);
   b[0] ^= 1;
-  EXPECT_FALSE(UcDirectDescriptor::Decode(b, 65536).ok()) << "stale bytes, no magic";
+  EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail, 65536).ok()) << "stale bytes, no magic";
 }
 
 }  // namespace

@@ -51,9 +51,8 @@ UcRingGeometry UcDatapath::RingFor(const TransportConfig& c) const {
   slots = std::min<uint64_t>(slots, kMaxRingBytes / chunk_bytes_);
   slots = std::clamp<uint64_t>(slots, kMinSlots, kMaxSlots);
   slots = (slots + kWindows - 1) / kWindows * kWindows;
-  // A slot holds a chunk and, past it, a direct chunk's descriptor (docs/rdma.md 7.15).
   return UcRingGeometry{.slots = static_cast<uint32_t>(slots), .windows = kWindows,
-                        .slot_bytes = chunk_bytes_ + UcDirectDescriptor::kBytes};
+                        .slot_bytes = chunk_bytes_};
 }
 
 void UcDatapath::OnConnectionUp(endpoint::ConnectionId id, Time now) {
@@ -287,11 +286,8 @@ void UcDatapath::Raise(endpoint::ConnectionId id, Entry& e, Connection& conn) {
   if (!e.link->ready() || e.raised) return;
   // The largest chunk both ends can take: ours, the peer's slots, 16 pieces of the
   // smaller MTU.
-  // smaller MTU (a peer slot also holds a direct chunk's descriptor past the chunk).
-  const uint32_t peer_slot = e.link->peer_slot_bytes();
-  e.max_chunk = std::min({chunk_bytes_,
-                          peer_slot > UcDirectDescriptor::kBytes ? peer_slot - UcDirectDescriptor::kBytes : 0,
-                          kMaxPieces * e.link->piece()});
+  e.max_chunk =
+      std::min({chunk_bytes_, e.link->peer_slot_bytes(), kMaxPieces * e.link->piece()});
   conn.SetDatagramLimit(e.max_chunk);
   conn.SetPayloadByReference(true);  // registered payloads gathered from where they are
   e.raised = true;

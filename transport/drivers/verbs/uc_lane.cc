@@ -37,6 +37,7 @@ void UcDirectDescriptor::Encode(uint8_t out[kBytes]) const {
 }
 
 absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[kBytes],
+                                                              uint32_t tail,
                                                               uint32_t slot_bytes) {
   uint32_t w[4];
   std::memcpy(w, in, sizeof(w));
@@ -47,16 +48,21 @@ absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[k
   std::memcpy(&d.message_id, in + 16, 8);
   std::memcpy(&d.message_offset, in + 24, 8);
   if (w[0] != kDescriptorMagic) return absl::InvalidArgumentError("direct chunk: no descriptor");
-  if (slot_bytes < kBytes || d.length > slot_bytes - kBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("direct chunk: length ", d.length, " overlaps the descriptor of a ",
-                     slot_bytes, "-byte slot"));
+  if (d.length > slot_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("direct chunk: length ", d.length,
+                                                   " beyond its ", slot_bytes, "-byte slot"));
   }
-  if (d.hole_length == 0 || d.hole_offset > d.length ||
+  if (d.hole_length < kBytes || d.hole_offset > d.length ||
       d.hole_length > d.length - d.hole_offset) {
     return absl::InvalidArgumentError(
         absl::StrCat("direct chunk: payload [", d.hole_offset, ", +", d.hole_length,
-                     ") outside its ", d.length, "-byte datagram"));
+                     ") outside its ", d.length, "-byte datagram (or shorter than ", kBytes,
+                     ")"));
+  }
+  if (tail != d.tail_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("direct chunk: a tail of ", tail,
+                                                   " bytes where its descriptor says ",
+                                                   d.tail_bytes()));
   }
   if (d.message_offset > ~uint64_t{0} - d.hole_length) {
     return absl::InvalidArgumentError("direct chunk: message offset overflows");

@@ -87,10 +87,12 @@ int SliceGather(std::span<const GatherPart> areas, uint64_t from, uint64_t to,
                 std::span<GatherPart> out);
 
 // A direct chunk (docs/rdma.md 7.15): the datagram's one DATA payload went to the buffer
-// the receiver advertised for its message, the rest of the datagram to the ring slot at
-// the same offsets (a hole where the payload belongs), and this descriptor to the slot's
-// last kBytes, written last with the immediate (its direct bit set). Decode checks it
-// against the slot: InvalidArgument naming what does not hold.
+// the receiver advertised for its message, and the rest of it, the bytes before the
+// payload then those after it, followed by this descriptor, to the ring slot as one tail
+// written last with the immediate (its direct bit set; its pieces field counts the tail's
+// pieces). The receiver moves the bytes after the payload to their place (behind a hole
+// where the payload belongs). Decode checks the descriptor against the tail it ended and
+// the slot: InvalidArgument naming what does not hold.
 struct UcDirectDescriptor {
   static constexpr uint32_t kBytes = 32;
   uint32_t length = 0;        // the datagram's
@@ -100,8 +102,12 @@ struct UcDirectDescriptor {
   uint64_t message_offset = 0;  // and where in it (from the message's first byte)
 
   void Encode(uint8_t out[kBytes]) const;
-  // `slot_bytes`: the ring slot's size (the descriptor is its last kBytes).
-  static absl::StatusOr<UcDirectDescriptor> Decode(const uint8_t in[kBytes], uint32_t slot_bytes);
+  // The tail's length: the datagram less its payload, and the descriptor.
+  uint32_t tail_bytes() const { return length - hole_length + kBytes; }
+  // `tail`: the bytes the tail write placed (the descriptor is its last kBytes);
+  // `slot_bytes`: the ring slot's size.
+  static absl::StatusOr<UcDirectDescriptor> Decode(const uint8_t in[kBytes], uint32_t tail,
+                                                   uint32_t slot_bytes);
 };
 
 // The rkey of a window for `lap`, from its key for lap 0: each rebinding advances the key

@@ -77,23 +77,30 @@ std::optional<std::span<const uint8_t>> UcReceiveLane::OnReceive(
   }
   const uint32_t imm = be32toh(wc.imm_data);
   if (ImmediateDirect(imm)) {
-    // The descriptor ends the slot; the datagram's bytes are at its start.
+    // The tail: the datagram's bytes before its payload, those after it, the descriptor.
     const uint32_t slot_bytes = ring_->geometry().slot_bytes;
-    if (direct == nullptr || wc.byte_len != UcDirectDescriptor::kBytes) {
+    const uint32_t pieces = ImmediatePieces(imm);
+    const uint64_t tail = uint64_t{pieces - 1} * piece_ + wc.byte_len;
+    if (direct == nullptr || piece_ == 0 || wc.byte_len > piece_ ||
+        tail < UcDirectDescriptor::kBytes || tail > slot_bytes) {
       ++stats_.lane.stale_completions;
       return std::nullopt;
     }
     const UcLaneReceiver::Completion c = rx_.OnCompletion(imm & ~kImmediateDirect);
     if (!c.deliver) return std::nullopt;
+    uint8_t* const slot = ring_->base() + c.offset;
     absl::StatusOr<UcDirectDescriptor> d = UcDirectDescriptor::Decode(
-        ring_->base() + c.offset + slot_bytes - UcDirectDescriptor::kBytes, slot_bytes);
+        slot + tail - UcDirectDescriptor::kBytes, static_cast<uint32_t>(tail), slot_bytes);
     if (!d.ok()) {
       ++stats_.lane.stale_completions;
       return std::nullopt;
     }
+    // The bytes after the payload go behind its hole (a few: the checksum, a frame).
+    const uint32_t after = d->length - d->hole_offset - d->hole_length;
+    std::memmove(slot + d->hole_offset + d->hole_length, slot + d->hole_offset, after);
     *chunk = c.chunk;
     *direct = *d;
-    return std::span<const uint8_t>(ring_->base() + c.offset, d->length);
+    return std::span<const uint8_t>(slot, d->length);
   }
   const uint32_t pieces = ImmediatePieces(imm);
   const uint64_t len =

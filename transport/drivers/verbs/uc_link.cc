@@ -225,46 +225,40 @@ absl::Status UcLink::PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32
   }
   const std::span<const GatherPart> all(areas, std::min<size_t>(gather.size(), kMaxGather));
   const uint32_t hole_end = d.hole_offset + d.hole_length;
-  GatherPart before[kMaxGather], payload[kMaxGather], after[kMaxGather];
-  const int nb = SliceGather(all, 0, d.hole_offset, before);
+  // The tail: the bytes before the payload, those after it, the descriptor.
+  GatherPart payload[kMaxGather], tail[2 * kMaxGather + 1];
   const int np = SliceGather(all, d.hole_offset, hole_end, payload);
-  const int na = SliceGather(all, hole_end, len, after);
-  if (nb < 0 || np < 0 || na < 0) {
+  const int nb = SliceGather(all, 0, d.hole_offset, tail);
+  const int na = nb < 0 ? -1
+                        : SliceGather(all, hole_end, len,
+                                      std::span<GatherPart>(tail + nb, kMaxGather));
+  if (np < 0 || nb < 0 || na < 0) {
     return absl::InvalidArgumentError("direct UC chunk: its gather list is shorter than it");
   }
-  UcDirectDescriptor desc{len, d.hole_offset, d.hole_length, d.message_id, d.message_offset};
+  const UcDirectDescriptor desc{len, d.hole_offset, d.hole_length, d.message_id,
+                                d.message_offset};
   desc.Encode(d.descriptor);
-  const GatherPart tail{reinterpret_cast<uintptr_t>(d.descriptor), UcDirectDescriptor::kBytes,
-                        d.descriptor_lkey};
-  UcQueuePair::Segment segs[UcQueuePair::kMaxSegments];
-  size_t n = 0;
-  segs[n++] = {std::span<const GatherPart>(payload, np), d.hole_length,
-               ad.address + d.message_offset, ad.keys[lane]};
-  if (d.hole_offset > 0) {
-    segs[n++] = {std::span<const GatherPart>(before, nb), d.hole_offset, ring_addr, ring_key};
-  }
-  if (len > hole_end) {
-    segs[n++] = {std::span<const GatherPart>(after, na), len - hole_end, ring_addr + hole_end,
-                 ring_key};
-  }
-  segs[n++] = {std::span<const GatherPart>(&tail, 1), UcDirectDescriptor::kBytes,
-               ring_addr + l.peer_slot_bytes - UcDirectDescriptor::kBytes, ring_key};
-  return l.tx_qp->PostSegments(std::span<const UcQueuePair::Segment>(segs, n), piece_,
-                               WithPieces(immediate, 1) | kImmediateDirect, wr_id, signaled, wrs);
+  tail[nb + na] = GatherPart{reinterpret_cast<uintptr_t>(d.descriptor),
+                             UcDirectDescriptor::kBytes, d.descriptor_lkey};
+  const uint32_t tail_bytes = desc.tail_bytes();
+  const uint32_t tail_pieces = (tail_bytes + piece_ - 1) / piece_;
+  const UcQueuePair::Segment segs[] = {
+      {std::span<const GatherPart>(payload, np), d.hole_length, ad.address + d.message_offset,
+       ad.keys[lane]},
+      {std::span<const GatherPart>(tail, nb + na + 1), tail_bytes, ring_addr, ring_key}};
+  return l.tx_qp->PostSegments(segs, piece_, WithPieces(immediate, tail_pieces) | kImmediateDirect,
+                               wr_id, signaled, wrs);
 }
 
 absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
                                     uint32_t slot, const Direct* direct) {
-  const UcPlacementAd* ad = direct != nullptr && CanPlace(*direct) &&
-                                    len + UcDirectDescriptor::kBytes <= l.peer_slot_bytes
-                                ? PeerAd(*direct)
-                                : nullptr;
-  // A direct chunk's writes: its payload's, the datagram's around it, the descriptor.
+  const UcPlacementAd* ad = direct != nullptr && CanPlace(*direct) ? PeerAd(*direct) : nullptr;
+  // A direct chunk's writes: its payload's, then the tail's (the rest and the descriptor).
   const uint32_t pieces =
       ad == nullptr
           ? std::max<uint32_t>(1, (len + piece_ - 1) / piece_)
-          : (direct->hole_length + piece_ - 1) / piece_ + (direct->hole_offset + piece_ - 1) / piece_ +
-                (len - direct->hole_offset - direct->hole_length + piece_ - 1) / piece_ + 1;
+          : (direct->hole_length + piece_ - 1) / piece_ +
+                (len - direct->hole_length + UcDirectDescriptor::kBytes + piece_ - 1) / piece_;
   std::optional<UcLaneSender::Write> w = l.tx->Peek();
   if (!w) {  // no window granted for the lane's next chunk's lap yet
     if (!l.waiting) {

@@ -131,11 +131,11 @@ class UcLink {
   // Receive-side placement (docs/rdma.md 7.15), the sending end: the chunk's one DATA
   // payload, [hole_offset, hole_offset + hole_length) of the datagram, belongs to message
   // `message_id` at `message_offset`. If the peer advertised a buffer for that message
-  // that holds it, the chunk goes direct: the payload into that buffer, the rest of the
-  // datagram into the ring slot around a hole, and a UcDirectDescriptor (encoded into
+  // that holds it, the chunk goes direct: the payload into that buffer, then, with the
+  // immediate, the rest of the datagram and a UcDirectDescriptor (encoded into
   // `descriptor`, kBytes of registered memory under `descriptor_lkey` that the caller
-  // does not need until the chunk's send completion: the arena slot's own hole) to the
-  // slot's end, with the immediate.
+  // does not need until the chunk's send completion: the arena slot's own hole) as one
+  // tail into the ring slot.
   struct Direct {
     uint32_t hole_offset = 0;
     uint32_t hole_length = 0;
