@@ -437,7 +437,7 @@ def placement(text):
     payload bytes checked in place, bytes copied, direct chunks refused) from
     longhaul-perf's 'verbs uc:' line (docs/rdma.md 7.15), or None."""
     m = re.search(r"placement: (\d+) chunks \( *([\d.]+) (\w?)Bytes\) sent direct, (\d+) buffers "
-                  r"advertised, (\d+) direct chunks received \( *([\d.]+) (\w?)Bytes in place, "
+                  r"advertised \(\d+ withdrawn\), (\d+) direct chunks received \( *([\d.]+) (\w?)Bytes in place, "
                   r"+([\d.]+) (\w?)Bytes copied\), (\d+) refused", text)
     if not m:
         return None

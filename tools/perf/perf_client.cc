@@ -355,6 +355,7 @@ void AddEndpointStats(const EndpointStats& es, const EndpointOptions& eo, nlohma
                              memory_regions, memory_region_bytes, uc_direct_chunks_sent,
                              uc_direct_bytes_sent, uc_placements_advertised,
                              uc_placements_revoked, uc_placement_errors,
+                             uc_placements_withdrawn,
                              uc_direct_chunks_received, uc_direct_bytes_in_place,
                              uc_direct_bytes_copied, uc_direct_chunks_refused);
     driver["uc_lane_chunks_sent"] = es.uc_lane_chunks_sent;

@@ -39,15 +39,15 @@ std::string UcLine(const EndpointOptions& o, const EndpointStats& s) {
       "completions, %d given up, %d grant waits, chunk halved %d and doubled %d times, %d lanes "
       "failed (%d stalled), %d replaced, %d lane errors, %d late duplicates written; zero copy: %s of "
       "payload gathered from %d registered region(s), %s copied; placement: %d chunks (%s) sent "
-      "direct, %d buffers advertised, %d direct chunks received (%s in place, %s copied), %d "
-      "refused",
+      "direct, %d buffers advertised (%d withdrawn), %d direct chunks received (%s in place, "
+      "%s copied), %d refused",
       s.uc_lanes_opened, s.uc_chunks_sent, FormatTransfer(s.uc_chunk_bytes_sent), per_lane,
       s.uc_chunks_received, s.uc_stale_completions, s.uc_chunks_given_up, s.uc_grant_waits,
       s.uc_chunk_shrinks, s.uc_chunk_grows, s.uc_lanes_failed, s.uc_lanes_stalled, s.uc_lanes_replaced,
       s.uc_lane_errors, s.uc_replays, FormatTransfer(s.uc_payload_bytes_referenced),
       s.memory_regions, FormatTransfer(s.uc_payload_bytes_copied), s.uc_direct_chunks_sent,
       FormatTransfer(s.uc_direct_bytes_sent), s.uc_placements_advertised,
-      s.uc_direct_chunks_received, FormatTransfer(s.uc_direct_bytes_in_place),
+      s.uc_placements_withdrawn, s.uc_direct_chunks_received, FormatTransfer(s.uc_direct_bytes_in_place),
       FormatTransfer(s.uc_direct_bytes_copied), s.uc_direct_chunks_refused);
 }
 

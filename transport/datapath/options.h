@@ -276,6 +276,9 @@ struct EndpointStats {
   uint64_t uc_placements_advertised = 0;
   uint64_t uc_placements_revoked = 0;
   uint64_t uc_placement_errors = 0;
+  // Advertisements withdrawn before their message completed: a window bind that failed,
+  // or kMaxStrikes direct chunks for it refused (UcPlacements::Strike).
+  uint64_t uc_placements_withdrawn = 0;
   uint64_t uc_direct_chunks_received = 0;
   uint64_t uc_direct_bytes_in_place = 0;
   uint64_t uc_direct_bytes_copied = 0;

@@ -120,6 +120,9 @@ void UcDatapath::Release(Entry& e) {
   e.held.clear();
   e.link->ReleaseSlots(env_.free_slots);
   gone_.Add(*e.link);
+  if (e.link->placements() != nullptr) {
+    placements_withdrawn_ += e.link->placements()->counters().withdrawn;
+  }
   *env_.recv_cq_used -= e.recv_entries;
   *env_.send_cq_used -= e.send_entries;
   ring_bytes_ -= e.ring_bytes;
@@ -375,6 +378,7 @@ void UcDatapath::OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const u
       break;
     case Connection::Placed::kRefused:
       ++direct_refused_;
+      p->Strike(d.message_id);
       break;
   }
 }
@@ -439,6 +443,7 @@ void UcDatapath::Place(endpoint::ConnectionId id, Entry& e) {
       changed = true;
     }
   }
+  if (p->TakeChanged()) changed = true;  // withdrawn advertisements
   if (changed) e.link->MarkChanged();
 }
 
@@ -594,6 +599,12 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_direct_bytes_in_place += direct_bytes_in_place_;
   s->uc_direct_bytes_copied += direct_bytes_copied_;
   s->uc_direct_chunks_refused += direct_refused_ + direct_unplaceable_;
+  s->uc_placements_withdrawn += placements_withdrawn_;
+  for (const auto& [id, e] : entries_) {
+    if (e.link->placements() != nullptr) {
+      s->uc_placements_withdrawn += e.link->placements()->counters().withdrawn;
+    }
+  }
 }
 
 }  // namespace longhaul::verbs

@@ -183,6 +183,7 @@ class UcDatapath {
   // whose payload was checked in place / copied / refused (checksum) / unplaceable (no
   // advertisement for their message any more), and advertisements the device refused.
   uint64_t placements_advertised_ = 0, placements_revoked_ = 0, placement_errors_ = 0;
+  uint64_t placements_withdrawn_ = 0;  // of links gone
   uint64_t direct_in_place_ = 0, direct_copied_ = 0, direct_refused_ = 0,
            direct_unplaceable_ = 0;
   uint64_t direct_bytes_in_place_ = 0, direct_bytes_copied_ = 0;

@@ -154,11 +154,13 @@ void UcPlacements::OnBindCompletion(uint32_t lane, const ibv_wc& wc) {
   const bool unbind = (WrSlot(wc.wr_id) & kPlacementUnbind) != 0;
   if (!unbind || !a.used || !a.revoking || a.mws[lane] == nullptr) {
     // An advertising bind's completion; one that failed leaves its key dead (the peer's
-    // writes through it are dropped) and the window is not reused.
+    // writes through it would be dropped for ever): the advertisement is withdrawn, and
+    // the window is not reused.
     if (!unbind && wc.status != IBV_WC_SUCCESS && a.used && !a.revoking &&
         a.mws[lane] != nullptr) {
       Drop(a.mws[lane]);
       a.mws[lane] = nullptr;
+      Withdraw(index);
     }
     return;
   }
@@ -196,10 +198,24 @@ void UcPlacements::Finish(uint32_t index) {
 
 std::vector<uint64_t> UcPlacements::TakeRevoked() { return std::move(revoked_); }
 
+void UcPlacements::Withdraw(uint32_t index) {
+  Ad& a = ads_[index];
+  if (!a.used || a.withdrawn || a.revoking) return;
+  a.withdrawn = true;
+  ++counters_.withdrawn;
+  changed_ = true;
+}
+
+void UcPlacements::Strike(uint64_t message_id) {
+  auto it = by_message_.find(message_id);
+  if (it == by_message_.end()) return;
+  if (++ads_[it->second].strikes >= kMaxStrikes) Withdraw(it->second);
+}
+
 std::vector<UcPlacementAd> UcPlacements::Ads() const {
   std::vector<UcPlacementAd> out;
   for (const Ad& a : ads_) {
-    if (!a.used || a.revoking) continue;
+    if (!a.used || a.revoking || a.withdrawn) continue;
     out.push_back(UcPlacementAd{a.message_id, reinterpret_cast<uintptr_t>(a.data), a.length,
                                 a.keys});
   }

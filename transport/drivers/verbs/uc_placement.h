@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -49,6 +50,7 @@ class UcPlacements {
     uint64_t revoked = 0;          // and revoked (their messages released)
     uint64_t bind_errors = 0;      // binds that failed or were flushed
     uint64_t region_registrations = 0;  // a region registered in a lane's domain
+    uint64_t withdrawn = 0;        // advertisements withdrawn (a failed bind, strikes)
   };
 
   explicit UcPlacements(std::vector<Lane> lanes) : lanes_(std::move(lanes)) {}
@@ -80,6 +82,15 @@ class UcPlacements {
   void OnLaneReset(uint32_t lane);
   // Messages whose buffers are no longer reachable by the peer, since the last call.
   std::vector<uint64_t> TakeRevoked();
+  // A direct chunk for `message_id` failed its check at the receiver (stale bytes where
+  // its payload should be). After kMaxStrikes the advertisement is withdrawn (no longer
+  // in Ads(); its message is still held and revoked as any): whatever keeps the peer's
+  // writes from landing there, the message goes on staged instead of being resent direct
+  // for ever.
+  static constexpr uint32_t kMaxStrikes = 4;
+  void Strike(uint64_t message_id);
+  // Ads() changed other than by Advertise or Revoke (a withdrawal) since the last call.
+  bool TakeChanged() { return std::exchange(changed_, false); }
   // The advertisements not being revoked, in message order (for the link state).
   std::vector<UcPlacementAd> Ads() const;
   // The region is going: every advertisement in it is invalidated at once (its windows
@@ -101,7 +112,11 @@ class UcPlacements {
     std::vector<ibv_mw*> mws;     // per lane (null: that lane has none)
     std::vector<uint32_t> keys;   // per lane, as bound
     uint32_t pending = 0;         // unbinds not completed yet
+    uint32_t strikes = 0;         // direct chunks that failed their check
+    bool withdrawn = false;       // no longer advertised (a failed bind, strikes)
   };
+  // Stops advertising ad `index` (its message stays held until revoked).
+  void Withdraw(uint32_t index);
   ibv_mr* LaneMr(uint32_t lane, uint64_t region, uint8_t* base, size_t size);
   ibv_mw* TakeWindow(uint32_t lane);
   void Finish(uint32_t index);
@@ -115,6 +130,7 @@ class UcPlacements {
   absl::flat_hash_map<uint64_t, std::vector<ibv_mr*>> mrs_;
   std::vector<std::vector<ibv_mw*>> free_windows_;  // per lane, unbound
   std::vector<uint64_t> revoked_;
+  bool changed_ = false;
   Counters counters_;
 };
 
