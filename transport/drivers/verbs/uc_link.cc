@@ -215,10 +215,9 @@ absl::StatusOr<bool> UcLink::Post(std::span<const ibv_sge> gather, uint32_t len,
 }
 
 absl::Status UcLink::PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
-                                const Direct& d, const UcPlacementAd& ad, uint64_t ring_addr,
-                                uint32_t ring_key, uint32_t immediate, uint64_t wr_id,
-                                bool signaled, uint32_t* wrs) {
-  const uint32_t lane = static_cast<uint32_t>(&l - lanes_.data());
+                                const Direct& d, uint64_t payload_addr, uint32_t payload_key,
+                                uint64_t ring_addr, uint32_t ring_key, uint32_t immediate,
+                                uint64_t wr_id, bool signaled, uint32_t* wrs) {
   GatherPart areas[kMaxGather];
   for (size_t i = 0; i < gather.size() && i < kMaxGather; ++i) {
     areas[i] = GatherPart{gather[i].addr, gather[i].length, gather[i].lkey};
@@ -243,8 +242,7 @@ absl::Status UcLink::PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32
   const uint32_t tail_bytes = desc.tail_bytes();
   const uint32_t tail_pieces = (tail_bytes + piece_ - 1) / piece_;
   const UcQueuePair::Segment segs[] = {
-      {std::span<const GatherPart>(payload, np), d.hole_length, ad.address + d.message_offset,
-       ad.keys[lane]},
+      {std::span<const GatherPart>(payload, np), d.hole_length, payload_addr, payload_key},
       {std::span<const GatherPart>(tail, nb + na + 1), tail_bytes, ring_addr, ring_key}};
   return l.tx_qp->PostSegments(segs, piece_, WithPieces(immediate, tail_pieces) | kImmediateDirect,
                                wr_id, signaled, wrs);
@@ -283,7 +281,8 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, ui
   const uint32_t ring_key = stall ? w->rkey ^ 0x80000000u : w->rkey;
   absl::Status s =
       ad != nullptr
-          ? PostDirect(l, gather, len, *direct, *ad, l.peer_ring + w->offset, ring_key,
+          ? PostDirect(l, gather, len, *direct, ad->address + direct->message_offset,
+                       ad->keys[&l - lanes_.data()], l.peer_ring + w->offset, ring_key,
                        w->immediate, WrId(l.tx_id, slot), signaled, &wrs)
           : l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + w->offset, ring_key,
                                 w->immediate, WrId(l.tx_id, slot), signaled, &wrs);
@@ -313,11 +312,14 @@ absl::StatusOr<bool> UcLink::PostOn(Lane& l, std::span<const ibv_sge> gather, ui
       const UcPlacementAd& o = old_peer_placements_.back();
       if (o.keys.size() >= lanes_.size() && o.length >= direct->hole_length) late = &o;
     }
-    Direct moved = direct != nullptr ? *direct : Direct{};
-    if (late != nullptr && late != ad) moved.message_offset = 0;
+    // The descriptor stays the chunk's own (its bytes may not have been read yet).
+    const uint64_t late_addr =
+        late == ad && ad != nullptr ? ad->address + direct->message_offset
+                                    : (late != nullptr ? late->address : 0);
     const absl::Status r =
         ad != nullptr
-            ? PostDirect(l, gather, len, moved, *late, l.peer_ring + old.offset, old.rkey,
+            ? PostDirect(l, gather, len, *direct, late_addr, late->keys[&l - lanes_.data()],
+                         l.peer_ring + old.offset, old.rkey,
                          old.immediate, WrId(l.tx_id, slot), false, &more)
             : l.tx_qp->PostPieces(gather, len, piece_, l.peer_ring + old.offset, old.rkey,
                                   old.immediate, WrId(l.tx_id, slot), false, &more);

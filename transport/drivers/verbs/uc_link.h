@@ -220,11 +220,13 @@ class UcLink {
                               uint32_t slot, const Direct* direct);
   // The peer's advertisement that holds `d`'s payload, or null.
   const UcPlacementAd* PeerAd(const Direct& d) const;
-  // Posts the chunk direct through `ad` at ring placement `w` (or a late duplicate of it).
+  // Posts the chunk direct: its payload to `payload_addr` through `payload_key`, its tail
+  // (with `d`'s descriptor) to ring placement `ring_addr` / `ring_key` (or a late duplicate
+  // of it, the payload through a withdrawn advertisement).
   absl::Status PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32_t len,
-                          const Direct& d, const UcPlacementAd& ad, uint64_t ring_addr,
-                          uint32_t ring_key, uint32_t immediate, uint64_t wr_id, bool signaled,
-                          uint32_t* wrs);
+                          const Direct& d, uint64_t payload_addr, uint32_t payload_key,
+                          uint64_t ring_addr, uint32_t ring_key, uint32_t immediate,
+                          uint64_t wr_id, bool signaled, uint32_t* wrs);
   void Fail(Lane& l);
   void Replace(Lane& l, std::vector<uint32_t>* freed);
 
