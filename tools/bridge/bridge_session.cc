@@ -362,6 +362,8 @@ void Session::OnEvent(Event& e) {
       core_.OnMessage(Now(), std::move(e));
       Flush();
       break;
+    case Event::Type::kOfferWithdrawn:  // never: the bridge offers no buffers
+      break;
     case Event::Type::kClosed:
       OnClosed(e.status);
       break;

@@ -417,6 +417,8 @@ void PerfStream::OnEvent(Event& e) {
       MaybeSendFinalLocked(last_ack_ns_);
       return;
     }
+    case Event::Type::kOfferWithdrawn:  // never: longhaul-perf offers no buffers
+      break;
     case Event::Type::kClosed: {
       std::lock_guard<std::mutex> l(mu_);
       closed_ = true;

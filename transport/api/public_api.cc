@@ -45,6 +45,8 @@ Event ToPublic(::longhaul::Event& e) {
     case ::longhaul::Event::Type::kSendComplete: out.type = Event::Type::kSendComplete; break;
     case ::longhaul::Event::Type::kReceiveComplete: out.type = Event::Type::kReceiveComplete; break;
     case ::longhaul::Event::Type::kClosed: out.type = Event::Type::kClosed; break;
+    case ::longhaul::Event::Type::kOfferWithdrawn:  // never: this API offers no buffers
+      break;
   }
   out.message_id = e.message_id;
   out.tag = e.tag;

@@ -462,6 +462,25 @@ absl::Status Connection::PostReceive(uint8_t* data, ByteCount capacity, uint64_t
   if (closed()) return absl::FailedPreconditionError("connection is closed; cannot receive");
   return impl_->recv().Post(data, capacity, tag);
 }
+absl::Status Connection::OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity) {
+  if (closed()) return absl::FailedPreconditionError("connection is closed; cannot receive");
+  return impl_->recv().AddOffer(key, data, capacity);
+}
+void Connection::WithdrawOffer(uint64_t key) {
+  impl_->recv().Withdraw(key);
+  impl_->DeliverWithdrawn();
+}
+const std::vector<ReceiveOffer>& Connection::offers() const { return impl_->recv().offers(); }
+void Connection::NoteOfferPlacement(uint64_t key, bool advertised) {
+  impl_->recv().NotePlacement(key, advertised);
+}
+void Connection::OfferRevoked(uint64_t key) {
+  impl_->recv().OfferRevoked(key);
+  impl_->DeliverWithdrawn();
+}
+absl::Status Connection::AdoptOffer(uint64_t key, uint64_t id, ByteCount length) {
+  return impl_->recv().Adopt(key, id, length);
+}
 void Connection::ReturnBuffer(OwnedBuffer buffer) { impl_->recv().ReturnBuffer(std::move(buffer)); }
 bool Connection::PollEvent(Event* event) { return impl_->PollEvent(event); }
 void Connection::SetConsumptionTracking(bool on) { impl_->set_track_consumption(on); }

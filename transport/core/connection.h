@@ -64,6 +64,11 @@ struct SendBuffer {
   // packets leave this message's bytes in `data`, where the NIC reads them: the memory
   // must stay as it is until the send completion, as always.
   uint64_t region = 0;
+  // Receive-side placement (docs/rdma.md 7.15): the key of the buffer the receiver offered
+  // for this message (Connection::OfferReceive; 0: none, 1 .. 2^63 - 1). A datapath that
+  // places payloads writes the message's by-reference payloads straight into that buffer
+  // once the receiver advertised it; the message is delivered the same either way.
+  uint64_t placement_key = 0;
 };
 
 // Receive memory allocated by the connection (messages that had no posted buffer).
@@ -98,6 +103,10 @@ struct Event {
     kSendComplete,     // every byte of a sent message was acknowledged
     kReceiveComplete,  // a message arrived whole, in order (status may say it did not fit)
     kClosed,           // the connection ended; status says why (OK for a clean close)
+    kOfferWithdrawn,   // the buffer offered under `tag` (OfferReceive) is the
+                       // application's again: no message was put in it, and no peer write
+                       // can reach it any more (`data`, `size`: the buffer; status
+                       // Cancelled when the connection closed)
   };
   Type type = Type::kClosed;
   uint64_t message_id = 0;
@@ -113,6 +122,17 @@ struct Event {
   // the stamps received, wire::MessageStampDigest of the sent message when each arrived
   // once at its place.
   uint64_t stamp_digest = 0;
+};
+
+// A receive buffer offered for the message the peer sends under `key`
+// (Connection::OfferReceive), as a datapath that places payloads sees it.
+struct ReceiveOffer {
+  uint64_t key = 0;
+  uint8_t* data = nullptr;
+  ByteCount capacity = 0;
+  bool considered = false;   // a datapath looked at it (NoteOfferPlacement)
+  bool advertised = false;   // and let the peer write into it
+  bool withdrawing = false;  // the application asked for it back (WithdrawOffer)
 };
 
 // What the driver needs to know about a datagram PollTransmit produced.
@@ -174,6 +194,21 @@ class Connection {
   // Posts a buffer for the next message that has none. A message larger than the buffer
   // completes with an OutOfRange status (its bytes are discarded).
   absl::Status PostReceive(uint8_t* data, ByteCount capacity, uint64_t tag);
+  // Receive-side placement by key (docs/rdma.md 7.15), for an application that knows
+  // which of the peer's messages a buffer is for but not its message id (the NCCL
+  // plugin: an irecv is for its comm's next message). OfferReceive offers `capacity`
+  // bytes at `data` for the message the peer sends with SendBuffer::placement_key ==
+  // `key` (1 .. 2^63 - 1, unique among the offers not yet ended; at most
+  // ReceiveStream::kMaxOffers). A datapath that places payloads may let the peer write
+  // that message there and make the buffer its posted one (AdoptOffer): the message's
+  // kReceiveComplete then carries tag `key` and `data` pointing at the buffer, and ends
+  // the offer. Otherwise the buffer stays untouched by the connection (the message,
+  // if it comes, arrives like any other) until WithdrawOffer: the offer ends with a
+  // kOfferWithdrawn event once no peer write can reach it (at once unless a datapath
+  // advertised it; at once too for an offer already adopted). The memory must stay valid
+  // until one of those events, or kClosed.
+  absl::Status OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity);
+  void WithdrawOffer(uint64_t key);
   // Gives transport-owned receive memory back for reuse.
   void ReturnBuffer(OwnedBuffer buffer);
   // Next completion or state change; false if none.
@@ -232,6 +267,16 @@ class Connection {
   absl::Status HoldDelivery(uint64_t id);
   bool TakeHeldComplete(uint64_t* id);
   void ReleaseDelivery(uint64_t id);
+  // Offers (OfferReceive) as a placing datapath needs them: the offers not adopted and
+  // not ended; NoteOfferPlacement: a datapath looked at one and, when `advertised`, let
+  // the peer write into it (its withdrawal then waits for OfferRevoked: the datapath took
+  // that access away, withdrawn or not);
+  // AdoptOffer: the first direct chunk of message `id` (`length` bytes) came for `key`
+  // (ReceiveStream::Adopt's errors).
+  const std::vector<ReceiveOffer>& offers() const;
+  void NoteOfferPlacement(uint64_t key, bool advertised);
+  void OfferRevoked(uint64_t key);
+  absl::Status AdoptOffer(uint64_t key, uint64_t id, ByteCount length);
   void OnTimeout(Time now);
   // Writes the next datagram into `buffer` (capacity >= MaxDatagramSize(), plus
   // wire::kSealExpansion when sealed) and returns its

@@ -101,10 +101,15 @@ class ConnectionImpl {
     if (b.data == nullptr && b.size > 0) {
       return absl::InvalidArgumentError("Send: null data with non-zero size");
     }
+    if (b.placement_key >> 63 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Send: placement_key ", b.placement_key, " is outside [0, 2^63 - 1]"));
+    }
     workload_.OnSend(b.size, cfg_.segment);
     fec_tx_.OnStartWorkload(workload_.message_packets(),
                             cc_->PacingRate().BytesIn(rtt_.srtt()) / max_datagram_);
-    return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered, b.region);
+    return send_.Push(b.data, b.size, std::move(b.owner), tag, b.unordered, b.region,
+                      b.placement_key);
   }
 
   absl::Status SetDriverState(std::span<const uint8_t> state) {
@@ -279,6 +284,12 @@ class ConnectionImpl {
   uint64_t stream_units_sent() const { return send_.next_unsent(); }
   ReceiveStream& recv() { return recv_; }
   // A held message (ReceiveStream::Hold) may be delivered now.
+  void DeliverWithdrawn() {
+    if (state_ == State::kClosed) return;  // FinishClose ended every offer
+    Event e;
+    while (recv_.PopWithdrawn(absl::OkStatus(), &e)) events_.push_back(std::move(e));
+  }
+
   void ReleaseDelivery(uint64_t id) {
     recv_.Release(id);
     DeliverReceived();
@@ -513,6 +524,7 @@ class ConnectionImpl {
     // Posted receive buffers that will not be filled are handed back.
     Event r;
     while (recv_.PopCancelledPost(cancelled, &r)) events_.push_back(std::move(r));
+    while (recv_.PopWithdrawn(cancelled, &r)) events_.push_back(std::move(r));
     Event c;
     c.type = Event::Type::kClosed;
     c.status = close_status_;

@@ -66,6 +66,38 @@ absl::Status ConnectionHandle::PostReceive(uint8_t* data, ByteCount capacity, ui
   return absl::OkStatus();
 }
 
+absl::Status ConnectionHandle::OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity) {
+  if (key == 0 || key >> 63 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OfferReceive: key ", key, " is outside [1, 2^63 - 1]"));
+  }
+  if (data == nullptr || capacity == 0) {
+    return absl::InvalidArgumentError("OfferReceive: null or empty buffer");
+  }
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_ || host_ == nullptr) {
+    return absl::FailedPreconditionError("connection is closed; cannot receive");
+  }
+  Op op;
+  op.kind = Op::Kind::kOffer;
+  op.data = data;
+  op.capacity = capacity;
+  op.tag = key;
+  ops_.push_back(std::move(op));
+  WakeLocked();
+  return absl::OkStatus();
+}
+
+void ConnectionHandle::WithdrawOffer(uint64_t key) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (closed_ || host_ == nullptr) return;  // the close ended every offer
+  Op op;
+  op.kind = Op::Kind::kWithdraw;
+  op.tag = key;
+  ops_.push_back(std::move(op));
+  WakeLocked();
+}
+
 void ConnectionHandle::ReturnBuffer(OwnedBuffer buffer) {
   if (!buffer) return;
   std::lock_guard<std::mutex> l(mu_);
@@ -239,6 +271,16 @@ void ConnectionHandle::Detach(absl::Status status) {
     std::lock_guard<std::mutex> l(mu_);
     host_ = nullptr;
     for (Op& op : ops_) {
+      if (op.kind == Op::Kind::kOffer) {  // never applied: the buffer goes back
+        Event e;
+        e.type = Event::Type::kOfferWithdrawn;
+        e.tag = op.tag;
+        e.data = op.data;
+        e.size = op.capacity;
+        e.status = absl::CancelledError("connection closed before the buffer was offered");
+        events.push_back(std::move(e));
+        continue;
+      }
       if (op.kind != Op::Kind::kSend) continue;
       Event e;
       e.type = Event::Type::kSendComplete;

@@ -95,6 +95,14 @@ class ConnectionHandle {
   absl::StatusOr<uint64_t> Send(SendBuffer buffer, uint64_t tag);
   // Posts a receive buffer for the next message that has none (see Connection).
   absl::Status PostReceive(uint8_t* data, ByteCount capacity, uint64_t tag);
+  // Offers a buffer for the peer's message sent under `key` (Connection::OfferReceive):
+  // it ends with that message's kReceiveComplete (tag `key`) if a placing datapath
+  // adopts it, else with a kOfferWithdrawn after WithdrawOffer (or at the close). An
+  // offer the driver refuses (a key offered already, too many offers) ends at once with
+  // a kOfferWithdrawn carrying the reason. Errors here: InvalidArgument (the key, the
+  // buffer), FailedPrecondition once closed.
+  absl::Status OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity);
+  void WithdrawOffer(uint64_t key);
   // Returns transport-owned receive memory for reuse (a no-op once closed).
   void ReturnBuffer(OwnedBuffer buffer);
   // Starts a clean close (CLOSE with no error; messages not yet acknowledged are
@@ -135,12 +143,12 @@ class ConnectionHandle {
   // ---- driver side (the driver thread only) ----
 
   struct Op {
-    enum class Kind { kSend, kPost, kReturn, kClose };
+    enum class Kind { kSend, kPost, kReturn, kClose, kOffer, kWithdraw };
     Kind kind = Kind::kSend;
     SendBuffer send;
     uint64_t tag = 0;
     uint64_t expected_id = 0;  // kSend: the id Send() returned
-    uint8_t* data = nullptr;   // kPost
+    uint8_t* data = nullptr;   // kPost, kOffer (tag: the key; kWithdraw too)
     ByteCount capacity = 0;
     OwnedBuffer owned;                     // kReturn
     CloseCode code = CloseCode::kNoError;  // kClose

@@ -401,6 +401,20 @@ void DriverRuntime::ApplyOps(endpoint::ConnectionId id, Entry& entry) {
       case ConnectionHandle::Op::Kind::kClose:
         conn->Close(op.code, std::move(op.reason));
         break;
+      case ConnectionHandle::Op::Kind::kOffer:
+        if (absl::Status s = conn->OfferReceive(op.tag, op.data, op.capacity); !s.ok()) {
+          Event e;
+          e.type = Event::Type::kOfferWithdrawn;
+          e.tag = op.tag;
+          e.data = op.data;
+          e.size = op.capacity;
+          e.status = s;
+          failed.push_back(std::move(e));
+        }
+        break;
+      case ConnectionHandle::Op::Kind::kWithdraw:
+        conn->WithdrawOffer(op.tag);
+        break;
     }
   }
   ops_.clear();

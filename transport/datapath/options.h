@@ -279,6 +279,9 @@ struct EndpointStats {
   // Advertisements withdrawn before their message completed: a window bind that failed,
   // or kMaxStrikes direct chunks for it refused (UcPlacements::Strike).
   uint64_t uc_placements_withdrawn = 0;
+  // Buffers the application offered under a key (Connection::OfferReceive) that a
+  // message's first direct chunk adopted.
+  uint64_t uc_offers_adopted = 0;
   uint64_t uc_direct_chunks_received = 0;
   uint64_t uc_direct_bytes_in_place = 0;
   uint64_t uc_direct_bytes_copied = 0;

@@ -57,6 +57,13 @@ struct Request {
   int tags[kMaxRecvs] = {};
   size_t got[kMaxRecvs] = {};
   bool filled[kMaxRecvs] = {};
+  // Placement (n == 1): the key its buffer was offered under (0: not offered or ended),
+  // whether its withdrawal was asked for, and whether the request is complete but for
+  // that (its message arrived elsewhere and was copied, or it failed: NCCL gets the
+  // buffer once no write of the peer can reach it).
+  uint64_t offer = 0;
+  bool withdrawing = false;
+  bool settling = false;
 };
 
 struct ListenComm {
@@ -72,6 +79,7 @@ struct SendComm {
   std::shared_ptr<SendState> state;
   std::mutex mu;
   uint64_t sent = 0;  // cumulative credit charged
+  uint64_t seq = 0;   // messages sent (OfferKey)
   Request requests[kMaxRequests];
 };
 
@@ -85,6 +93,8 @@ struct RecvComm {
   std::deque<Request*> posted;
   uint64_t consumed = 0;  // cumulative
   uint64_t reported = 0;  // cumulative, sent in kCredit frames
+  uint64_t seq = 0;       // messages the posted irecvs take (OfferKey of the next one)
+  bool offering = false;  // irecv buffers are offered (Runtime::zero_copy)
   Request requests[kMaxRequests];
 };
 

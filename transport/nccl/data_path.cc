@@ -3,6 +3,7 @@
 // receiver's credit), irecv (posted receives matched in order and by tag) and test.
 // Copies into NCCL's buffers and credit returns happen here, on NCCL's progress thread.
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "transport/nccl/comms.h"
 #include "transport/nccl/frames.h"
 #include "transport/nccl/net_plugin.h"
+#include "transport/nccl/plugin_log.h"
 
 namespace longhaul::nccl {
 namespace {
@@ -33,6 +35,39 @@ void ResetRequest(Request* r) {
 absl::Status Ended(RecvComm* c) {
   std::lock_guard<std::mutex> l(c->state->mu);
   return c->state->ended;
+}
+
+// Whether request `r`'s buffer is NCCL's again as far as the offer goes: never offered,
+// ended by its message delivered in it, or withdrawn (asked for here, once). Called with
+// comm->mu held.
+bool OfferSettled(RecvComm* c, Request* r) {
+  if (r->offer == 0) return true;
+  {
+    std::lock_guard<std::mutex> l(c->state->mu);
+    if (!c->state->offers.contains(r->offer)) {
+      r->offer = 0;
+      r->withdrawing = false;
+      return true;
+    }
+  }
+  if (!r->withdrawing) {
+    r->withdrawing = true;
+    if (std::shared_ptr<ConnectionHandle> conn = c->link->conn()) conn->WithdrawOffer(r->offer);
+  }
+  return false;
+}
+
+// A message of `size` bytes went into slot `slot` of `r`: copied unless the NIC put it
+// there (its message adopted the offered buffer); counted either way.
+void Fill(RecvComm* c, Request* r, int slot, const Incoming& in) {
+  const bool placed = in.size > 0 && in.payload == r->data[slot];
+  if (in.size > 0 && !placed) std::memcpy(r->data[slot], in.payload, in.size);
+  if (in.size > 0) c->rt->CountRecv(placed, in.size);
+  if (placed && r->offer != 0) {  // the offer ended with its message's delivery
+    std::lock_guard<std::mutex> l(c->state->mu);
+    c->state->offers.erase(r->offer);
+    r->offer = 0;
+  }
 }
 
 // Moves arrived messages into the oldest posted receives; returns credit when due.
@@ -64,15 +99,18 @@ void Progress(RecvComm* c) {
           absl::StrCat("message of ", in.size, " bytes is larger than the posted receive of ",
                        r->capacity[slot], " bytes (tag ", in.tag, ")"));
     } else {
-      if (in.size > 0) std::memcpy(r->data[slot], in.payload, in.size);
+      Fill(c, r, slot, in);
       r->got[slot] = in.size;
       r->filled[slot] = true;
       ++r->nfilled;
     }
     c->consumed += in.size + kMessageOverhead;
     if (conn && in.owned) conn->ReturnBuffer(std::move(in.owned));
+    if (!r->error.ok()) c->offering = false;  // later keys may name other messages
     if (!r->error.ok() || r->nfilled == r->n) {
-      r->done = true;
+      // An offer still out (the message was copied) is withdrawn first.
+      r->done = OfferSettled(c, r);
+      r->settling = !r->done;
       c->posted.pop_front();
     }
   }
@@ -133,12 +171,16 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
     const uint64_t region =
         base != nullptr && p >= base && size <= mr->size && size_t(p - base) <= mr->size - size
             ? mr->region : 0;
-    if (absl::Status s = c->link->SendInPlace(c->state->id, tag, data, size, wait, region);
+    // The receiver's irecv buffer for this message, if it offered it (placement).
+    const uint64_t key = region != 0 ? OfferKey(c->state->id, c->seq) : 0;
+    if (absl::Status s =
+            c->link->SendInPlace(c->state->id, tag, data, size, wait, region, key);
         !s.ok()) {
       return s;
     }
     c->rt->CountInPlaceSend(size);
     c->sent += charge;
+    ++c->seq;
     r->kind = Request::Kind::kSend;
     r->done = false;  // NCCL's buffer is read until longhaul reports it acknowledged
     r->in_place = std::move(wait);
@@ -153,6 +195,7 @@ absl::Status Isend(void* send_comm, const void* data, size_t size, int tag, void
     return s;
   }
   c->sent += charge;
+  ++c->seq;
   r->kind = Request::Kind::kSend;
   r->done = true;  // the bytes are staged: NCCL may reuse its buffer
   r->send_size = size;
@@ -196,10 +239,45 @@ absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
     r->capacity[i] = sizes[i];
     r->tags[i] = tags[i];
   }
+  const uint64_t seq = c->seq;
+  c->seq += static_cast<uint64_t>(n);
+  // Placement: a buffer that takes an in-place send is offered for the comm's message
+  // `seq`; where the UC datapath advertised it in time, the NIC writes that message there.
+  if (c->offering && n == 1 && sizes[0] > c->rt->settings.copy_max && sizes[0] >= 4096) {
+    if (std::shared_ptr<ConnectionHandle> conn = c->link->conn()) {
+      const uint64_t key = OfferKey(c->state->id, seq);
+      {
+        std::lock_guard<std::mutex> l(c->state->mu);
+        c->state->offers.insert(key);
+      }
+      if (conn->OfferReceive(key, static_cast<uint8_t*>(data[0]), sizes[0]).ok()) {
+        r->offer = key;
+        c->rt->CountOffer();
+      } else {
+        std::lock_guard<std::mutex> l(c->state->mu);
+        c->state->offers.erase(key);
+      }
+    }
+  }
   c->posted.push_back(r);
   Progress(c);
   *request = r;
   return absl::OkStatus();
+}
+
+void WithdrawOffers(RecvComm* c) {
+  std::lock_guard<std::mutex> l(c->mu);
+  for (Request& r : c->requests) {
+    if (r.kind == Request::Kind::kRecv) (void)OfferSettled(c, &r);
+  }
+  // Bounded: the connection's close ends every offer, and the driver answers a
+  // withdrawal within a few completions.
+  std::unique_lock<std::mutex> s(c->state->mu);
+  if (!c->state->offers_cv.wait_for(s, std::chrono::seconds(10),
+                                    [&] { return c->state->offers.empty(); })) {
+    LogWarn("closeRecv: %zu irecv buffers still offered to the connection after 10 s",
+            c->state->offers.size());
+  }
 }
 
 absl::Status Test(void* request, int* done, int* sizes) {
@@ -230,9 +308,15 @@ absl::Status Test(void* request, int* done, int* sizes) {
   auto* c = static_cast<RecvComm*>(r->comm);
   std::lock_guard<std::mutex> l(c->mu);
   Progress(c);
+  if (r->settling) {  // received; its buffer's offer is being withdrawn
+    if (!OfferSettled(c, r)) return absl::OkStatus();
+    r->settling = false;
+    r->done = true;
+  }
   if (!r->done) {
     if (absl::Status ended = Ended(c); !ended.ok()) {
       // The comm was ended (its sender exceeded the credit): nothing more will arrive.
+      if (!OfferSettled(c, r)) return absl::OkStatus();  // its buffer may still be written
       c->posted.erase(std::remove(c->posted.begin(), c->posted.end(), r), c->posted.end());
       ResetRequest(r);
       *done = 1;
@@ -245,7 +329,9 @@ absl::Status Test(void* request, int* done, int* sizes) {
       queue_empty = c->state->queue.empty();
     }
     if (ls.ok() || !queue_empty) return absl::OkStatus();
-    // The connection is gone and nothing more can arrive: end the request.
+    // The connection is gone and nothing more can arrive: end the request (its offer
+    // went with the connection).
+    if (!OfferSettled(c, r)) return absl::OkStatus();
     c->posted.erase(std::remove(c->posted.begin(), c->posted.end(), r), c->posted.end());
     ResetRequest(r);
     *done = 1;

@@ -135,7 +135,8 @@ absl::Status Link::SendData(std::shared_ptr<uint8_t> buf, size_t bytes) {
 }
 
 absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
-                               std::shared_ptr<ZeroCopyWait> wait, uint64_t region) {
+                               std::shared_ptr<ZeroCopyWait> wait, uint64_t region,
+                               uint64_t placement_key) {
   auto head =
       std::shared_ptr<uint8_t>(new uint8_t[kFrameHeaderBytes], std::default_delete<uint8_t[]>());
   EncodeFrameHeader(MakeFrameHeader(FrameKind::kDataHead, comm, tag, size, 0), head.get());
@@ -151,6 +152,7 @@ absl::Status Link::SendInPlace(uint32_t comm, int tag, const void* data, size_t 
   ++pending_sends_;
   SendBuffer payload{static_cast<const uint8_t*>(data), size, nullptr};
   payload.region = region;
+  payload.placement_key = placement_key;
   absl::StatusOr<uint64_t> pid = conn_->Send(std::move(payload), 0);
   if (!pid.ok()) {
     return absl::AbortedError(
@@ -215,6 +217,21 @@ void Link::OnEvent(Event& e) {
       HandleFrame(*h, e);
       return;
     }
+    case Event::Type::kOfferWithdrawn: {  // an irecv buffer is NCCL's again
+      std::shared_ptr<RecvState> r;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = receivers_.find(OfferComm(e.tag));
+        if (it != receivers_.end()) r = it->second;
+      }
+      if (r) {
+        std::lock_guard<std::mutex> l(r->mu);
+        r->offers.erase(e.tag);
+        r->offers_cv.notify_all();
+      }
+      if (std::shared_ptr<Runtime> rt = rt_.lock()) rt->NotifyProgress();
+      return;
+    }
     case Event::Type::kClosed: {
       bool in_use;
       {
@@ -225,6 +242,12 @@ void Link::OnEvent(Event& e) {
         for (auto& [id, w] : in_place_) w->state.store(2);
         in_place_.clear();
         in_use = users_ > 0;
+        // The connection's placement windows went with it: every offer is NCCL's again.
+        for (auto& [id, r] : receivers_) {
+          std::lock_guard<std::mutex> rl(r->mu);
+          r->offers.clear();
+          r->offers_cv.notify_all();
+        }
       }
       if (!e.status.ok() && in_use) {
         LogWarn("connection %s closed: %s", key_.c_str(), e.status.ToString().c_str());

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "absl/status/status.h"
 #include "transport/api/endpoint.h"
@@ -83,7 +85,20 @@ struct RecvState {
   std::deque<Incoming> queue;  // arrived, not yet matched to an irecv
   bool peer_closed = false;
   absl::Status ended;  // not OK: the comm was ended (the sender exceeded its credit)
+  // Irecv buffers offered to the connection (placement, docs/nccl.md "Zero copy"), by
+  // key (OfferKey): offered and not yet ended by a kOfferWithdrawn or by their message
+  // delivered in them. The driver thread erases keys and notifies `offers_cv`.
+  std::unordered_set<uint64_t> offers;
+  std::condition_variable offers_cv;
 };
+
+// The key under which a receiver offers the irecv buffer for message `seq` (the comm's
+// messages counted from 0) of send comm `comm`, and which the sender's in-place send
+// carries (SendBuffer::placement_key): never 0 (comm ids start at 1), below 2^63.
+inline uint64_t OfferKey(uint32_t comm, uint64_t seq) {
+  return (uint64_t{comm & 0x7fffffffu} << 32) | (seq & 0xffffffffu);
+}
+inline uint32_t OfferComm(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
 
 // Bound on the comms that opened a listen comm and wait for its accept (NCCL accepts one
 // per listen comm and closes it). OPENs beyond it are refused; OPENs for listen ids that
@@ -143,9 +158,11 @@ class Link : public std::enable_shared_from_this<Link> {
   absl::Status SendData(std::shared_ptr<uint8_t> buf, size_t bytes);
   // Sends a kDataHead frame and, right behind it on the connection, `size` bytes at
   // `data` in place; `wait` completes when longhaul reports them acknowledged.
-  // `region`: the memory's registration (MrHandle::region; 0: none), for zero copy.
+  // `region`: the memory's registration (MrHandle::region; 0: none), for zero copy;
+  // `placement_key`: the receiver's offered irecv buffer for it (OfferKey; 0: none).
   absl::Status SendInPlace(uint32_t comm, int tag, const void* data, size_t size,
-                           std::shared_ptr<ZeroCopyWait> wait, uint64_t region = 0);
+                           std::shared_ptr<ZeroCopyWait> wait, uint64_t region = 0,
+                           uint64_t placement_key = 0);
   // Aborts the connection (pending in-place sends are cancelled: longhaul stops reading
   // their memory) and waits up to `timeout` for its end.
   void AbortAndWait(const std::string& reason, Duration timeout);

@@ -318,6 +318,7 @@ absl::Status Accept(void* listen_comm, void** recv_comm) {
   rc->link = std::move(p.link);
   rc->state = std::move(p.state);
   rc->credit = rc->state->credit;
+  rc->offering = rc->rt->zero_copy();
   for (Request& r : rc->requests) r.comm = rc;
   *recv_comm = rc;
   LogInfo("recv comm %u from %s (listen %016llx): engine %u of %u", rc->state->id,
@@ -393,6 +394,7 @@ absl::Status CloseRecv(void* recv_comm) {
     return absl::InvalidArgumentError("closeRecv: not a recv comm");
   }
   c->magic = kDeadMagic;
+  WithdrawOffers(c);  // before NCCL may free its buffers
   c->link->RemoveReceiver(c->state->id);
   {
     std::lock_guard<std::mutex> l(c->state->mu);

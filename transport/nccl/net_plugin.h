@@ -125,6 +125,11 @@ absl::Status Irecv(void* recv_comm, int n, void** data, const size_t* sizes, con
 // buffer i (a send: sizes[0] = bytes sent). The request is then free again. Errors end
 // the request as well.
 absl::Status Test(void* request, int* done, int* sizes);
+// closeRecv's first step: the comm's irecv buffers still offered to the connection
+// (placement) are withdrawn, waiting (at most 10 s) until no write of the peer can
+// reach them.
+struct RecvComm;
+void WithdrawOffers(RecvComm* c);
 
 absl::Status CloseSend(void* send_comm);
 absl::Status CloseRecv(void* recv_comm);

@@ -333,6 +333,27 @@ void Runtime::CountInPlaceSend(uint64_t bytes) {
   mr_.in_place_bytes += bytes;
 }
 
+void Runtime::CountRecv(bool placed, uint64_t bytes) {
+  std::lock_guard<std::mutex> l(count_mu_);
+  if (placed) {
+    ++recv_.placed_messages;
+    recv_.placed_bytes += bytes;
+  } else {
+    ++recv_.copied_messages;
+    recv_.copied_bytes += bytes;
+  }
+}
+
+void Runtime::CountOffer() {
+  std::lock_guard<std::mutex> l(count_mu_);
+  ++recv_.offered;
+}
+
+Runtime::RecvCounts Runtime::recv_counts() {
+  std::lock_guard<std::mutex> l(count_mu_);
+  return recv_;
+}
+
 void Runtime::Stop() {
   std::vector<std::shared_ptr<Link>> links;
   {
@@ -373,6 +394,20 @@ void Runtime::Stop() {
             static_cast<unsigned long long>(m.in_place_bytes),
             static_cast<unsigned long long>(s.uc_payload_bytes_referenced),
             static_cast<unsigned long long>(s.uc_payload_bytes_copied));
+    const RecvCounts r = recv_counts();
+    LogInfo("irecv: %llu buffers offered; %llu messages (%llu bytes) placed in NCCL's buffers "
+            "by the NIC, %llu messages (%llu bytes) copied into them; placement: %llu buffers "
+            "advertised, %llu direct chunks received (%llu bytes checked in place, %llu "
+            "copied)",
+            static_cast<unsigned long long>(r.offered),
+            static_cast<unsigned long long>(r.placed_messages),
+            static_cast<unsigned long long>(r.placed_bytes),
+            static_cast<unsigned long long>(r.copied_messages),
+            static_cast<unsigned long long>(r.copied_bytes),
+            static_cast<unsigned long long>(s.uc_placements_advertised),
+            static_cast<unsigned long long>(s.uc_direct_chunks_received),
+            static_cast<unsigned long long>(s.uc_direct_bytes_in_place),
+            static_cast<unsigned long long>(s.uc_direct_bytes_copied));
   }
   for (auto& lk : links) {
     if (lk->connect_thread.joinable()) lk->connect_thread.join();

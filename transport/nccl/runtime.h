@@ -96,6 +96,16 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   };
   MrCounts mr_counts();
   void CountInPlaceSend(uint64_t bytes);
+  // Irecv placement (docs/nccl.md "Zero copy"): bytes NCCL's buffers received where the
+  // NIC wrote them (the message adopted an offered irecv buffer) and bytes copied into
+  // them from the transport's memory; buffers offered.
+  struct RecvCounts {
+    uint64_t offered = 0, placed_messages = 0, placed_bytes = 0, copied_messages = 0,
+             copied_bytes = 0;
+  };
+  void CountRecv(bool placed, uint64_t bytes);
+  void CountOffer();
+  RecvCounts recv_counts();
 
   // OPENs refused (by reason) and comms ended for exceeding their credit, since init.
   // Each call counts one and returns the totals as text for the log line ("3 OPENs
@@ -171,7 +181,8 @@ class Runtime : public std::enable_shared_from_this<Runtime> {
   uint64_t refused_[6] = {};  // by RejectReason
   uint64_t refused_total_ = 0;
   uint64_t credit_ended_ = 0;
-  MrCounts mr_;  // under count_mu_
+  MrCounts mr_;
+  RecvCounts recv_;  // under count_mu_
   std::map<std::string, ClientPeer> client_peers_;
   std::vector<std::shared_ptr<Link>> links_;
   std::mutex idle_mu_;

@@ -105,7 +105,8 @@ void PacketWriter::PutPayload(const uint8_t* src, uint64_t n, const DataFrame* f
         deferred_count_ < kMaxDeferredPayloads) {
       deferred_[deferred_count_++] =
           DeferredPayload{src,          static_cast<uint32_t>(p_ - begin_),
-                          static_cast<uint32_t>(n), f->region, f->message_id, f->offset};
+                          static_cast<uint32_t>(n), f->region, f->message_id, f->offset,
+                          f->message_length, f->placement_key};
     } else {
       std::memcpy(p_, src, n);
     }

@@ -102,6 +102,7 @@ struct DataFrame {
   // (SendBuffer::region; 0: none). PacketWriter::set_payload_by_reference leaves such
   // payloads where they are.
   uint64_t region = 0;
+  uint64_t placement_key = 0;  // sender only, never encoded: SendBuffer::placement_key
   bool last() const { return flags & kDataFlagLast; }
   bool unordered() const { return flags & kDataFlagUnordered; }
   bool elided() const { return flags & kDataFlagElided; }
@@ -226,6 +227,8 @@ struct DeferredPayload {
   // docs/rdma.md 7.15).
   uint64_t message_id = 0;
   uint64_t message_offset = 0;
+  uint64_t message_length = 0;
+  uint64_t placement_key = 0;  // DataFrame::placement_key
 };
 inline constexpr size_t kMaxDeferredPayloads = 4;
 // Shorter payloads are copied at once (a deferral costs more than the copy).

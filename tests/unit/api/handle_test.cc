@@ -230,5 +230,49 @@ TEST(ConnectionHandle, WaitTimesOutAndValidatesArguments) {
   EXPECT_FALSE(p.s->Wait(&e, Duration::Milliseconds(20)) && e.type != Event::Type::kClosed);
 }
 
+// Offered buffers over a datapath that places nothing (UDP): a keyed message arrives as
+// any other, the offer comes back by WithdrawOffer at once; a key offered twice comes
+// back with the reason; bad keys are refused on the spot; the close hands back the rest.
+TEST(ConnectionHandle, OffersComeBackByWithdrawalOrClose) {
+  Pair p = Connect();
+  std::vector<uint8_t> a(8192), b(8192), c(8192);
+  EXPECT_EQ(p.s->OfferReceive(0, a.data(), a.size()).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.s->OfferReceive(uint64_t{1} << 63, a.data(), a.size()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.s->OfferReceive(5, nullptr, 10).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(p.s->OfferReceive(5, a.data(), a.size()).ok());
+  ASSERT_TRUE(p.s->OfferReceive(5, b.data(), b.size()).ok()) << "checked by the driver";
+  ASSERT_TRUE(p.s->OfferReceive(6, c.data(), c.size()).ok());
+  static const uint8_t kData[3000] = {7};
+  SendBuffer keyed{kData, sizeof(kData)};
+  keyed.placement_key = 5;
+  ASSERT_TRUE(p.c->Send(std::move(keyed), 1).ok());
+  Event e;
+  ASSERT_TRUE(p.s->Wait(&e, kWait));
+  EXPECT_EQ(e.type, Event::Type::kOfferWithdrawn) << "the second offer of key 5";
+  EXPECT_EQ(e.tag, 5u);
+  EXPECT_EQ(e.data, b.data());
+  EXPECT_EQ(e.status.code(), absl::StatusCode::kAlreadyExists) << e.status;
+  ASSERT_TRUE(p.s->Wait(&e, kWait));
+  ASSERT_EQ(e.type, Event::Type::kReceiveComplete);
+  EXPECT_NE(e.data, a.data()) << "nothing placed on UDP";
+  EXPECT_EQ(e.size, sizeof(kData));
+  EXPECT_EQ(e.data[0], 7);
+  p.s->WithdrawOffer(5);
+  ASSERT_TRUE(p.s->Wait(&e, kWait));
+  EXPECT_EQ(e.type, Event::Type::kOfferWithdrawn);
+  EXPECT_EQ(e.tag, 5u);
+  EXPECT_EQ(e.data, a.data());
+  EXPECT_TRUE(e.status.ok()) << e.status;
+  p.c->Close();
+  ASSERT_TRUE(p.s->Wait(&e, kWait));
+  EXPECT_EQ(e.type, Event::Type::kOfferWithdrawn) << "offer 6, at the close";
+  EXPECT_EQ(e.tag, 6u);
+  EXPECT_EQ(e.status.code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE(p.s->Wait(&e, kWait));
+  EXPECT_EQ(e.type, Event::Type::kClosed);
+  EXPECT_FALSE(p.s->OfferReceive(7, a.data(), a.size()).ok()) << "closed";
+}
+
 }  // namespace
 }  // namespace longhaul

@@ -185,5 +185,83 @@ TEST(ReceiveStreamTest, HeldUnorderedMessageDoesNotBlockOthers) {
   EXPECT_EQ(e.data, a);
 }
 
+// Offered buffers (placement by key): adoption makes an offer the held, posted buffer of
+// one message (in order or ahead, started or not, never too small, never twice, never a
+// delivered one); in-order posts skip an adopted id; withdrawal answers at once unless
+// advertised, then after OfferRevoked; the close hands back what is left, cancelled.
+TEST(ReceiveStreamTest, OfferedBuffersAreAdoptedOrWithdrawn) {
+  ReceiveStream r(1 << 20, 100);
+  uint8_t src[64];
+  for (int i = 0; i < 64; ++i) src[i] = static_cast<uint8_t>(5 * i + 1);
+  uint8_t a[64] = {}, b[64] = {}, small[16] = {}, p[64] = {}, d[64] = {};
+  EXPECT_EQ(r.AddOffer(0, a, sizeof(a)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.AddOffer(uint64_t{1} << 63, a, sizeof(a)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.AddOffer(7, nullptr, 64).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(r.AddOffer(7, a, sizeof(a)).ok());
+  EXPECT_EQ(r.AddOffer(7, b, sizeof(b)).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(r.AddOffer(8, b, sizeof(b)).ok());
+  ASSERT_TRUE(r.AddOffer(9, small, sizeof(small)).ok());
+  ASSERT_TRUE(r.AddOffer(10, d, sizeof(d)).ok());
+  EXPECT_EQ(r.offers().size(), 4u);
+  // Message 1 (ahead of message 0) adopts offer 8; message 0 has begun in owned memory.
+  ASSERT_TRUE(r.OnData(DataPiece(0, 64, 0, 32, 0, src)).ok());
+  EXPECT_EQ(r.Adopt(9, 1, 64).code(), absl::StatusCode::kOutOfRange) << "too small";
+  EXPECT_EQ(r.Adopt(42, 1, 64).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.Adopt(7, 0, 48).code(), absl::StatusCode::kFailedPrecondition)
+      << "message 0 began with 64 bytes";
+  ASSERT_TRUE(r.Adopt(8, 1, 64).ok());
+  EXPECT_EQ(r.Adopt(7, 1, 64).code(), absl::StatusCode::kFailedPrecondition) << "has a buffer";
+  EXPECT_EQ(r.Adopt(8, 2, 64).code(), absl::StatusCode::kNotFound) << "adopted once";
+  EXPECT_EQ(r.offers().size(), 3u);
+  // An in-order post is for message 0, then skips the adopted message 1.
+  ASSERT_TRUE(r.Post(p, sizeof(p), 50).ok());
+  EXPECT_EQ(r.next_posted_id(), 1u);
+  uint8_t q[64] = {};
+  ASSERT_TRUE(r.Post(q, sizeof(q), 51).ok());
+  uint8_t* data = nullptr;
+  ByteCount capacity = 0;
+  ASSERT_TRUE(r.PostedFor(2, &data, &capacity));
+  EXPECT_EQ(data, q);
+  // Adopted means held: message 1 completes but waits for Release; message 0 goes.
+  ASSERT_TRUE(r.OnData(DataPiece(1, 64, 0, 64, 64, src)).ok());
+  ASSERT_TRUE(r.OnData(DataPiece(0, 64, 32, 32, 0, src + 32)).ok());
+  Event e;
+  ASSERT_TRUE(r.PopDelivered(&e));
+  EXPECT_EQ(e.data, p);
+  EXPECT_EQ(0, memcmp(p, src, 64));
+  EXPECT_FALSE(r.PopDelivered(&e)) << "message 1 is held";
+  uint64_t id = 0;
+  ASSERT_TRUE(r.TakeHeldComplete(&id));
+  EXPECT_EQ(id, 1u);
+  r.Release(1);
+  ASSERT_TRUE(r.PopDelivered(&e));
+  EXPECT_EQ(e.data, b);
+  EXPECT_EQ(e.tag, 8u) << "the offer's key";
+  EXPECT_EQ(0, memcmp(b, src, 64));
+  EXPECT_EQ(r.Adopt(7, 1, 64).code(), absl::StatusCode::kFailedPrecondition) << "delivered";
+  // Withdrawal: offer 7 was never advertised (at once); offer 10 was (after the revoke).
+  r.NotePlacement(10, true);
+  r.Withdraw(7);
+  r.Withdraw(10);
+  ASSERT_TRUE(r.PopWithdrawn(absl::OkStatus(), &e));
+  EXPECT_EQ(e.type, Event::Type::kOfferWithdrawn);
+  EXPECT_EQ(e.tag, 7u);
+  EXPECT_EQ(e.data, a);
+  EXPECT_TRUE(e.status.ok());
+  EXPECT_FALSE(r.PopWithdrawn(absl::OkStatus(), &e)) << "offer 10 may still be written";
+  EXPECT_EQ(r.Adopt(10, 3, 64).code(), absl::StatusCode::kNotFound) << "being withdrawn";
+  r.OfferRevoked(10);
+  ASSERT_TRUE(r.PopWithdrawn(absl::OkStatus(), &e));
+  EXPECT_EQ(e.tag, 10u);
+  EXPECT_EQ(e.data, d);
+  // The close: what is left comes back cancelled.
+  EXPECT_FALSE(r.PopWithdrawn(absl::OkStatus(), &e));
+  ASSERT_TRUE(r.PopWithdrawn(absl::CancelledError("closed"), &e));
+  EXPECT_EQ(e.tag, 9u);
+  EXPECT_EQ(e.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_FALSE(r.PopWithdrawn(absl::CancelledError("closed"), &e));
+  EXPECT_TRUE(r.offers().empty());
+}
+
 }  // namespace
 }  // namespace longhaul

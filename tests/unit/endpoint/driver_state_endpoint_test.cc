@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <set>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -400,6 +402,106 @@ TEST_P(DriverStateEndpointTest, PlacedPayloadsElsewhereAreCopiedOnce) {
   EXPECT_GE(s->stats().placed_payload_bytes_copied, data.size() * 9 / 10);
   EXPECT_LE(s->stats().placed_payload_bytes_copied, data.size());
   EXPECT_GT(s->stats().duplicate_data_bytes, 0u) << "the duplicates arrived and were dropped";
+}
+
+// Placement by key (the NCCL plugin's irecv buffers, docs/rdma.md 7.15): a message sent
+// with a placement key whose payloads the "NIC" writes into the buffer offered under that
+// key is delivered there (the offer adopted, tag = key, nothing copied); a keyed message
+// whose offer was not advertised in time arrives in transport memory and the offer is
+// withdrawn at once; an advertised offer comes back only once the datapath revoked it.
+TEST_P(DriverStateEndpointTest, OfferedBuffersTakeTheirKeyedMessages) {
+  const ByReference p = ConnectByReference();
+  ASSERT_NE(p.sid, 0u);
+  Connection* c = p.c;
+  Connection* s = p.s;
+  const std::vector<uint8_t> data = Pattern(200'000, 8);
+  std::map<uint64_t, std::vector<uint8_t>> offered;
+  for (uint64_t key : {21, 22, 23}) {
+    offered[key].resize(data.size() + 100);
+    ASSERT_TRUE(s->OfferReceive(key, offered[key].data(), offered[key].size()).ok());
+  }
+  EXPECT_EQ(s->OfferReceive(21, offered[22].data(), 10).code(), absl::StatusCode::kAlreadyExists);
+  s->NoteOfferPlacement(23, true);
+  std::set<uint64_t> adopted;
+  net_->set_placer([&](int from, const wire::DeferredPayload& d) {
+    // Offer 22 was not advertised in time: its message goes staged.
+    if (from != client_ || d.placement_key != 21) return ::longhaul::testing::Placement{};
+    if (adopted.insert(d.placement_key).second) {
+      EXPECT_TRUE(s->AdoptOffer(d.placement_key, d.message_id, d.message_length).ok());
+    }
+    return ::longhaul::testing::Placement{offered[21].data() + d.message_offset, false};
+  });
+  for (uint64_t key : {21, 0, 22}) {
+    SendBuffer b{data.data(), data.size()};
+    b.region = 3;
+    b.placement_key = key;
+    ASSERT_TRUE(c->Send(std::move(b), key).ok());
+  }
+  SendBuffer bad{data.data(), 10};
+  bad.placement_key = uint64_t{1} << 63;
+  EXPECT_EQ(c->Send(std::move(bad), 0).status().code(), absl::StatusCode::kInvalidArgument);
+  net_->node(client_).Touch(p.cid);
+  std::vector<Event*> got, withdrawn;
+  auto collect = [&] {
+    got.clear();
+    withdrawn.clear();
+    for (::longhaul::testing::ConnectionEvent& e : net_->connection_events(server_)) {
+      if (e.id != p.sid) continue;
+      if (e.event.type == Event::Type::kReceiveComplete) got.push_back(&e.event);
+      if (e.event.type == Event::Type::kOfferWithdrawn) withdrawn.push_back(&e.event);
+    }
+  };
+  // An adopted offer is held until the datapath revoked the peer's access: this one
+  // releases each at once.
+  std::vector<uint64_t> released;
+  ASSERT_TRUE(net_->RunUntil(
+      [&] {
+        uint64_t id = 0;
+        while (s->TakeHeldComplete(&id)) {
+          released.push_back(id);
+          s->ReleaseDelivery(id);
+          net_->node(server_).Touch(p.sid);
+        }
+        collect();
+        return got.size() == 3 && c->pending_send_messages() == 0;
+      },
+      Duration::Seconds(20)));
+  EXPECT_EQ(released, GetParam() ? std::vector<uint64_t>{} : std::vector<uint64_t>{0});
+  for (const Event* e : got) {
+    ASSERT_EQ(e->size, data.size());
+    EXPECT_EQ(0, std::memcmp(e->data, data.data(), data.size())) << e->message_id;
+  }
+  EXPECT_NE(got[1]->data, offered[21].data());
+  EXPECT_NE(got[2]->data, offered[22].data()) << "not advertised in time: staged";
+  if (GetParam()) {
+    EXPECT_TRUE(adopted.empty()) << "sealed: nothing by reference, nothing placed";
+    EXPECT_NE(got[0]->data, offered[21].data());
+  } else {
+    EXPECT_EQ(got[0]->data, offered[21].data()) << "delivered in the adopted offer";
+    EXPECT_EQ(got[0]->tag, 21u);
+    EXPECT_GE(s->stats().placed_payload_bytes, data.size() * 9 / 10) << "checked in place";
+    EXPECT_EQ(s->stats().placed_payload_bytes_copied, 0u);
+  }
+  EXPECT_TRUE(withdrawn.empty());
+  const size_t left = GetParam() ? 3 : 2;
+  EXPECT_EQ(s->offers().size(), left);
+  s->WithdrawOffer(22);
+  s->WithdrawOffer(23);
+  if (GetParam()) s->WithdrawOffer(21);
+  net_->node(server_).Touch(p.sid);
+  ASSERT_TRUE(net_->RunUntil([&] { collect(); return withdrawn.size() >= left - 1; },
+                             Duration::Seconds(2)));
+  collect();
+  ASSERT_EQ(withdrawn.size(), left - 1) << "offer 23 was advertised: not before its revoke";
+  EXPECT_EQ(withdrawn[0]->tag, 22u);
+  EXPECT_EQ(withdrawn[0]->data, offered[22].data());
+  EXPECT_TRUE(withdrawn[0]->status.ok());
+  s->OfferRevoked(23);
+  net_->node(server_).Touch(p.sid);
+  ASSERT_TRUE(net_->RunUntil([&] { collect(); return withdrawn.size() == left; },
+                             Duration::Seconds(2)));
+  EXPECT_EQ(withdrawn.back()->tag, 23u);
+  EXPECT_TRUE(s->offers().empty());
 }
 
 // What is not a placed datagram of an established plaintext connection is refused and

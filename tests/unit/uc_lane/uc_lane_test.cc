@@ -19,6 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "transport/drivers/verbs/uc_lane.h"
+#include "transport/drivers/verbs/uc_link_state.h"
 
 namespace longhaul::verbs {
 namespace {
@@ -476,8 +477,10 @@ TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
   d.length = 65000;
   d.hole_offset = 61;
   d.hole_length = 64000;
+  d.key = kOfferAdKey | 99;
   d.message_id = (uint64_t{1} << 40) + 7;
   d.message_offset = (uint64_t{3} << 32) + 11;
+  d.message_length = d.message_offset + 64000 + 5;
   uint8_t b[UcDirectDescriptor::kBytes];
   d.Encode(b);
   const uint32_t tail = 65000 - 64000 + UcDirectDescriptor::kBytes;
@@ -487,8 +490,10 @@ TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
   EXPECT_EQ(e->length, d.length);
   EXPECT_EQ(e->hole_offset, d.hole_offset);
   EXPECT_EQ(e->hole_length, d.hole_length);
+  EXPECT_EQ(e->key, d.key);
   EXPECT_EQ(e->message_id, d.message_id);
   EXPECT_EQ(e->message_offset, d.message_offset);
+  EXPECT_EQ(e->message_length, d.message_length);
   EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail, 64999).ok()) << "longer than its slot";
   EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail + 1, 65536).ok()) << "not its tail";
   EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail - 4096, 65536).ok()) << "a lost piece";
@@ -505,6 +510,9 @@ TEST(UcDirectDescriptorTest, RoundTripsAndRefusesWhatDoesNotFitItsSlot) {
   bad = d;
   bad.message_offset = ~uint64_t{0} - 10;
   EXPECT_TRUE(refused(bad)) << "offset overflow";
+  bad = d;
+  bad.message_length = d.message_offset + d.hole_length - 1;
+  EXPECT_TRUE(refused(bad)) << "payload past its message";
   d.Encode(b);
   b[0] ^= 1;
   EXPECT_FALSE(UcDirectDescriptor::Decode(b, tail, 65536).ok()) << "stale bytes, no magic";

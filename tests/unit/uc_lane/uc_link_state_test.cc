@@ -129,7 +129,7 @@ TEST(UcLinkState, OutOfBoundsFieldsAreRefusedByName) {
 
 UcPlacementAd Ad(uint64_t id, uint32_t lanes) {
   UcPlacementAd a;
-  a.message_id = id;
+  a.key = id;
   a.address = 0x7f0000000000 + id * 0x10000;
   a.length = 65536 + static_cast<uint32_t>(id);
   for (uint32_t l = 0; l < lanes; ++l) a.keys.push_back(0x5000 + 0x100 * l + static_cast<uint32_t>(id));
@@ -146,7 +146,7 @@ TEST(UcLinkState, PlacementsRoundTripAsManyAsFit) {
   ASSERT_TRUE(d.ok()) << d.status();
   ASSERT_EQ(d->placements.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(d->placements[i].message_id, s.placements[i].message_id);
+    EXPECT_EQ(d->placements[i].key, s.placements[i].key);
     EXPECT_EQ(d->placements[i].address, s.placements[i].address);
     EXPECT_EQ(d->placements[i].length, s.placements[i].length);
     EXPECT_EQ(d->placements[i].keys, s.placements[i].keys);
@@ -168,7 +168,7 @@ TEST(UcLinkState, PlacementsRoundTripAsManyAsFit) {
     absl::StatusOr<UcLinkState> e = UcLinkState::Decode(b);
     ASSERT_TRUE(e.ok()) << e.status();
     ASSERT_EQ(e->placements.size(), n);
-    if (n > 0) EXPECT_EQ(e->placements[n - 1].message_id, n - 1) << "the earliest first";
+    if (n > 0) EXPECT_EQ(e->placements[n - 1].key, n - 1) << "the earliest first";
   }
   UcLinkState bad = Full(1);
   bad.placements.push_back(Ad(5, 1));

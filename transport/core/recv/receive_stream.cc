@@ -46,8 +46,10 @@ absl::Status ReceiveStream::Post(uint8_t* data, ByteCount capacity, uint64_t tag
   }
   // Skip messages already delivered out of order: the buffer is for the next one that
   // was not.
+  // Skip too those that adopted an offer.
   uint64_t id = posted_next_id_++;
-  while (id - next_id_ < messages_.size() && messages_[id - next_id_].delivered) {
+  while ((id - next_id_ < messages_.size() && messages_[id - next_id_].delivered) ||
+         (id - next_id_ < posted_.size() && posted_[id - next_id_].valid)) {
     id = posted_next_id_++;
   }
   uint64_t idx = id - next_id_;
@@ -244,6 +246,109 @@ void ReceiveStream::Land(Message& m, const wire::DataFrame& f, uint64_t from, ui
     const uint8_t* stamp = f.payload + (q - first) / kI * wire::kStampWidth;
     m.stamp_digest += wire::StampTerm(q, stamp, std::min(wire::kStampWidth, m.size - q));
   }
+}
+
+absl::Status ReceiveStream::AddOffer(uint64_t key, uint8_t* data, ByteCount capacity) {
+  if (key == 0 || key >> 63 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OfferReceive: key ", key, " is outside [1, 2^63 - 1]"));
+  }
+  if (data == nullptr || capacity == 0) {
+    return absl::InvalidArgumentError("OfferReceive: null or empty buffer");
+  }
+  if (FindOffer(key) != offers_.end()) {
+    return absl::AlreadyExistsError(absl::StrCat("OfferReceive: key ", key, " is offered already"));
+  }
+  if (offers_.size() >= kMaxOffers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("OfferReceive: ", kMaxOffers, " buffers are offered already"));
+  }
+  offers_.push_back(Offer{key, data, capacity});
+  return absl::OkStatus();
+}
+
+absl::Status ReceiveStream::Adopt(uint64_t key, uint64_t id, ByteCount length) {
+  auto o = FindOffer(key);
+  if (o == offers_.end() || o->withdrawing) {
+    return absl::NotFoundError(absl::StrCat("no buffer is offered under key ", key));
+  }
+  if (id < next_id_ || id - next_id_ >= max_messages_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("message ", id, " was delivered or is beyond the receive limit"));
+  }
+  const uint64_t idx = id - next_id_;
+  if (idx < messages_.size() && (messages_[idx].delivered || messages_[idx].too_large ||
+                                 (messages_[idx].started && messages_[idx].size != length))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("message ", id, " was delivered or began with another length"));
+  }
+  if (idx < posted_.size() && posted_[idx].valid) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("message ", id, " has a posted buffer already"));
+  }
+  if (o->capacity < length) {
+    return absl::OutOfRangeError(absl::StrCat("message ", id, " of ", length,
+                                              " bytes does not fit the buffer offered under key ",
+                                              key, " (", o->capacity, " bytes)"));
+  }
+  while (posted_.size() <= idx) posted_.emplace_back();
+  posted_[idx] = Posted{o->data, o->capacity, key, true, /*held=*/true};
+  // A message already arriving in owned memory is copied over at delivery.
+  if (idx < messages_.size() && messages_[idx].complete) held_complete_.push_back(id);
+  offers_.erase(o);
+  return absl::OkStatus();
+}
+
+void ReceiveStream::Withdraw(uint64_t key) {
+  auto o = FindOffer(key);
+  if (o == offers_.end()) {
+    withdrawn_.push_back(Offer{key});  // adopted (its message ends it) or unknown
+    return;
+  }
+  if (o->advertised) {
+    o->withdrawing = true;  // the datapath revokes, then OfferRevoked
+    return;
+  }
+  withdrawn_.push_back(*o);
+  offers_.erase(o);
+}
+
+void ReceiveStream::NotePlacement(uint64_t key, bool advertised) {
+  auto o = FindOffer(key);
+  if (o == offers_.end()) return;
+  o->considered = true;
+  o->advertised = advertised;
+}
+
+void ReceiveStream::OfferRevoked(uint64_t key) {
+  auto o = FindOffer(key);
+  if (o == offers_.end()) return;
+  o->advertised = false;
+  if (!o->withdrawing) return;  // still offered; it may be advertised again
+  withdrawn_.push_back(*o);
+  offers_.erase(o);
+}
+
+bool ReceiveStream::PopWithdrawn(const absl::Status& why, Event* e) {
+  Offer o;
+  absl::Status status;  // OK: withdrawn by the application
+  if (!withdrawn_.empty()) {
+    o = withdrawn_.front();
+    withdrawn_.pop_front();
+  } else if (!why.ok() && !offers_.empty()) {
+    o = offers_.front();
+    offers_.erase(offers_.begin());
+    status = why;
+  } else {
+    return false;
+  }
+  *e = Event{};
+  e->type = Event::Type::kOfferWithdrawn;
+  e->tag = o.key;
+  e->data = o.data;
+  e->size = o.capacity;
+  e->status = status;
+  return true;
 }
 
 bool ReceiveStream::PopCancelledPost(const absl::Status& why, Event* e) {

@@ -61,6 +61,29 @@ class ReceiveStream {
   void Release(uint64_t id);
   void ReturnBuffer(OwnedBuffer b);
 
+  // Offered buffers (Connection::OfferReceive; docs/rdma.md 7.15): a buffer for the
+  // message the peer sends under `key`, which only a datapath that places payloads can
+  // tell (the key travels with its direct chunks). Adopt: the offer becomes the posted
+  // buffer of message `id` (`length` bytes), held (FailedPrecondition when the message
+  // was delivered, already has a posted buffer, or is another length than it began with;
+  // OutOfRange when it does not fit; NotFound for no such offer, or one being withdrawn).
+  // Withdraw: the application takes an offer back; its kOfferWithdrawn comes at once
+  // unless a datapath advertised it (NotePlacement), then after OfferRevoked. An
+  // adopted or unknown key answers at once too (an adopted offer ends with its
+  // message's kReceiveComplete).
+  using Offer = ReceiveOffer;
+  static constexpr size_t kMaxOffers = 1024;
+  absl::Status AddOffer(uint64_t key, uint8_t* data, ByteCount capacity);
+  absl::Status Adopt(uint64_t key, uint64_t id, ByteCount length);
+  void Withdraw(uint64_t key);
+  void NotePlacement(uint64_t key, bool advertised);
+  // The datapath took the peer's access to the offer away (withdrawn, or its link went).
+  void OfferRevoked(uint64_t key);
+  const std::vector<Offer>& offers() const { return offers_; }
+  // The next kOfferWithdrawn event due (status OK); then, on close (`why` not OK), one
+  // for every offer left, with that status. False when none.
+  bool PopWithdrawn(const absl::Status& why, Event* e);
+
   // Next deliverable message: a complete unordered one, else the next in order; false
   // if none.
   bool PopDelivered(Event* e);
@@ -151,6 +174,13 @@ class ReceiveStream {
   std::deque<uint64_t> held_complete_;  // held messages that completed, for TakeHeldComplete
   uint64_t posted_next_id_ = 0;     // id the next Post() is for
   std::vector<OwnedBuffer> pool_;   // returned owned buffers
+  std::vector<Offer> offers_;       // not adopted, not yet handed back
+  std::deque<Offer> withdrawn_;     // handed back, their events due
+  // The offer with `key`, or offers_.end().
+  std::vector<Offer>::iterator FindOffer(uint64_t key) {
+    return std::find_if(offers_.begin(), offers_.end(),
+                        [key](const Offer& o) { return o.key == key; });
+  }
 };
 
 }  // namespace longhaul

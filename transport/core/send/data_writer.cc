@@ -30,6 +30,7 @@ bool WritePiece(const MessagePiece& piece, wire::PacketWriter* w) {
   df.length = piece.length;
   df.payload = piece.length ? piece.message->data + piece.offset : nullptr;
   df.region = piece.message->region;
+  df.placement_key = piece.message->placement_key;
   return w->WriteData(df) != nullptr;
 }
 

@@ -7,7 +7,8 @@
 namespace longhaul {
 
 uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<const void> owner,
-                          uint64_t tag, bool unordered, uint64_t region) {
+                          uint64_t tag, bool unordered, uint64_t region,
+                          uint64_t placement_key) {
   SendMessage m;
   m.id = next_id_++;
   m.base = end_;
@@ -18,6 +19,7 @@ uint64_t SendStream::Push(const uint8_t* data, ByteCount size, std::shared_ptr<c
   m.tag = tag;
   m.unordered = unordered;
   m.region = region;
+  m.placement_key = placement_key;
   end_ += m.units;
   pending_bytes_ += size;
   messages_.push_back(std::move(m));

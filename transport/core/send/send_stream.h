@@ -30,6 +30,7 @@ struct SendMessage {
   uint64_t tag = 0;
   bool unordered = false;  // the receiver may deliver it before earlier messages
   uint64_t region = 0;     // SendBuffer::region
+  uint64_t placement_key = 0;  // SendBuffer::placement_key
 };
 
 // One piece of a message within a unit range, for building DATA frames.
@@ -45,7 +46,8 @@ class SendStream {
  public:
   // Appends a message; returns its id.
   uint64_t Push(const uint8_t* data, ByteCount size, std::shared_ptr<const void> owner,
-                uint64_t tag, bool unordered = false, uint64_t region = 0);
+                uint64_t tag, bool unordered = false, uint64_t region = 0,
+                uint64_t placement_key = 0);
 
   uint64_t stream_end() const { return end_; }
   uint64_t next_unsent() const { return next_unsent_; }

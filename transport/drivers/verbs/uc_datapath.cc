@@ -240,8 +240,15 @@ UcDatapath::Gather UcDatapath::GatherFor(const endpoint::Transmit& t, uint32_t s
     payload_bytes_referenced_ += d.length;
     if (t.referenced().size() == 1 && d.length >= UcDirectDescriptor::kBytes) {
       // The slot's bytes under the payload are unused: the descriptor goes there.
-      *direct = UcLink::Direct{d.offset, d.length, d.message_id, d.message_offset,
-                               buf + d.offset, env_.arena.lkey};
+      *direct = UcLink::Direct{d.offset,
+                               d.length,
+                               d.placement_key != 0 ? (kOfferAdKey | d.placement_key)
+                                                    : d.message_id,
+                               d.message_id,
+                               d.message_offset,
+                               d.message_length,
+                               buf + d.offset,
+                               env_.arena.lkey};
     }
     if (std::find(ids.begin(), ids.begin() + id_count, d.region) == ids.begin() + id_count) {
       ids[id_count++] = d.region;
@@ -352,10 +359,21 @@ void UcDatapath::OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const u
                           const UcDirectDescriptor& d, Time now) {
   const endpoint::ConnectionMeta* meta = env_.ep->MetaAt(id);
   UcPlacements* p = e.link->placements();
-  std::optional<UcPlacements::Buffer> buf =
-      p != nullptr ? p->Find(d.message_id) : std::nullopt;
-  if (meta == nullptr || !buf || d.message_offset > buf->length ||
-      d.hole_length > buf->length - d.message_offset) {
+  std::optional<UcPlacements::Buffer> buf = p != nullptr ? p->Find(d.key) : std::nullopt;
+  if (buf && !buf->message_id && meta != nullptr) {
+    // An offer's first direct chunk: it becomes the buffer of the chunk's message, if
+    // that message can still take it (else the chunk is checked where it lies and copied,
+    // or dropped as a duplicate, and the offer waits for its withdrawal).
+    Connection* conn = env_.ep->ConnectionAt(id);
+    if (conn != nullptr && !p->KeyOf(d.message_id) &&
+        conn->AdoptOffer(d.key & ~kOfferAdKey, d.message_id, d.message_length).ok()) {
+      p->Adopt(d.key, d.message_id);  // cannot fail: an offer without a message, a free id
+      buf->message_id = d.message_id;
+      ++offers_adopted_;
+    }
+  }
+  if (meta == nullptr || !buf || (buf->message_id && *buf->message_id != d.message_id) ||
+      d.message_offset > buf->length || d.hole_length > buf->length - d.message_offset) {
     // Its payload went to a buffer that is no longer advertised (its message completed)
     // or never was: nothing readable holds it. Lost, as a chunk that did not arrive.
     ++direct_unplaceable_;
@@ -378,7 +396,7 @@ void UcDatapath::OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const u
       break;
     case Connection::Placed::kRefused:
       ++direct_refused_;
-      p->Strike(d.message_id);
+      p->Strike(d.key);
       break;
   }
 }
@@ -403,14 +421,20 @@ void UcDatapath::Place(endpoint::ConnectionId id, Entry& e) {
   bool changed = false;
   uint64_t done = 0;
   while (conn->TakeHeldComplete(&done)) {  // complete: take the peer's access away first
-    if (p->Revoke(done)) {
+    std::optional<uint64_t> key = p->KeyOf(done);
+    if (key && p->Revoke(*key)) {
       changed = true;
     } else {
       conn->ReleaseDelivery(done);
     }
   }
-  for (uint64_t m : p->TakeRevoked()) {  // every window unbound: the message is delivered
-    conn->ReleaseDelivery(m);
+  for (const UcPlacements::Revoked& r : p->TakeRevoked()) {
+    // Every window unbound: the message is delivered, or the offer handed back.
+    if (r.message_id) {
+      conn->ReleaseDelivery(*r.message_id);
+    } else {
+      conn->OfferRevoked(r.key & ~kOfferAdKey);
+    }
     ++placements_revoked_;
     env_.ep->Touch(id);
   }
@@ -443,8 +467,47 @@ void UcDatapath::Place(endpoint::ConnectionId id, Entry& e) {
       changed = true;
     }
   }
+  if (PlaceOffers(id, *conn, *p)) changed = true;
   if (p->TakeChanged()) changed = true;  // withdrawn advertisements
   if (changed) e.link->MarkChanged();
+}
+
+// Offered buffers (Connection::OfferReceive): advertised in the order offered while
+// there is room, each looked at once; those the application withdraws are revoked
+// first (Connection::OfferRevoked hands them back, in Place).
+bool UcDatapath::PlaceOffers(endpoint::ConnectionId id, Connection& conn, UcPlacements& p) {
+  bool changed = false;
+  std::vector<std::pair<uint64_t, bool>> noted;  // key, advertised
+  for (const ReceiveOffer& o : conn.offers()) {
+    const uint64_t key = kOfferAdKey | o.key;
+    if (o.withdrawing) {
+      if (!p.revoking(key) && p.Revoke(key)) changed = true;
+      continue;
+    }
+    if (o.considered || p.active_count() >= UcPlacements::kMaxActive) continue;
+    bool advertised = false;
+    std::optional<MemoryRegions::Span> region =
+        env_.regions != nullptr && o.capacity >= kMinPlacement && o.capacity <= UINT32_MAX
+            ? env_.regions->Containing(o.data, o.capacity)
+            : std::nullopt;
+    if (region) {
+      absl::Status s = p.Advertise(key, o.data, static_cast<uint32_t>(o.capacity), region->id,
+                                   region->data, region->size);
+      if (s.ok()) {
+        advertised = true;
+        ++placements_advertised_;
+        changed = true;
+      } else {
+        ++placement_errors_;
+        env_.log->Warn("uc-placement", Time::FromNanoseconds(MonotonicNs()),
+                       absl::StrCat("verbs: connection ", id, ": an offered buffer cannot be "
+                                    "advertised (", s.message(), "); its message is copied"));
+      }
+    }
+    noted.emplace_back(o.key, advertised);
+  }
+  for (const auto& [key, advertised] : noted) conn.NoteOfferPlacement(key, advertised);
+  return changed;
 }
 
 bool UcDatapath::OnSend(const ibv_wc& wc) {
@@ -600,6 +663,7 @@ void UcDatapath::AddStats(EndpointStats* s) const {
   s->uc_direct_bytes_copied += direct_bytes_copied_;
   s->uc_direct_chunks_refused += direct_refused_ + direct_unplaceable_;
   s->uc_placements_withdrawn += placements_withdrawn_;
+  s->uc_offers_adopted += offers_adopted_;
   for (const auto& [id, e] : entries_) {
     if (e.link->placements() != nullptr) {
       s->uc_placements_withdrawn += e.link->placements()->counters().withdrawn;

@@ -139,6 +139,8 @@ class UcDatapath {
   // Receive-side placement (docs/rdma.md 7.15): posted buffers in registered memory
   // advertised (their messages held), completed messages revoked, revoked ones released.
   void Place(endpoint::ConnectionId id, Entry& e);
+  // Place's part for offered buffers; true when the advertisements changed.
+  bool PlaceOffers(endpoint::ConnectionId id, Connection& conn, UcPlacements& p);
   // A direct chunk arrived: its payload is in the buffer advertised for its message.
   void OnDirect(endpoint::ConnectionId id, Entry& e, std::span<const uint8_t> chunk,
                 const UcDirectDescriptor& d, Time now);
@@ -184,6 +186,7 @@ class UcDatapath {
   // advertisement for their message any more), and advertisements the device refused.
   uint64_t placements_advertised_ = 0, placements_revoked_ = 0, placement_errors_ = 0;
   uint64_t placements_withdrawn_ = 0;  // of links gone
+  uint64_t offers_adopted_ = 0;        // offered buffers a message took (7.15)
   uint64_t direct_in_place_ = 0, direct_copied_ = 0, direct_refused_ = 0,
            direct_unplaceable_ = 0;
   uint64_t direct_bytes_in_place_ = 0, direct_bytes_copied_ = 0;

@@ -32,8 +32,10 @@ constexpr uint32_t kDescriptorMagic = 0x4c484443;  // "LHDC"
 void UcDirectDescriptor::Encode(uint8_t out[kBytes]) const {
   const uint32_t w[4] = {kDescriptorMagic, length, hole_offset, hole_length};
   std::memcpy(out, w, sizeof(w));
-  std::memcpy(out + 16, &message_id, 8);
-  std::memcpy(out + 24, &message_offset, 8);
+  std::memcpy(out + 16, &key, 8);
+  std::memcpy(out + 24, &message_id, 8);
+  std::memcpy(out + 32, &message_offset, 8);
+  std::memcpy(out + 40, &message_length, 8);
 }
 
 absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[kBytes],
@@ -45,8 +47,10 @@ absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[k
   d.length = w[1];
   d.hole_offset = w[2];
   d.hole_length = w[3];
-  std::memcpy(&d.message_id, in + 16, 8);
-  std::memcpy(&d.message_offset, in + 24, 8);
+  std::memcpy(&d.key, in + 16, 8);
+  std::memcpy(&d.message_id, in + 24, 8);
+  std::memcpy(&d.message_offset, in + 32, 8);
+  std::memcpy(&d.message_length, in + 40, 8);
   if (w[0] != kDescriptorMagic) return absl::InvalidArgumentError("direct chunk: no descriptor");
   if (d.length > slot_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("direct chunk: length ", d.length,
@@ -64,8 +68,10 @@ absl::StatusOr<UcDirectDescriptor> UcDirectDescriptor::Decode(const uint8_t in[k
                                                    " bytes where its descriptor says ",
                                                    d.tail_bytes()));
   }
-  if (d.message_offset > ~uint64_t{0} - d.hole_length) {
-    return absl::InvalidArgumentError("direct chunk: message offset overflows");
+  if (d.message_offset > d.message_length || d.hole_length > d.message_length - d.message_offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "direct chunk: payload [", d.message_offset, ", +", d.hole_length, ") outside its ",
+        d.message_length, "-byte message"));
   }
   return d;
 }

@@ -94,12 +94,14 @@ int SliceGather(std::span<const GatherPart> areas, uint64_t from, uint64_t to,
 // where the payload belongs). Decode checks the descriptor against the tail it ended and
 // the slot: InvalidArgument naming what does not hold.
 struct UcDirectDescriptor {
-  static constexpr uint32_t kBytes = 32;
+  static constexpr uint32_t kBytes = 48;
   uint32_t length = 0;        // the datagram's
   uint32_t hole_offset = 0;   // where the payload belongs in it
   uint32_t hole_length = 0;   // the payload's bytes
-  uint64_t message_id = 0;    // whose advertised buffer holds them
+  uint64_t key = 0;           // the advertisement whose buffer holds them (UcPlacementAd)
+  uint64_t message_id = 0;    // their message
   uint64_t message_offset = 0;  // and where in it (from the message's first byte)
+  uint64_t message_length = 0;  // the message's bytes
 
   void Encode(uint8_t out[kBytes]) const;
   // The tail's length: the datagram less its payload, and the descriptor.

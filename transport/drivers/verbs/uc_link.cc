@@ -151,7 +151,7 @@ absl::Status UcLink::OnPeerState(const VerbsDevice& dev, std::span<const uint8_t
   // late-duplicate test mode (replayed writes through keys no longer valid).
   for (const UcPlacementAd& old : peer_placements_) {
     const bool kept = std::any_of(p.placements.begin(), p.placements.end(),
-                                  [&](const UcPlacementAd& a) { return a.message_id == old.message_id; });
+                                  [&](const UcPlacementAd& a) { return a.key == old.key; });
     if (!kept && replay_every_ > 0) {
       old_peer_placements_.push_back(old);
       if (old_peer_placements_.size() > 8) old_peer_placements_.pop_front();
@@ -179,7 +179,7 @@ bool UcLink::ready() const {
 
 const UcPlacementAd* UcLink::PeerAd(const Direct& d) const {
   for (const UcPlacementAd& a : peer_placements_) {
-    if (a.message_id != d.message_id) continue;
+    if (a.key != d.key) continue;
     if (d.message_offset > a.length || d.hole_length > a.length - d.message_offset ||
         a.keys.size() < lanes_.size()) {
       return nullptr;
@@ -234,8 +234,9 @@ absl::Status UcLink::PostDirect(Lane& l, std::span<const ibv_sge> gather, uint32
   if (np < 0 || nb < 0 || na < 0) {
     return absl::InvalidArgumentError("direct UC chunk: its gather list is shorter than it");
   }
-  const UcDirectDescriptor desc{len, d.hole_offset, d.hole_length, d.message_id,
-                                d.message_offset};
+  const UcDirectDescriptor desc{len,          d.hole_offset,     d.hole_length,
+                                d.key,        d.message_id,      d.message_offset,
+                                d.message_length};
   desc.Encode(d.descriptor);
   tail[nb + na] = GatherPart{reinterpret_cast<uintptr_t>(d.descriptor),
                              UcDirectDescriptor::kBytes, d.descriptor_lkey};

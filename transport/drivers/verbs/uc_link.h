@@ -130,8 +130,9 @@ class UcLink {
   uint32_t peer_slot_bytes() const;
   // Receive-side placement (docs/rdma.md 7.15), the sending end: the chunk's one DATA
   // payload, [hole_offset, hole_offset + hole_length) of the datagram, belongs to message
-  // `message_id` at `message_offset`. If the peer advertised a buffer for that message
-  // that holds it, the chunk goes direct: the payload into that buffer, then, with the
+  // `message_id` (`message_length` bytes) at `message_offset`, whose buffer the peer
+  // advertises under `key` (the message id, or kOfferAdKey | its placement key). If the
+  // peer advertised such a buffer and it holds the payload, the chunk goes direct: the payload into that buffer, then, with the
   // immediate, the rest of the datagram and a UcDirectDescriptor (encoded into
   // `descriptor`, kBytes of registered memory under `descriptor_lkey` that the caller
   // does not need until the chunk's send completion: the arena slot's own hole) as one
@@ -139,8 +140,10 @@ class UcLink {
   struct Direct {
     uint32_t hole_offset = 0;
     uint32_t hole_length = 0;
+    uint64_t key = 0;
     uint64_t message_id = 0;
     uint64_t message_offset = 0;
+    uint64_t message_length = 0;
     uint8_t* descriptor = nullptr;
     uint32_t descriptor_lkey = 0;
   };

@@ -85,7 +85,7 @@ std::vector<uint8_t> UcLinkState::Encode() const {
   w.U8(static_cast<uint8_t>(n));
   for (size_t i = 0; i < n; ++i) {
     const UcPlacementAd& a = placements[i];
-    w.U64(a.message_id);
+    w.U64(a.key);
     w.U64(a.address);
     w.U32(a.length);
     for (size_t k = 0; k < lanes.size(); ++k) w.U32(k < a.keys.size() ? a.keys[k] : 0);
@@ -167,7 +167,7 @@ absl::StatusOr<UcLinkState> UcLinkState::Decode(std::span<const uint8_t> bytes) 
   s.placements.resize(placements);
   for (UcPlacementAd& a : s.placements) {
     a.keys.resize(lanes);
-    if (!r.U64(&a.message_id) || !r.U64(&a.address) || !r.U32(&a.length)) {
+    if (!r.U64(&a.key) || !r.U64(&a.address) || !r.U32(&a.length)) {
       return Bad("truncated placement");
     }
     for (uint32_t& k : a.keys) {

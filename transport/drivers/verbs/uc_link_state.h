@@ -42,11 +42,14 @@ struct UcLaneState {
   uint32_t received = 0;
 };
 
-// Receive-side placement (docs/rdma.md 7.15): a buffer posted for message `message_id`
-// that the peer may write that message's payload into, through each lane's memory window
-// over exactly [address, address + length).
+// Receive-side placement (docs/rdma.md 7.15): a buffer that the peer may write one
+// message's payload into, through each lane's memory window over exactly [address,
+// address + length). Its key names the message: a message id (a buffer posted for that
+// message), or kOfferAdKey | the key the application offered the buffer under
+// (Connection::OfferReceive), which the peer's message carries (SendBuffer::placement_key).
+inline constexpr uint64_t kOfferAdKey = uint64_t{1} << 63;
 struct UcPlacementAd {
-  uint64_t message_id = 0;
+  uint64_t key = 0;
   uint64_t address = 0;
   uint32_t length = 0;
   std::vector<uint32_t> keys;  // one per lane, in lane order
@@ -63,7 +66,7 @@ struct UcLinkState {
   std::array<uint8_t, 16> gid{};  // RoCE v2 GID of every QP
   uint32_t mtu = 0;  // active MTU: the piece size is the smaller of both sides'
   std::vector<UcLaneState> lanes;
-  // In message order. Encode keeps the first ones that fit the frame (at most
+  // In key order (posted buffers' by message, then offers). Encode keeps the first ones that fit the frame (at most
   // kMaxPlacements); each must have one key per lane.
   std::vector<UcPlacementAd> placements;
 

@@ -52,9 +52,9 @@ ibv_mw* UcPlacements::TakeWindow(uint32_t lane) {
   return ibv_alloc_mw(lanes_[lane].pd, IBV_MW_TYPE_1);
 }
 
-absl::Status UcPlacements::Advertise(uint64_t message_id, uint8_t* data, uint32_t len,
+absl::Status UcPlacements::Advertise(uint64_t key, uint8_t* data, uint32_t len,
                                      uint64_t region, uint8_t* base, size_t size) {
-  if (by_message_.contains(message_id)) return absl::OkStatus();
+  if (by_key_.contains(key)) return absl::OkStatus();
   uint32_t index = kMaxActive;
   for (uint32_t i = 0; i < kMaxActive; ++i) {
     if (!ads_[i].used) {
@@ -67,7 +67,8 @@ absl::Status UcPlacements::Advertise(uint64_t message_id, uint8_t* data, uint32_
         absl::StrCat(kMaxActive, " placement buffers are advertised already"));
   }
   Ad a;
-  a.message_id = message_id;
+  a.key = key;
+  if ((key & kOfferAdKey) == 0) a.message_id = key;
   a.data = data;
   a.length = len;
   a.region = region;
@@ -103,21 +104,38 @@ absl::Status UcPlacements::Advertise(uint64_t message_id, uint8_t* data, uint32_
   }
   a.used = true;
   ads_[index] = std::move(a);
-  by_message_[message_id] = index;
+  by_key_[key] = index;
+  if (ads_[index].message_id) by_message_[*ads_[index].message_id] = index;
   ++counters_.advertised;
   return absl::OkStatus();
 }
 
-std::optional<UcPlacements::Buffer> UcPlacements::Find(uint64_t message_id) const {
-  auto it = by_message_.find(message_id);
-  if (it == by_message_.end()) return std::nullopt;
+std::optional<UcPlacements::Buffer> UcPlacements::Find(uint64_t key) const {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return std::nullopt;
   const Ad& a = ads_[it->second];
-  return Buffer{a.data, a.length};
+  return Buffer{a.data, a.length, a.message_id};
 }
 
-bool UcPlacements::Revoke(uint64_t message_id) {
+bool UcPlacements::Adopt(uint64_t key, uint64_t message_id) {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end() || ads_[it->second].message_id || by_message_.contains(message_id)) {
+    return false;
+  }
+  ads_[it->second].message_id = message_id;
+  by_message_[message_id] = it->second;
+  return true;
+}
+
+std::optional<uint64_t> UcPlacements::KeyOf(uint64_t message_id) const {
   auto it = by_message_.find(message_id);
-  if (it == by_message_.end()) return false;
+  if (it == by_message_.end()) return std::nullopt;
+  return ads_[it->second].key;
+}
+
+bool UcPlacements::Revoke(uint64_t key) {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return false;
   const uint32_t index = it->second;
   Ad& a = ads_[index];
   if (a.revoking) return true;
@@ -190,13 +208,14 @@ void UcPlacements::Finish(uint32_t index) {
   // Windows still held (a lane without an unbind, or invalidated at once) are
   // deallocated, which stops them at once.
   for (ibv_mw* mw : a.mws) Drop(mw);
-  by_message_.erase(a.message_id);
-  revoked_.push_back(a.message_id);
+  by_key_.erase(a.key);
+  if (a.message_id) by_message_.erase(*a.message_id);
+  revoked_.push_back(Revoked{a.key, a.message_id});
   ++counters_.revoked;
   a = Ad{};
 }
 
-std::vector<uint64_t> UcPlacements::TakeRevoked() { return std::move(revoked_); }
+std::vector<UcPlacements::Revoked> UcPlacements::TakeRevoked() { return std::move(revoked_); }
 
 void UcPlacements::Withdraw(uint32_t index) {
   Ad& a = ads_[index];
@@ -206,9 +225,9 @@ void UcPlacements::Withdraw(uint32_t index) {
   changed_ = true;
 }
 
-void UcPlacements::Strike(uint64_t message_id) {
-  auto it = by_message_.find(message_id);
-  if (it == by_message_.end()) return;
+void UcPlacements::Strike(uint64_t key) {
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return;
   if (++ads_[it->second].strikes >= kMaxStrikes) Withdraw(it->second);
 }
 
@@ -216,11 +235,10 @@ std::vector<UcPlacementAd> UcPlacements::Ads() const {
   std::vector<UcPlacementAd> out;
   for (const Ad& a : ads_) {
     if (!a.used || a.revoking || a.withdrawn) continue;
-    out.push_back(UcPlacementAd{a.message_id, reinterpret_cast<uintptr_t>(a.data), a.length,
-                                a.keys});
+    out.push_back(UcPlacementAd{a.key, reinterpret_cast<uintptr_t>(a.data), a.length, a.keys});
   }
   std::sort(out.begin(), out.end(), [](const UcPlacementAd& x, const UcPlacementAd& y) {
-    return x.message_id < y.message_id;
+    return x.key < y.key;
   });
   return out;
 }

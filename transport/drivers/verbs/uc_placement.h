@@ -1,7 +1,10 @@
 // Receive-side placement, the receiving end (docs/rdma.md 7.15): buffers the application
-// posted for given messages (Connection::PostReceive, in memory it registered) that the
-// peer may write those messages' payloads into, each through one type-1 memory window
-// per lane over exactly the buffer. A lane's windows live in that lane's own protection
+// posted for given messages (Connection::PostReceive) or offered under its own keys
+// (Connection::OfferReceive), in memory it registered, that the peer may write one
+// message's payload into, each through one type-1 memory window per lane over exactly
+// the buffer. An advertisement's key (UcPlacementAd) is the message id of a posted
+// buffer, or kOfferAdKey | the offer's key; an offer is adopted by the message whose first
+// direct chunk names it (Adopt), and then revoked and released like a posted buffer. A lane's windows live in that lane's own protection
 // domain (as its ring's), over a registration there of the application's region with
 // local write and window binding only: the region's own key grants the peer nothing.
 //
@@ -58,40 +61,56 @@ class UcPlacements {
   UcPlacements(const UcPlacements&) = delete;
   UcPlacements& operator=(const UcPlacements&) = delete;
 
-  // Advertises [data, data + len), the buffer posted for `message_id`, inside the
-  // application's registered region `region` ([base, base + size)). ResourceExhausted
-  // when kMaxActive are active; the refused call otherwise (registration, window).
-  absl::Status Advertise(uint64_t message_id, uint8_t* data, uint32_t len, uint64_t region,
+  // Advertises [data, data + len) under `key` inside the application's registered region
+  // `region` ([base, base + size)). ResourceExhausted when kMaxActive are active; the
+  // refused call otherwise (registration, window).
+  absl::Status Advertise(uint64_t key, uint8_t* data, uint32_t len, uint64_t region,
                          uint8_t* base, size_t size);
-  bool active(uint64_t message_id) const { return by_message_.contains(message_id); }
-  size_t active_count() const { return by_message_.size(); }
-  // Where the buffer advertised for `message_id` is, if it is (revoked or not yet).
+  bool active(uint64_t key) const { return by_key_.contains(key); }
+  bool revoking(uint64_t key) const {
+    auto it = by_key_.find(key);
+    return it != by_key_.end() && ads_[it->second].revoking;
+  }
+  size_t active_count() const { return by_key_.size(); }
+  // Where the buffer advertised under `key` is, if it is (revoked or not yet), and the
+  // message it is for (a posted buffer's, an adopted offer's; none yet for an offer).
   struct Buffer {
     uint8_t* data = nullptr;
     uint32_t length = 0;
+    std::optional<uint64_t> message_id;
   };
-  std::optional<Buffer> Find(uint64_t message_id) const;
-  // Starts revoking `message_id`'s windows (its message completed); TakeRevoked lists it
-  // once every lane's unbind completed. False when it was not advertised.
-  bool Revoke(uint64_t message_id);
+  std::optional<Buffer> Find(uint64_t key) const;
+  // The offer advertised under `key` is now message `message_id`'s buffer (false: no such
+  // offer, or it has a message already).
+  bool Adopt(uint64_t key, uint64_t message_id);
+  // The key of the advertisement whose buffer is message `message_id`'s.
+  std::optional<uint64_t> KeyOf(uint64_t message_id) const;
+  // Starts revoking `key`'s windows (its message completed, or the application withdrew
+  // the offer); TakeRevoked lists it once every lane's unbind completed. False when it
+  // was not advertised.
+  bool Revoke(uint64_t key);
   // A completion of a placement bind (WrSlot(wc.wr_id) has kPlacementWr).
   void OnBindCompletion(uint32_t lane, const ibv_wc& wc);
   // Lane `lane`'s queue pair was reset: its posted binds are gone without completions.
   // Its windows are deallocated (which invalidates them at once); the advertisements
   // stay, that lane no longer taking writes for them.
   void OnLaneReset(uint32_t lane);
-  // Messages whose buffers are no longer reachable by the peer, since the last call.
-  std::vector<uint64_t> TakeRevoked();
+  // Advertisements whose buffers are no longer reachable by the peer, since the last call.
+  struct Revoked {
+    uint64_t key = 0;
+    std::optional<uint64_t> message_id;  // the message to release (none: an offer's)
+  };
+  std::vector<Revoked> TakeRevoked();
   // A direct chunk for `message_id` failed its check at the receiver (stale bytes where
   // its payload should be). After kMaxStrikes the advertisement is withdrawn (no longer
   // in Ads(); its message is still held and revoked as any): whatever keeps the peer's
   // writes from landing there, the message goes on staged instead of being resent direct
   // for ever.
   static constexpr uint32_t kMaxStrikes = 4;
-  void Strike(uint64_t message_id);
+  void Strike(uint64_t key);
   // Ads() changed other than by Advertise or Revoke (a withdrawal) since the last call.
   bool TakeChanged() { return std::exchange(changed_, false); }
-  // The advertisements not being revoked, in message order (for the link state).
+  // The advertisements not being revoked, in key order (for the link state).
   std::vector<UcPlacementAd> Ads() const;
   // The region is going: every advertisement in it is invalidated at once (its windows
   // deallocated, its message released) and its registrations in the lanes' domains go.
@@ -105,7 +124,8 @@ class UcPlacements {
   struct Ad {
     bool used = false;
     bool revoking = false;
-    uint64_t message_id = 0;
+    uint64_t key = 0;
+    std::optional<uint64_t> message_id;
     uint8_t* data = nullptr;
     uint32_t length = 0;
     uint64_t region = 0;
@@ -125,11 +145,12 @@ class UcPlacements {
 
   std::vector<Lane> lanes_;
   std::array<Ad, kMaxActive> ads_;
+  absl::flat_hash_map<uint64_t, uint32_t> by_key_;      // key -> ads_ index
   absl::flat_hash_map<uint64_t, uint32_t> by_message_;  // message id -> ads_ index
   // Per region: its registration in each lane's domain.
   absl::flat_hash_map<uint64_t, std::vector<ibv_mr*>> mrs_;
   std::vector<std::vector<ibv_mw*>> free_windows_;  // per lane, unbound
-  std::vector<uint64_t> revoked_;
+  std::vector<Revoked> revoked_;
   bool changed_ = false;
   Counters counters_;
 };
