@@ -557,8 +557,20 @@ def case_nccl_allreduce(c, qp_type="ud", zero_copy=False):
             # Each rank sends about 4 x (4 MiB + 1 MiB + 4 KiB) / 2 of its own: all in
             # place, nearly all of it gathered by the NIC (a send's pieces under 256 bytes
             # and what went over UD before the lane came up are copied).
-            expect(reg == 2 and refused == 0 and sends > 0, m.group(0))
+            expect(reg == 3 and refused == 0 and sends > 0, m.group(0))
             expect(gathered >= 0.9 * in_place and copied <= 0.1 * in_place, m.group(0))
+            # Every irecv buffer is offered; where the offer reached the sender before
+            # the message, the NIC wrote it into NCCL's buffer (placed), else it was
+            # copied from the transport's memory (docs/nccl.md, "Zero copy").
+            m = re.search(r"irecv: (\d+) buffers offered; (\d+) messages \((\d+) bytes\) placed "
+                          r"in NCCL's buffers by the NIC, (\d+) messages \((\d+) bytes\) copied "
+                          r"into them", text)
+            expect(m is not None, "no irecv line:\n" + text[-2000:])
+            offered, placed_msgs, placed, copied_msgs, copied = (int(x) for x in m.groups())
+            print("         " + m.group(0), flush=True)
+            expect(offered > 0 and placed_msgs > 0 and placed > 0, m.group(0))
+            # The receiver holds each rank's 4 x (4 MiB + 1 MiB + 4 KiB) / 2 in some form.
+            expect(placed + copied >= 4 * (5 << 20) // 2, m.group(0))
 
 
 def case_nccl_allreduce_uc(c):

@@ -13,8 +13,7 @@ namespace longhaul::nccl::bench {
 absl::Status Ring::Allocate(size_t max_count) {
   sendbuf_.assign(max_count, 0.0f);
   recvbuf_.assign(max_count, 0.0f);
-  tmp_.resize(ahead_);
-  for (auto& t : tmp_) t.assign(slice_elems_, 0.0f);
+  tmp_.assign(static_cast<size_t>(ahead_) * slice_elems_, 0.0f);
   for (size_t i = 0; i < max_count; ++i) sendbuf_[i] = Value(i, rank_);
   Deregister();
   const size_t bytes = max_count * sizeof(float);
@@ -28,13 +27,21 @@ absl::Status Ring::Allocate(size_t max_count) {
       return absl::InternalError(absl::StrCat("regMr: ncclResult ", r));
     }
   }
+  if (!tmp_.empty()) {
+    if (ncclResult_t r = net_->regMr(recv_, tmp_.data(), tmp_.size() * sizeof(float),
+                                     LH_NCCL_PTR_HOST, &tmp_mh_);
+        r != ncclSuccess) {
+      return absl::InternalError(absl::StrCat("regMr: ncclResult ", r));
+    }
+  }
   return absl::OkStatus();
 }
 
 void Ring::Deregister() {
   if (send_mh_ != nullptr) net_->deregMr(send_, send_mh_);
   if (recv_mh_ != nullptr) net_->deregMr(send_, recv_mh_);
-  send_mh_ = recv_mh_ = nullptr;
+  if (tmp_mh_ != nullptr) net_->deregMr(recv_, tmp_mh_);
+  send_mh_ = recv_mh_ = tmp_mh_ = nullptr;
 }
 
 absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
@@ -79,7 +86,7 @@ absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
       size_t b, len;
       range(next_post, false, &b, &len);
       const bool rs = next_post / nslices < static_cast<size_t>(n_ - 1);
-      void* dst = rs ? tmp_[next_post % ahead_].data() : recvbuf_.data() + b;
+      void* dst = rs ? TmpSlice(next_post) : recvbuf_.data() + b;
       size_t bytes = len * sizeof(float);
       int tag = (rank_ - 1 + n_) % n_;
       void* req = nullptr;
@@ -102,7 +109,7 @@ absl::Status Ring::Run(size_t count, Clock::time_point deadline) {
             absl::StrCat("received ", size, " bytes, expected ", len * sizeof(float)));
       }
       if (next_proc / nslices < static_cast<size_t>(n_ - 1)) {
-        const float* t = tmp_[next_proc % ahead_].data();
+        const float* t = TmpSlice(next_proc);
         const float* in = sendbuf_.data() + b;
         float* out = recvbuf_.data() + b;
         for (size_t i = 0; i < len; ++i) out[i] = in[i] + t[i];

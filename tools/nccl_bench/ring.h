@@ -45,7 +45,10 @@ class Ring {
 
   // Buffers for up to `max_count` floats per rank; fills the input. As NCCL does, the
   // buffers sends come from are registered with the send comm (regMr, host memory) and
-  // their handles passed to isend: the plugin may send them without copying.
+  // their handles passed to isend: the plugin may send them without copying; the
+  // reduce-scatter's receive slices are registered with the recv comm, and with the
+  // result buffer every irecv lands in registered memory the plugin may offer for
+  // placement.
   absl::Status Allocate(size_t max_count);
   // deregMr of what Allocate registered (before the comms close). Idempotent.
   void Deregister();
@@ -71,7 +74,10 @@ class Ring {
   std::vector<float> sendbuf_, recvbuf_;
   void* send_mh_ = nullptr;  // regMr of sendbuf_ on the send comm
   void* recv_mh_ = nullptr;  // of recvbuf_ (what later steps send from)
-  std::vector<std::vector<float>> tmp_;
+  void* tmp_mh_ = nullptr;   // of tmp_ on the recv comm (NCCL registers its receive buffers)
+  // The reduce-scatter's receive slices: ahead_ of slice_elems_ floats, one block.
+  std::vector<float> tmp_;
+  float* TmpSlice(size_t i) { return tmp_.data() + (i % static_cast<size_t>(ahead_)) * slice_elems_; }
 };
 
 }  // namespace longhaul::nccl::bench
