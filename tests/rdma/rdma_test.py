@@ -512,24 +512,34 @@ def case_uc_messages_0B_to_64MiB(c):
            "the messages did not go over the UC lane:\n%s\n%s" % (out[-800:], sout[-800:]))
 
 
-def case_nccl_allreduce(c, qp_type="ud", zero_copy=False):
+def case_nccl_allreduce(c, qp_type="ud", zero_copy=False, staged_sender=False):
     """Two ranks, one per guest, through the NCCL plugin over verbs: every element of the
     verified run is the exact sum, and the data went through rxe0 (its packet counter);
     with qp_type uc, through each connection's UC lane (the driver's log line). zero_copy:
     in plaintext with every send in place (COPY_MAX=0), the ranks' regMr'd buffers are
-    registered and the payload gathered from them (the plugin's regMr line at finalize)."""
+    registered and the payload gathered from them (the plugin's regMr line at finalize),
+    and NCCL's receive buffers offered and written by the NIC (the irecv line).
+    staged_sender: as zero_copy, but rank 1 copies every send (COPY_MAX=64MiB), so rank 0's
+    offered buffers are never adopted: each is withdrawn (its windows unbound) before its
+    irecv completes, and the allreduce is still exact."""
     if not os.path.exists(c.rank):
         raise AssertionError("no %s (the build has no NCCL plugin)" % c.rank)
     c.netem(DELAY + " loss 0.1%")
-    env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=20mbit "
-           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_QP_TYPE=%s " % qp_type)
-    env += ("NCCL_LONGHAUL_INSECURE=1 NCCL_LONGHAUL_COPY_MAX=0 NCCL_DEBUG=INFO" if zero_copy
+    # The placed run goes up to 64 MiB (at a rate the TCG guests keep up with).
+    big = zero_copy and not staged_sender
+    env = ("NCCL_LONGHAUL_DATAPATH=verbs NCCL_LONGHAUL_IFNAME=eth0 NCCL_LONGHAUL_RATE=%s "
+           "NCCL_LONGHAUL_INITIAL_RTT=58ms NCCL_LONGHAUL_QP_TYPE=%s "
+           % ("100mbit" if big else "20mbit", qp_type))
+    env += ("NCCL_LONGHAUL_INSECURE=1 NCCL_DEBUG=INFO" if zero_copy
             else "NCCL_LONGHAUL_PSK_FILE=%s" % c.psk)
-    sizes = "4096,1048576,4194304"
+    env0 = env + (" NCCL_LONGHAUL_COPY_MAX=0" if zero_copy else "")
+    env1 = env + (" NCCL_LONGHAUL_COPY_MAX=%s" % ("64MiB" if staged_sender else "0")
+                  if zero_copy else "")
+    sizes = "4096,1048576,4194304" + (",67108864" if big else "")
     sent_before = rxe_sent_packets(c, "b")
-    pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+    pid = c.start_server("env %s %s 0 %s:5410 %s %s 2" % (env0, c.rank, SERVER, c.plugin, sizes),
                          "control listening", log="/tmp/rank0.log")
-    rc, out = c.tb.run("b", "env %s %s 1 %s:5410 %s %s 2" % (env, c.rank, SERVER, c.plugin, sizes),
+    rc, out = c.tb.run("b", "env %s %s 1 %s:5410 %s %s 2" % (env1, c.rank, SERVER, c.plugin, sizes),
                        240)
     src, sout = c.finish_server(pid, 60, log="/tmp/rank0.log")
     expect(rc == 0 and "allreduce intact" in out, "rank 1 rc %s:\n%s" % (rc, out[-2000:]))
@@ -546,6 +556,16 @@ def case_nccl_allreduce(c, qp_type="ud", zero_copy=False):
     if qp_type == "uc":
         expect("UC lane up" in out and "UC lane up" in sout,
                "no UC lane came up:\n%s\n%s" % (out[-1500:], sout[-1500:]))
+    if staged_sender:
+        m = re.search(r"irecv: (\d+) buffers offered; (\d+) messages \((\d+) bytes\) placed "
+                      r"in NCCL's buffers by the NIC, (\d+) messages \((\d+) bytes\) copied", sout)
+        expect(m is not None, "no irecv line:\n" + sout[-2000:])
+        offered, placed_msgs, _, _, copied = (int(x) for x in m.groups())
+        print("         rank 0: " + m.group(0), flush=True)
+        expect(offered > 0 and placed_msgs == 0 and copied >= 4 * (5 << 20) // 2, m.group(0))
+        m = re.search(r"placement: (\d+) buffers advertised", sout)
+        expect(m is not None and int(m.group(1)) > 0, "rank 0 advertised nothing:\n" + sout[-2000:])
+        return
     if zero_copy:
         for text in (out, sout):
             m = re.search(r"regMr: (\d+) regions registered \((\d+) bytes\), (\d+) refused; (\d+) "
@@ -569,13 +589,15 @@ def case_nccl_allreduce(c, qp_type="ud", zero_copy=False):
             offered, placed_msgs, placed, copied_msgs, copied = (int(x) for x in m.groups())
             print("         " + m.group(0), flush=True)
             expect(offered > 0 and placed_msgs > 0 and placed > 0, m.group(0))
-            # The receiver holds each rank's 4 x (4 MiB + 1 MiB + 4 KiB) / 2 in some form.
-            expect(placed + copied >= 4 * (5 << 20) // 2, m.group(0))
+            # The receiver holds each rank's 4 x (64 MiB + 4 MiB + 1 MiB + 4 KiB) / 2 in
+            # some form.
+            expect(placed + copied >= 4 * (69 << 20) // 2, m.group(0))
 
 
 def case_nccl_allreduce_uc(c):
     case_nccl_allreduce(c, "uc")
     case_nccl_allreduce(c, "uc", zero_copy=True)
+    case_nccl_allreduce(c, "uc", zero_copy=True, staged_sender=True)
 
 
 def case_probe_verbs_server(c):
