@@ -661,9 +661,7 @@ def main(argv):
     if not os.path.exists(os.path.join(build, "tests", "verbs_peer")):
         print("skipped: this build has no verbs driver (libibverbs-dev missing)")
         return lt.SKIP
-    why = lt.check_available(lt.default_cache())
-    if why:
-        print("skipped: " + why)
+    if lt.skipped():
         return lt.SKIP
     chosen = [c for c in CASES if not args.cases or c[0] in args.cases.split(",")]
     work = os.path.join(build, "rdma-testbed")

@@ -648,6 +648,14 @@ def _keep_commands(folders):
     return "\n".join(aside), "\n".join(back)
 
 
+def skipped():
+    """True, after printing "skipped: <reason>", when no testbed can be had here."""
+    why = check_available(default_cache())
+    if why:
+        print("skipped: " + why)
+    return why is not None
+
+
 def check_available(cache):
     """None when a testbed can be had, else the reason."""
     try:

@@ -59,9 +59,7 @@ def main(argv):
     for k, p in perfs.items():
         if not os.access(p, os.X_OK):
             ap.error("no %s (build it first)" % p)
-    why = lt.check_available(lt.default_cache())
-    if why:
-        print("skipped: " + why)
+    if lt.skipped():
         return lt.SKIP
     keys = lt.Keys(builds["build"], os.path.join(builds["build"], "uc-ab-keys"))
     r = args.rate_mbit

@@ -76,9 +76,7 @@ def main(argv):
                          "--fixed_mbit, 3 through netem")
     args = ap.parse_args(argv)
     build = os.path.abspath(args.build_dir)
-    why = lt.check_available(lt.default_cache())
-    if why:
-        print("skipped: " + why)
+    if lt.skipped():
         return lt.SKIP
     keys = lt.Keys(build, os.path.join(build, "uc-compare-keys"))
     perf = os.path.join(build, "bin", "longhaul-perf")

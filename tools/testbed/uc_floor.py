@@ -55,9 +55,7 @@ def main(argv):
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args(argv)
     build = os.path.abspath(args.build_dir)
-    why = lt.check_available(lt.default_cache())
-    if why:
-        print("skipped: " + why)
+    if lt.skipped():
         return lt.SKIP
     perf = os.path.join(build, "bin", "longhaul-perf")
     bench = os.path.join(build, "bin", "longhaul-crypto-bench")

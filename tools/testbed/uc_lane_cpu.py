@@ -98,9 +98,7 @@ def main(argv):
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args(argv)
     build = os.path.abspath(args.build_dir)
-    why = lt.check_available(lt.default_cache())
-    if why:
-        print("skipped: " + why)
+    if lt.skipped():
         return lt.SKIP
     keys = lt.Keys(build, os.path.join(build, "uc-lane-cpu-keys"))
     runs = [("UC lane, 64 KiB chunks", lambda tb: uc_lane(tb, build, args.rate_mbit, args.seconds)),

@@ -466,6 +466,16 @@ absl::Status Connection::OfferReceive(uint64_t key, uint8_t* data, ByteCount cap
   if (closed()) return absl::FailedPreconditionError("connection is closed; cannot receive");
   return impl_->recv().AddOffer(key, data, capacity);
 }
+absl::Status Connection::CheckOffer(uint64_t key, const uint8_t* data, ByteCount capacity) {
+  if (key == 0 || key >> 63 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("OfferReceive: key ", key, " is outside [1, 2^63 - 1]"));
+  }
+  if (data == nullptr || capacity == 0) {
+    return absl::InvalidArgumentError("OfferReceive: null or empty buffer");
+  }
+  return absl::OkStatus();
+}
 void Connection::WithdrawOffer(uint64_t key) {
   impl_->recv().Withdraw(key);
   impl_->DeliverWithdrawn();

@@ -209,6 +209,8 @@ class Connection {
   // until one of those events, or kClosed.
   absl::Status OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity);
   void WithdrawOffer(uint64_t key);
+  // OfferReceive's checks of its arguments alone (InvalidArgument naming the problem).
+  static absl::Status CheckOffer(uint64_t key, const uint8_t* data, ByteCount capacity);
   // Gives transport-owned receive memory back for reuse.
   void ReturnBuffer(OwnedBuffer buffer);
   // Next completion or state change; false if none.

@@ -52,37 +52,25 @@ absl::Status ConnectionHandle::PostReceive(uint8_t* data, ByteCount capacity, ui
   if (data == nullptr && capacity > 0) {
     return absl::InvalidArgumentError("PostReceive: null buffer with non-zero capacity");
   }
-  std::lock_guard<std::mutex> l(mu_);
-  if (closed_ || host_ == nullptr) {
-    return absl::FailedPreconditionError("connection is closed; cannot receive");
-  }
-  Op op;
-  op.kind = Op::Kind::kPost;
-  op.data = data;
-  op.capacity = capacity;
-  op.tag = tag;
-  ops_.push_back(std::move(op));
-  WakeLocked();
-  return absl::OkStatus();
+  return QueueReceive(Op::Kind::kPost, data, capacity, tag);
 }
 
 absl::Status ConnectionHandle::OfferReceive(uint64_t key, uint8_t* data, ByteCount capacity) {
-  if (key == 0 || key >> 63 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("OfferReceive: key ", key, " is outside [1, 2^63 - 1]"));
-  }
-  if (data == nullptr || capacity == 0) {
-    return absl::InvalidArgumentError("OfferReceive: null or empty buffer");
-  }
+  if (absl::Status s = Connection::CheckOffer(key, data, capacity); !s.ok()) return s;
+  return QueueReceive(Op::Kind::kOffer, data, capacity, key);
+}
+
+absl::Status ConnectionHandle::QueueReceive(Op::Kind kind, uint8_t* data, ByteCount capacity,
+                                            uint64_t tag) {
   std::lock_guard<std::mutex> l(mu_);
   if (closed_ || host_ == nullptr) {
     return absl::FailedPreconditionError("connection is closed; cannot receive");
   }
   Op op;
-  op.kind = Op::Kind::kOffer;
+  op.kind = kind;
   op.data = data;
   op.capacity = capacity;
-  op.tag = key;
+  op.tag = tag;
   ops_.push_back(std::move(op));
   WakeLocked();
   return absl::OkStatus();

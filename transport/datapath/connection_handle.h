@@ -173,6 +173,8 @@ class ConnectionHandle {
 
  private:
   void WakeLocked();
+  // Queues a kPost or kOffer of `capacity` bytes at `data` (FailedPrecondition once closed).
+  absl::Status QueueReceive(Op::Kind kind, uint8_t* data, ByteCount capacity, uint64_t tag);
   // The application took `e` from the queue: its credit goes back to the driver, which is
   // woken when that is worth an ACK (a fraction of the window, or the queue is empty).
   void TakenLocked(const Event& e);

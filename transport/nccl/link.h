@@ -18,7 +18,7 @@
 // reported_unknown_, RecvState::received) need no lock even when several engines run
 // other Links' events at once. What several Links share (the Runtime, a ListenState that
 // comms on several connections open) has its own lock; the lock order is
-// ListenState::mu, then Link::mu_. SendState and RecvState are
+// ListenState::mu, then Link::mu_, then RecvState::mu. SendState and RecvState are
 // shared between one comm and the driver thread (atomics; RecvState::mu for the queue);
 // ListenState between the runtime, the driver thread and one listen comm (its mu).
 //

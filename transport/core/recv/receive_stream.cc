@@ -249,13 +249,7 @@ void ReceiveStream::Land(Message& m, const wire::DataFrame& f, uint64_t from, ui
 }
 
 absl::Status ReceiveStream::AddOffer(uint64_t key, uint8_t* data, ByteCount capacity) {
-  if (key == 0 || key >> 63 != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("OfferReceive: key ", key, " is outside [1, 2^63 - 1]"));
-  }
-  if (data == nullptr || capacity == 0) {
-    return absl::InvalidArgumentError("OfferReceive: null or empty buffer");
-  }
+  if (absl::Status s = Connection::CheckOffer(key, data, capacity); !s.ok()) return s;
   if (FindOffer(key) != offers_.end()) {
     return absl::AlreadyExistsError(absl::StrCat("OfferReceive: key ", key, " is offered already"));
   }
