@@ -151,6 +151,11 @@ function(longhaul_cc_test)
     set(A_TIMEOUT 300)
   endif()
   set_tests_properties(${A_NAME} PROPERTIES LABELS "${A_LABELS}" TIMEOUT ${A_TIMEOUT})
+  # The tools' path memory (tools/common/path_memory.h) lives under XDG_CACHE_HOME: each
+  # test binary gets its own, so tests neither write the user's cache nor start from
+  # rates another test measured.
+  set_property(TEST ${A_NAME} APPEND PROPERTY ENVIRONMENT
+               "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache/${A_NAME}")
   longhaul_sanitizer_test_env(${A_NAME})
   # Tests over real sockets and the real-time emulator measure what they run; on a small
   # machine a concurrent CPU-bound test (a simulation) would distort them, so they run

@@ -13,12 +13,15 @@
 
 #include "tools/bridge/bridge_tool.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <deque>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +32,7 @@
 #include "boost/asio/steady_timer.hpp"
 #include "glog/logging.h"
 #include "tools/bridge/metrics_server.h"
+#include "tools/common/path_memory.h"
 #include "tools/common/security_flags.h"
 #include "transport/api/endpoint.h"
 #include "transport/base/status.h"
@@ -191,6 +195,9 @@ class Client {
   int Run() {
     ep_ = r_.StartEndpoint();
     if (ep_ == nullptr) return 1;
+    if (!o_.path_memory.empty() && o_.config.cc == CongestionControl::kBbr) {
+      paths_ = PathMemory::LoadOrWarn(o_.path_memory);
+    }
     for (const Forward& f : o_.forwards) {
       absl::StatusOr<std::unique_ptr<tcp::acceptor>> a = ListenTcp(r_.io_, f);
       if (!a.ok()) {
@@ -337,6 +344,19 @@ class Client {
     if (l.connector.joinable()) l.connector.join();
     ConnectOptions co;
     co.config = o_.config;
+    if (paths_ && o_.path_memory_applies) {
+      const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+      if (std::optional<PathRecord> r = paths_->Find(PathPeer(), now_s)) {
+        if (std::optional<Bandwidth> start = ApplyPathRecord(*r, links_.size(), &co.config)) {
+          LOG(INFO) << "event=path_memory peer=" << PathPeer() << " connection=" << l.index
+                    << " initial_rate_bps=" << static_cast<int64_t>(start->bps())
+                    << " remembered_bps=" << static_cast<int64_t>(r->rate.bps())
+                    << " age_s=" << now_s - r->saved_unix_s;
+        }
+      }
+    }
     co.app_data = kBridgeAppData;
     co.timeout = Duration::Milliseconds(o_.connect_timeout.count());
     co.engine = static_cast<int>(l.index % 256);  // connection i on engine i, reconnects too
@@ -346,6 +366,28 @@ class Client {
       asio::post(r_.io_,
                  [this, lp, h = std::move(h)]() mutable { OnConnected(*lp, std::move(h)); });
     });
+  }
+
+  std::string PathPeer() const { return absl::StrCat(o_.peer_host, ":", o_.peer_port); }
+
+  // Remembers what the links measured (their bandwidth estimates summed, their smallest
+  // min RTT): when one closes and when the bridge drains.
+  void RememberPath() {
+    if (!paths_) return;
+    double bps = 0;
+    Duration min_rtt = Duration::Infinite();
+    for (const auto& l : links_) {
+      if (!l->session || !l->session->connection()) continue;
+      const ConnectionDebugState d = l->session->connection()->debug_state();
+      bps += d.cc_bandwidth_estimate.bps();
+      if (d.min_rtt.ns() > 0) min_rtt = std::min(min_rtt, d.min_rtt);
+    }
+    if (!(bps > 0) || min_rtt.IsInfinite()) return;
+    const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+    paths_->Remember(PathPeer(), PathRecord{Bandwidth::BitsPerSecond(bps), min_rtt, now_s});
+    if (absl::Status st = paths_->Save(); !st.ok()) LOG(WARNING) << st.message();
   }
 
   // The next attempt after the backoff: 200 ms doubling to --reconnect_max.
@@ -397,6 +439,7 @@ class Client {
       asio::post(r_.io_, [this, lp, weak] {
         std::shared_ptr<Session> s = weak.lock();
         if (s && s == lp->session) {
+          RememberPath();
           lp->session.reset();
           // At once after a session that lasted; with the backoff after one the server
           // ended straight away (e.g. its --sessions_per_key refused this connection),
@@ -442,6 +485,7 @@ class Client {
   }
 
   void Drain() {
+    RememberPath();
     draining_ = true;
     for (auto& [a, name] : acceptors_) {
       boost::system::error_code ec;
@@ -483,6 +527,7 @@ class Client {
   Runner r_;
   std::shared_ptr<Budget> budget_;
   std::unique_ptr<Endpoint> ep_;
+  std::optional<PathMemory> paths_;  // --path_memory, for cc=bbr
   std::vector<std::pair<std::unique_ptr<tcp::acceptor>, std::string>> acceptors_;
   std::vector<std::unique_ptr<Link>> links_;  // --connections of them
   size_t next_link_ = 0;                      // where PickSession's turn starts

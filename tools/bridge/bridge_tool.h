@@ -41,6 +41,10 @@ struct BridgeOptions {
   std::chrono::milliseconds connect_wait{10000};     // client: a TCP connection waits this
                                                      // long for the peer when it is down
   std::chrono::milliseconds drain_timeout{30000};
+  // Client: the path memory (tools/common/path_memory.h; "" for none), and whether a
+  // remembered rate may set the start (no --initial_rate or --rate_min given).
+  std::string path_memory;
+  bool path_memory_applies = false;
 };
 
 // Run until a signal (then drain) or a fatal error. Exit status: 0 after a drain, 1 for

@@ -20,6 +20,7 @@
 #include "tools/bridge/bridge_config.h"
 #include "tools/bridge/bridge_tool.h"
 #include "tools/common/engine_flags.h"
+#include "tools/common/path_memory.h"
 #include "tools/common/security_flags.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
@@ -80,7 +81,7 @@ constexpr ToolUsage kUsage("longhaul-bridge");
 
 const std::vector<std::string> kFlagDirs = {"tools/bridge/", "tools/common/transport_flags",
                                             "tools/common/security_flags",
-                                            "tools/common/engine_flags"};
+                                            "tools/common/engine_flags", "tools/common/path_memory"};
 
 void PrintHelp() {
   std::cout
@@ -205,6 +206,8 @@ int Main(int argc, char** argv) {
     o.config.keepalive = Duration::Seconds(1);
   }
   if (absl::Status v = o.config.Validate(); !v.ok()) kUsage.Fail(v.message());
+  o.path_memory = PathMemoryFileFromFlags();
+  o.path_memory_applies = PathMemoryMayApply();
   if (FLAGS_listen.empty()) kUsage.Fail("--listen=ADDR:PORT is required");
   if (client) {
     if (FLAGS_peer.empty()) kUsage.Fail("client: --peer=HOST:PORT (the server bridge) is required");

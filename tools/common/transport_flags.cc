@@ -151,6 +151,8 @@ GivenSettings GivenTransportSettings() {
   given.cc = TransportFlagWasSet("cc");
   given.rate = TransportFlagWasSet("rate");
   given.segment = TransportFlagWasSet("segment") || TransportFlagWasSet("mtu");
+  given.initial_rate = TransportFlagWasSet("initial_rate");
+  given.rate_min = TransportFlagWasSet("rate_min");
   if (FLAGS_profile.empty()) return given;
   // Load the profile over two bases that differ in every field of interest: a field the
   // profile sets comes out equal.
@@ -158,12 +160,16 @@ GivenSettings GivenTransportSettings() {
   b.cc = a.cc == CongestionControl::kFixed ? CongestionControl::kBbr : CongestionControl::kFixed;
   b.rate = Bandwidth::BitsPerSecond(a.rate.bps() + 1234567);
   b.segment = a.segment + 64;
+  b.initial_rate = Bandwidth::BitsPerSecond(a.initial_rate.bps() + 1);
+  b.rate_min = Bandwidth::BitsPerSecond(a.rate_min.bps() + 1);  // never above a rate
   absl::StatusOr<TransportConfig> ra = LoadProfile(FLAGS_profile, a);
   absl::StatusOr<TransportConfig> rb = LoadProfile(FLAGS_profile, b);
   if (!ra.ok() || !rb.ok()) return given;
   given.cc = given.cc || ra->cc == rb->cc;
   given.rate = given.rate || ra->rate == rb->rate;
   given.segment = given.segment || ra->segment == rb->segment;
+  given.initial_rate = given.initial_rate || ra->initial_rate == rb->initial_rate;
+  given.rate_min = given.rate_min || ra->rate_min == rb->rate_min;
   return given;
 }
 

@@ -54,6 +54,8 @@ struct GivenSettings {
   bool cc = false;
   bool rate = false;
   bool segment = false;
+  bool initial_rate = false;
+  bool rate_min = false;
 };
 GivenSettings GivenTransportSettings();
 

@@ -28,6 +28,7 @@
 #include "glog/logging.h"
 #include "tools/common/engine_flags.h"
 #include "tools/common/security_flags.h"
+#include "tools/common/path_memory.h"
 #include "tools/common/tool_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
@@ -114,7 +115,7 @@ constexpr ToolUsage kUsage("longhaul-perf");
 
 const std::vector<std::string> kFlagDirs = {"tools/perf/", "tools/common/transport_flags",
                                             "tools/common/security_flags",
-                                            "tools/common/engine_flags"};
+                                            "tools/common/engine_flags", "tools/common/path_memory"};
 
 void PrintHelp() {
   std::cout << "longhaul-perf: iperf3-style tests over longhaul\n\n"
@@ -316,6 +317,8 @@ int Main(int argc, char** argv) {
   o.connect_timeout = kUsage.Or(ParseDuration(FLAGS_connect_timeout), "connect_timeout");
   o.timeout_s = SecondsFlag(FLAGS_timeout, "timeout");
   o.profile_path = FLAGS_profile;
+  o.path_memory = PathMemoryFileFromFlags();
+  o.path_memory_applies = PathMemoryMayApply();
   return RunClient(o);
 }
 

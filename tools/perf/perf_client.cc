@@ -7,19 +7,23 @@
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "glog/logging.h"
 #include "nlohmann/json.hpp"
 #include "tools/common/json_fields.h"
+#include "tools/common/path_memory.h"
 #include "tools/common/security_flags.h"
 #include "tools/common/transport_flags.h"
 #include "tools/perf/perf_control.h"
@@ -122,13 +126,14 @@ PerfStream::Options StreamOptions(const ClientOptions& o, const std::string& tes
 // Connects o.parallel streams (printing each one's addresses in text mode); the error
 // text when one fails.
 absl::StatusOr<std::vector<StreamTrack>> ConnectStreams(Endpoint& ep, const ClientOptions& o,
+                                                        const TransportConfig& config,
                                                         const std::string& app_data,
                                                         const std::string& test_id) {
   std::vector<StreamTrack> tracks(o.parallel);
   const std::shared_ptr<PatternRegions> regions = ZeroCopyRegions(ep, o.endpoint, o.zero_copy);
   for (uint32_t i = 0; i < o.parallel; ++i) {
     ConnectOptions co;
-    co.config = o.config;
+    co.config = config;
     co.app_data = app_data;
     co.timeout = o.connect_timeout;
     absl::StatusOr<std::shared_ptr<ConnectionHandle>> h = ep.Connect(o.host, o.port, co);
@@ -148,6 +153,68 @@ absl::StatusOr<std::vector<StreamTrack>> ConnectStreams(Endpoint& ep, const Clie
     }
   }
   return tracks;
+}
+
+// The path memory's part of a run (tools/common/path_memory.h): the record that set the
+// start, if any, and what to remember after the test. Only the sending side's connections
+// are remembered (a forward test's; in reverse the server sends).
+struct PathStart {
+  std::optional<PathMemory> memory;
+  std::string peer;  // HOST:PORT as given
+  std::optional<PathRecord> record;
+  std::optional<Bandwidth> initial_rate;
+  int64_t now_s = 0;
+};
+
+PathStart ResumePath(const ClientOptions& o, TransportConfig* config) {
+  PathStart ps;
+  if (o.path_memory.empty() || o.reverse || config->cc != CongestionControl::kBbr) return ps;
+  ps.peer = absl::StrCat(o.host, ":", o.port);
+  ps.now_s = RealtimeNs() / 1000000000;
+  ps.memory = PathMemory::LoadOrWarn(o.path_memory);
+  if (!o.path_memory_applies) return ps;
+  ps.record = ps.memory->Find(ps.peer, ps.now_s);
+  if (ps.record) ps.initial_rate = ApplyPathRecord(*ps.record, o.parallel, config);
+  return ps;
+}
+
+std::string PathStartText(const PathStart& ps) {
+  if (!ps.memory) return "";
+  if (!ps.initial_rate) {
+    return absl::StrCat("path memory: nothing recent for ", ps.peer, ", starting from ten packets");
+  }
+  return absl::StrCat("path memory: starting at ", FormatBandwidth(*ps.initial_rate),
+                      " per connection (half of the ", FormatBandwidth(ps.record->rate),
+                      " measured ", ps.now_s - ps.record->saved_unix_s, " s ago)");
+}
+
+nlohmann::json PathStartJson(const PathStart& ps) {
+  nlohmann::json j;
+  j["file"] = ps.memory->file();
+  j["peer"] = ps.peer;
+  j["initial_rate_bps"] = ps.initial_rate ? ps.initial_rate->bps() : 0.0;
+  if (ps.record) {
+    j["remembered_bps"] = ps.record->rate.bps();
+    j["remembered_age_s"] = ps.now_s - ps.record->saved_unix_s;
+  }
+  return j;
+}
+
+// Remembers what the connections measured (their bandwidth estimates summed, their
+// smallest min RTT), read before they close.
+void RememberPath(PathStart& ps, std::vector<StreamTrack>& tracks) {
+  if (!ps.memory) return;
+  double bps = 0;
+  Duration min_rtt = Duration::Infinite();
+  for (StreamTrack& t : tracks) {
+    const ConnectionDebugState d = t.stream->handle().debug_state();
+    bps += d.cc_bandwidth_estimate.bps();
+    if (d.min_rtt.ns() > 0) min_rtt = std::min(min_rtt, d.min_rtt);
+  }
+  if (!(bps > 0) || min_rtt.IsInfinite()) return;
+  ps.memory->Remember(ps.peer, PathRecord{Bandwidth::BitsPerSecond(bps), min_rtt,
+                                          RealtimeNs() / 1000000000});
+  if (absl::Status st = ps.memory->Save(); !st.ok()) LOG(WARNING) << st.message();
 }
 
 void PrintSettings(const ClientOptions& o, const TransportConfig& eff,
@@ -393,16 +460,21 @@ int RunClient(const ClientOptions& o) {
   const int64_t wall_start = RealtimeNs();
   const double cpu_user0 = CpuSeconds(true), cpu_sys0 = CpuSeconds(false);
   if (!o.json) std::cout << "Connecting to host " << o.host << ", port " << o.port << std::endl;
-  absl::StatusOr<std::vector<StreamTrack>> connected = ConnectStreams(**ep, o, app_data, test_id);
+  TransportConfig config = o.config;
+  PathStart path = ResumePath(o, &config);
+  absl::StatusOr<std::vector<StreamTrack>> connected =
+      ConnectStreams(**ep, o, config, app_data, test_id);
   if (!connected.ok()) return Fail(o, std::string(connected.status().message()));
   std::vector<StreamTrack>& tracks = *connected;
   const TransportConfig& eff = tracks[0].stream->handle().config();
   const ConnectionInfo& info0 = tracks[0].stream->handle().info();
   if (!o.json) PrintSettings(o, eff, info0);
+  if (!o.json && path.memory) std::cout << "      " << PathStartText(path) << std::endl;
 
   const double timeout_s = o.timeout_s > 0 ? o.timeout_s : (o.bytes > 0 ? 3600.0 : o.time_s + 60.0);
   IntervalLog log(tracks.size());
   const RunResult run = RunTest(tracks, o, timeout_s, &log);
+  RememberPath(path, tracks);
   CloseStreams(tracks);
   const double cpu_user = CpuSeconds(true) - cpu_user0, cpu_sys = CpuSeconds(false) - cpu_sys0;
   const std::vector<EngineReport> engines = ClientEngines(**ep, tracks);
@@ -438,6 +510,7 @@ int RunClient(const ClientOptions& o) {
     if (!o.profile_path.empty()) lh["profile"] = o.profile_path;
     AddEndpointStats((*ep)->stats(), o.endpoint, &lh);
     lh["engines"] = EnginesJson(engines);
+    if (path.memory) lh["path_memory"] = PathStartJson(path);
     j["end"] = end;
     if (!summary.errors.empty()) j["error"] = summary.errors.front();
     std::cout << j.dump(2) << std::endl;

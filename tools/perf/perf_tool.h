@@ -40,6 +40,10 @@ struct ClientOptions {
   // Zero copy with the verbs datapath's UC lanes (--zero_copy): the payload pattern is
   // registered (Endpoint::RegisterMemory); off, it is copied like any message.
   bool zero_copy = true;
+  // The path memory (tools/common/path_memory.h): "" for none. `path_memory_applies`:
+  // no --initial_rate or --rate_min was given, so a remembered rate may set the start.
+  std::string path_memory;
+  bool path_memory_applies = false;
 };
 
 struct ServerOptions {

@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +27,7 @@
 #include "tests/e2e/bridge/bridge_harness.h"
 #include "tests/e2e/emu/emu_process.h"
 #include "tests/e2e/perf/perf_process.h"
+#include "tools/common/path_memory.h"
 
 namespace longhaul::bridge_testing {
 namespace {
@@ -222,6 +225,38 @@ TEST(BridgeE2E, PreSharedKey) {
   EXPECT_FALSE(absl::StrContains(*connected, "insecure")) << *connected;
   EXPECT_FALSE(absl::StrContains(*connected, "plaintext")) << *connected;
   ExpectUploadIntact(DoUpload(p.client->tcp_port, 3 * kMiB + 1), 3 * kMiB + 1);
+  p.Stop();
+}
+
+// The client's path memory: when it drains it writes what its connection measured under
+// --peer; a client started again to that peer starts its connection from the record
+// (docs/bridge.md, docs/congestion-control.md "Path memory").
+TEST(BridgeE2E, PathMemoryRemembersThePeerAndTheNextClientStartsFromIt) {
+  TempDir dir;
+  const std::string file = dir.path() + "/cache/paths";
+  BridgePair p;
+  ASSERT_TRUE(p.Start(TargetMode::kSink, {}, {"--path_memory=" + file}));
+  ExpectUploadIntact(DoUpload(p.client->tcp_port, 32 * kMiB), 32 * kMiB);
+  StopBridge(*p.client);
+  const std::string peer = absl::StrCat("127.0.0.1:", p.server->udp_port);
+  const std::optional<PathRecord> r = PathMemory::LoadOrWarn(file).Find(peer, std::time(nullptr));
+  ASSERT_TRUE(r.has_value()) << "nothing remembered for " << peer << " in " << file;
+  EXPECT_GT(r->rate.bps(), 0);
+  EXPECT_GT(r->min_rtt.ns(), 0);
+
+  p.client = StartClient(p.server->udp_port, {"--path_memory=" + file}, /*metrics=*/true);
+  ASSERT_TRUE(p.client);
+  // Logged before the connection's handshake, which "connected to" (waited for) follows.
+  const auto deadline = Clock::now() + milliseconds(5000);
+  while (!absl::StrContains(p.client->Stderr(), "event=path_memory") && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const std::string err = p.client->Stderr();
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("event=path_memory peer=", peer))) << err;
+  EXPECT_TRUE(absl::StrContains(
+      err, absl::StrCat("initial_rate_bps=", static_cast<int64_t>(r->rate.bps()) / 2)))
+      << err;
+  ExpectUploadIntact(DoUpload(p.client->tcp_port, kMiB), kMiB);
   p.Stop();
 }
 

@@ -12,8 +12,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <ctime>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -24,7 +27,9 @@
 #include "nlohmann/json.hpp"
 #include "tests/e2e/emu/emu_process.h"
 #include "tests/e2e/perf/perf_process.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/udp_ports.h"
+#include "tools/common/path_memory.h"
 #include "transport/api/endpoint.h"
 #include "transport/endpoint/handshake.h"
 #include "transport/wire/packet.h"
@@ -134,6 +139,55 @@ TEST(PerfE2E, WithoutARateOrProfileTheClientRunsBbr) {
   EXPECT_EQ(messages.status, 2) << messages.out << messages.err;
   EXPECT_NE(messages.err.find("--workload=messages needs the link rate"), std::string::npos)
       << messages.err;
+  StopServer(s);
+}
+
+// The path memory: a forward bbr test writes what it measured under the peer; the next
+// one to that peer starts at half of it (--initial_rate's mechanism); --initial_rate,
+// --reverse and --path_memory=off leave the start alone; a file with garbage is read
+// past with a warning.
+TEST(PerfE2E, PathMemoryStartsTheNextTestAtHalfTheMeasuredRate) {
+  ::longhaul::testing::TempDir tmp("longhaul-perf-paths");
+  ASSERT_TRUE(tmp.ok());
+  const std::string file = tmp.Path("cache/paths");
+  const std::string flag = absl::StrCat("--path_memory=", file);
+  Server s = StartServer();
+  ASSERT_GT(s.port, 0);
+  ClientRun first = RunClient(s.port, {"--bytes=32MiB", "--interval=0.02", flag});
+  ExpectIntact(first);
+  const Json& pm1 = first.json["end"]["longhaul"]["path_memory"];
+  EXPECT_EQ(pm1["peer"], absl::StrCat("127.0.0.1:", s.port)) << pm1.dump();
+  EXPECT_EQ(pm1["initial_rate_bps"].get<double>(), 0) << pm1.dump();
+  const PathMemory after1 = PathMemory::LoadOrWarn(file);
+  const std::optional<PathRecord> rec =
+      after1.Find(absl::StrCat("127.0.0.1:", s.port), std::time(nullptr));
+  ASSERT_TRUE(rec.has_value()) << "nothing remembered in " << file;
+  EXPECT_GT(rec->rate.bps(), 0);
+
+  ClientRun second = RunClient(s.port, {"--bytes=32MiB", "--interval=0.02", flag});
+  ExpectIntact(second);
+  const Json& pm2 = second.json["end"]["longhaul"]["path_memory"];
+  EXPECT_DOUBLE_EQ(pm2["remembered_bps"].get<double>(), std::floor(rec->rate.bps()));
+  EXPECT_DOUBLE_EQ(pm2["initial_rate_bps"].get<double>(), pm2["remembered_bps"].get<double>() / 2);
+  EXPECT_DOUBLE_EQ(second.json["end"]["longhaul"]["params"]["initial_rate_bps"].get<double>(),
+                   pm2["initial_rate_bps"].get<double>());
+
+  ClientRun own = RunClient(s.port, {"--bytes=8MiB", "--interval=0.02", flag, "--initial_rate=10mbit"});
+  ExpectIntact(own);
+  EXPECT_EQ(own.json["end"]["longhaul"]["path_memory"]["initial_rate_bps"].get<double>(), 0);
+  EXPECT_EQ(own.json["end"]["longhaul"]["params"]["initial_rate_bps"].get<double>(), 10e6);
+  ClientRun rev = RunClient(s.port, {"--bytes=8MiB", "--interval=0.02", flag, "--reverse"});
+  ExpectIntact(rev);
+  EXPECT_FALSE(rev.json["end"]["longhaul"].contains("path_memory"));
+  ClientRun off = RunClient(s.port, {"--bytes=8MiB", "--interval=0.02", "--path_memory=off"});
+  ExpectIntact(off);
+  EXPECT_FALSE(off.json["end"]["longhaul"].contains("path_memory"));
+  EXPECT_EQ(off.json["end"]["longhaul"]["params"]["initial_rate_bps"].get<double>(), 0);
+
+  const std::string garbage = tmp.Write("garbage", "not a record\n127.0.0.1:1 fast 1 1\n");
+  ClientRun bad = RunClient(s.port, {"--bytes=8MiB", "--interval=0.02", absl::StrCat("--path_memory=", garbage)});
+  ExpectIntact(bad);
+  EXPECT_NE(bad.err.find("2 lines that do not parse skipped"), std::string::npos) << bad.err;
   StopServer(s);
 }
 

@@ -1,5 +1,6 @@
 #include "tools/common/transport_flags.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/temp_dir.h"
+#include "tools/common/path_memory.h"
 #include "transport/profile/profile.h"
 
 namespace longhaul {
@@ -263,6 +265,35 @@ TEST_F(TransportFlagsTest, GivenSettingsSeeFlagsAndProfileKeys) {
   EXPECT_TRUE(g.segment);
   Set("rate", "1gbit");  // the default's value, given explicitly
   EXPECT_TRUE(GivenTransportSettings().rate);
+  EXPECT_FALSE(g.initial_rate || g.rate_min);
+  Set("profile", WriteProfile("rate=1mbit\nrate_min=0\n"));  // set, to the default
+  g = GivenTransportSettings();
+  EXPECT_TRUE(g.rate_min);
+  EXPECT_FALSE(g.initial_rate);
+  EXPECT_FALSE(PathMemoryMayApply());
+  Set("profile", "");
+  EXPECT_TRUE(PathMemoryMayApply());
+  Set("initial_rate", "100mbit");
+  EXPECT_TRUE(GivenTransportSettings().initial_rate);
+  EXPECT_FALSE(PathMemoryMayApply());
+}
+
+TEST_F(TransportFlagsTest, PathMemoryFileFollowsTheFlagAndTheCacheDirectory) {
+  Set("path_memory", "off");
+  EXPECT_EQ(PathMemoryFileFromFlags(), "");
+  Set("path_memory", "/x/paths");
+  EXPECT_EQ(PathMemoryFileFromFlags(), "/x/paths");
+  Set("path_memory", "auto");
+  const char* home = std::getenv("HOME");
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const std::string f = PathMemoryFileFromFlags();
+  if (cache != nullptr && cache[0] == '/') {
+    EXPECT_EQ(f, absl::StrCat(cache, "/longhaul/paths"));
+  } else if (home != nullptr && home[0] == '/') {
+    EXPECT_EQ(f, absl::StrCat(home, "/.cache/longhaul/paths"));
+  } else {
+    EXPECT_EQ(f, "");
+  }
 }
 
 TEST_F(TransportFlagsTest, JsonHasEveryKeyAndNumericForms) {

@@ -100,6 +100,7 @@ class BbrController : public CongestionController {
   double last_round_ce_fraction() const { return last_ce_fraction_; }
   // The gain the next UP phase would start with.
   double ProbeGain() const;
+  double FairGain() const;
 
  private:
   enum class Signal { kLossWithQueue, kLossRate, kStandingQueue, kEcn };
@@ -220,6 +221,8 @@ class BbrController : public CongestionController {
   bool probe_judge_pending_ = false;
   uint64_t probe_judge_round_ = 0;
   Bandwidth probe_base_delivery_;  // the last round's delivery when the probe started
+  Bandwidth model_before_cut_;     // the model before the last congestion cut
+  bool queue_empty_since_cut_ = false;  // a round since that cut saw the queue empty
   double probe_ask_ = 0;           // its gain - 1
   Duration probe_length_;          // how long it lasted
   Duration probe_max_rtt_;         // the largest RTT acknowledged since it started

@@ -31,6 +31,7 @@ void BbrController::NoteRoundQueue(Time now) {
   // The queue was seen empty this round: whatever keeps it is gone (or was ours).
   if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
       round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
+    queue_empty_since_cut_ = true;
     ineffective_drains_ = 0;
     last_standing_rtt_ = Duration::Infinite();
     ++empty_rounds_;

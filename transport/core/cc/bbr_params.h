@@ -62,6 +62,11 @@ struct BbrParams {
     // it, found while the RTT shows a queue, are the probe's own overflow: the probe ends
     // (as for CE marks it caused), the model is not cut.
     bool loss_ends_probe = true;
+    // A probe that found more but only brought the round's delivery back to between
+    // refill_share and 1 times the model before the last cut (or the first of cuts
+    // within bw_window_rounds), with the queue seen empty since that cut and the fair
+    // gain at max_probe_gain, refilled what the cut took: the probe scale stays.
+    double refill_share = 0.95;
     // A probe round that grew the bandwidth by this much, or by 60 % of what the probe
     // asked for if that is less, on an empty queue raises the probe's gain to accel_gain
     // (the link has room).

@@ -37,13 +37,18 @@ double BbrController::ProbeGain() const {
   // size that every flow on the link computes the same way. Every flow asks for the same
   // number of packets more (BBR's 1.25 asks a flow four times larger for four times
   // more, and the spare capacity after a cut goes to whichever probes first).
-  const double packets = PacketsPerMinRtt(bw);
-  const double gain = std::clamp(1 + p.fair_probe_packets / std::max(packets, 1.0),
-                                 p.min_fair_probe_gain, p.max_probe_gain);
+  const double gain = FairGain();
   // After probes that found nothing and queued their own excess (JudgeProbe): less
   // excess, down to BBR's probe (or the fair gain where that is smaller).
   if (probe_scale_ >= 1) return gain;
   return std::max(std::min(gain, p.up_gain), 1 + (gain - 1) * probe_scale_);
+}
+
+double BbrController::FairGain() const {
+  const BbrParams::ProbeBw& p = params_.probe_bw;
+  const double packets = PacketsPerMinRtt(max_bw_.Get());
+  return std::clamp(1 + p.fair_probe_packets / std::max(packets, 1.0), p.min_fair_probe_gain,
+                    p.max_probe_gain);
 }
 
 void BbrController::UpdateProbeBw(Time now) {
@@ -170,8 +175,16 @@ void BbrController::JudgeProbe(Time now) {
   const Duration rise = probe_max_rtt_ - min_rtt_ - ack_delay_;
   const bool own_queue =
       probe_ask_ > 0 && rise >= probe_length_.Scaled(p.own_queue_share * probe_ask_);
+  // A refill: delivery grew back to what the model was before the last cut (within 5 %)
+  // and no further, the queue emptied since that cut (no traffic keeps one), and the
+  // flow is small enough for the fair probe's cap: a flow alone at a bottleneck of about
+  // its fair probe, cut for the queue of its own 1.75 probe. Restoring the fair gain for
+  // that overflowed the buffer again, cut after cut; the scale stays.
+  const bool refill = queue_empty_since_cut_ && last_round_delivery_ <= model_before_cut_ &&
+                      last_round_delivery_ >= model_before_cut_.Scaled(p.refill_share) &&
+                      FairGain() >= p.max_probe_gain;
   if (found) {
-    probe_scale_ = 1.0;
+    if (!refill) probe_scale_ = 1.0;
   } else if (own_queue) {
     probe_scale_ = std::max(probe_scale_ * 0.5, 1.0 / 64);
     ++probe_backoffs_;
