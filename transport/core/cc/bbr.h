@@ -260,6 +260,11 @@ class BbrController : public CongestionController {
   // When a competitor was last seen: competing ended, or a path RTT taken from a flat
   // queue gave way to the old one.
   Time competitor_seen_ = Time::Infinite();
+  // The competitor keeps its queue whatever the loss (TCP BBR): its flat queue gave way
+  // (as in BBR's PROBE_RTT) and then an overflow episode went unanswered. Until
+  // competing ends.
+  bool flat_queue_gave_way_ = false;
+  bool competitor_ignores_loss_ = false;
   // While competing, after an overflow episode: the model's bound growing back as CUBIC's
   // window would, from the episode (zero: no bound).
   Time episode_time_;

@@ -39,6 +39,8 @@ void BbrController::NoteRoundQueue(Time now) {
     if (competing_ && empty_rounds_ >= p.exit_empty_rounds) {
       VLOG(1) << "bbr " << this << " t=" << now.seconds() << " competing ends";
       competing_ = false;
+      competitor_ignores_loss_ = false;
+      flat_queue_gave_way_ = false;
       competitor_seen_ = now;
     }
     episode_check_rounds_ = 0;  // the competitor answered the episode: the cut stands
@@ -48,6 +50,7 @@ void BbrController::NoteRoundQueue(Time now) {
       // The queue stayed through the rounds after an overflow episode: the competitor
       // did not answer the loss (TCP BBR), and the cut only handed it the link.
       VLOG(1) << "bbr " << this << " t=" << now.seconds() << " episode not answered: undone";
+      competitor_ignores_loss_ = flat_queue_gave_way_;
       episode_bound_ = Bandwidth();
       if (episode_bw_ > max_bw_.Get()) {
         max_bw_.Reset(episode_bw_, static_cast<int64_t>(round_count_));

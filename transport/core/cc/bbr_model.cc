@@ -42,6 +42,7 @@ void BbrController::UpdateMinRtt(Time now, Duration rtt) {
       VLOG(1) << "bbr " << this << " t=" << now.seconds() << " path RTT back to "
               << rtt.milliseconds() << " ms: the flat queue was a competitor's";
       competitor_seen_ = now;
+      flat_queue_gave_way_ = true;
       path_rtt_before_ = Duration::Infinite();
     } else if (expired) {
       path_rtt_before_ = Duration::Infinite();  // the new RTT held a whole window

@@ -120,6 +120,8 @@ struct BbrParams {
     uint32_t exit_empty_rounds = 8;
     // While competing, rounds at gain 1 between probes: BBR's (its cycle has six).
     uint32_t cruise_rounds = 6;
+    // While competing, the window in BDPs of the path's min RTT (PROBE_BW's is 2).
+    double cwnd_gain = 3.0;
     // While competing, a round's loss rate is congestion above this multiple of
     // cc_loss_threshold (a queue-filling competitor keeps the buffer overflowing: it
     // answers loss late or not at all, and a flow that cuts at every overflow starves).

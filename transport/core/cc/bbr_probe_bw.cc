@@ -30,8 +30,12 @@ double BbrController::ProbeGain() const {
   // Competing with queue-building traffic: probe as BBR does (1.25); the fair probe is
   // for converging with flows that drain, and against a loss-based flow each probe's
   // overflow costs that flow a multiplicative cut.
-  if (bw.IsZero() || min_rtt_.IsInfinite() || p.fair_probe_packets <= 0 || competing_) {
-    return p.up_gain;
+  if (bw.IsZero() || min_rtt_.IsInfinite() || p.fair_probe_packets <= 0) return p.up_gain;
+  if (competing_) {
+    // ... but a competitor that ignores loss (TCP BBR) loses nothing to the overflow,
+    // and the equal 1.25 probes of two BBRs move their shares towards each other over
+    // tens of seconds: the fair probe's additive excess gets a small share up sooner.
+    return competitor_ignores_loss_ ? FairGain() : p.up_gain;
   }
   // Packets per round trip at the current bandwidth: an absolute measure of the flow's
   // size that every flow on the link computes the same way. Every flow asks for the same
@@ -133,7 +137,7 @@ void BbrController::EnterPhase(Time now, Phase phase) {
   phase_ = phase;
   phase_start_ = now;
   phase_start_round_ = round_count_;
-  cwnd_gain_ = params_.probe_bw.cwnd_gain;
+  cwnd_gain_ = competing_ ? params_.compete.cwnd_gain : params_.probe_bw.cwnd_gain;
   deep_drain_ = false;
   switch (phase) {
     case Phase::kDown:
