@@ -244,6 +244,41 @@ TEST(BbrTest, APathRttThatGivesWayToTheOldOneWasACompetitor) {
   EXPECT_LT(rounds, 10);
 }
 
+// Competing with a competitor that ignores loss (TCP BBR: its flat queue gave way in
+// its PROBE_RTT, then an overflow episode went unanswered): the window is 3 BDPs and the
+// probe the fair one, here (0.3 Gbit/s x 58 ms, ~270 packets) its cap 1.75; before the
+// unanswered episode, BBR's 1.25.
+TEST(BbrTest, AgainstACompetitorThatIgnoresLossTheProbeIsTheFairOne) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth link = Bandwidth::Gbps(1);
+  FillPipe(&d, &bbr, link);
+  const Bandwidth share = Bandwidth::Mbps(300);
+  const Duration queued = kRtt.Scaled(1.5);
+  for (int i = 0; i < 30 && bbr.path_rtt_changes() == 0; ++i) d.Round(share, queued);
+  ASSERT_EQ(bbr.path_rtt_changes(), 1u);
+  d.Round(link, kRtt);  // the flat queue gives way
+  for (int i = 0; i < 40 && !bbr.competing(); ++i) {
+    MovingQueueRound(&d, share, queued, kRtt.Scaled(1.6));
+  }
+  ASSERT_TRUE(bbr.competing());
+  auto max_gain_over = [&](int rounds) {
+    double g = 0;
+    for (int i = 0; i < rounds; ++i) {
+      d.Round(share, queued);
+      g = std::max(g, bbr.DebugState().pacing_gain);
+    }
+    return g;
+  };
+  EXPECT_NEAR(max_gain_over(20), 1.25, 1e-9);
+  // Sixteen loss-free rounds (above), a loss, and the queue stays: not answered.
+  d.Loss(5, 8192, queued);
+  EXPECT_NEAR(max_gain_over(20), 1.75, 1e-9);
+  const double bdp = static_cast<double>(bbr.bandwidth().BytesIn(bbr.min_rtt()));
+  EXPECT_GE(static_cast<double>(bbr.CongestionWindow()), 2.9 * bdp);
+  EXPECT_TRUE(bbr.competing());
+}
+
 // After a real route change the old RTT does not come back: no competitor, and a queue
 // after it is drained as before.
 TEST(BbrTest, ARouteChangeThatHoldsIsNoCompetitor) {

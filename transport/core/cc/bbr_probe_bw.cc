@@ -34,8 +34,9 @@ double BbrController::ProbeGain() const {
   if (competing_) {
     // ... but a competitor that ignores loss (TCP BBR) loses nothing to the overflow,
     // and the equal 1.25 probes of two BBRs move their shares towards each other over
-    // tens of seconds: the fair probe's additive excess gets a small share up sooner.
-    return competitor_ignores_loss_ ? FairGain() : p.up_gain;
+    // tens of seconds: the fair probe's additive excess (where larger) gets a small
+    // share up sooner.
+    return competitor_ignores_loss_ ? std::max(FairGain(), p.up_gain) : p.up_gain;
   }
   // Packets per round trip at the current bandwidth: an absolute measure of the flow's
   // size that every flow on the link computes the same way. Every flow asks for the same
