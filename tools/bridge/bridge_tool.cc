@@ -374,19 +374,17 @@ class Client {
   // min RTT): when one closes and when the bridge drains.
   void RememberPath() {
     if (!paths_) return;
-    double bps = 0;
-    Duration min_rtt = Duration::Infinite();
+    std::vector<ConnectionDebugState> states;
     for (const auto& l : links_) {
-      if (!l->session || !l->session->connection()) continue;
-      const ConnectionDebugState d = l->session->connection()->debug_state();
-      bps += d.cc_bandwidth_estimate.bps();
-      if (d.min_rtt.ns() > 0) min_rtt = std::min(min_rtt, d.min_rtt);
+      if (l->session && l->session->connection()) {
+        states.push_back(l->session->connection()->debug_state());
+      }
     }
-    if (!(bps > 0) || min_rtt.IsInfinite()) return;
+    if (states.empty()) return;
     const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
-    paths_->Remember(PathPeer(), PathRecord{Bandwidth::BitsPerSecond(bps), min_rtt, now_s});
+    paths_->Remember(PathPeer(), PathRecordOf(states, now_s));
     if (absl::Status st = paths_->Save(); !st.ok()) LOG(WARNING) << st.message();
   }
 

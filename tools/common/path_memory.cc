@@ -151,6 +151,19 @@ std::optional<Bandwidth> ApplyPathRecord(const PathRecord& record, uint32_t conn
   return start;
 }
 
+PathRecord PathRecordOf(const std::vector<ConnectionDebugState>& connections,
+                        int64_t now_unix_s) {
+  double bps = 0;
+  Duration min_rtt = Duration::Infinite();
+  for (const ConnectionDebugState& d : connections) {
+    if (d.cc_competed) return PathRecord{Bandwidth::Zero(), Duration::Infinite(), now_unix_s};
+    bps += d.cc_bandwidth_estimate.bps();
+    if (d.min_rtt.ns() > 0) min_rtt = std::min(min_rtt, d.min_rtt);
+  }
+  if (min_rtt.IsInfinite()) bps = 0;
+  return PathRecord{Bandwidth::BitsPerSecond(bps), min_rtt, now_unix_s};
+}
+
 std::string PathMemoryFileFromFlags() {
   if (FLAGS_path_memory == "off" || FLAGS_path_memory.empty()) return "";
   if (FLAGS_path_memory != "auto") return FLAGS_path_memory;

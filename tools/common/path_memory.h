@@ -17,12 +17,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "transport/base/units.h"
 #include "transport/core/config.h"
+#include "transport/core/stats.h"
 
 namespace longhaul {
 
@@ -74,6 +76,14 @@ class PathMemory {
 // it set, or nullopt where it changed nothing.
 std::optional<Bandwidth> ApplyPathRecord(const PathRecord& record, uint32_t connections,
                                          TransportConfig* config);
+
+// The record of a peer's connections at `now_unix_s`: their bandwidth estimates summed,
+// their smallest min RTT. None (a zero rate: Remember forgets the peer) where one of them
+// competed with queue-building traffic (cc_compete): a path shared with TCP is no path to
+// start fast on (a fast start beside CUBIC left longhaul a smaller share for the rest of
+// the run), and where nothing was measured.
+PathRecord PathRecordOf(const std::vector<ConnectionDebugState>& connections,
+                        int64_t now_unix_s);
 
 // --path_memory: the file ("" or "off": none). The default is
 // $XDG_CACHE_HOME/longhaul/paths, or ~/.cache/longhaul/paths, or none without HOME.

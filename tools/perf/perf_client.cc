@@ -200,20 +200,12 @@ nlohmann::json PathStartJson(const PathStart& ps) {
   return j;
 }
 
-// Remembers what the connections measured (their bandwidth estimates summed, their
-// smallest min RTT), read before they close.
+// Remembers what the connections measured, read before they close (PathRecordOf).
 void RememberPath(PathStart& ps, std::vector<StreamTrack>& tracks) {
   if (!ps.memory) return;
-  double bps = 0;
-  Duration min_rtt = Duration::Infinite();
-  for (StreamTrack& t : tracks) {
-    const ConnectionDebugState d = t.stream->handle().debug_state();
-    bps += d.cc_bandwidth_estimate.bps();
-    if (d.min_rtt.ns() > 0) min_rtt = std::min(min_rtt, d.min_rtt);
-  }
-  if (!(bps > 0) || min_rtt.IsInfinite()) return;
-  ps.memory->Remember(ps.peer, PathRecord{Bandwidth::BitsPerSecond(bps), min_rtt,
-                                          RealtimeNs() / 1000000000});
+  std::vector<ConnectionDebugState> states;
+  for (StreamTrack& t : tracks) states.push_back(t.stream->handle().debug_state());
+  ps.memory->Remember(ps.peer, PathRecordOf(states, RealtimeNs() / 1000000000));
   if (absl::Status st = ps.memory->Save(); !st.ok()) LOG(WARNING) << st.message();
 }
 

@@ -267,6 +267,7 @@ class ConnectionImpl {
     d.cc_mode = c.mode;
     d.cc_bandwidth_estimate = c.bandwidth_estimate;
     d.cc_pacing_gain = c.pacing_gain;
+    d.cc_competed = c.competed;
     d.fec_k = fec_tx_.k();
     d.fec_m = fec_tx_.m();
     d.fec_interleave = fec_tx_.interleave();

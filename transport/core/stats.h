@@ -65,6 +65,7 @@ struct ConnectionDebugState {
   const char* cc_mode = "";
   Bandwidth cc_bandwidth_estimate;
   double cc_pacing_gain = 1.0;
+  bool cc_competed = false;  // cc=bbr competed with queue-building traffic at some point
   uint32_t fec_k = 0;
   uint32_t fec_m = 0;
   uint32_t fec_interleave = 0;

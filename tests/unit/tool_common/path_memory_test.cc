@@ -107,6 +107,27 @@ TEST(PathMemoryTest, AnUnwritableFileIsAnErrorNamingIt) {
   EXPECT_EQ(PathMemory::LoadOrWarn(tmp.path()).size(), 0u);
 }
 
+TEST(PathMemoryTest, TheRecordOfConnectionsSumsTheirRatesUnlessOneCompeted) {
+  ConnectionDebugState a, b;
+  a.cc_bandwidth_estimate = Bandwidth::Mbps(400);
+  a.min_rtt = Duration::Milliseconds(60);
+  b.cc_bandwidth_estimate = Bandwidth::Mbps(500);
+  b.min_rtt = Duration::Milliseconds(58);
+  const PathRecord r = PathRecordOf({a, b}, kNow);
+  EXPECT_EQ(r.rate, Bandwidth::Mbps(900));
+  EXPECT_EQ(r.min_rtt, Duration::Milliseconds(58));
+  EXPECT_EQ(r.saved_unix_s, kNow);
+  // One of them shared the path with queue-building traffic: no record, and Remember
+  // forgets what there was.
+  b.cc_competed = true;
+  PathMemory m("unused");
+  m.Remember("p:1", r);
+  m.Remember("p:1", PathRecordOf({a, b}, kNow));
+  EXPECT_FALSE(m.Find("p:1", kNow).has_value());
+  // Nothing measured (no RTT sample): no record either.
+  EXPECT_TRUE(PathRecordOf({ConnectionDebugState{}}, kNow).rate.IsZero());
+}
+
 TEST(PathMemoryTest, ARecordSetsHalfItsRateOnlyForBbrWithoutAStartOfItsOwn) {
   const PathRecord r = Record(1, 58, kNow);
   TransportConfig c;

@@ -88,6 +88,7 @@ CcDebugState BbrController::DebugState() const {
   s.congestion_events = congestion_events_ + queue_drains_;
   s.ecn_reductions = ecn_reductions_;
   s.full_bw_reached = full_bw_reached_;
+  s.competed = competing_entries_ > 0;
   return s;
 }
 

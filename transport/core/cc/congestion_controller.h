@@ -55,6 +55,7 @@ struct CcDebugState {
   uint64_t congestion_events = 0;  // loss-driven model reductions
   uint64_t ecn_reductions = 0;     // CE-driven model reductions
   bool full_bw_reached = false;    // startup found the pipe full
+  bool competed = false;           // bbr: competed with queue-building traffic (cc_compete)
 };
 
 class CongestionController {
