@@ -35,6 +35,7 @@
 #include "tools/common/path_memory.h"
 #include "tools/common/security_flags.h"
 #include "transport/api/endpoint.h"
+#include "transport/base/clock.h"
 #include "transport/base/status.h"
 
 namespace longhaul::bridge {
@@ -345,9 +346,7 @@ class Client {
     ConnectOptions co;
     co.config = o_.config;
     if (paths_ && o_.path_memory_applies) {
-      const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+      const int64_t now_s = RealtimeNs() / 1000000000;
       if (std::optional<PathRecord> r = paths_->Find(PathPeer(), now_s)) {
         if (std::optional<Bandwidth> start = ApplyPathRecord(*r, links_.size(), &co.config)) {
           LOG(INFO) << "event=path_memory peer=" << PathPeer() << " connection=" << l.index
@@ -381,9 +380,7 @@ class Client {
       }
     }
     if (states.empty()) return;
-    const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+    const int64_t now_s = RealtimeNs() / 1000000000;
     paths_->Remember(PathPeer(), PathRecordOf(states, now_s));
     if (absl::Status st = paths_->Save(); !st.ok()) LOG(WARNING) << st.message();
   }
