@@ -146,6 +146,27 @@ TEST(BbrSimTest, OneFlowAloneOnAGigabitLinkKeepsItFull) {
   }
 }
 
+// The second second of a flow alone on 1 Gbit/s x 58 ms (no path record: startup from
+// ten packets): startup ends within the first second with a cut of 0.9, the first probe
+// refills it at 1.75 and queues 0.75 BDP for a min RTT. A drain of one min RTT at 0.75
+// left two thirds of that queue standing, and the standing-queue drain that followed
+// (x0.9, at 0.5 until the RTT showed the queue gone, an RTT late) emptied the pipe:
+// 0.944-0.955 of the link from 1 s to 2 s. The drain now takes the probe's excess out
+// (until in flight fits the BDP, at most its excess over 0.25 times its length): >= 0.965.
+TEST(BbrSimTest, OneFlowAloneFillsTheSecondSecond) {
+  for (const char* link : {"rate=1gbit,rtt=58ms", "rate=1gbit,rtt=58ms,loss=1e-3"}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      ScenarioOptions o = Options(link, 100 * kGiB, Duration::Seconds(3),
+                                  Duration::Milliseconds(100));
+      o.seed = seed;
+      o.payload = false;
+      o.sender_config.initial_rtt = Duration::Milliseconds(58);
+      ScenarioResult r = RunOk(o);
+      EXPECT_GE(MeanGoodput(r, 0, 1, 2), 0.965e9) << link << " seed " << seed;
+    }
+  }
+}
+
 // N connections started 2 s apart: the Jain index of their goodput over the second that
 // ends 5 s after the last one started, for the seeds given (the first ones, not
 // hand-picked): each >= `min_each`, the median >= `min_median`

@@ -103,6 +103,12 @@ class BbrController : public CongestionController {
   double FairGain() const;
 
  private:
+  // The excess of the probe's last min RTT queued: the RTT rose by own_queue_share of
+  // it, times `seen` (the part of it acknowledged so far).
+  bool LastProbeRoundQueued(double seen) const;
+  bool DrainsOwnProbeExcess(Time now) const;
+  // How long the drain takes out what the probe sent in excess (capped).
+  Duration ProbeDrainTime() const;
   enum class Signal { kLossWithQueue, kLossRate, kStandingQueue, kEcn };
 
   // bbr.cc: rounds.
@@ -215,6 +221,7 @@ class BbrController : public CongestionController {
   double up_gain_ = 1.25;
   Bandwidth up_round_bw_;  // bandwidth when the current probe round started
   bool deep_drain_ = false;
+  bool drain_after_probe_ = false;  // DOWN entered from UP (DrainsOwnProbeExcess)
   // Probe outcomes (probe_bw.found_share): the excess scale of the next probes, and the
   // state of the probe being judged.
   double probe_scale_ = 1.0;

@@ -39,6 +39,9 @@ struct BbrParams {
   struct ProbeBw {
     double cwnd_gain = 2.0;
     double down_gain = 0.75;
+    // The drain after a probe by a flow alone takes out the probe's excess: at most this
+    // many min RTTs (BbrController::DrainsOwnProbeExcess).
+    double max_drain_rtts = 4;
     double up_gain = 1.25;  // BBR's probe: without a model yet, and while competing
     // The fair probe: this many packets per round trip on top of the flow's bandwidth
     // (0: BBR's probe always), as a gain within [min_fair_probe_gain, max_probe_gain].

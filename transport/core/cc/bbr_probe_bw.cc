@@ -1,7 +1,8 @@
 // BbrController's PROBE_BW (bbr.h): a cycle DOWN (0.75) -> CRUISE (1.0, 2-4 rounds) ->
 // UP. UP goes on while the bandwidth keeps growing, faster (1.5) on an empty queue, so a
 // link whose rate went up is filled within a few rounds; it ends once it has queued
-// 0.25 min RTT, as BBR's 1.25 would at most.
+// 0.25 min RTT, as BBR's 1.25 would at most. DOWN lasts a min RTT, or for a flow alone
+// after a larger probe until that probe's excess is out (DrainsOwnProbeExcess).
 //
 // Fairness among longhaul flows: the UP probe asks for the same number of packets per
 // round trip on top of every flow's bandwidth (1000: gain 1 + 1000 / bandwidth in packets
@@ -65,9 +66,12 @@ void BbrController::UpdateProbeBw(Time now) {
     case Phase::kDown: {
       // Drain this flow's part of the queue: in flight down to the BDP and the RTT
       // back near min RTT, or give up after the longest drain.
-      const Duration longest =
+      Duration longest =
           min_rtt_.Scaled(deep_drain_ ? params_.congestion.standing_queue_drain_rtts : 1.0);
-      if (now - phase_start_ > longest || (bytes_in_flight_ <= Bdp() && QueueEmpty())) {
+      const bool own_excess = DrainsOwnProbeExcess(now);
+      if (own_excess) longest = ProbeDrainTime();
+      if (now - phase_start_ > longest ||
+          (bytes_in_flight_ <= Bdp() && (QueueEmpty() || own_excess))) {
         EnterPhase(now, Phase::kCruise);
       }
       break;
@@ -132,7 +136,8 @@ void BbrController::ScheduleProbe() {
 }
 
 void BbrController::EnterPhase(Time now, Phase phase) {
-  if (phase_ == Phase::kUp && phase != Phase::kUp) probe_length_ = now - phase_start_;
+  const bool was_up = phase_ == Phase::kUp;
+  if (was_up && phase != Phase::kUp) probe_length_ = now - phase_start_;
   // The drain after a probe is over (however it ended): later losses are not the probe's.
   if (phase == Phase::kCruise && probe_down_end_.IsInfinite()) probe_down_end_ = now;
   phase_ = phase;
@@ -140,6 +145,7 @@ void BbrController::EnterPhase(Time now, Phase phase) {
   phase_start_round_ = round_count_;
   cwnd_gain_ = competing_ ? params_.compete.cwnd_gain : params_.probe_bw.cwnd_gain;
   deep_drain_ = false;
+  drain_after_probe_ = was_up && phase == Phase::kDown;
   switch (phase) {
     case Phase::kDown:
       pacing_gain_ = params_.probe_bw.down_gain;
@@ -164,6 +170,51 @@ void BbrController::EnterPhase(Time now, Phase phase) {
       }
       break;
   }
+}
+
+bool BbrController::LastProbeRoundQueued(double seen) const {
+  const Duration rise = probe_max_rtt_ - min_rtt_ - ack_delay_;
+  const Duration last = std::min(probe_length_, min_rtt_);
+  return up_gain_ > 1 &&
+         rise >= last.Scaled(params_.probe_bw.own_queue_share * (up_gain_ - 1) * seen);
+}
+
+// The DOWN phase after a probe of more than BBR's 1.25 lasts one min RTT at 0.75, which
+// takes out only a third of what a 1.75 probe of one min RTT queues at a bottleneck the
+// flow fills alone: the rest stood until the standing-queue response cut the model and
+// drained at 0.5 past the point where the pipe was empty (the RTT shows the queue gone a
+// round trip late): in the second second of every run, and after a probe that climbed to
+// a rate that came back (docs/congestion-control.md, "The drain after a probe").
+// After one min RTT, a flow that is not competing and whose probe's last min RTT of
+// excess shows in the RTTs back so far drains on, at most until that excess is out
+// (ProbeDrainTime), and stops as soon as its in flight fits the BDP: its own excess is
+// then out of the queue, and waiting for the RTT to say so overshoots by a round trip.
+// That is for a flow that is alone, as far as it can tell:
+//   - small enough for the fair probe's cap, and the probe found nothing (it refilled a
+//     cut at most): a newcomer's probe takes share from the others and finds more;
+//   - or the probe at least doubled the delivery (the link had room) and its last round
+//     found nothing.
+// Flows sharing a link, whose probes queue together, each draining to its BDP gave back
+// the newcomers' share (four flows: Jain 0.84-0.93 in some seeds of eight).
+bool BbrController::DrainsOwnProbeExcess(Time now) const {
+  if (!drain_after_probe_ || deep_drain_ || competing_ || now - phase_start_ <= min_rtt_ ||
+      ProbeDrainTime() <= min_rtt_ || !LastProbeRoundQueued(1 / up_gain_)) {
+    return false;
+  }
+  const BbrParams::ProbeBw& p = params_.probe_bw;
+  const bool found_nothing =
+      last_round_delivery_ < probe_base_delivery_.Scaled(1 + p.found_share * probe_ask_);
+  const bool last_round_found_nothing =
+      max_bw_.Get() < up_round_bw_.Scaled(1 + p.found_share * (up_gain_ - 1));
+  return (FairGain() >= p.max_probe_gain && found_nothing) ||
+         (last_round_delivery_ >= probe_base_delivery_.Scaled(2) && last_round_found_nothing);
+}
+
+Duration BbrController::ProbeDrainTime() const {
+  const BbrParams::ProbeBw& p = params_.probe_bw;
+  const double excess = (up_gain_ - 1) / std::max(1 - p.down_gain, 0.05);
+  return std::min(std::min(probe_length_, min_rtt_).Scaled(excess),
+                  min_rtt_.Scaled(p.max_drain_rtts));
 }
 
 void BbrController::JudgeProbe(Time now) {
