@@ -222,6 +222,8 @@ class BbrController : public CongestionController {
   Bandwidth up_round_bw_;  // bandwidth when the current probe round started
   bool deep_drain_ = false;
   bool drain_after_probe_ = false;  // DOWN entered from UP (DrainsOwnProbeExcess)
+  bool probe_from_empty_queue_ = false;
+  uint64_t last_standing_queue_round_ = ~uint64_t{0};  // the last standing-queue cut  // the RTT showed no queue when UP began
   // Probe outcomes (probe_bw.found_share): the excess scale of the next probes, and the
   // state of the probe being judged.
   double probe_scale_ = 1.0;

@@ -152,6 +152,7 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
       break;
     case Signal::kStandingQueue:
       ++queue_drains_;
+      last_standing_queue_round_ = round_count_;
       NoteQueueResponse(now);
       break;
     case Signal::kLossWithQueue:

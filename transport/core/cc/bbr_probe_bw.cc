@@ -158,6 +158,7 @@ void BbrController::EnterPhase(Time now, Phase phase) {
       pacing_gain_ = up_gain_;
       up_round_bw_ = max_bw_.Get();
       probe_start_ = now;
+      probe_from_empty_queue_ = QueueEmpty();
       probe_down_end_ = Time::Infinite();
       if (params_.probe_bw.found_share > 0) {
         // Judged at the first round start after it, at least two rounds on: by then the
@@ -184,12 +185,15 @@ bool BbrController::LastProbeRoundQueued(double seen) const {
 // flow fills alone: the rest stood until the standing-queue response cut the model and
 // drained at 0.5 past the point where the pipe was empty (the RTT shows the queue gone a
 // round trip late): in the second second of every run, and after a probe that climbed to
-// a rate that came back (docs/congestion-control.md, "The drain after a probe").
+// a rate that came back (docs/congestion-control.md, "A flow alone", rule 4).
 // After one min RTT, a flow that is not competing and whose probe's last min RTT of
 // excess shows in the RTTs back so far drains on, at most until that excess is out
 // (ProbeDrainTime), and stops as soon as its in flight fits the BDP: its own excess is
 // then out of the queue, and waiting for the RTT to say so overshoots by a round trip.
-// That is for a flow that is alone, as far as it can tell:
+// That is for a flow that is alone, as far as it can tell: the probe began on an empty
+// queue, no standing queue was cut for in the last 10 rounds (TCP CUBIC filling the
+// buffer before competing starts: draining each probe out handed it the link, a share
+// of 0.36-0.40 where 0.51-0.55 is the rule), and one of
 //   - small enough for the fair probe's cap, and the probe found nothing (it refilled a
 //     cut at most): a newcomer's probe takes share from the others and finds more;
 //   - or the probe at least doubled the delivery (the link had room) and its last round
@@ -197,7 +201,11 @@ bool BbrController::LastProbeRoundQueued(double seen) const {
 // Flows sharing a link, whose probes queue together, each draining to its BDP gave back
 // the newcomers' share (four flows: Jain 0.84-0.93 in some seeds of eight).
 bool BbrController::DrainsOwnProbeExcess(Time now) const {
-  if (!drain_after_probe_ || deep_drain_ || competing_ || now - phase_start_ <= min_rtt_ ||
+  const bool standing_lately =
+      last_standing_queue_round_ != ~uint64_t{0} &&
+      round_count_ - last_standing_queue_round_ <= params_.model.bw_window_rounds;
+  if (!drain_after_probe_ || deep_drain_ || competing_ || !probe_from_empty_queue_ ||
+      standing_lately || now - phase_start_ <= min_rtt_ ||
       ProbeDrainTime() <= min_rtt_ || !LastProbeRoundQueued(1 / up_gain_)) {
     return false;
   }
