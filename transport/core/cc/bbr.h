@@ -109,6 +109,11 @@ class BbrController : public CongestionController {
   bool DrainsOwnProbeExcess(Time now) const;
   // How long the drain takes out what the probe sent in excess (capped).
   Duration ProbeDrainTime() const;
+  // The round that acknowledged the probe delivered more than the round before it by
+  // found_share of what the probe asked for.
+  bool ProbeFoundMore() const;
+  // `round` (a round count, ~0 for never) is within the bandwidth filter's window.
+  bool WithinBwWindow(uint64_t round) const;
   enum class Signal { kLossWithQueue, kLossRate, kStandingQueue, kEcn };
 
   // bbr.cc: rounds.
@@ -222,8 +227,8 @@ class BbrController : public CongestionController {
   Bandwidth up_round_bw_;  // bandwidth when the current probe round started
   bool deep_drain_ = false;
   bool drain_after_probe_ = false;  // DOWN entered from UP (DrainsOwnProbeExcess)
-  bool probe_from_empty_queue_ = false;
-  uint64_t last_standing_queue_round_ = ~uint64_t{0};  // the last standing-queue cut  // the RTT showed no queue when UP began
+  bool probe_from_empty_queue_ = false;                // the RTT showed no queue when UP began
+  uint64_t last_standing_queue_round_ = ~uint64_t{0};  // the last standing-queue cut
   // Probe outcomes (probe_bw.found_share): the excess scale of the next probes, and the
   // state of the probe being judged.
   double probe_scale_ = 1.0;

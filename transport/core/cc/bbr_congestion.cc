@@ -140,9 +140,9 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
   if (round_count_ == last_congestion_round_) return;  // once per round
   // The model before the cut, or before the first of cuts that follow each other within
   // the bandwidth filter's window: what a probe's refill would bring back (JudgeProbe).
-  const bool cut_lately = last_congestion_round_ != ~uint64_t{0} &&
-                          round_count_ - last_congestion_round_ <= params_.model.bw_window_rounds;
-  model_before_cut_ = cut_lately ? std::max(model_before_cut_, max_bw_.Get()) : max_bw_.Get();
+  model_before_cut_ = WithinBwWindow(last_congestion_round_)
+                          ? std::max(model_before_cut_, max_bw_.Get())
+                          : max_bw_.Get();
   queue_empty_since_cut_ = false;
   last_congestion_round_ = round_count_;
   last_congestion_time_ = now;

@@ -201,21 +201,25 @@ bool BbrController::LastProbeRoundQueued(double seen) const {
 // Flows sharing a link, whose probes queue together, each draining to its BDP gave back
 // the newcomers' share (four flows: Jain 0.84-0.93 in some seeds of eight).
 bool BbrController::DrainsOwnProbeExcess(Time now) const {
-  const bool standing_lately =
-      last_standing_queue_round_ != ~uint64_t{0} &&
-      round_count_ - last_standing_queue_round_ <= params_.model.bw_window_rounds;
   if (!drain_after_probe_ || deep_drain_ || competing_ || !probe_from_empty_queue_ ||
-      standing_lately || now - phase_start_ <= min_rtt_ ||
+      WithinBwWindow(last_standing_queue_round_) || now - phase_start_ <= min_rtt_ ||
       ProbeDrainTime() <= min_rtt_ || !LastProbeRoundQueued(1 / up_gain_)) {
     return false;
   }
   const BbrParams::ProbeBw& p = params_.probe_bw;
-  const bool found_nothing =
-      last_round_delivery_ < probe_base_delivery_.Scaled(1 + p.found_share * probe_ask_);
   const bool last_round_found_nothing =
       max_bw_.Get() < up_round_bw_.Scaled(1 + p.found_share * (up_gain_ - 1));
-  return (FairGain() >= p.max_probe_gain && found_nothing) ||
+  return (FairGain() >= p.max_probe_gain && !ProbeFoundMore()) ||
          (last_round_delivery_ >= probe_base_delivery_.Scaled(2) && last_round_found_nothing);
+}
+
+bool BbrController::ProbeFoundMore() const {
+  return last_round_delivery_ >=
+         probe_base_delivery_.Scaled(1 + params_.probe_bw.found_share * probe_ask_);
+}
+
+bool BbrController::WithinBwWindow(uint64_t round) const {
+  return round != ~uint64_t{0} && round_count_ - round <= params_.model.bw_window_rounds;
 }
 
 Duration BbrController::ProbeDrainTime() const {
@@ -232,8 +236,7 @@ void BbrController::JudgeProbe(Time now) {
   // before it, by a share of what the probe asked for. (A newcomer's probe takes share
   // from the others in the FIFO, so its delivery grows; a flow alone at the bottleneck
   // gets nothing more.)
-  const bool found =
-      last_round_delivery_ >= probe_base_delivery_.Scaled(1 + p.found_share * probe_ask_);
+  const bool found = ProbeFoundMore();
   // Its own queue: the RTT rose by a good part of the probe's excess over its length, as
   // when all of it queued at a bottleneck this flow fills alone.
   const Duration rise = probe_max_rtt_ - min_rtt_ - ack_delay_;
