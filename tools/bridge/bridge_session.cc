@@ -61,6 +61,7 @@ Session::Session(asio::io_context& io, SessionOptions options, std::shared_ptr<B
       core_(ProtocolOptionsFor(o_), std::move(budget), metrics),
       pump_timer_(io),
       core_timer_(io),
+      backlog_(o_.send_backlog),
       close_timer_(io) {}
 
 Session::~Session() = default;
@@ -434,12 +435,7 @@ void Session::MakeReady(const StreamPtr& s) {
 }
 
 uint64_t Session::BacklogLimit() {
-  // A few milliseconds of the connection's pacing rate: enough to keep the
-  // pacer busy between two pumps, little enough that a new small frame waits
-  // behind at most that.
-  const double rate_Bps = conn_->debug_state().pacing_rate.BytesPerSecond();
-  return std::max<uint64_t>(o_.min_backlog,
-                            static_cast<uint64_t>(rate_Bps * o_.send_backlog.count() * 1e-6));
+  return backlog_.Limit(Now(), conn_->debug_state().pacing_rate);
 }
 
 // Reads one chunk from a readable stream and submits it. False when the stream
@@ -466,6 +462,7 @@ bool Session::ReadOne(const StreamPtr& s) {
     ResetStream(s, ResetCode::kAborted, absl::StrCat("reading from TCP: ", ec.message()));
     return false;
   }
+  backlog_.OnRead(Now(), got, want);
   buf->resize(kFrameHeaderSize + got);
   const SendSlot slot = core_.OnDataRead(s->id, got);
   WriteFrameHeader(FrameType::kData, s->id, slot.seq, buf->data());

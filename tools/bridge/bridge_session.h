@@ -9,7 +9,8 @@
 // again, end streams or the session.
 //
 // Sending. TCP is read only while the longhaul connection's unsent backlog is
-// short (a few ms of its pacing rate), the bytes submitted but not yet
+// short (a few ms of its pacing rate: 2 ms while small messages flow, 20 ms for
+// bulk alone; tools/bridge/send_backlog.h), the bytes submitted but not yet
 // acknowledged stay under `send_memory`, and the budget has room: streams with
 // data take turns, one chunk each, so a bulk stream cannot queue a small
 // request behind megabytes.
@@ -35,6 +36,7 @@
 #include "tools/bridge/bridge_config.h"
 #include "tools/bridge/bridge_frames.h"
 #include "tools/bridge/bridge_metrics.h"
+#include "tools/bridge/send_backlog.h"
 #include "tools/bridge/stream_protocol.h"
 #include "transport/datapath/connection_handle.h"
 
@@ -50,12 +52,9 @@ struct SessionOptions {
   uint64_t memory = 512ull << 20;        // receive budget shared by the open streams
   uint64_t send_memory = 256ull << 20;   // submitted, not yet acknowledged, all streams
   size_t max_streams = 4096;
-  // The longhaul connection's unsent backlog the bridge keeps: this long at the
-  // pacing rate, at least min_backlog bytes. Shorter: less wait for a small
-  // frame behind bulk data; longer: more slack for late wake-ups of the
-  // bridge's thread.
-  std::chrono::microseconds send_backlog{2000};
-  uint64_t min_backlog = 256 * 1024;
+  // The longhaul connection's unsent backlog the bridge keeps
+  // (tools/bridge/send_backlog.h).
+  SendBacklogOptions send_backlog;
   std::chrono::milliseconds connect_timeout{10000};  // server: connecting to a target
   // Server: the target of a forward; nullptr when there is none of that name.
   std::function<const Forward*(const std::string& name)> find_forward;
@@ -148,6 +147,7 @@ class Session : public std::enable_shared_from_this<Session> {
   boost::asio::steady_timer core_timer_;
   Time core_timer_at_ = Time::Infinite();
   uint64_t send_inflight_ = 0;  // bytes submitted, not yet send-complete
+  SendBacklog backlog_;
   bool flushing_ = false;
   bool closed_ = false;
   bool close_when_flushed_ = false;

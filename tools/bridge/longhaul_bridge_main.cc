@@ -48,8 +48,12 @@ DEFINE_string(send_memory, "256MiB",
               "most bytes read from TCP and not yet acknowledged by the peer, all streams");
 DEFINE_string(send_backlog, "2ms",
               "data kept queued in the longhaul connection ahead of its pacer, as time at "
-              "the pacing rate (at least 256KiB): what a small request may wait behind "
-              "bulk data on the sending side");
+              "the pacing rate (at least 256KiB), while small messages flow (a stream read "
+              "<= 16KiB that emptied its socket within the last second): what a small "
+              "request may wait behind bulk data on the sending side");
+DEFINE_string(bulk_send_backlog, "20ms",
+              "the same while only bulk data flows: slack for the bridge's thread waking "
+              "late on a busy host, while nothing small waits behind it");
 DEFINE_int32(max_streams, 4096, "most streams (TCP connections) at once per connection");
 DEFINE_string(memory_per_key, "1GiB",
               "server: most memory the sessions of one client key may hold (stream windows, "
@@ -111,6 +115,14 @@ std::chrono::milliseconds Millis(const std::string& text, const char* flag) {
   const Duration d = kUsage.Or(ParseDuration(text), flag);
   if (d <= Duration::Zero()) kUsage.Fail(absl::StrCat("--", flag, " must be > 0"));
   return std::chrono::milliseconds(std::max<int64_t>(1, d.ns() / 1'000'000));
+}
+
+Duration Backlog(const std::string& text, const char* flag) {
+  const Duration b = kUsage.Or(ParseDuration(text), flag);
+  if (b < Duration::Microseconds(100) || b > Duration::Seconds(1)) {
+    kUsage.Fail(absl::StrCat("--", flag, " must be in [100us, 1s]"));
+  }
+  return b;
 }
 
 net::HostPort HostPortFlag(const std::string& text, const char* flag, bool port_required) {
@@ -268,13 +280,8 @@ int Main(int argc, char** argv) {
   o.limits.targets_total = static_cast<uint64_t>(FLAGS_targets_total);
   o.limits.sessions_per_key = static_cast<uint64_t>(FLAGS_sessions_per_key);
   o.session.connect_timeout = Millis(FLAGS_target_timeout, "target_timeout");
-  {
-    const Duration b = kUsage.Or(ParseDuration(FLAGS_send_backlog), "send_backlog");
-    if (b < Duration::Microseconds(100) || b > Duration::Seconds(1)) {
-      kUsage.Fail("--send_backlog must be in [100us, 1s]");
-    }
-    o.session.send_backlog = std::chrono::microseconds(b.ns() / 1000);
-  }
+  o.session.send_backlog.interactive = Backlog(FLAGS_send_backlog, "send_backlog");
+  o.session.send_backlog.bulk = Backlog(FLAGS_bulk_send_backlog, "bulk_send_backlog");
   o.connect_timeout = Millis(FLAGS_connect_timeout, "connect_timeout");
   o.reconnect_max = Millis(FLAGS_reconnect_max, "reconnect_max");
   o.connect_wait = Millis(FLAGS_connect_wait, "connect_wait");

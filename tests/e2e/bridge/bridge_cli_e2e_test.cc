@@ -97,6 +97,8 @@ TEST(BridgeCliE2E, UsageErrorsExit2NamingTheProblem) {
       {{"client", "--insecure", listen, peer, "--bogus=1"}, "unknown flag '--bogus'"},
       {{"client", "--insecure", listen, peer, "--send_backlog=10us"},
        "--send_backlog must be in [100us, 1s]"},
+      {{"client", "--insecure", listen, peer, "--bulk_send_backlog=2s"},
+       "--bulk_send_backlog must be in [100us, 1s]"},
       {{"server", "--insecure", listen, target, "--memory_per_key=1MiB"},
        "--memory_per_key must be at least 4MiB"},
       {{"server", "--insecure", listen, target, "--memory_per_key=lots"}, "--memory_per_key: "},
