@@ -462,7 +462,12 @@ bool Session::ReadOne(const StreamPtr& s) {
     ResetStream(s, ResetCode::kAborted, absl::StrCat("reading from TCP: ", ec.message()));
     return false;
   }
-  backlog_.OnRead(Now(), got, want);
+  const Time now = Now();
+  const bool was_interactive = backlog_.interactive(now);
+  backlog_.OnRead(now, got, want);
+  if (!was_interactive && backlog_.interactive(now)) {
+    VLOG(1) << "event=send_backlog_short stream=" << s->id << " read=" << got;
+  }
   buf->resize(kFrameHeaderSize + got);
   const SendSlot slot = core_.OnDataRead(s->id, got);
   WriteFrameHeader(FrameType::kData, s->id, slot.seq, buf->data());
