@@ -152,7 +152,8 @@ void BbrController::EndRound(Time now) {
           << " delivered=" << last_round_delivery_.bps() / 1e9
           << " min_rtt=" << min_rtt_.milliseconds()
           << " round_min_rtt=" << round_min_rtt_.milliseconds() << " lost=" << round_lost_packets_
-          << " ce=" << round_ce_ << " inflight=" << bytes_in_flight_ << " bdp=" << Bdp();
+          << " ce=" << round_ce_ << " inflight=" << bytes_in_flight_ << " bdp=" << Bdp()
+          << " app_limited=" << round_app_limited_;
 
   // This round acknowledged what the previous round sent; its signals were answered
   // already if that round started before the last response.
