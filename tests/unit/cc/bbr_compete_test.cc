@@ -25,7 +25,7 @@ void MovingQueueRound(Driver* d, Bandwidth rate, Duration low, Duration high, in
 // buffer): drains that never see the queue empty. After more than two responses to a
 // queue that was not seen empty for three rounds in a row, spread over at least 40
 // rounds, the flow competes: no more queue-based cuts; loss counts as an episode (after
-// 16 loss-free rounds) or above 5 x cc_loss_threshold; eight rounds with an empty queue
+// 16 loss-free rounds) or above 8 x cc_loss_threshold; eight rounds with an empty queue
 // end it; a competitor seen within the last 10 s is recognised after one failed drain.
 TEST(BbrTest, CompetesByDefault) { EXPECT_TRUE(TransportConfig().cc_compete); }
 
@@ -57,7 +57,7 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   d.Round(share, low);
   EXPECT_EQ(bbr.congestion_events(), before + 1);
   EXPECT_LE(bbr.bandwidth().bps(), 0.52 * share.bps());
-  // 5% loss in every round (TCP BBR keeps the buffer overflowing) is below 5 x 3%: no
+  // 5% loss in every round (TCP BBR keeps the buffer overflowing) is below 8 x 3%: no
   // episode, no cut. The queue never emptied after the episode: the competitor did not
   // answer the loss, and the cut is undone.
   for (int i = 0; i < 10; ++i) {
@@ -67,6 +67,18 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   EXPECT_EQ(bbr.congestion_events(), before + 1);
   EXPECT_GE(bbr.bandwidth().bps(), 0.99 * share.bps());
   EXPECT_TRUE(bbr.competing());
+  // Nor is 19% (both flows' probes overflowing the buffer); 30% is congestion.
+  const auto lossy_rounds = [&](double rate, int n) {
+    for (int i = 0; i < n; ++i) {
+      d.Loss(static_cast<uint64_t>(rate / (1 - rate) * round_bytes / 8192), 8192, low);
+      d.Round(share, low);
+    }
+  };
+  lossy_rounds(0.19, 5);
+  EXPECT_EQ(bbr.congestion_events(), before + 1);
+  lossy_rounds(0.30, 1);
+  EXPECT_EQ(bbr.congestion_events(), before + 2);
+  EXPECT_TRUE(bbr.competing());
   // The competitor leaves: eight rounds at min RTT end the competition.
   for (int i = 0; i < 8; ++i) d.Round(link, kRtt);
   EXPECT_FALSE(bbr.competing());
@@ -75,6 +87,108 @@ TEST(BbrTest, CompetesWhenDrainsNeverEmptyTheQueue) {
   EXPECT_TRUE(bbr.competing());
   EXPECT_EQ(bbr.queue_drains(), drains + 1);
   EXPECT_EQ(bbr.competing_entries(), 2u);
+}
+
+// The response that finds the queue persistent starts competing and does not cut: a cut
+// and a drain then only hand the link to the traffic that keeps the queue.
+TEST(BbrTest, TheResponseThatStartsCompetingDoesNotCut) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth share = Bandwidth::Gbps(5);
+  FillPipeThenQueue(&d, &bbr, Bandwidth::Gbps(10));
+  // MovingQueueRound, ACK by ACK, up to the one that starts competing.
+  const ByteCount bytes = share.BytesIn(kRtt.Scaled(1.5)) / 16;
+  Bandwidth before;
+  for (int i = 0; i < 200 * 16 && !bbr.competing(); ++i) {
+    const Duration rtt = kRtt.Scaled(i % 2 == 0 ? 1.5 : 1.6);
+    before = bbr.bandwidth();
+    d.Ack(rtt / 16, bytes, share, rtt);
+  }
+  ASSERT_TRUE(bbr.competing());
+  EXPECT_GE(bbr.bandwidth().bps(), before.bps());
+  EXPECT_NE(bbr.phase(), BbrController::Phase::kDown);
+  EXPECT_GE(bbr.pacing_gain(), 1.0);
+}
+
+// The longest PROBE_BW UP phase over `rounds` round trips at `rate` and `rtt`, ACK by ACK.
+Duration LongestProbe(Driver* d, const BbrController& bbr, Bandwidth rate, Duration rtt,
+                      int rounds) {
+  constexpr int kAcks = 32;
+  const ByteCount bytes = std::max<ByteCount>(rate.BytesIn(rtt) / kAcks, 1);
+  Duration longest = Duration::Zero();
+  Time start = Time::Infinite();
+  for (int i = 0; i < rounds * kAcks; ++i) {
+    d->Ack(rtt / kAcks, bytes, rate, rtt);
+    const bool up = bbr.mode() == BbrController::Mode::kProbeBw &&
+                    bbr.phase() == BbrController::Phase::kUp;
+    if (up && start.IsInfinite()) start = d->now();
+    if (!up && !start.IsInfinite()) {
+      longest = std::max(longest, d->now() - start);
+      start = Time::Infinite();
+    }
+  }
+  return longest;
+}
+
+// Competing, the probe lasts a min RTT, as BBR's does; where the competitor took the link
+// while the flow answered its queue (the model fell below half of what it was at the
+// first response, as TCP BBR's startup does to it), it lasts the whole round, queue
+// included, for compete.catch_up (10 s) after competing starts.
+TEST(BbrTest, ASqueezedFlowProbesWholeRoundsWhileCatchingUp) {
+  const Duration queued = kRtt.Scaled(1.5);
+  for (const bool squeezed : {false, true}) {
+    SCOPED_TRACE(squeezed ? "squeezed" : "kept its share");
+    BbrController bbr(BbrConfig());
+    Driver d(&bbr);
+    FillPipeThenQueue(&d, &bbr, Bandwidth::Gbps(10));
+    Bandwidth share = Bandwidth::Gbps(5);
+    for (int i = 0; i < 200 && !bbr.competing(); ++i) {
+      if (squeezed) share = std::max(share.Scaled(0.95), Bandwidth::Gbps(1));
+      MovingQueueRound(&d, share, queued, kRtt.Scaled(1.6));
+    }
+    ASSERT_TRUE(bbr.competing());
+    const Duration first = LongestProbe(&d, bbr, share, queued, 20);
+    if (squeezed) {
+      EXPECT_GE(first, kRtt.Scaled(1.4));
+      EXPECT_LE(first, queued.Scaled(1.1));
+    } else {
+      EXPECT_LE(first, kRtt.Scaled(1.1));
+    }
+    // Ten seconds on, BBR's probe.
+    while (d.now() < Time::Zero() + Duration::Seconds(30)) d.Round(share, queued);
+    EXPECT_LE(LongestProbe(&d, bbr, share, queued, 20), kRtt.Scaled(1.1));
+    EXPECT_TRUE(bbr.competing());
+  }
+}
+
+// TCP BBR beside a newcomer: its queue grows through the newcomer's drains, then stays flat
+// between its probes. The flat queue is taken for the path's RTT (the drains stop
+// cutting), but it came after drains that moved it, not as a step: the count towards
+// competing goes on, and a response after 40 rounds competes (before, the rounds at the
+// new RTT counted as an empty queue and the count began again). When the queue gives way
+// (TCP BBR's PROBE_RTT), the old RTT is back.
+TEST(BbrTest, AFlatQueueAfterAGrowingOneKeepsCountingTowardsCompeting) {
+  BbrController bbr(BbrConfig());
+  Driver d(&bbr);
+  const Bandwidth share = Bandwidth::Gbps(5);
+  FillPipeThenQueue(&d, &bbr, Bandwidth::Gbps(10));
+  int rounds = 0;
+  for (; rounds < 12; ++rounds) d.Round(share, kRtt.Scaled(1.3 + 0.05 * rounds));
+  EXPECT_GE(bbr.queue_drains(), 3u);
+  const Duration flat = kRtt.Scaled(1.9);
+  for (; rounds < 40 && bbr.path_rtt_changes() == 0; ++rounds) d.Round(share, flat);
+  ASSERT_EQ(bbr.path_rtt_changes(), 1u);
+  EXPECT_EQ(bbr.min_rtt(), flat);
+  EXPECT_FALSE(bbr.competing());
+  for (; rounds < 45; ++rounds) d.Round(share, flat);
+  int more = 0;
+  for (; more < 40 && !bbr.competing(); ++more) {
+    MovingQueueRound(&d, share, flat.Scaled(1.2), flat.Scaled(1.3));
+  }
+  EXPECT_TRUE(bbr.competing());
+  EXPECT_LE(more, 6);
+  d.Round(Bandwidth::Gbps(10), kRtt);
+  EXPECT_EQ(bbr.min_rtt(), kRtt);
 }
 
 // A queue that stands for fewer than 40 rounds at a time and then empties for three
@@ -152,7 +266,7 @@ TEST(BbrTest, CompetesWhenCutsForLossWithQueueNeverEmptyIt) {
   EXPECT_GE(rounds, 40);
   EXPECT_GE(bbr.congestion_events() + bbr.queue_drains(), 3u);
   EXPECT_GE(bbr.congestion_events(), 1u);
-  // Loss in every round, far below 5 x cc_loss_threshold: no more cuts.
+  // Loss in every round, far below 8 x cc_loss_threshold: no more cuts.
   const uint64_t events = bbr.congestion_events() + bbr.queue_drains();
   for (int i = 0; i < 30; ++i) {
     d.Loss(2, 8192, kRtt.Scaled(1.5));

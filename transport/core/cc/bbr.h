@@ -156,7 +156,14 @@ class BbrController : public CongestionController {
   void RespondToEcn(Time now, bool sent_at_gain_1);
   // bbr_compete.cc.
   void NoteRoundQueue(Time now);  // whether the round saw the queue empty
-  void NoteQueueResponse(Time now);
+  // Whether a queue response starts competing, and why.
+  enum class Entry {
+    kNone,
+    kRecent,      // a competitor seen within the min-RTT window is back
+    kPersistent,  // the queue stood through responses spread over after_rounds
+  };
+  Entry NoteQueueResponse(Time now);
+  void StartCompeting(Time now, Entry why);
   void OverflowEpisode(Time now);
   Bandwidth EpisodeBound(Time now) const;
 
@@ -261,6 +268,10 @@ class BbrController : public CongestionController {
   Bandwidth bw_before_drains_;
   uint64_t path_rtt_changes_ = 0;
   Duration path_rtt_before_ = Duration::Infinite();  // min RTT before a path change
+  // The path change came after drains that moved the queue (it grew, not a step): maybe a
+  // competitor's flat queue. Until the old RTT is back or the new one held a window, the
+  // queue counts as empty only at the old RTT (the responses toward competing go on).
+  bool path_rtt_suspect_ = false;
 
   // ECN.
   double ecn_alpha_;
@@ -269,6 +280,7 @@ class BbrController : public CongestionController {
   // Competition with queue-building traffic.
   uint32_t queue_responses_ = 0;       // queue-based cuts since the queue was last seen empty
   uint64_t first_response_round_ = 0;  // the round of the first of them
+  Bandwidth streak_first_bw_;          // the model before the first of them
   bool competing_ = false;
   uint64_t competing_entries_ = 0;
   // When a competitor was last seen: competing ended, or a path RTT taken from a flat
@@ -279,6 +291,9 @@ class BbrController : public CongestionController {
   // competing ends.
   bool flat_queue_gave_way_ = false;
   bool competitor_ignores_loss_ = false;
+  // Until then the UP phase lasts a whole round, queue included (BbrParams::Compete::
+  // catch_up).
+  Time catch_up_until_;
   // While competing, after an overflow episode: the model's bound growing back as CUBIC's
   // window would, from the episode (zero: no bound).
   Time episode_time_;

@@ -3,18 +3,22 @@
 // than two queue-based cuts (standing queue, loss with queue) spread over at least 40
 // rounds, with the queue never seen empty three rounds in a row, the flow competes.
 // (Longhaul flows among themselves empty the queue within that: a newcomer's startup and
-// drain keep it ~20 rounds.) Competing, queueing delay stops being a signal and the min
-// RTT is not replaced by samples that show the competitor's queue; the probe is BBR's 1.25
-// on BBR's cycle (six rounds at gain 1 between probes, not 2-4: probing more often than a
-// TCP BBR beside it took from that flow round after round); loss is congestion above 5 x
-// cc_loss_threshold, or as an overflow episode (the first loss after 16 loss-free
-// rounds): the model is halved and grows back no faster than CUBIC's window would
-// (W(t) = 0.4 (t - K)^3 + W_max packets per RTT), as long as the queue empties within 4
-// rounds of the cut; where it does not, the competitor ignores loss (TCP BBR) and the cut
-// is undone. Eight rounds with an empty queue end it; a competitor seen within the last
-// 10 s is recognised after one response: one that made it compete, or a flat queue taken
-// for the path's RTT that gave way to the old RTT (TCP BBR keeps its queue flat and
-// empties it in its PROBE_RTT).
+// drain keep it ~20 rounds.) The response that starts it does not cut. Competing,
+// queueing delay stops being a signal and the min RTT is not replaced by samples that show
+// the competitor's queue; the probe is BBR's 1.25 on BBR's cycle (six rounds at gain 1
+// between probes, not 2-4: probing more often than a TCP BBR beside it took from that flow
+// round after round), lasting a min RTT, or the whole round for 10 s where the responses
+// before had squeezed the model below half of what it was (catching up); loss is
+// congestion above 8 x cc_loss_threshold, or as an overflow episode (the first loss after
+// 16 loss-free rounds): the model is halved and grows back no faster than CUBIC's window
+// would (W(t) = 0.4 (t - K)^3 + W_max packets per RTT), as long as the queue empties
+// within 4 rounds of the cut; where it does not, the competitor ignores loss (TCP BBR) and
+// the cut is undone. Eight rounds with an empty queue end it; a competitor seen within the
+// last 10 s is recognised after one response: one that made it compete, or a flat queue
+// taken for the path's RTT that gave way to the old RTT (TCP BBR keeps its queue flat and
+// empties it in its PROBE_RTT). A flat queue taken for the path's RTT after drains that
+// moved it (not a step, as a route change is) does not restart the count towards
+// competing.
 // cc_yield (or cc_compete off) never competes: longhaul yields (a scavenger).
 // Parameters: BbrParams::Compete.
 
@@ -28,9 +32,11 @@ namespace longhaul {
 
 void BbrController::NoteRoundQueue(Time now) {
   const BbrParams::Compete& p = params_.compete;
-  // The queue was seen empty this round: whatever keeps it is gone (or was ours).
-  if (!min_rtt_.IsInfinite() && !round_min_rtt_.IsInfinite() &&
-      round_min_rtt_ <= min_rtt_.Scaled(1.05) + ack_delay_) {
+  // The queue was seen empty this round: whatever keeps it is gone (or was ours). After a
+  // suspect path change, only at the old path RTT.
+  const Duration empty_rtt = path_rtt_suspect_ ? path_rtt_before_ : min_rtt_;
+  if (!empty_rtt.IsInfinite() && !round_min_rtt_.IsInfinite() &&
+      round_min_rtt_ <= empty_rtt.Scaled(1.05) + ack_delay_) {
     queue_empty_since_cut_ = true;
     ineffective_drains_ = 0;
     last_standing_rtt_ = Duration::Infinite();
@@ -63,7 +69,7 @@ void BbrController::NoteRoundQueue(Time now) {
   }
 }
 
-void BbrController::NoteQueueResponse(Time now) {
+BbrController::Entry BbrController::NoteQueueResponse(Time now) {
   const BbrParams::Compete& p = params_.compete;
   // Cuts for a queue that never empties: traffic that does not yield to delay keeps it
   // (TCP fills a buffer whatever we do), and cutting again would hand it the link.
@@ -73,15 +79,38 @@ void BbrController::NoteQueueResponse(Time now) {
   // one such response says so.
   const bool recent =
       !competitor_seen_.IsInfinite() && now - competitor_seen_ < params_.model.min_rtt_window;
-  if (queue_responses_++ == 0) first_response_round_ = round_count_;
+  if (queue_responses_++ == 0) {
+    first_response_round_ = round_count_;
+    streak_first_bw_ = max_bw_.Get();
+  }
   const bool persistent = queue_responses_ > p.after_queue_responses &&
                           round_count_ - first_response_round_ >= p.after_rounds;
-  if (compete_ && p.after_queue_responses > 0 && (persistent || recent)) {
-    VLOG(1) << "bbr " << this << " t=" << now.seconds() << " competing starts";
-    competing_ = true;
-    ++competing_entries_;
-    queue_responses_ = 0;
+  if (!compete_ || p.after_queue_responses == 0) return Entry::kNone;
+  if (persistent) return Entry::kPersistent;
+  return recent ? Entry::kRecent : Entry::kNone;
+}
+
+void BbrController::StartCompeting(Time now, Entry why) {
+  // The response that found the queue persistent does not cut (it would only hand the
+  // link to the traffic that keeps the queue), and the drain it would begin ends. Where
+  // the responses through after_rounds cut the model below squeezed_share of what it was
+  // at the first of them, the competitor took the link meanwhile (TCP BBR's startup):
+  // catch up (BbrParams::Compete::catch_up).
+  VLOG(1) << "bbr " << this << " t=" << now.seconds() << " competing starts ("
+          << (why == Entry::kPersistent ? "persistent queue" : "competitor back") << "), model "
+          << max_bw_.Get().bps() / 1e6 << " Mbit/s, " << streak_first_bw_.bps() / 1e6
+          << " at the first response";
+  competing_ = true;
+  ++competing_entries_;
+  queue_responses_ = 0;
+  const bool squeezed = why == Entry::kPersistent &&
+                        max_bw_.Get() < streak_first_bw_.Scaled(params_.compete.squeezed_share);
+  catch_up_until_ = squeezed ? now + params_.compete.catch_up : Time();
+  if (mode_ == Mode::kProbeBw) {
+    if (phase_ == Phase::kDown) EnterPhase(now, Phase::kCruise);
+    cwnd_gain_ = params_.compete.cwnd_gain;
   }
+  UpdatePacingRate();
 }
 
 void BbrController::OverflowEpisode(Time now) {

@@ -117,9 +117,15 @@ void BbrController::StandingQueue(Time now, bool app_limited) {
     // path's RTT (a route change; or traffic that keeps a queue whatever longhaul does,
     // which the min-RTT window would take for the path's RTT after 10 s anyway). Take it
     // as the min RTT and undo the cuts of those drains.
+    // A route change is a step: the first drains after it already fail to move the RTT.
+    // More responses before those (a queue that grew through drains) say traffic keeps it:
+    // the new RTT is taken (the drains stop cutting) but the count toward competing goes
+    // on, and this is one more response.
+    const bool suspect = queue_responses_ > params_.compete.after_queue_responses;
     VLOG(1) << "bbr " << this << " t=" << now.seconds() << " path RTT " << min_rtt_.milliseconds()
-            << " -> " << round_min_rtt_.milliseconds() << " ms";
+            << " -> " << round_min_rtt_.milliseconds() << " ms" << (suspect ? " (suspect)" : "");
     path_rtt_before_ = std::min(path_rtt_before_, min_rtt_);
+    path_rtt_suspect_ = path_rtt_suspect_ || suspect;
     min_rtt_ = round_min_rtt_;
     min_rtt_stamp_ = now;
     ++path_rtt_changes_;
@@ -129,6 +135,10 @@ void BbrController::StandingQueue(Time now, bool app_limited) {
       max_bw_.Reset(bw_before_drains_, static_cast<int64_t>(round_count_));
     }
     if (mode_ == Mode::kProbeBw && phase_ == Phase::kDown) EnterPhase(now, Phase::kCruise);
+    if (suspect) {
+      const Entry entry = NoteQueueResponse(now);
+      if (entry != Entry::kNone) return StartCompeting(now, entry);
+    }
     UpdatePacingRate();
     return;
   }
@@ -153,11 +163,16 @@ void BbrController::Congestion(Time now, Signal signal, double factor) {
     case Signal::kStandingQueue:
       ++queue_drains_;
       last_standing_queue_round_ = round_count_;
-      NoteQueueResponse(now);
+      if (const Entry entry = NoteQueueResponse(now); entry != Entry::kNone) {
+        return StartCompeting(now, entry);  // no cut
+      }
       break;
     case Signal::kLossWithQueue:
       ++congestion_events_;
-      if (!competing_) NoteQueueResponse(now);  // (while competing: an overflow episode)
+      if (competing_) break;  // (an overflow episode)
+      if (const Entry entry = NoteQueueResponse(now); entry != Entry::kNone) {
+        return StartCompeting(now, entry);  // no cut
+      }
       break;
     case Signal::kLossRate:
       ++congestion_events_;

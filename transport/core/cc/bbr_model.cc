@@ -44,8 +44,10 @@ void BbrController::UpdateMinRtt(Time now, Duration rtt) {
       competitor_seen_ = now;
       flat_queue_gave_way_ = true;
       path_rtt_before_ = Duration::Infinite();
+      path_rtt_suspect_ = false;
     } else if (expired) {
       path_rtt_before_ = Duration::Infinite();  // the new RTT held a whole window
+      path_rtt_suspect_ = false;
     }
     min_rtt_ = rtt;
     min_rtt_stamp_ = now;

@@ -125,10 +125,22 @@ struct BbrParams {
     uint32_t cruise_rounds = 6;
     // While competing, the window in BDPs of the path's min RTT (PROBE_BW's is 2).
     double cwnd_gain = 3.0;
+    // Catching up: where the responses before competing (after_rounds of them) cut the
+    // model below squeezed_share of what it was at the first, the competitor took the link
+    // meanwhile (TCP BBR's startup squeezed longhaul to 0.01-0.1 of it). For catch_up after
+    // competing starts, the UP phase then lasts the whole round, the competitor's queue
+    // included, instead of a min RTT: behind a queue as deep as the pipe a probe of one
+    // min RTT spans half the round its rate samples cover and shows half its gain (a share
+    // of 0.1 took 20 s to reach 0.45 beside TCP BBR). Probing so for good out-grew TCP BBR
+    // (shares 0.51-0.63).
+    double squeezed_share = 0.5;
+    Duration catch_up = Duration::Seconds(10);
     // While competing, a round's loss rate is congestion above this multiple of
     // cc_loss_threshold (a queue-filling competitor keeps the buffer overflowing: it
     // answers loss late or not at all, and a flow that cuts at every overflow starves).
-    double loss_multiple = 5.0;
+    // Beside TCP BBR rounds lost over 15 % about once a second: x 5 (15 %) held longhaul
+    // at 0.36-0.45 of the link, x 8 (24 %) let it reach 0.45-0.55.
+    double loss_multiple = 8.0;
     // While competing, the first round with loss after this many loss-free rounds is a
     // loss-based competitor's overflow (CUBIC fills the buffer, loses, cuts, and grows
     // back for seconds): answered like that competitor answers it, x episode_beta.

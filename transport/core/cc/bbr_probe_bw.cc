@@ -87,7 +87,12 @@ void BbrController::UpdateProbeBw(Time now) {
 
 void BbrController::UpdateProbeUp(Time now) {
   const BbrParams::ProbeBw& p = params_.probe_bw;
-  const bool full_length = now - phase_start_ > min_rtt_;
+  // Catching up after competing started, the probe lasts the whole round, the
+  // competitor's queue included (BbrParams::Compete::catch_up).
+  const Duration length =
+      competing_ && now < catch_up_until_ ? std::max(min_rtt_, srtt_) : min_rtt_;
+  const bool full_length = now - phase_start_ > length;
+  const double rounds = length.seconds() / min_rtt_.seconds();
   // The pipe plus up_gain - 1 BDP of queue is in flight: the bottleneck is full.
   // While the link has room the bandwidth estimate (and so the BDP) grows with
   // the probe and this does not happen: the probe goes on.
@@ -96,7 +101,7 @@ void BbrController::UpdateProbeUp(Time now) {
   // for loss-based neighbours such as TCP CUBIC).
   const bool probe_queued = !competing_ && now - phase_start_ > min_rtt_ / 4 &&
                             latest_rtt_ > min_rtt_.Scaled(1 + p.queue_fraction) + ack_delay_;
-  if ((full_length && bytes_in_flight_ >= Bdp(up_gain_)) || probe_queued ||
+  if ((full_length && bytes_in_flight_ >= Bdp(up_gain_ * rounds)) || probe_queued ||
       round_count_ - phase_start_round_ > p.max_up_rounds) {
     ScheduleProbe();
     EnterPhase(now, Phase::kDown);
