@@ -89,10 +89,9 @@ void BbrController::UpdateProbeUp(Time now) {
   const BbrParams::ProbeBw& p = params_.probe_bw;
   // Catching up after competing started, the probe lasts the whole round, the
   // competitor's queue included (BbrParams::Compete::catch_up).
-  const Duration length =
-      competing_ && now < catch_up_until_ ? std::max(min_rtt_, srtt_) : min_rtt_;
-  const bool full_length = now - phase_start_ > length;
-  const double rounds = length.seconds() / min_rtt_.seconds();
+  const bool whole_round = competing_ && now < catch_up_until_ && srtt_ > min_rtt_;
+  const bool full_length = now - phase_start_ > (whole_round ? srtt_ : min_rtt_);
+  const double rounds = whole_round ? srtt_.seconds() / min_rtt_.seconds() : 1.0;
   // The pipe plus up_gain - 1 BDP of queue is in flight: the bottleneck is full.
   // While the link has room the bandwidth estimate (and so the BDP) grows with
   // the probe and this does not happen: the probe goes on.
